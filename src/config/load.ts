@@ -1,0 +1,218 @@
+/**
+ * Config loading: TOML text → environment overlay → validation → frozen {@link GatewayConfig}.
+ * Pure: the caller reads the file and passes the environment, so tests need no disk.
+ *
+ * @module
+ */
+import { parse as parseToml } from "smol-toml";
+import { ConfigError } from "./errors.ts";
+import { envNameOf, KEY_SPEC_BY_KEY, KEY_SPECS, type KeySpec } from "./schema.ts";
+import type { GatewayConfig, UserConfig } from "./types.ts";
+import { parseUsers } from "./users.ts";
+
+type Scalar = number | boolean | string | readonly string[];
+
+/** Inputs of {@link loadConfig}. */
+export interface LoadInput {
+  /** TOML text of the config file ("" for none). */
+  readonly text: string;
+  /** Name of the file, for messages. */
+  readonly source: string;
+  /** Environment variables (only `IGGY_MQTT_*` are read). */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+const TABLES = new Set(KEY_SPECS.map((s) => s.key.split(".")[0]));
+
+/** Loads and validates a configuration; throws {@link ConfigError} naming the key. */
+export function loadConfig(input: LoadInput): GatewayConfig {
+  let doc: Record<string, unknown>;
+  try {
+    doc = parseToml(input.text) as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError("(file)", `${input.source} is not valid TOML: ${String(err)}`, {
+      cause: err,
+    });
+  }
+  const values = new Map<string, Scalar>();
+  let usersRaw: unknown = [];
+  for (const [table, body] of Object.entries(doc)) {
+    if (table === "users") {
+      usersRaw = body;
+      continue;
+    }
+    if (!TABLES.has(table)) throw new ConfigError(table, `unknown table in ${input.source}`);
+    if (!isPlainObject(body)) throw new ConfigError(table, "must be a table");
+    for (const [name, raw] of Object.entries(body)) {
+      const key = `${table}.${name}`;
+      const spec = KEY_SPEC_BY_KEY.get(key);
+      if (!spec) throw new ConfigError(key, `unknown key in ${input.source}`);
+      if (spec.secret && raw !== "") {
+        throw new ConfigError(key, `is a secret; set it with ${envNameOf(key)}, not in the file`);
+      }
+      values.set(key, checkValue(spec, raw));
+    }
+  }
+  for (const spec of KEY_SPECS) {
+    const envName = envNameOf(spec.key);
+    const raw = input.env[envName];
+    if (raw !== undefined) values.set(spec.key, checkValue(spec, fromEnv(spec, raw, envName)));
+  }
+  for (const name of Object.keys(input.env)) {
+    if (name.startsWith("IGGY_MQTT_") && !KEY_SPECS.some((s) => envNameOf(s.key) === name)) {
+      throw new ConfigError(name, "unknown environment variable for this gateway");
+    }
+  }
+  const get = (key: string): Scalar => values.get(key) ?? KEY_SPEC_BY_KEY.get(key)!.default;
+  const config = assemble(get, parseUsers(usersRaw));
+  crossCheck(config);
+  return deepFreeze(config);
+}
+
+function fromEnv(spec: KeySpec, raw: string, envName: string): unknown {
+  switch (spec.type.kind) {
+    case "int": {
+      if (!/^-?\d+$/.test(raw.trim())) {
+        throw new ConfigError(spec.key, `${envName}="${raw}" is not an integer`);
+      }
+      return Number(raw.trim());
+    }
+    case "bool":
+      if (raw === "true" || raw === "1") return true;
+      if (raw === "false" || raw === "0") return false;
+      throw new ConfigError(spec.key, `${envName}="${raw}" is not true or false`);
+    case "list":
+      return raw.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+    default:
+      return raw;
+  }
+}
+
+function checkValue(spec: KeySpec, raw: unknown): Scalar {
+  const t = spec.type;
+  switch (t.kind) {
+    case "int": {
+      const n = typeof raw === "bigint" ? Number(raw) : raw;
+      if (typeof n !== "number" || !Number.isInteger(n)) {
+        throw new ConfigError(spec.key, `must be an integer, got ${show(raw)}`);
+      }
+      if (n < t.min || n > t.max) {
+        throw new ConfigError(spec.key, `must be between ${t.min} and ${t.max}, got ${n}`);
+      }
+      return n;
+    }
+    case "bool":
+      if (typeof raw !== "boolean") {
+        throw new ConfigError(spec.key, `must be true or false, got ${show(raw)}`);
+      }
+      return raw;
+    case "enum":
+      if (typeof raw !== "string" || !t.values.includes(raw)) {
+        throw new ConfigError(spec.key, `must be one of ${t.values.join(", ")}, got ${show(raw)}`);
+      }
+      return raw;
+    case "string":
+      if (typeof raw !== "string") throw new ConfigError(spec.key, `must be a string`);
+      if (!t.allowEmpty && raw === "") throw new ConfigError(spec.key, "must not be empty");
+      return raw;
+    case "address":
+      if (typeof raw !== "string") throw new ConfigError(spec.key, `must be a "host:port" string`);
+      if (raw === "" && t.allowEmpty) return raw;
+      parseAddress(spec.key, raw);
+      return raw;
+    case "list":
+      if (!Array.isArray(raw) || !raw.every((v) => typeof v === "string")) {
+        throw new ConfigError(spec.key, "must be a list of strings");
+      }
+      return raw as string[];
+  }
+}
+
+/** Splits "host:port" (IPv6 as "[::1]:1883"); throws naming the key. */
+export function parseAddress(key: string, value: string): { hostname: string; port: number } {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(value);
+  if (!m) throw new ConfigError(key, `must be "host:port", got "${value}"`);
+  const port = Number(m[3]);
+  if (port > 65535) throw new ConfigError(key, `port must be 0..65535, got ${port}`);
+  return { hostname: m[1] ?? m[2], port };
+}
+
+function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfig {
+  const table = (name: string) => {
+    const out: Record<string, Scalar> = {};
+    for (const spec of KEY_SPECS) {
+      const [t, k] = spec.key.split(".");
+      if (t === name) out[k] = get(spec.key);
+    }
+    return out;
+  };
+  return {
+    gateway: table("gateway"),
+    listeners: table("listeners"),
+    mqtt: table("mqtt"),
+    auth: table("auth"),
+    mapping: table("mapping"),
+    log: table("log"),
+    embedded: table("embedded"),
+    iggy: table("iggy"),
+    limits: table("limits"),
+    users,
+  } as unknown as GatewayConfig;
+}
+
+function crossCheck(c: GatewayConfig): void {
+  if (c.listeners.tcp === "" && c.listeners.tls === "") {
+    throw new ConfigError("listeners.tcp", "at least one of listeners.tcp and listeners.tls is needed");
+  }
+  if (c.listeners.tls !== "") {
+    if (c.listeners.tls_cert_file === "") {
+      throw new ConfigError("listeners.tls_cert_file", "is required when listeners.tls is set");
+    }
+    if (c.listeners.tls_key_file === "") {
+      throw new ConfigError("listeners.tls_key_file", "is required when listeners.tls is set");
+    }
+  }
+  if (c.gateway.backend === "iggy") {
+    if (c.limits.max_topic_bytes > 255) {
+      throw new ConfigError(
+        "limits.max_topic_bytes",
+        "cannot exceed 255 with the iggy backend (Iggy caps header values at 255 bytes)",
+      );
+    }
+    if (c.iggy.password === "" && c.iggy.token === "") {
+      throw new ConfigError(
+        "iggy.password",
+        `the iggy backend needs ${envNameOf("iggy.password")} or ${envNameOf("iggy.token")}`,
+      );
+    }
+  }
+  if (c.limits.max_outbound_queue_bytes < c.limits.max_outbound_queue_bytes_per_client) {
+    throw new ConfigError(
+      "limits.max_outbound_queue_bytes",
+      "must be at least limits.max_outbound_queue_bytes_per_client",
+    );
+  }
+  const names = new Set<string>();
+  for (const u of c.users) {
+    if (names.has(u.username)) throw new ConfigError("users", `duplicate user "${u.username}"`);
+    names.add(u.username);
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Date);
+}
+
+function show(v: unknown): string {
+  return typeof v === "string" ? `"${v}"` : String(v);
+}
+
+function deepFreeze<T>(o: T): T {
+  if (typeof o === "object" && o !== null && !(o instanceof Map) && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o)) deepFreeze(v);
+  }
+  return o;
+}
+
+export { isPlainObject };

@@ -1,0 +1,127 @@
+/**
+ * Every scalar configuration key, its one default, unit, environment name and bounds.
+ * This table is the single place where defaults are written; `config/gateway.toml`
+ * documents the same keys (a test checks that they agree).
+ *
+ * Environment names: `IGGY_MQTT_` + the dotted key upper-cased with `.` → `_`,
+ * e.g. `limits.max_packet_bytes` → `IGGY_MQTT_LIMITS_MAX_PACKET_BYTES`.
+ *
+ * @module
+ */
+
+/** How a key's value is typed and bounded. */
+export type KeyType =
+  | { readonly kind: "int"; readonly min: number; readonly max: number }
+  | { readonly kind: "bool" }
+  | { readonly kind: "string"; readonly allowEmpty: boolean }
+  | { readonly kind: "enum"; readonly values: readonly string[] }
+  | { readonly kind: "address"; readonly allowEmpty: boolean }
+  | { readonly kind: "list" };
+
+/** One documented configuration key. */
+export interface KeySpec {
+  readonly key: string;
+  readonly type: KeyType;
+  readonly default: number | boolean | string | readonly string[];
+  readonly doc: string;
+  /** Secrets may come from the environment only, never from the file, and are never logged. */
+  readonly secret?: boolean;
+}
+
+const int = (min: number, max: number): KeyType => ({ kind: "int", min, max });
+const bool: KeyType = { kind: "bool" };
+const str: KeyType = { kind: "string", allowEmpty: false };
+const optStr: KeyType = { kind: "string", allowEmpty: true };
+const addr: KeyType = { kind: "address", allowEmpty: false };
+const optAddr: KeyType = { kind: "address", allowEmpty: true };
+const list: KeyType = { kind: "list" };
+const oneOf = (...values: string[]): KeyType => ({ kind: "enum", values });
+
+const MAX_I32 = 2 ** 31 - 1;
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+/** The schema, in the order the example config lists it. */
+export const KEY_SPECS: readonly KeySpec[] = [
+  // [gateway]
+  { key: "gateway.id", type: str, default: "gateway-1", doc: "Identity of this gateway; its consumer name in the log derives from it." },
+  { key: "gateway.backend", type: oneOf("embedded", "iggy"), default: "embedded", doc: "Log backend: embedded (SQLite, local) or iggy." },
+  { key: "gateway.log_level", type: oneOf("debug", "info", "warn", "error"), default: "info", doc: "Lowest log level written (JSON lines on stdout)." },
+  { key: "gateway.drain_timeout_ms", type: int(0, 600_000), default: 10_000, doc: "On SIGTERM/SIGINT, how long to wait for appends in flight before closing anyway (ms)." },
+
+  // [listeners]
+  { key: "listeners.tcp", type: optAddr, default: "0.0.0.0:1883", doc: "MQTT over TCP, host:port; empty disables it. Port 0 picks a free port." },
+  { key: "listeners.tls", type: optAddr, default: "", doc: "MQTT over TLS, host:port (e.g. 0.0.0.0:8883); empty disables it." },
+  { key: "listeners.tls_cert_file", type: optStr, default: "", doc: "PEM certificate chain for the TLS listener." },
+  { key: "listeners.tls_key_file", type: optStr, default: "", doc: "PEM private key for the TLS listener." },
+  { key: "listeners.http", type: optAddr, default: "127.0.0.1:8080", doc: "Health, readiness and metrics HTTP, host:port; empty disables it." },
+
+  // [mqtt]
+  { key: "mqtt.will", type: oneOf("refuse", "accept"), default: "refuse", doc: "CONNECT with a will: refuse (CONNACK 5) or accept and never publish it." },
+
+  // [auth]
+  { key: "auth.allow_anonymous", type: bool, default: false, doc: "Accept CONNECT without username." },
+  { key: "auth.anonymous_sources", type: list, default: ["127.0.0.1", "::1"], doc: "Source addresses anonymous clients may connect from (exact IPs; \"*\" = any)." },
+  { key: "auth.anonymous_permissions", type: oneOf("send_poll", "send", "poll"), default: "send_poll", doc: "Rights of anonymous clients, on every stream and topic." },
+  { key: "auth.pat_username", type: str, default: "__pat__", doc: "Iggy mode: a CONNECT with this username carries a personal access token as password." },
+  { key: "auth.cache_ttl_ms", type: int(0, 3_600_000), default: 30_000, doc: "Iggy mode: how long a verified login and its permissions are reused (ms)." },
+
+  // [mapping]
+  { key: "mapping.map_file", type: str, default: "config/topic-map.toml", doc: "Topic map: TOML rules, or a Strimzi topic-mapping-rules.json." },
+
+  // [log]
+  { key: "log.auto_create", type: bool, default: false, doc: "Create a missing stream/topic on first publish (else the publish is denied)." },
+  { key: "log.auto_create_partitions", type: int(1, 1000), default: 3, doc: "Partitions of an auto-created topic." },
+  { key: "log.retention_max_age_s", type: int(0, MAX_I32), default: 604_800, doc: "Messages older than this are deleted (s); 0 keeps them forever." },
+  { key: "log.retention_max_topic_bytes", type: int(0, MAX_SAFE), default: 1_073_741_824, doc: "Oldest messages of a topic are deleted beyond this size (bytes); 0 = unbounded." },
+  { key: "log.retention_interval_ms", type: int(100, 86_400_000), default: 30_000, doc: "How often retention runs (ms)." },
+
+  // [embedded]
+  { key: "embedded.path", type: str, default: "data/gateway.db", doc: "SQLite file of the embedded log (created if missing)." },
+  { key: "embedded.max_store_bytes", type: int(1_048_576, MAX_SAFE), default: 8_589_934_592, doc: "Largest size of the store file (bytes); when full, appends fail (no PUBACK) until retention frees room." },
+
+  // [iggy]
+  { key: "iggy.address", type: addr, default: "127.0.0.1:8090", doc: "Iggy server TCP address, host:port." },
+  { key: "iggy.username", type: str, default: "iggy", doc: "Service user the gateway appends and polls as." },
+  { key: "iggy.password", type: optStr, default: "", doc: "Service user's password (environment only).", secret: true },
+  { key: "iggy.token", type: optStr, default: "", doc: "Service personal access token, instead of the password (environment only).", secret: true },
+  { key: "iggy.tls", type: bool, default: false, doc: "Connect to Iggy over TLS." },
+  { key: "iggy.tls_ca_file", type: optStr, default: "", doc: "PEM CA file to verify Iggy's certificate (empty = system roots)." },
+  { key: "iggy.tls_server_name", type: optStr, default: "", doc: "TLS server name (empty = host of iggy.address)." },
+  { key: "iggy.request_timeout_ms", type: int(100, 600_000), default: 5_000, doc: "A request without reply within this time fails (ms)." },
+  { key: "iggy.pool_size", type: int(1, 64), default: 2, doc: "Service connections (one request in flight each)." },
+  { key: "iggy.heartbeat_interval_ms", type: int(100, 600_000), default: 5_000, doc: "Ping interval on idle connections (ms)." },
+  { key: "iggy.reconnect_max_ms", type: int(100, 600_000), default: 10_000, doc: "Upper bound of the reconnect back-off (ms)." },
+  { key: "iggy.batch_max_messages", type: int(1, 100_000), default: 1_000, doc: "At most this many messages per send." },
+  { key: "iggy.batch_max_bytes", type: int(1024, 64 * 1024 * 1024), default: 1_048_576, doc: "At most this many payload bytes per send." },
+  { key: "iggy.batch_linger_ms", type: int(0, 1000), default: 1, doc: "How long a send waits for more messages (ms)." },
+  { key: "iggy.metadata_refresh_ms", type: int(1000, 86_400_000), default: 60_000, doc: "Cached partition counts are refreshed this often (ms)." },
+
+  // [limits]
+  { key: "limits.max_packet_bytes", type: int(64, 268_435_455), default: 8092, doc: "Largest MQTT packet accepted (remaining length, bytes); larger → connection closed before the body is read." },
+  { key: "limits.max_connections", type: int(1, 1_000_000), default: 10_000, doc: "Concurrent MQTT connections; beyond → new sockets closed at once." },
+  { key: "limits.connect_timeout_ms", type: int(100, 600_000), default: 10_000, doc: "A socket that sends no complete CONNECT within this time is closed (ms)." },
+  { key: "limits.max_keep_alive_s", type: int(0, 65_535), default: 3_600, doc: "Keep-alive larger than this (or 0 = none) is clamped to it (s); 0 here allows none." },
+  { key: "limits.max_topic_bytes", type: int(1, 65_535), default: 255, doc: "Longest topic (bytes); longer → rejected. At most 255 with the iggy backend." },
+  { key: "limits.max_topic_levels", type: int(1, 65_535), default: 32, doc: "Most '/'-separated levels in a topic; more → rejected." },
+  { key: "limits.max_subscriptions_per_client", type: int(1, 100_000), default: 100, doc: "Subscriptions one client may hold; beyond → SUBACK 0x80 for the excess." },
+  { key: "limits.max_inflight_per_client", type: int(1, 65_535), default: 32, doc: "QoS 1 deliveries awaiting PUBACK per client; beyond → the client's queue waits." },
+  { key: "limits.max_inflight_publishes_per_client", type: int(1, 65_535), default: 64, doc: "Inbound QoS 1 publishes awaiting append per client; beyond → the socket is not read." },
+  { key: "limits.max_pending_appends", type: int(1, 10_000_000), default: 100_000, doc: "Messages waiting for the backend, all clients; beyond → sockets are not read." },
+  { key: "limits.max_outbound_queue_bytes_per_client", type: int(1024, MAX_SAFE), default: 1_048_576, doc: "Queued outbound bytes per client; QoS 0 beyond → dropped, QoS 1 → client paused." },
+  { key: "limits.max_outbound_queue_bytes", type: int(1024, MAX_SAFE), default: 268_435_456, doc: "Queued outbound bytes, all clients together; beyond → as the per-client cap." },
+  { key: "limits.slow_consumer_timeout_ms", type: int(10, 3_600_000), default: 10_000, doc: "A paused client that does not drain within this time is evicted (ms)." },
+  { key: "limits.poll_batch_size", type: int(1, 100_000), default: 512, doc: "Messages a shared reader polls at once." },
+  { key: "limits.commit_interval_ms", type: int(1, 600_000), default: 200, doc: "Settled offsets are stored at least this often (ms)." },
+  { key: "limits.commit_batch_count", type: int(1, 1_000_000), default: 1_000, doc: "…or as soon as this many messages have been settled since the last store." },
+  { key: "limits.max_append_batch", type: int(1, 100_000), default: 1_000, doc: "Messages grouped into one backend commit at most." },
+];
+
+/** The specs by dotted key. */
+export const KEY_SPEC_BY_KEY: ReadonlyMap<string, KeySpec> = new Map(
+  KEY_SPECS.map((s) => [s.key, s]),
+);
+
+/** The environment variable that overrides a key. */
+export function envNameOf(key: string): string {
+  return "IGGY_MQTT_" + key.toUpperCase().replaceAll(".", "_");
+}

@@ -1,0 +1,85 @@
+/**
+ * The typed, frozen configuration the gateway runs with. Defaults live in `schema.ts` only.
+ *
+ * @module
+ */
+import type { Permissions } from "../log/permissions.ts";
+
+/** A configured embedded-mode user. */
+export interface UserConfig {
+  readonly username: string;
+  /** `pbkdf2-sha256$<iterations>$<salt b64>$<hash b64>`, made by `hash-password`. */
+  readonly passwordHash: string;
+  readonly permissions: Permissions;
+}
+
+/** The whole configuration. Field names are the config keys. */
+export interface GatewayConfig {
+  readonly gateway: {
+    readonly id: string;
+    readonly backend: "embedded" | "iggy";
+    readonly log_level: "debug" | "info" | "warn" | "error";
+    readonly drain_timeout_ms: number;
+  };
+  readonly listeners: {
+    readonly tcp: string;
+    readonly tls: string;
+    readonly tls_cert_file: string;
+    readonly tls_key_file: string;
+    readonly http: string;
+  };
+  readonly mqtt: { readonly will: "refuse" | "accept" };
+  readonly auth: {
+    readonly allow_anonymous: boolean;
+    readonly anonymous_sources: readonly string[];
+    readonly anonymous_permissions: "send_poll" | "send" | "poll";
+    readonly pat_username: string;
+    readonly cache_ttl_ms: number;
+  };
+  readonly mapping: { readonly map_file: string };
+  readonly log: {
+    readonly auto_create: boolean;
+    readonly auto_create_partitions: number;
+    readonly retention_max_age_s: number;
+    readonly retention_max_topic_bytes: number;
+    readonly retention_interval_ms: number;
+  };
+  readonly embedded: { readonly path: string; readonly max_store_bytes: number };
+  readonly iggy: {
+    readonly address: string;
+    readonly username: string;
+    readonly password: string;
+    readonly token: string;
+    readonly tls: boolean;
+    readonly tls_ca_file: string;
+    readonly tls_server_name: string;
+    readonly request_timeout_ms: number;
+    readonly pool_size: number;
+    readonly heartbeat_interval_ms: number;
+    readonly reconnect_max_ms: number;
+    readonly batch_max_messages: number;
+    readonly batch_max_bytes: number;
+    readonly batch_linger_ms: number;
+    readonly metadata_refresh_ms: number;
+  };
+  readonly limits: {
+    readonly max_packet_bytes: number;
+    readonly max_connections: number;
+    readonly connect_timeout_ms: number;
+    readonly max_keep_alive_s: number;
+    readonly max_topic_bytes: number;
+    readonly max_topic_levels: number;
+    readonly max_subscriptions_per_client: number;
+    readonly max_inflight_per_client: number;
+    readonly max_inflight_publishes_per_client: number;
+    readonly max_pending_appends: number;
+    readonly max_outbound_queue_bytes_per_client: number;
+    readonly max_outbound_queue_bytes: number;
+    readonly slow_consumer_timeout_ms: number;
+    readonly poll_batch_size: number;
+    readonly commit_interval_ms: number;
+    readonly commit_batch_count: number;
+    readonly max_append_batch: number;
+  };
+  readonly users: readonly UserConfig[];
+}

@@ -1,0 +1,115 @@
+/**
+ * Parses `[[users]]` entries: username, password hash and Iggy-shaped permissions.
+ *
+ * ```toml
+ * [[users]]
+ * username = "sensor"
+ * password_hash = "pbkdf2-sha256$210000$…$…"
+ * [users.permissions.global]
+ * send_messages = true
+ * [users.permissions.streams.building_north]
+ * poll_messages = true
+ * [users.permissions.streams.building_north.topics.telemetry]
+ * send_messages = true
+ * ```
+ *
+ * @module
+ */
+import { ConfigError } from "./errors.ts";
+import type { UserConfig } from "./types.ts";
+import {
+  type GlobalPermissions,
+  NO_GLOBAL_PERMISSIONS,
+  type Permissions,
+  type StreamPermissions,
+  type TopicPermissions,
+} from "../log/permissions.ts";
+import { isValidPasswordHash } from "../session/password.ts";
+
+const STREAM_FLAGS = [
+  "manage_stream",
+  "read_stream",
+  "manage_topics",
+  "read_topics",
+  "poll_messages",
+  "send_messages",
+] as const;
+const TOPIC_FLAGS = ["manage_topic", "read_topic", "poll_messages", "send_messages"] as const;
+
+/** Parses the `users` array of the config document. */
+export function parseUsers(raw: unknown): UserConfig[] {
+  if (!Array.isArray(raw)) throw new ConfigError("users", "must be an array of tables [[users]]");
+  return raw.map((entry, i) => parseUser(entry, `users[${i}]`));
+}
+
+function parseUser(raw: unknown, at: string): UserConfig {
+  const o = asTable(raw, at);
+  onlyKeys(o, at, ["username", "password_hash", "permissions"]);
+  const username = o.username;
+  if (typeof username !== "string" || username.length === 0 || utf8Len(username) > 255) {
+    throw new ConfigError(`${at}.username`, "must be a string of 1..255 bytes");
+  }
+  const hash = o.password_hash;
+  if (typeof hash !== "string" || !isValidPasswordHash(hash)) {
+    throw new ConfigError(
+      `${at}.password_hash`,
+      "must be a hash printed by the hash-password command",
+    );
+  }
+  const permissions = parsePermissions(o.permissions ?? {}, `${at}.permissions`);
+  return { username, passwordHash: hash, permissions };
+}
+
+/** Parses a permissions table (also used for tests and the anonymous principal). */
+export function parsePermissions(raw: unknown, at: string): Permissions {
+  const o = asTable(raw, at);
+  onlyKeys(o, at, ["global", "streams"]);
+  const global = flags(o.global ?? {}, `${at}.global`, Object.keys(NO_GLOBAL_PERMISSIONS)) as
+    unknown as GlobalPermissions;
+  const streams = new Map<string, StreamPermissions>();
+  const rawStreams = asTable(o.streams ?? {}, `${at}.streams`);
+  for (const [name, body] of Object.entries(rawStreams)) {
+    const sat = `${at}.streams.${name}`;
+    const st = asTable(body, sat);
+    const { topics: rawTopics, ...rest } = st;
+    const sflags = flags(rest, sat, STREAM_FLAGS) as unknown as Omit<StreamPermissions, "topics">;
+    const topics = new Map<string, TopicPermissions>();
+    for (const [tname, tbody] of Object.entries(asTable(rawTopics ?? {}, `${sat}.topics`))) {
+      topics.set(
+        tname,
+        flags(tbody, `${sat}.topics.${tname}`, TOPIC_FLAGS) as unknown as TopicPermissions,
+      );
+    }
+    streams.set(name, { ...sflags, topics });
+  }
+  return { global, streams };
+}
+
+function flags(raw: unknown, at: string, names: readonly string[]): Record<string, boolean> {
+  const o = asTable(raw, at);
+  onlyKeys(o, at, names);
+  const out: Record<string, boolean> = {};
+  for (const n of names) {
+    const v = o[n] ?? false;
+    if (typeof v !== "boolean") throw new ConfigError(`${at}.${n}`, "must be true or false");
+    out[n] = v;
+  }
+  return out;
+}
+
+function asTable(raw: unknown, at: string): Record<string, unknown> {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(at, "must be a table");
+  }
+  return raw as Record<string, unknown>;
+}
+
+function onlyKeys(o: Record<string, unknown>, at: string, allowed: readonly string[]): void {
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) throw new ConfigError(`${at}.${k}`, "unknown key");
+  }
+}
+
+function utf8Len(s: string): number {
+  return new TextEncoder().encode(s).length;
+}

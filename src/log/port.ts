@@ -1,0 +1,148 @@
+/**
+ * The backend port: the one interface through which the gateway talks to storage.
+ * Two adapters implement it — `embedded/` (SQLite, the default) and `iggy/` (our own Iggy
+ * TCP client) — and one contract suite (`tests/contract/`) runs against both.
+ *
+ * Names, not numeric ids, identify streams and topics: Iggy reuses numeric ids after a delete.
+ * Partitions are 0-based, as in Iggy. Offsets are plain numbers (safe up to 2^53).
+ *
+ * @module
+ */
+
+import type { Permissions } from "./permissions.ts";
+
+/** One message as the gateway hands it to the log. */
+export interface OutgoingMessage {
+  /** Payload bytes; never empty (the envelope replaces empty payloads, DESIGN §3). */
+  readonly payload: Uint8Array;
+  /** User headers, string keys and string values, each 1..255 bytes. */
+  readonly headers: ReadonlyMap<string, string>;
+}
+
+/** Where a batch goes: one partition of one topic of one stream. */
+export interface PartitionAddress {
+  readonly stream: string;
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** Append of one or more messages to one partition, in order. */
+export interface AppendRequest extends PartitionAddress {
+  readonly messages: readonly OutgoingMessage[];
+}
+
+/** What a confirmed append tells: the offset given to the first message of the batch. */
+export interface AppendReceipt {
+  /** Offset of the first message, or null when the backend confirmed without offsets. */
+  readonly baseOffset: number | null;
+}
+
+/** One message read back from the log. */
+export interface StoredMessage {
+  readonly partition: number;
+  readonly offset: number;
+  /** Append time, microseconds since the epoch. */
+  readonly timestampMicros: number;
+  readonly payload: Uint8Array;
+  readonly headers: ReadonlyMap<string, string>;
+}
+
+/** Metadata of a topic the gateway needs: how many partitions it has. */
+export interface TopicInfo {
+  readonly stream: string;
+  readonly topic: string;
+  readonly partitions: number;
+}
+
+/** Options for creating a topic when `auto_create` is on. */
+export interface CreateTopicOptions {
+  readonly partitions: number;
+  /** Retention by age, microseconds; 0 = the backend's default. */
+  readonly messageExpiryMicros?: number;
+  /** Retention by size, bytes; 0 = the backend's default. */
+  readonly maxTopicBytes?: number;
+}
+
+/** A principal the backend vouches for. */
+export interface Principal {
+  readonly username: string;
+  readonly permissions: Permissions;
+}
+
+/** Result of checking credentials: expected outcomes are values, not exceptions. */
+export type AuthResult =
+  | { readonly ok: true; readonly principal: Principal }
+  | { readonly ok: false; readonly reason: "bad_credentials" | "inactive" | "unavailable" };
+
+/** Readiness of the backend, for `/ready`. */
+export interface BackendHealth {
+  readonly ready: boolean;
+  /** Why not ready, in words an operator can act on. */
+  readonly reason?: string;
+}
+
+/**
+ * Error raised by a backend call. `retryable` says whether trying again later can help
+ * (backend down, timeout) or not (not found, unauthorized, invalid).
+ */
+export class BackendError extends Error {
+  readonly code: BackendErrorCode;
+  readonly retryable: boolean;
+  constructor(code: BackendErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "BackendError";
+    this.code = code;
+    this.retryable = code === "unavailable" || code === "timeout" || code === "full";
+  }
+}
+
+/** Stable error codes of the port. */
+export type BackendErrorCode =
+  | "not_found" // stream, topic or partition missing
+  | "unauthorized" // the service identity may not do this
+  | "invalid" // the request itself is wrong (name too long, empty payload…)
+  | "unavailable" // backend down, closed or unreachable
+  | "timeout" // no answer in time
+  | "full"; // out of disk / over a size bound
+
+/** Called by a backend when messages were appended to a partition (may be in-process only). */
+export type AppendListener = (address: PartitionAddress, nextOffset: number) => void;
+
+/** The backend port. Every method may reject with {@link BackendError}. */
+export interface LogBackend {
+  /** "embedded" or "iggy". */
+  readonly kind: string;
+  /** Opens files/connections. Resolves when usable; rejects with a clear error otherwise. */
+  open(): Promise<void>;
+  /** Flushes what is pending and releases every resource. Idempotent. */
+  close(): Promise<void>;
+  /** Current readiness (cheap; no I/O). */
+  health(): BackendHealth;
+
+  /** Verifies credentials and returns the principal with its permissions. */
+  authenticate(username: string, password: string): Promise<AuthResult>;
+
+  /** Topic metadata, or null when the stream or topic does not exist. */
+  getTopic(stream: string, topic: string): Promise<TopicInfo | null>;
+  /** Creates the stream (if missing) and the topic (if missing); returns its metadata. */
+  createTopic(stream: string, topic: string, options: CreateTopicOptions): Promise<TopicInfo>;
+
+  /**
+   * Appends messages to one partition. Resolves only when the backend confirms the append
+   * (embedded: committed to disk). Concurrent calls may be coalesced into one write.
+   */
+  append(request: AppendRequest): Promise<AppendReceipt>;
+
+  /** Reads up to `count` messages with offset ≥ `fromOffset`, in offset order. */
+  poll(address: PartitionAddress, fromOffset: number, count: number): Promise<StoredMessage[]>;
+  /** The offset the next appended message of this partition will get. */
+  nextOffset(address: PartitionAddress): Promise<number>;
+
+  /** Stores `offset` (the last settled offset) for a consumer on a partition. */
+  storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void>;
+  /** The stored offset for a consumer on a partition, or null when none is stored. */
+  getOffset(consumer: string, address: PartitionAddress): Promise<number | null>;
+
+  /** Subscribes to in-process append signals; returns an unsubscribe function. */
+  onAppend(listener: AppendListener): () => void;
+}
