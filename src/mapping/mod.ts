@@ -1,0 +1,25 @@
+/**
+ * Topic mapping (ToMaR, DESIGN §3): compile the topic map and refuse bad ones, resolve MQTT
+ * topics to (stream, topic, partition key) as a pure function (P2, P3), check resolved names
+ * against Iggy's rules (P3/P4), and choose partitions with Iggy's own key hash (P5). Reads the
+ * gateway's TOML map and Strimzi's `topic-mapping-rules.json`.
+ *
+ * Imports nothing else of ours.
+ *
+ * ```ts
+ * const map = compileMap(await Deno.readTextFile(path), path);
+ * await initPartitioner();
+ * const r = resolveTopic(map, "building/north/room/42/temp");
+ * const reason = checkResolution(r); // non-null → "denied"
+ * const partition = r.partitionKey === null ? null : partitionForKey(r.partitionKey, 3);
+ * ```
+ *
+ * @module
+ */
+
+export { MapError } from "./map_error.ts";
+export { type CompiledMap, type CompiledRule, compileMap } from "./compile.ts";
+export { type Resolution, resolveTopic } from "./resolve.ts";
+export { checkResolution, isValidIggyName } from "./names.ts";
+export { initPartitioner, partitionForKey } from "./partition.ts";
+export { explainJson } from "./explain.ts";

@@ -1,0 +1,73 @@
+/**
+ * Iggy name rules, applied to resolved names (P3/P4) and to constant templates at compile time.
+ *
+ * @module
+ */
+
+import type { Resolution } from "./resolve.ts";
+
+/** Iggy's bound on stream, topic and messages-key lengths, in UTF-8 bytes (IGGY.md §4.9). */
+export const MAX_NAME_BYTES = 255;
+
+/** How much of a bad name a reason string shows; the rest is elided so logs stay short. */
+const SHOWN_CHARS = 80;
+
+/**
+ * Length of `text` in UTF-8 bytes, counted without allocating an encoded copy.
+ * Returns -1 for a string that is not well-formed UTF-16 (a lone surrogate), which has no
+ * faithful UTF-8 form: an encoder would silently replace it with U+FFFD.
+ */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return -1;
+      bytes += 4;
+      i++;
+    } else if (unit >= 0xdc00 && unit <= 0xdfff) return -1;
+    else bytes += 3;
+  }
+  return bytes;
+}
+
+/**
+ * Whether `name` is a valid Iggy stream, topic or messages-key value: any well-formed UTF-8,
+ * 1–255 bytes, case-sensitive, no character restrictions (IGGY.md §4.9).
+ */
+export function isValidIggyName(name: string): boolean {
+  const bytes = utf8ByteLength(name);
+  return bytes >= 1 && bytes <= MAX_NAME_BYTES;
+}
+
+/** Quotes a name for a message: JSON escaping (control characters stay visible), long names elided. */
+export function quoteName(name: string): string {
+  const shown = name.length > SHOWN_CHARS ? `${name.slice(0, SHOWN_CHARS)}…` : name;
+  return JSON.stringify(shown);
+}
+
+/**
+ * Checks the names a resolution produced. `resolveTopic()` is pure and never validates; the
+ * caller runs this before any backend call and turns a non-null reason into a `denied` outcome
+ * (P3: a resolved name that is not a valid Iggy name is a denial, not a crash; P4).
+ *
+ * @returns `null` when stream, topic and (when present) key are valid, else the reason, e.g.
+ *   `resolved stream "" is not a valid Iggy name (1-255 bytes)`.
+ */
+export function checkResolution(r: Resolution): string | null {
+  if (!isValidIggyName(r.stream)) {
+    return `resolved stream ${quoteName(r.stream)} is not a valid Iggy name (1-255 bytes)`;
+  }
+  if (!isValidIggyName(r.topic)) {
+    return `resolved topic ${quoteName(r.topic)} is not a valid Iggy name (1-255 bytes)`;
+  }
+  if (r.partitionKey !== null && !isValidIggyName(r.partitionKey)) {
+    return `resolved partition key ${
+      quoteName(r.partitionKey)
+    } is not a valid Iggy messages key (1-255 bytes)`;
+  }
+  return null;
+}
