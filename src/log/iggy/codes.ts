@@ -1,0 +1,210 @@
+/**
+ * Numbers of the Iggy wire (IGGY.md §4.3, §4.4, §4.8): command codes, operation bytes,
+ * frame kinds, status codes and eviction reasons, and the typed errors they turn into.
+ *
+ * @module
+ */
+
+import { formatVersion, PROTOCOL_VERSION } from "./version.ts";
+
+/** Command codes of the commands this client uses. */
+export const Code = Object.freeze({
+  PING: 1,
+  GET_USER: 31,
+  LOGIN_REGISTER: 40,
+  LOGIN_REGISTER_WITH_PAT: 45,
+  POLL_MESSAGES: 100,
+  SEND_MESSAGES: 101,
+  GET_CONSUMER_OFFSET: 120,
+  STORE_CONSUMER_OFFSET: 121,
+  GET_STREAM: 200,
+  GET_STREAMS: 201,
+  CREATE_STREAM: 202,
+  GET_TOPIC: 300,
+  CREATE_TOPIC: 302,
+});
+
+/** Operation byte of a request header (`consensus/operation.rs`). */
+export const Operation = Object.freeze({
+  REGISTER: 1,
+  NON_REPLICATED: 2,
+  LOGOUT: 3,
+  CREATE_STREAM: 128,
+  CREATE_TOPIC: 132,
+  SEND_MESSAGES: 160,
+  STORE_CONSUMER_OFFSET: 161,
+  DELETE_CONSUMER_OFFSET: 162,
+});
+
+/** How the request id of an operation is chosen (IGGY.md §4.2). */
+export type OperationClass = "register" | "metadata" | "partition" | "read";
+
+/** Operation byte for a command code; unknown codes go as NonReplicated reads. */
+export function operationFor(code: number): number {
+  switch (code) {
+    case Code.LOGIN_REGISTER:
+    case Code.LOGIN_REGISTER_WITH_PAT:
+      return Operation.REGISTER;
+    case Code.CREATE_STREAM:
+      return Operation.CREATE_STREAM;
+    case Code.CREATE_TOPIC:
+      return Operation.CREATE_TOPIC;
+    case Code.SEND_MESSAGES:
+      return Operation.SEND_MESSAGES;
+    case Code.STORE_CONSUMER_OFFSET:
+      return Operation.STORE_CONSUMER_OFFSET;
+    default:
+      return Operation.NON_REPLICATED;
+  }
+}
+
+/** Request-id class of an operation byte. */
+export function classOf(operation: number): OperationClass {
+  if (operation === Operation.REGISTER) return "register";
+  if (operation === Operation.NON_REPLICATED) return "read";
+  if (operation >= 160) return "partition";
+  return "metadata"; // Logout and 128..149
+}
+
+/** True when the reply body starts with a result section (IGGY.md §4.3 step 4). */
+export function isResultFramed(operation: number, bodyLength: number): boolean {
+  if (operation === Operation.REGISTER) return bodyLength > 0;
+  return (operation >= 128 && operation <= 149) ||
+    operation === Operation.STORE_CONSUMER_OFFSET ||
+    operation === Operation.DELETE_CONSUMER_OFFSET;
+}
+
+/** Frame kind byte at header offset 60. */
+export const FrameKind = Object.freeze({ REQUEST: 5, REPLY: 8, EVICTION: 13 });
+
+/** IggyError codes the client acts on. */
+export const Status = Object.freeze({
+  INVALID_COMMAND: 3,
+  INVALID_FORMAT: 4,
+  RESOURCE_NOT_FOUND: 20,
+  STALE_CLIENT: 30,
+  UNAUTHENTICATED: 40,
+  UNAUTHORIZED: 41,
+  INVALID_CREDENTIALS: 42,
+  USER_INACTIVE: 47,
+  INVALID_PAT: 53,
+  TRANSIENT_NOT_COMMITTED: 57,
+  STREAM_NOT_FOUND: 1009,
+  STREAM_NAME_NOT_FOUND: 1010,
+  STREAM_EXISTS: 1012,
+  TOPIC_NOT_FOUND: 2010,
+  TOPIC_NAME_NOT_FOUND: 2011,
+  TOPIC_EXISTS: 2013,
+  PARTITION_NOT_FOUND: 3007,
+  CONSUMER_OFFSET_NOT_FOUND: 3021,
+  INCOMPATIBLE_PROTOCOL: 14003,
+});
+
+/** Eviction reasons (byte 255 of an eviction header). */
+export const EvictionReason = Object.freeze({
+  NO_SESSION: 1,
+  SESSION_TOO_LOW: 7,
+  SESSION_RELEASE_MISMATCH: 8,
+  INVALID_CREDENTIALS: 9,
+  INVALID_TOKEN: 10,
+  USER_INACTIVE: 11,
+  SESSION_ERROR: 12,
+  STALE_CLIENT: 13,
+  INCOMPATIBLE_PROTOCOL: 14,
+  MALFORMED_LOGIN: 15,
+});
+
+/** The server answered with an IggyError code (reply status or result section). */
+export class IggyError extends Error {
+  /** IggyError code (IGGY.md §4.8). */
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.name = "IggyError";
+    this.code = code;
+  }
+}
+
+/** The server evicted the session; the connection is dead and must re-register. */
+export class IggyEvictionError extends IggyError {
+  readonly reason: number;
+  readonly serverVersion: number;
+  readonly serverVersionMin: number;
+  constructor(reason: number, serverVersion: number, serverVersionMin: number) {
+    const code = evictionCode(reason);
+    super(code, evictionMessage(reason, code, serverVersion, serverVersionMin));
+    this.name = "IggyEvictionError";
+    this.reason = reason;
+    this.serverVersion = serverVersion;
+    this.serverVersionMin = serverVersionMin;
+  }
+}
+
+/** The connection failed, closed, or could not be opened. */
+export class IggyConnectionError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "IggyConnectionError";
+  }
+}
+
+/** No reply within the request timeout (the server drops bad frames silently). */
+export class IggyTimeoutError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "IggyTimeoutError";
+  }
+}
+
+/** Error code an eviction reason stands for (IGGY.md §4.3). */
+export function evictionCode(reason: number): number {
+  switch (reason) {
+    case EvictionReason.INVALID_CREDENTIALS:
+      return Status.INVALID_CREDENTIALS;
+    case EvictionReason.INVALID_TOKEN:
+      return Status.INVALID_PAT;
+    case EvictionReason.USER_INACTIVE:
+      return Status.USER_INACTIVE;
+    case EvictionReason.NO_SESSION:
+    case EvictionReason.SESSION_TOO_LOW:
+    case EvictionReason.SESSION_RELEASE_MISMATCH:
+    case EvictionReason.SESSION_ERROR:
+      return Status.UNAUTHENTICATED;
+    case EvictionReason.STALE_CLIENT:
+      return Status.STALE_CLIENT;
+    case EvictionReason.INCOMPATIBLE_PROTOCOL:
+      return Status.INCOMPATIBLE_PROTOCOL;
+    case EvictionReason.MALFORMED_LOGIN:
+      return Status.INVALID_FORMAT;
+    default:
+      return Status.INVALID_COMMAND;
+  }
+}
+
+// SDKs fold UserInactive into Unauthenticated; we keep 47 so principals can say "inactive".
+function evictionMessage(reason: number, code: number, server: number, min: number): string {
+  switch (reason) {
+    case EvictionReason.INVALID_CREDENTIALS:
+      return "Iggy login failed: invalid credentials";
+    case EvictionReason.INVALID_TOKEN:
+      return "Iggy login failed: invalid personal access token";
+    case EvictionReason.USER_INACTIVE:
+      return "Iggy login failed: user is inactive";
+    case EvictionReason.INCOMPATIBLE_PROTOCOL:
+      return `Iggy server speaks binary protocol ${formatVersion(server)} ` +
+        `(accepts ${formatVersion(min)}..${formatVersion(server)}), but this gateway speaks ` +
+        `${formatVersion(PROTOCOL_VERSION)}: upgrade the gateway or use an Iggy server of the ` +
+        `matching version`;
+    case EvictionReason.MALFORMED_LOGIN:
+      return "Iggy rejected the login frame as malformed";
+    default:
+      return `Iggy evicted the session (reason ${reason}, error ${code})`;
+  }
+}
+
+/** True for the codes that mean "stream, topic or partition does not exist". */
+export function isNotFound(code: number): boolean {
+  return code === Status.RESOURCE_NOT_FOUND || code === Status.STREAM_NOT_FOUND ||
+    code === Status.STREAM_NAME_NOT_FOUND || code === Status.TOPIC_NOT_FOUND ||
+    code === Status.TOPIC_NAME_NOT_FOUND || code === Status.PARTITION_NOT_FOUND;
+}

@@ -1,0 +1,106 @@
+/**
+ * Request bodies of the commands the backend sends (IGGY.md §4.6), streams and topics
+ * always by name, and the one small reply the other modules do not decode (consumer offset).
+ *
+ * @module
+ */
+
+import { ByteReader, ByteWriter } from "./bytes.ts";
+import {
+  PollingKind,
+  writeConsumer,
+  writeIdentifier,
+  writeName,
+  writePartition,
+  writePollingStrategy,
+  writeU64Option,
+} from "./encoding.ts";
+
+/** GET_STREAM body. */
+export function getStreamBody(stream: string): Uint8Array {
+  return writeIdentifier(new ByteWriter(), stream).finish();
+}
+
+/** GET_TOPIC body: `[stream Id][topic Id]`. */
+export function getTopicBody(stream: string, topic: string): Uint8Array {
+  const w = new ByteWriter();
+  writeIdentifier(w, stream);
+  writeIdentifier(w, topic);
+  return w.finish();
+}
+
+/** CREATE_STREAM body: `[name][no options]`. */
+export function createStreamBody(stream: string): Uint8Array {
+  return writeName(new ByteWriter(), stream, "Stream name").finish();
+}
+
+/** Options of a new topic; 0 = the server's default. */
+export interface TopicOptions {
+  readonly partitions: number;
+  readonly messageExpiryMicros?: number;
+  readonly maxTopicBytes?: number;
+}
+
+/** CREATE_TOPIC body: `[stream Id][partitions:u32][name][options TLV]`. */
+export function createTopicBody(stream: string, topic: string, o: TopicOptions): Uint8Array {
+  const w = new ByteWriter();
+  writeIdentifier(w, stream);
+  w.u32(o.partitions);
+  writeName(w, topic, "Topic name");
+  if (o.messageExpiryMicros) writeU64Option(w, "message_expiry", o.messageExpiryMicros);
+  if (o.maxTopicBytes) writeU64Option(w, "max_topic_size", o.maxTopicBytes);
+  return w.finish();
+}
+
+/** Where a consumer-offset or poll command points. */
+export interface Target {
+  readonly stream: string;
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** POLL_MESSAGES body: plain consumer, Offset strategy, explicit partition, no auto-commit. */
+export function pollBody(
+  consumer: string,
+  t: Target,
+  fromOffset: number,
+  count: number,
+): Uint8Array {
+  const w = new ByteWriter();
+  writeConsumer(w, consumer);
+  writeIdentifier(w, t.stream);
+  writeIdentifier(w, t.topic);
+  writePartition(w, t.partition);
+  writePollingStrategy(w, PollingKind.OFFSET, fromOffset);
+  w.u32(count).u8(0);
+  return w.finish();
+}
+
+/** STORE_CONSUMER_OFFSET body, ack level Quorum (1) as the SDKs send. */
+export function storeOffsetBody(consumer: string, t: Target, offset: number): Uint8Array {
+  const w = new ByteWriter();
+  writeConsumer(w, consumer);
+  writeIdentifier(w, t.stream);
+  writeIdentifier(w, t.topic);
+  writePartition(w, t.partition);
+  return w.u64(offset).u8(1).finish();
+}
+
+/** GET_CONSUMER_OFFSET body. */
+export function getOffsetBody(consumer: string, t: Target): Uint8Array {
+  const w = new ByteWriter();
+  writeConsumer(w, consumer);
+  writeIdentifier(w, t.stream);
+  writeIdentifier(w, t.topic);
+  writePartition(w, t.partition);
+  return w.finish();
+}
+
+/** GET_CONSUMER_OFFSET reply: stored offset, or null when empty (none stored). */
+export function decodeOffsetReply(body: Uint8Array): number | null {
+  if (body.length === 0) return null;
+  const r = new ByteReader(body);
+  r.u32("partition_id");
+  r.u64("current_offset");
+  return r.u64n("stored_offset");
+}

@@ -1,0 +1,245 @@
+/**
+ * One connection to Iggy: frame reader, lockstep (one request in flight), request timeouts
+ * (the server drops bad frames silently), the session and request-id rules of IGGY.md §4.2,
+ * and eviction handling. A connection that timed out or was evicted is closed for good;
+ * the pool opens a fresh one (and with it a fresh client id and session).
+ *
+ * @module
+ */
+
+import { classOf, IggyConnectionError, IggyError, IggyTimeoutError, Status } from "./codes.ts";
+import { FrameKind, operationFor } from "./codes.ts";
+import type { Transport } from "./dial.ts";
+import { HEADER_SIZE, readFrameKind, readFrameSize, writeRequestHeader } from "./header.ts";
+import {
+  type Credentials,
+  decodeRegisterReply,
+  encodeRegister,
+  type RegisterReply,
+} from "./login.ts";
+import { commandName, decodeReply } from "./reply.ts";
+import { randomMessageId } from "./batch.ts";
+
+/** Largest frame accepted from the server (its own cap is 64 MiB). */
+export const MAX_FRAME_BYTES = 64 * 1024 * 1024 + HEADER_SIZE;
+
+/** Request ids of one session (IGGY.md §4.2). */
+export class RequestIds {
+  #counter = 1n;
+  /** Id for an operation of `kind`: metadata advances the counter, the rest reuse it. */
+  next(kind: "metadata" | "partition" | "read"): bigint {
+    if (kind !== "metadata") return this.#counter;
+    const id = this.#counter;
+    this.#counter += 1n;
+    return id;
+  }
+}
+
+type Frame = { header: Uint8Array; body: Uint8Array };
+
+/** An error raised before the request reached the socket: safe to send elsewhere. */
+export class NotSentError extends IggyConnectionError {}
+
+/** One registered connection. */
+export class IggyConnection {
+  readonly #transport: Transport;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #timeoutMs: number;
+  readonly #label: string;
+  #client = 0n;
+  #session = 0n;
+  #ids = new RequestIds();
+  #chain: Promise<unknown> = Promise.resolve();
+  #waiter: { resolve(f: Frame): void; reject(e: Error): void } | undefined;
+  #closedWith: Error | undefined;
+  #onClose: (e: Error) => void = () => {};
+  #queued = 0;
+  #reading: Promise<void>;
+  /** Resolves (never rejects) with the reason once the connection is dead. */
+  readonly closed: Promise<Error>;
+  /** `Date.now()` of the last request sent. */
+  lastUsed = Date.now();
+  /** What Register answered, once registered. */
+  registration: RegisterReply | undefined;
+
+  constructor(transport: Transport, options: { timeoutMs: number; label: string }) {
+    this.#transport = transport;
+    this.#writer = transport.writable.getWriter();
+    this.#timeoutMs = options.timeoutMs;
+    this.#label = options.label;
+    this.closed = new Promise((resolve) => (this.#onClose = resolve));
+    this.#reading = this.#readLoop();
+  }
+
+  /** True once closed (by us, the peer, a timeout or an eviction). */
+  get isClosed(): boolean {
+    return this.#closedWith !== undefined;
+  }
+  /** Requests waiting or in flight. */
+  get load(): number {
+    return this.#queued;
+  }
+
+  /** Logs in (Register). Rejects with the eviction error on bad credentials. */
+  async register(credentials: Credentials): Promise<RegisterReply> {
+    const { code, body } = encodeRegister(credentials);
+    for (let attempt = 0;; attempt++) {
+      this.#client = randomMessageId(); // fresh non-zero u128 per Register
+      try {
+        const reply = decodeRegisterReply(await this.#send(code, body, "register"));
+        if (reply.session === 0n) {
+          throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound no session");
+        }
+        this.#session = reply.session;
+        this.#ids = new RequestIds();
+        this.registration = reply;
+        return reply;
+      } catch (e) {
+        // 57 TransientNotCommitted: the Register did not commit yet; try again
+        if (
+          !(e instanceof IggyError) || e.code !== Status.TRANSIENT_NOT_COMMITTED || attempt >= 3
+        ) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  /** Sends a command on the registered session and resolves with its reply payload. */
+  request(code: number, body: Uint8Array = new Uint8Array(0)): Promise<Uint8Array> {
+    if (this.#session === 0n && code !== 1) {
+      return Promise.reject(new NotSentError(`Iggy connection ${this.#label} is not logged in`));
+    }
+    const kind = classOf(operationFor(code));
+    return this.#send(code, body, kind === "register" ? "read" : kind);
+  }
+
+  #send(code: number, body: Uint8Array, kind: string): Promise<Uint8Array> {
+    this.#queued++;
+    const run = async (): Promise<Uint8Array> => {
+      if (this.#closedWith) {
+        throw new NotSentError(`Cannot ${commandName(code)}: ${this.#closedWith.message}`);
+      }
+      const operation = operationFor(code);
+      const request = kind === "register" ? 0n : this.#ids.next(kind as "read");
+      const header = writeRequestHeader({
+        bodyLength: body.length,
+        client: this.#client,
+        request,
+        operation,
+        session: kind === "register" ? 0n : this.#session,
+        code: operation === 2 ? code : undefined,
+      });
+      const frame = new Uint8Array(HEADER_SIZE + body.length);
+      frame.set(header);
+      frame.set(body, HEADER_SIZE);
+      const reply = this.#nextFrame(code);
+      this.lastUsed = Date.now();
+      try {
+        await this.#writer.write(frame);
+      } catch (e) {
+        this.#fail(new IggyConnectionError(`Iggy connection ${this.#label} closed`, { cause: e }));
+      }
+      const f = await reply;
+      return decodeReply(f.header, f.body, code);
+    };
+    const p = this.#chain.then(run, run).finally(() => this.#queued--);
+    this.#chain = p.catch(() => {});
+    return p;
+  }
+
+  #nextFrame(code: number): Promise<Frame> {
+    return new Promise<Frame>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const e = new IggyTimeoutError(
+          `Iggy did not answer ${commandName(code)} within ${this.#timeoutMs} ms`,
+        );
+        // A late reply would be taken for the next request's: this connection is done.
+        this.#fail(e);
+      }, this.#timeoutMs);
+      this.#waiter = {
+        resolve: (f) => {
+          clearTimeout(timer);
+          resolve(f);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+    });
+  }
+
+  #deliver(frame: Frame): void {
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    const evicted = readFrameKind(frame.header) === FrameKind.EVICTION;
+    if (waiter) waiter.resolve(frame);
+    if (evicted) {
+      // Session-terminal: decode it for the reason, then drop the connection.
+      try {
+        decodeReply(frame.header, frame.body, 0);
+      } catch (e) {
+        this.#fail(e as Error);
+      }
+    }
+  }
+
+  async #readLoop(): Promise<void> {
+    const reader = this.#transport.readable.getReader();
+    let buf: Uint8Array = new Uint8Array(0);
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf = buf.length === 0 ? value : concat(buf, value);
+        while (buf.length >= HEADER_SIZE) {
+          const size = readFrameSize(buf);
+          if (size < HEADER_SIZE || size > MAX_FRAME_BYTES) {
+            throw new IggyConnectionError(`Iggy sent a frame of invalid size ${size}`);
+          }
+          if (buf.length < size) break;
+          const header = buf.slice(0, HEADER_SIZE);
+          const body = buf.slice(HEADER_SIZE, size);
+          buf = buf.subarray(size);
+          this.#deliver({ header, body });
+        }
+      }
+      this.#fail(new IggyConnectionError(`Iggy closed the connection ${this.#label}`));
+    } catch (e) {
+      this.#fail(
+        e instanceof IggyConnectionError
+          ? e
+          : new IggyConnectionError(`Iggy connection ${this.#label} failed`, { cause: e }),
+      );
+    } finally {
+      reader.releaseLock();
+    }
+  }
+
+  #fail(e: Error): void {
+    if (this.#closedWith) return;
+    this.#closedWith = e;
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.reject(e);
+    try {
+      this.#transport.close();
+    } catch { /* already closed */ }
+    this.#onClose(e);
+  }
+
+  /** Closes the connection; pending requests reject. Idempotent. */
+  async close(): Promise<void> {
+    this.#fail(new IggyConnectionError(`Iggy connection ${this.#label} closed by the gateway`));
+    await this.#reading;
+    await this.#writer.close().catch(() => {});
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}

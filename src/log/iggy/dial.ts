@@ -1,0 +1,88 @@
+/**
+ * Opens the TCP or TLS byte stream to Iggy. The only file of this folder that touches
+ * `Deno.*` sockets, so the connection logic runs over in-memory streams in tests.
+ *
+ * @module
+ */
+
+import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
+
+/** A bidirectional byte stream. */
+export interface Transport {
+  readonly readable: ReadableStream<Uint8Array>;
+  readonly writable: WritableStream<Uint8Array>;
+  close(): void;
+}
+
+/** Opens a new transport; rejects with {@link IggyConnectionError} or {@link IggyTimeoutError}. */
+export type Dialer = () => Promise<Transport>;
+
+/** Where and how to connect. */
+export interface DialOptions {
+  /** `host:port`, `[v6]:port`. */
+  readonly address: string;
+  readonly tls: boolean;
+  /** PEM file with extra CA certificates ("" = system roots). */
+  readonly tlsCaFile: string;
+  /** Name to verify the certificate against ("" = the address host). */
+  readonly tlsServerName: string;
+  readonly connectTimeoutMs: number;
+}
+
+/** Splits `host:port` / `[v6]:port`. */
+export function parseAddress(address: string): { hostname: string; port: number } {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new IggyConnectionError(`Invalid Iggy address "${address}": expected host:port`);
+  }
+  return { hostname: m[1], port };
+}
+
+function describeConnectError(address: string, e: unknown): string {
+  if (e instanceof Deno.errors.ConnectionRefused) return "connection refused";
+  if (e instanceof Deno.errors.NotFound) return "host not found";
+  if (e instanceof Deno.errors.ConnectionReset) return "connection reset";
+  const msg = e instanceof Error ? e.message : String(e);
+  return msg.replace(address, "").trim() || "connect failed";
+}
+
+/** A dialer for a real Iggy server. */
+export function tcpDialer(options: DialOptions): Dialer {
+  const { hostname, port } = parseAddress(options.address);
+  let caCerts: string[] | undefined;
+  return async () => {
+    if (options.tls && options.tlsCaFile && !caCerts) {
+      caCerts = [await Deno.readTextFile(options.tlsCaFile)];
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const connecting = Deno.connect({ hostname, port, transport: "tcp" });
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        connecting.then((c) => c.close(), () => {});
+        reject(
+          new IggyTimeoutError(
+            `Iggy at ${options.address} unreachable: no TCP connection within ${options.connectTimeoutMs} ms`,
+          ),
+        );
+      }, options.connectTimeoutMs);
+    });
+    try {
+      const tcp = await Promise.race([connecting, timeout]);
+      tcp.setNoDelay(true);
+      if (!options.tls) return tcp;
+      return await Deno.startTls(tcp, {
+        hostname: options.tlsServerName || hostname,
+        caCerts,
+      });
+    } catch (e) {
+      if (e instanceof IggyTimeoutError) throw e;
+      throw new IggyConnectionError(
+        `Iggy at ${options.address} unreachable: ${describeConnectError(options.address, e)}`,
+        { cause: e },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * Cache of topic metadata (partition counts), so the gateway's per-publish `getTopic` does
+ * not cost a round trip. An entry lives `metadata_refresh_ms`, is dropped when a send or
+ * poll says "not found", and is replaced on create. Absent topics are not cached, so a
+ * topic created elsewhere shows up on the next look-up.
+ *
+ * @module
+ */
+
+import type { TopicRecord } from "./records.ts";
+
+/** Reads a topic from the server (null = absent). */
+export type TopicFetcher = (stream: string, topic: string) => Promise<TopicRecord | null>;
+
+interface CacheEntry {
+  readonly record: TopicRecord;
+  readonly expiresAt: number;
+}
+
+/** The topic metadata cache. */
+export class TopicCache {
+  readonly #fetch: TopicFetcher;
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+  readonly #entries = new Map<string, CacheEntry>();
+  readonly #loading = new Map<string, Promise<TopicRecord | null>>();
+
+  constructor(fetch: TopicFetcher, ttlMs: number, now: () => number = Date.now) {
+    this.#fetch = fetch;
+    this.#ttlMs = ttlMs;
+    this.#now = now;
+  }
+
+  static #key(stream: string, topic: string): string {
+    return JSON.stringify([stream, topic]);
+  }
+
+  /** The topic, from cache while fresh, else from the server (concurrent misses share one read). */
+  get(stream: string, topic: string): Promise<TopicRecord | null> {
+    const key = TopicCache.#key(stream, topic);
+    const hit = this.#entries.get(key);
+    if (hit && hit.expiresAt > this.#now()) return Promise.resolve(hit.record);
+    let loading = this.#loading.get(key);
+    if (!loading) {
+      loading = this.#fetch(stream, topic).then((record) => {
+        if (record) this.set(stream, topic, record);
+        else this.#entries.delete(key);
+        return record;
+      }).finally(() => this.#loading.delete(key));
+      this.#loading.set(key, loading);
+    }
+    return loading;
+  }
+
+  /** Stores a fresh record (after create or read). */
+  set(stream: string, topic: string, record: TopicRecord): void {
+    if (this.#ttlMs <= 0) return;
+    this.#entries.set(TopicCache.#key(stream, topic), {
+      record,
+      expiresAt: this.#now() + this.#ttlMs,
+    });
+  }
+
+  /** Forgets a topic (the server said it is gone). */
+  invalidate(stream: string, topic: string): void {
+    this.#entries.delete(TopicCache.#key(stream, topic));
+  }
+
+  /** Forgets everything. */
+  clear(): void {
+    this.#entries.clear();
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Decoders for the metadata replies the backend reads (IGGY.md §4.6): streams, topics with
+ * their partitions, and user details with permissions (numeric ids, as the wire has them).
+ *
+ * @module
+ */
+
+import { ByteReader } from "./bytes.ts";
+import { readName } from "./encoding.ts";
+
+/** A stream record (GET_STREAM / GET_STREAMS / CREATE_STREAM). */
+export interface StreamRecord {
+  readonly id: number;
+  readonly name: string;
+  readonly topicsCount: number;
+}
+
+/** One partition of a topic. */
+export interface PartitionRecord {
+  readonly id: number;
+  /** Offset of the last message (0 also when empty; see `messagesCount`). */
+  readonly currentOffset: number;
+  readonly messagesCount: number;
+}
+
+/** A topic record (TopicHeader, with partitions when GET_TOPIC / CREATE_TOPIC). */
+export interface TopicRecord {
+  readonly id: number;
+  readonly name: string;
+  readonly partitionsCount: number;
+  readonly partitions: PartitionRecord[];
+}
+
+function skipOptions(r: ByteReader, what: string): void {
+  r.skip(r.u32(`${what} length`), what);
+}
+
+/** Reads `[id][created_at][topics_count][size][messages][name][opts]`. */
+export function readStream(r: ByteReader): StreamRecord {
+  const id = r.u32("stream id");
+  r.skip(8, "stream created_at");
+  const topicsCount = r.u32("stream topics_count");
+  r.skip(16, "stream size and messages");
+  const name = readName(r, "stream name");
+  skipOptions(r, "stream options");
+  return { id, name, topicsCount };
+}
+
+/** Reads a TopicHeader (without partitions). */
+export function readTopicHeader(r: ByteReader): TopicRecord {
+  const id = r.u32("topic id");
+  r.skip(8, "topic created_at");
+  const partitionsCount = r.u32("topic partitions_count");
+  r.skip(8 + 1 + 8 + 8 + 8, "topic expiry, compression, max size, size, messages");
+  const name = readName(r, "topic name");
+  skipOptions(r, "topic options");
+  skipOptions(r, "topic derived options");
+  return { id, name, partitionsCount, partitions: [] };
+}
+
+/** GET_STREAMS body: stream records to the end. */
+export function decodeStreams(body: Uint8Array): StreamRecord[] {
+  const r = new ByteReader(body);
+  const out: StreamRecord[] = [];
+  while (r.remaining > 0) out.push(readStream(r));
+  return out;
+}
+
+/** GET_STREAM body: the stream then its topic headers; null when empty (not found). */
+export function decodeStreamDetails(
+  body: Uint8Array,
+): { stream: StreamRecord; topics: TopicRecord[] } | null {
+  if (body.length === 0) return null;
+  const r = new ByteReader(body);
+  const stream = readStream(r);
+  const topics: TopicRecord[] = [];
+  while (r.remaining > 0) topics.push(readTopicHeader(r));
+  return { stream, topics };
+}
+
+/** GET_TOPIC / CREATE_TOPIC body: TopicHeader then 40-byte partitions; null when empty. */
+export function decodeTopic(body: Uint8Array): TopicRecord | null {
+  if (body.length === 0) return null;
+  const r = new ByteReader(body);
+  const header = readTopicHeader(r);
+  const partitions: PartitionRecord[] = [];
+  while (r.remaining > 0) {
+    const id = r.u32("partition id");
+    r.skip(12, "partition created_at, segments");
+    const currentOffset = r.u64n("partition current_offset");
+    r.skip(8, "partition size");
+    const messagesCount = r.u64n("partition messages_count");
+    partitions.push({ id, currentOffset, messagesCount });
+  }
+  return { ...header, partitions };
+}
+
+/** Offset the next message of a partition gets: current_offset is the last one written. */
+export function nextOffsetOf(p: PartitionRecord): number {
+  return p.messagesCount === 0 && p.currentOffset === 0 ? 0 : p.currentOffset + 1;
+}
+
+/** Per-topic permission flags with the numeric topic id. */
+export interface WireTopicPermissions {
+  readonly topicId: number;
+  readonly flags: readonly boolean[]; // manage_topic, read_topic, poll_messages, send_messages
+}
+
+/** Per-stream permission flags with the numeric stream id. */
+export interface WireStreamPermissions {
+  readonly streamId: number;
+  /** manage_stream, read_stream, manage_topics, read_topics, poll_messages, send_messages */
+  readonly flags: readonly boolean[];
+  readonly topics: WireTopicPermissions[];
+}
+
+/** Permissions as GET_USER sends them (ids, not names). */
+export interface WirePermissions {
+  /** The 10 global flags in wire order. */
+  readonly global: readonly boolean[];
+  readonly streams: WireStreamPermissions[];
+}
+
+/** A decoded GET_USER reply. */
+export interface UserRecord {
+  readonly id: number;
+  /** 1 = active, 2 = inactive. */
+  readonly status: number;
+  readonly username: string;
+  readonly permissions: WirePermissions | null;
+}
+
+function flags(r: ByteReader, n: number): boolean[] {
+  return Array.from({ length: n }, () => r.u8("permission flag") !== 0);
+}
+
+/** Decodes the permissions block. */
+export function decodePermissions(body: Uint8Array): WirePermissions {
+  const r = new ByteReader(body);
+  const global = flags(r, 10);
+  const streams: WireStreamPermissions[] = [];
+  let more = r.u8("has_streams") !== 0;
+  while (more) {
+    const streamId = r.u32("stream id");
+    const sf = flags(r, 6);
+    const topics: WireTopicPermissions[] = [];
+    let moreTopics = r.u8("has_topics") !== 0;
+    while (moreTopics) {
+      const topicId = r.u32("topic id");
+      topics.push({ topicId, flags: flags(r, 4) });
+      moreTopics = r.u8("has_next_topic") !== 0;
+    }
+    streams.push({ streamId, flags: sf, topics });
+    more = r.u8("has_next_stream") !== 0;
+  }
+  return { global, streams };
+}
+
+/** GET_USER body; null when empty (no such user). */
+export function decodeUser(body: Uint8Array): UserRecord | null {
+  if (body.length === 0) return null;
+  const r = new ByteReader(body);
+  const id = r.u32("user id");
+  r.skip(8, "user created_at");
+  const status = r.u8("user status");
+  const username = readName(r, "username");
+  skipOptions(r, "user options");
+  if (r.remaining === 0) return { id, status, username, permissions: null };
+  const has = r.u8("has_permissions");
+  if (has === 0) {
+    r.skip(3, "no-permissions padding");
+    return { id, status, username, permissions: null };
+  }
+  const len = r.u32("permissions length");
+  return { id, status, username, permissions: decodePermissions(r.bytes(len, "permissions")) };
+}
