@@ -162,7 +162,10 @@ function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfi
 
 function crossCheck(c: GatewayConfig): void {
   if (c.listeners.tcp === "" && c.listeners.tls === "") {
-    throw new ConfigError("listeners.tcp", "at least one of listeners.tcp and listeners.tls is needed");
+    throw new ConfigError(
+      "listeners.tcp",
+      "at least one of listeners.tcp and listeners.tls is needed",
+    );
   }
   if (c.listeners.tls !== "") {
     if (c.listeners.tls_cert_file === "") {

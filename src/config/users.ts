@@ -64,8 +64,11 @@ function parseUser(raw: unknown, at: string): UserConfig {
 export function parsePermissions(raw: unknown, at: string): Permissions {
   const o = asTable(raw, at);
   onlyKeys(o, at, ["global", "streams"]);
-  const global = flags(o.global ?? {}, `${at}.global`, Object.keys(NO_GLOBAL_PERMISSIONS)) as
-    unknown as GlobalPermissions;
+  const global = flags(
+    o.global ?? {},
+    `${at}.global`,
+    Object.keys(NO_GLOBAL_PERMISSIONS),
+  ) as unknown as GlobalPermissions;
   const streams = new Map<string, StreamPermissions>();
   const rawStreams = asTable(o.streams ?? {}, `${at}.streams`);
   for (const [name, body] of Object.entries(rawStreams)) {

@@ -1,0 +1,360 @@
+/**
+ * Bounded MQTT 3.1.1 decoder. Bytes go in as they arrive; whole packets come out.
+ *
+ * The bound comes first: the remaining length is checked against `maxPacketBytes` as soon as
+ * the fixed header is complete, before any body byte is buffered [MQTT-2.2.3]. Buffered bytes
+ * never exceed one maximal packet plus one read chunk. Every violation throws
+ * {@link ProtocolError}; the caller closes that one connection.
+ *
+ * Why our own parser and not mqtt-packet's: mqtt-packet decodes strings leniently (invalid
+ * UTF-8 becomes U+FFFD, U+0000 passes) and accepts packet id 0, and it buffers a packet before
+ * we could refuse its size. mqtt-packet remains the encoder of control packets and the oracle
+ * this decoder is tested against.
+ *
+ * @module
+ */
+import { ProtocolError } from "./errors.ts";
+import type { ClientPacket, ConnectPacket, PublishPacket, Subscription, Will } from "./packets.ts";
+import { decodeMqttString } from "./utf8.ts";
+
+/** Bounds the decoder enforces. */
+export interface DecoderLimits {
+  readonly maxPacketBytes: number;
+  readonly maxTopicBytes: number;
+  readonly maxTopicLevels: number;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** Incremental decoder for one connection. */
+export class PacketDecoder {
+  #limits: DecoderLimits;
+  #buf: Uint8Array = EMPTY;
+  #connected = false;
+
+  constructor(limits: DecoderLimits) {
+    this.#limits = limits;
+  }
+
+  /** Bytes held waiting for the rest of a packet. */
+  get bufferedBytes(): number {
+    return this.#buf.length;
+  }
+
+  /** Appends a chunk and returns every complete packet in it, in order. */
+  push(chunk: Uint8Array): ClientPacket[] {
+    let data: Uint8Array;
+    if (this.#buf.length === 0) data = chunk;
+    else {
+      data = new Uint8Array(this.#buf.length + chunk.length);
+      data.set(this.#buf, 0);
+      data.set(chunk, this.#buf.length);
+    }
+    const out: ClientPacket[] = [];
+    let pos = 0;
+    while (pos < data.length) {
+      const header = readFixedHeader(data, pos, this.#limits.maxPacketBytes);
+      if (header === null) break; // need more bytes for the fixed header
+      const bodyStart = pos + header.headerBytes;
+      const end = bodyStart + header.remaining;
+      if (end > data.length) break; // need more bytes for the body (bounded above)
+      try {
+        out.push(this.#decodeBody(header.byte1, data, bodyStart, end));
+      } catch (err) {
+        if (err instanceof ProtocolError) err.packetType = header.byte1 >> 4;
+        throw err;
+      }
+      pos = end;
+    }
+    // Keep the unfinished tail; copy so the caller may reuse its read buffer.
+    this.#buf = pos === data.length ? EMPTY : data.slice(pos);
+    return out;
+  }
+
+  #decodeBody(byte1: number, b: Uint8Array, start: number, end: number): ClientPacket {
+    const type = byte1 >> 4;
+    const flags = byte1 & 0x0f;
+    if (!this.#connected && type !== 1) {
+      throw new ProtocolError("MQTT-3.1.0-1", "First packet is not CONNECT");
+    }
+    switch (type) {
+      case 1: {
+        if (this.#connected) throw new ProtocolError("MQTT-3.1.0-2", "Second CONNECT");
+        expectFlags(flags, 0, "CONNECT", "MQTT-2.2.2-2");
+        const p = decodeConnect(b, start, end, this.#limits);
+        this.#connected = true;
+        return p;
+      }
+      case 3:
+        return decodePublish(flags, b, start, end, this.#limits);
+      case 4:
+        expectFlags(flags, 0, "PUBACK", "MQTT-2.2.2-2");
+        return { type: "puback", packetId: decodeIdOnly(b, start, end, "PUBACK") };
+      case 5:
+      case 6:
+      case 7:
+        // The gateway never grants QoS 2, so a QoS 2 flow packet is a violation.
+        throw new ProtocolError(
+          "MQTT-3.3.1-4",
+          "QoS 2 flow packet received; QoS 2 is not supported",
+        );
+      case 8:
+        expectFlags(flags, 2, "SUBSCRIBE", "MQTT-3.8.1-1");
+        return decodeSubscribe(b, start, end);
+      case 10:
+        expectFlags(flags, 2, "UNSUBSCRIBE", "MQTT-3.10.1-1");
+        return decodeUnsubscribe(b, start, end);
+      case 12:
+        expectFlags(flags, 0, "PINGREQ", "MQTT-2.2.2-2");
+        expectEmpty(start, end, "PINGREQ");
+        return { type: "pingreq" };
+      case 14:
+        expectFlags(flags, 0, "DISCONNECT", "MQTT-2.2.2-2");
+        expectEmpty(start, end, "DISCONNECT");
+        return { type: "disconnect" };
+      case 2:
+      case 9:
+      case 11:
+      case 13:
+        throw new ProtocolError("MQTT-2.2.1", `Server-only packet type ${type} sent by a client`);
+      default:
+        throw new ProtocolError("MQTT-2.2.1", `Reserved packet type ${type}`);
+    }
+  }
+}
+
+/** Fixed header: first byte, remaining length, and its own size. */
+interface FixedHeader {
+  readonly byte1: number;
+  readonly remaining: number;
+  readonly headerBytes: number;
+}
+
+function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedHeader | null {
+  let remaining = 0;
+  let mult = 1;
+  for (let i = 1; i <= 4; i++) {
+    if (pos + i >= b.length) return null;
+    const digit = b[pos + i];
+    remaining += (digit & 0x7f) * mult;
+    if ((digit & 0x80) === 0) {
+      if (remaining > max) {
+        const err = new ProtocolError(
+          "MQTT-2.2.3",
+          `Packet of ${remaining} bytes exceeds max_packet_bytes ${max}`,
+        );
+        err.packetType = b[pos] >> 4;
+        throw err;
+      }
+      return { byte1: b[pos], remaining, headerBytes: i + 1 };
+    }
+    mult *= 128;
+    // Refuse as soon as the partial length already exceeds the cap.
+    if (remaining > max) {
+      throw new ProtocolError("MQTT-2.2.3", `Packet exceeds max_packet_bytes ${max}`);
+    }
+  }
+  throw new ProtocolError("MQTT-2.2.3", "Remaining length longer than 4 bytes");
+}
+
+function expectFlags(flags: number, want: number, name: string, rule: string): void {
+  if (flags !== want) {
+    throw new ProtocolError(rule, `${name} has reserved flags 0x${flags.toString(16)}`);
+  }
+}
+
+function expectEmpty(start: number, end: number, name: string): void {
+  if (end !== start) throw new ProtocolError("MQTT-2.2.3", `${name} must have no body`);
+}
+
+/** A cursor over one packet body. Every read is bounds-checked. */
+class Reader {
+  constructor(readonly b: Uint8Array, public pos: number, readonly end: number) {}
+  u8(): number {
+    if (this.pos >= this.end) throw truncated();
+    return this.b[this.pos++];
+  }
+  u16(): number {
+    if (this.pos + 2 > this.end) throw truncated();
+    const v = (this.b[this.pos] << 8) | this.b[this.pos + 1];
+    this.pos += 2;
+    return v;
+  }
+  bytes(): Uint8Array {
+    const n = this.u16();
+    if (this.pos + n > this.end) throw truncated();
+    const v = this.b.slice(this.pos, this.pos + n);
+    this.pos += n;
+    return v;
+  }
+  string(): string {
+    const n = this.u16();
+    if (this.pos + n > this.end) throw truncated();
+    const s = decodeMqttString(this.b, this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
+  get left(): number {
+    return this.end - this.pos;
+  }
+}
+
+function truncated(): ProtocolError {
+  return new ProtocolError("MQTT-2.2.3", "Packet body shorter than its fields");
+}
+
+function decodeIdOnly(b: Uint8Array, start: number, end: number, name: string): number {
+  if (end - start !== 2) throw new ProtocolError("MQTT-2.2.3", `${name} must be 2 bytes`);
+  const id = (b[start] << 8) | b[start + 1];
+  if (id === 0) throw new ProtocolError("MQTT-2.3.1-1", `${name} with packet identifier 0`);
+  return id;
+}
+
+function decodeConnect(
+  b: Uint8Array,
+  start: number,
+  end: number,
+  limits: DecoderLimits,
+): ClientPacket {
+  const r = new Reader(b, start, end);
+  const protocolName = r.string();
+  const level = r.u8();
+  if (!(protocolName === "MQTT" && level === 4)) {
+    if ((protocolName === "MQTT" && level === 5) || (protocolName === "MQIsdp" && level === 3)) {
+      return { type: "connect_unsupported", protocolName, level };
+    }
+    if (protocolName === "MQTT") return { type: "connect_unsupported", protocolName, level };
+    throw new ProtocolError("MQTT-3.1.2-1", `Unknown protocol name "${protocolName}"`);
+  }
+  const flags = r.u8();
+  if (flags & 0x01) throw new ProtocolError("MQTT-3.1.2-3", "CONNECT reserved flag is set");
+  const cleanSession = (flags & 0x02) !== 0;
+  const willFlag = (flags & 0x04) !== 0;
+  const willQos = (flags >> 3) & 0x03;
+  const willRetain = (flags & 0x20) !== 0;
+  const hasPassword = (flags & 0x40) !== 0;
+  const hasUsername = (flags & 0x80) !== 0;
+  if (!willFlag && (willQos !== 0 || willRetain)) {
+    throw new ProtocolError("MQTT-3.1.2-11", "Will QoS or retain set without the will flag");
+  }
+  if (willQos === 3) throw new ProtocolError("MQTT-3.1.2-14", "Will QoS 3");
+  if (!hasUsername && hasPassword) {
+    throw new ProtocolError("MQTT-3.1.2-22", "Password flag set without username flag");
+  }
+  const keepAliveSeconds = r.u16();
+  const clientId = r.string();
+  let will: Will | null = null;
+  if (willFlag) {
+    const topic = r.string();
+    checkTopicName(topic, limits);
+    will = { topic, payload: r.bytes(), qos: willQos as 0 | 1 | 2, retain: willRetain };
+  }
+  const username = hasUsername ? r.string() : null;
+  const password = hasPassword ? r.bytes() : null;
+  if (r.left !== 0) throw new ProtocolError("MQTT-3.1.3", "Unexpected bytes after CONNECT payload");
+  const p: ConnectPacket = {
+    type: "connect",
+    protocolName,
+    protocolLevel: level,
+    cleanSession,
+    keepAliveSeconds,
+    clientId,
+    will,
+    username,
+    password,
+  };
+  return p;
+}
+
+function decodePublish(
+  flags: number,
+  b: Uint8Array,
+  start: number,
+  end: number,
+  limits: DecoderLimits,
+): PublishPacket {
+  const qos = (flags >> 1) & 0x03;
+  if (qos === 3) throw new ProtocolError("MQTT-3.3.1-4", "PUBLISH with QoS 3");
+  if (qos === 2) throw new ProtocolError("MQTT-3.3.1-4", "PUBLISH with QoS 2 is not supported");
+  const dup = (flags & 0x08) !== 0;
+  if (qos === 0 && dup) throw new ProtocolError("MQTT-3.3.1-2", "DUP set on a QoS 0 PUBLISH");
+  if (end - start < 2) throw truncated();
+  const topicLen = (b[start] << 8) | b[start + 1];
+  const topicEnd = start + 2 + topicLen;
+  if (topicEnd > end) throw truncated();
+  if (topicLen > limits.maxTopicBytes) {
+    throw new ProtocolError(
+      "MQTT-4.7.3-3",
+      `Topic of ${topicLen} bytes exceeds max_topic_bytes ${limits.maxTopicBytes}`,
+    );
+  }
+  const topic = decodeMqttString(b, start + 2, topicEnd);
+  checkTopicName(topic, limits);
+  let pos = topicEnd;
+  let packetId = 0;
+  if (qos === 1) {
+    if (pos + 2 > end) throw truncated();
+    packetId = (b[pos] << 8) | b[pos + 1];
+    if (packetId === 0) throw new ProtocolError("MQTT-2.3.1-1", "PUBLISH with packet identifier 0");
+    pos += 2;
+  }
+  return {
+    type: "publish",
+    topic,
+    qos: qos as 0 | 1,
+    retain: (flags & 0x01) !== 0,
+    dup,
+    packetId,
+    payload: b.slice(pos, end),
+  };
+}
+
+/** Topic name rules for PUBLISH and wills: non-empty, no wildcards, bounded levels. */
+function checkTopicName(topic: string, limits: DecoderLimits): void {
+  if (topic.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic name");
+  let levels = 1;
+  for (let i = 0; i < topic.length; i++) {
+    const c = topic.charCodeAt(i);
+    if (c === 0x23 || c === 0x2b) {
+      throw new ProtocolError("MQTT-3.3.2-2", `Wildcard in topic name "${topic}"`);
+    }
+    if (c === 0x2f && ++levels > limits.maxTopicLevels) {
+      throw new ProtocolError(
+        "MQTT-4.7.3-3",
+        `Topic has more than max_topic_levels ${limits.maxTopicLevels} levels`,
+      );
+    }
+  }
+}
+
+function decodeSubscribe(b: Uint8Array, start: number, end: number): ClientPacket {
+  const r = new Reader(b, start, end);
+  const packetId = r.u16();
+  if (packetId === 0) throw new ProtocolError("MQTT-2.3.1-1", "SUBSCRIBE with packet identifier 0");
+  const subscriptions: Subscription[] = [];
+  while (r.left > 0) {
+    const filter = r.string();
+    const qosByte = r.u8();
+    if (qosByte & 0xfc) throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE reserved bits set");
+    if (qosByte === 3) throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE requested QoS 3");
+    subscriptions.push({ filter, qos: qosByte as 0 | 1 | 2 });
+  }
+  if (subscriptions.length === 0) {
+    throw new ProtocolError("MQTT-3.8.3-3", "SUBSCRIBE without topic filters");
+  }
+  return { type: "subscribe", packetId, subscriptions };
+}
+
+function decodeUnsubscribe(b: Uint8Array, start: number, end: number): ClientPacket {
+  const r = new Reader(b, start, end);
+  const packetId = r.u16();
+  if (packetId === 0) {
+    throw new ProtocolError("MQTT-2.3.1-1", "UNSUBSCRIBE with packet identifier 0");
+  }
+  const filters: string[] = [];
+  while (r.left > 0) filters.push(r.string());
+  if (filters.length === 0) {
+    throw new ProtocolError("MQTT-3.10.3-2", "UNSUBSCRIBE without topic filters");
+  }
+  return { type: "unsubscribe", packetId, filters };
+}

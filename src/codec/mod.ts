@@ -1,0 +1,21 @@
+/**
+ * Wire codec: bytes ⇄ MQTT 3.1.1 packets, bounded and strict.
+ *
+ * @module
+ */
+export { type DecoderLimits, PacketDecoder } from "./decoder.ts";
+export {
+  ConnackCode,
+  encodeConnack,
+  encodePingresp,
+  encodePuback,
+  encodePublish,
+  encodeSuback,
+  encodeUnsuback,
+  markDup,
+  SUBACK_FAILURE,
+  writePuback,
+} from "./encoder.ts";
+export { ProtocolError } from "./errors.ts";
+export type { ClientPacket, ConnectPacket, PublishPacket, Subscription, Will } from "./packets.ts";
+export { decodeMqttString, utf8, utf8Length } from "./utf8.ts";

@@ -1,0 +1,57 @@
+/**
+ * Strict UTF-8 for MQTT strings [MQTT-1.5.3-1]: ill-formed sequences (overlong forms,
+ * surrogates U+D800..U+DFFF, truncated sequences) and U+0000 [MQTT-1.5.3-2] are errors.
+ *
+ * @module
+ */
+import { ProtocolError } from "./errors.ts";
+
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
+
+/** Decodes `bytes[start, end)` as an MQTT string or throws {@link ProtocolError}. */
+export function decodeMqttString(bytes: Uint8Array, start: number, end: number): string {
+  // Fast path: short ASCII strings (nearly every topic) avoid the TextDecoder call.
+  if (end - start <= 64) {
+    let s = "";
+    let ascii = true;
+    for (let i = start; i < end; i++) {
+      const b = bytes[i];
+      if (b === 0) throw new ProtocolError("MQTT-1.5.3-2", "String contains U+0000");
+      if (b >= 0x80) {
+        ascii = false;
+        break;
+      }
+      s += String.fromCharCode(b);
+    }
+    if (ascii) return s;
+  }
+  let s: string;
+  try {
+    s = strict.decode(bytes.subarray(start, end));
+  } catch {
+    throw new ProtocolError("MQTT-1.5.3-1", "String is not well-formed UTF-8");
+  }
+  if (s.includes("\u0000")) throw new ProtocolError("MQTT-1.5.3-2", "String contains U+0000");
+  return s;
+}
+
+/** UTF-8 bytes of a string. */
+export function utf8(s: string): Uint8Array {
+  return encoder.encode(s);
+}
+
+/** Byte length of a string in UTF-8, without allocating. */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}

@@ -1,0 +1,306 @@
+/**
+ * The way out (DESIGN §4): subscribe S1–S5, route R1–R6, PUBACK settlement, client detach.
+ * Implements the session's {@link DeliveryPort}.
+ *
+ * @module
+ */
+import { SUBACK_FAILURE } from "../codec/encoder.ts";
+import type { Subscription as MqttSubscription } from "../codec/packets.ts";
+import { encodePublish } from "../codec/encoder.ts";
+import { utf8, utf8Length } from "../codec/utf8.ts";
+import { checkResolution, partitionForKey } from "../mapping/mod.ts";
+import { openEnvelope } from "../log/envelope.ts";
+import { canPoll } from "../log/permissions.ts";
+import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import type { DeadlineWheel } from "../session/deadlines.ts";
+import type { DeliveryPort, Subscriber } from "../session/delivery_port.ts";
+import type { OutboundBudget } from "../session/outbox.ts";
+import type { PublishPreparer } from "../session/publish.ts";
+import type { Clock } from "../session/clock.ts";
+import { ClientQueue, type QueueLimits } from "./client_queue.ts";
+import { type ReaderOptions, SharedReader } from "./reader.ts";
+import { type Subscription, SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
+
+/** Limits and identity of delivery. */
+export interface DeliveryOptions extends ReaderOptions, QueueLimits {
+  readonly maxSubscriptionsPerClient: number;
+  readonly maxTopicBytes: number;
+  readonly maxTopicLevels: number;
+}
+
+/** Subscription handling, shared readers and routing for the whole gateway. */
+export class Delivery implements DeliveryPort {
+  readonly registry = new SubscriptionRegistry<ClientQueue>();
+  readonly readers = new Map<string, SharedReader>();
+  #queues = new Map<Subscriber, ClientQueue>();
+  /** Triples whose first reader since start resumed from the stored offset (recovery). */
+  #recovered = new Set<string>();
+  #backend: LogBackend;
+  #preparer: PublishPreparer;
+  #opts: DeliveryOptions;
+  #budget: OutboundBudget;
+  #deadlines: DeadlineWheel;
+  #clock: Clock;
+  #metrics: GatewayMetrics;
+  #logger: Logger;
+
+  constructor(deps: {
+    backend: LogBackend;
+    preparer: PublishPreparer;
+    options: DeliveryOptions;
+    budget: OutboundBudget;
+    deadlines: DeadlineWheel;
+    clock: Clock;
+    metrics: GatewayMetrics;
+    logger: Logger;
+  }) {
+    this.#backend = deps.backend;
+    this.#preparer = deps.preparer;
+    this.#opts = deps.options;
+    this.#budget = deps.budget;
+    this.#deadlines = deps.deadlines;
+    this.#clock = deps.clock;
+    this.#metrics = deps.metrics;
+    this.#logger = deps.logger;
+  }
+
+  /** S1–S5 for every filter of one SUBSCRIBE; one return code per filter. */
+  async subscribe(sub: Subscriber, filters: readonly MqttSubscription[]): Promise<number[]> {
+    const queue = this.#queueOf(sub);
+    const codes: number[] = [];
+    for (const f of filters) codes.push(await this.#subscribeOne(queue, f));
+    return codes;
+  }
+
+  async #subscribeOne(queue: ClientQueue, f: MqttSubscription): Promise<number> {
+    const topic = f.filter;
+    const refuse = (reason: string) => {
+      this.#logger.limited("info", "Subscription refused", {
+        client_id: queue.sub.clientId,
+        filter: topic,
+        reason,
+      });
+      return SUBACK_FAILURE;
+    };
+    // S1: exact topics only (wildcards come later), same limits as PUBLISH topics.
+    if (topic.length === 0) return refuse("empty filter");
+    if (topic.includes("#") || topic.includes("+")) {
+      return refuse("wildcard filters are not supported");
+    }
+    if (utf8Length(topic) > this.#opts.maxTopicBytes) return refuse("filter too long");
+    if (topic.split("/").length > this.#opts.maxTopicLevels) return refuse("too many levels");
+    if (topic.startsWith("$SYS")) return refuse("$SYS is reserved");
+    const existing = this.registry.get(queue, topic);
+    if (!existing && this.registry.countFor(queue) >= this.#opts.maxSubscriptionsPerClient) {
+      return refuse("max_subscriptions_per_client reached");
+    }
+    // S2: resolve with the same map as the way in.
+    const r = this.#preparer.resolve(topic);
+    const invalid = checkResolution(r);
+    if (invalid !== null) return refuse(invalid);
+    // S3: poll right on the mapped stream/topic.
+    if (!canPoll(queue.sub.principal.permissions, r.stream, r.topic)) {
+      return refuse(`no poll right on ${r.stream}/${r.topic}`);
+    }
+    const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
+    if (existing) {
+      existing.qos = granted; // [MQTT-3.8.4-3] replace, no duplicate copies
+      return granted;
+    }
+    let info;
+    try {
+      info = await this.#preparer.topics.lookup(r.stream, r.topic);
+    } catch (err) {
+      return refuse(`topic lookup failed: ${String((err as Error)?.message ?? err)}`);
+    }
+    if (info === null) return refuse(`target ${r.stream}/${r.topic} does not exist`);
+    const partitions = r.partitionKey !== null
+      ? [partitionForKey(r.partitionKey, info.partitions)]
+      : Array.from({ length: info.partitions }, (_, i) => i);
+    const startOffsets = new Map<string, number>();
+    try {
+      for (const partition of partitions) {
+        const triple = { stream: r.stream, topic: r.topic, partition };
+        startOffsets.set(tripleKey(triple), await this.#ensureReader(triple));
+      }
+    } catch (err) {
+      return refuse(`backend error: ${String((err as Error)?.message ?? err)}`);
+    }
+    if (queue.sub.outbox === undefined || this.#queues.get(queue.sub) !== queue) {
+      return SUBACK_FAILURE; // client went away meanwhile
+    }
+    const s: Subscription<ClientQueue> = { client: queue, qos: granted, startOffsets };
+    this.registry.upsert(s, topic);
+    for (const k of startOffsets.keys()) this.readers.get(k)!.subscribers++;
+    return granted;
+  }
+
+  /** S5: the reader of a triple, created when missing; returns the subscription's start. */
+  async #ensureReader(triple: Triple): Promise<number> {
+    const key = tripleKey(triple);
+    const existing = this.readers.get(key);
+    if (existing && (!existing.stopped || existing.revive())) {
+      // Joining a live reader: start at the partition's next offset now (DESIGN §4).
+      return await this.#backend.nextOffset(triple);
+    }
+    let start: number;
+    if (!this.#recovered.has(key)) {
+      // First reader since start: resume after the stored offset so unsettled messages
+      // from before a crash are delivered again (at least once).
+      this.#recovered.add(key);
+      const stored = await this.#backend.getOffset(this.#opts.consumer, triple);
+      start = stored === null ? await this.#backend.nextOffset(triple) : stored + 1;
+    } else {
+      start = await this.#backend.nextOffset(triple);
+    }
+    const again = this.readers.get(key);
+    if (again && !again.stopped) return Math.max(start, again.position); // raced with another subscribe
+    const reader = new SharedReader(
+      triple,
+      start,
+      this.#backend,
+      this.#opts,
+      (rd, m) => this.#route(rd, m),
+      this.#metrics,
+      this.#logger,
+    );
+    this.readers.set(key, reader);
+    reader.start();
+    reader.done.then(() => {
+      if (this.readers.get(key) === reader) this.readers.delete(key);
+    });
+    return start;
+  }
+
+  /** R1–R6 for one polled message. */
+  #route(reader: SharedReader, m: StoredMessage): void {
+    const view = openEnvelope(m);
+    if (view === null) {
+      this.#metrics.skippedForeign.inc();
+      reader.ledger.record(m.offset, 0);
+      return;
+    }
+    const subs = this.registry.lookup(view.topic);
+    if (subs === undefined) {
+      reader.ledger.record(m.offset, 0);
+      return;
+    }
+    const key = tripleKey(reader.triple);
+    const targets: [ClientQueue, 0 | 1][] = [];
+    let qos1 = 0;
+    for (const s of subs.values()) {
+      const start = s.startOffsets.get(key);
+      if (start === undefined || m.offset < start) continue; // subscribed after this message
+      const qos = view.qos < s.qos ? view.qos : s.qos;
+      targets.push([s.client, qos]);
+      if (qos === 1) qos1++;
+    }
+    const entry = reader.ledger.record(m.offset, qos1);
+    if (targets.length === 0) return;
+    this.#metrics.routed.inc();
+    const topicBytes = utf8(view.topic);
+    let qos0Packet: Uint8Array | null = null;
+    for (const [q, qos] of targets) {
+      if (qos === 0) {
+        qos0Packet ??= encodePublish(topicBytes, view.payload, 0, 0, false);
+        if (q.offerQos0(qos0Packet) === "dropped") this.#metrics.droppedQos0.inc();
+        else this.#metrics.delivered.inc({ qos: "0" });
+        continue;
+      }
+      const bytes = topicBytes.length + view.payload.length + 8;
+      const offer = q.offerQos1({
+        topicBytes,
+        payload: view.payload,
+        ledger: reader.ledger,
+        entry: entry!,
+        bytes,
+      });
+      if (offer === "evict") {
+        reader.ledger.settle(entry!); // this copy is struck with the client
+        this.#evict(q, "slow consumer: hard cap of outbound bytes reached");
+      } else this.#metrics.delivered.inc({ qos: "1" });
+    }
+  }
+
+  unsubscribe(sub: Subscriber, filters: readonly string[]): void {
+    const queue = this.#queues.get(sub);
+    if (!queue) return;
+    for (const f of filters) {
+      const s = this.registry.remove(queue, f);
+      if (s) this.#release(s);
+    }
+  }
+
+  puback(sub: Subscriber, packetId: number): void {
+    this.#queues.get(sub)?.puback(packetId);
+  }
+
+  detach(sub: Subscriber): void {
+    const queue = this.#queues.get(sub);
+    if (!queue) return;
+    this.#queues.delete(sub);
+    this.#deadlines.remove(queue);
+    for (const [, s] of this.registry.removeClient(queue)) this.#release(s);
+    queue.strikeAll();
+  }
+
+  /** This gateway appended to a partition: wake its reader now. */
+  notifyAppended(address: PartitionAddress): void {
+    this.readers.get(tripleKey(address))?.signal();
+  }
+
+  /** Stops every reader and waits for their final commits. */
+  async stop(): Promise<void> {
+    for (const r of this.readers.values()) r.stop();
+    await Promise.all([...this.readers.values()].map((r) => r.done));
+  }
+
+  #release(s: Subscription<ClientQueue>): void {
+    for (const k of s.startOffsets.keys()) {
+      const reader = this.readers.get(k);
+      if (reader && --reader.subscribers <= 0) reader.stop();
+    }
+  }
+
+  #evict(q: ClientQueue, reason: string): void {
+    this.#metrics.evictions.inc();
+    this.#logger.limited("warn", "Evicting slow consumer", { client_id: q.sub.clientId, reason });
+    q.sub.close(reason); // the session calls detach(), which strikes its copies
+  }
+
+  #queueOf(sub: Subscriber): ClientQueue {
+    let q = this.#queues.get(sub);
+    if (q) return q;
+    q = new ClientQueue(sub, this.#opts, this.#budget);
+    const queue = q;
+    queue.onEvict = (reason) => this.#evict(queue, reason);
+    queue.onPauseChange = (paused) => {
+      if (paused) {
+        queue.lastActivity = this.#clock.now();
+        this.#deadlines.add(queue);
+      } else this.#deadlines.remove(queue);
+    };
+    sub.outbox.onWritten = () => queue.refill();
+    this.#queues.set(sub, q);
+    return q;
+  }
+
+  /** Figures for metrics and the status page. */
+  readerStats(): {
+    triple: Triple;
+    position: number;
+    committed: number;
+    unsettled: number;
+    subscribers: number;
+  }[] {
+    return [...this.readers.values()].map((r) => ({
+      triple: r.triple,
+      position: r.position,
+      committed: r.committedOffset,
+      unsettled: r.ledger.size,
+      subscribers: r.subscribers,
+    }));
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * A shared reader: one per triple (stream, topic, partition), however many subscribers
+ * (DESIGN §4). It polls batches with auto-commit off, hands each message to the router, and
+ * stores the consumer offset only up to the ledger's safe offset (POLL ≠ ACK), monotonically
+ * and batched by count or interval.
+ *
+ * Idle readers wait for an append signal (from this gateway's own appends, or the embedded
+ * backend) or back off exponentially up to `IDLE_MAX_MS` (appends made by other gateways).
+ *
+ * @module
+ */
+import type { LogBackend, StoredMessage } from "../log/port.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import { AckLedger } from "./ledger.ts";
+import type { Triple } from "./registry.ts";
+
+const IDLE_MIN_MS = 1;
+const IDLE_MAX_MS = 50;
+const ERROR_BACKOFF_MAX_MS = 2000;
+
+/** Options of a reader. */
+export interface ReaderOptions {
+  readonly consumer: string;
+  readonly pollBatch: number;
+  readonly commitIntervalMs: number;
+  readonly commitBatchCount: number;
+  /** Bound on polled-but-unsettled messages; at the bound the reader stops polling. */
+  readonly maxUnsettled: number;
+}
+
+/** Routes one polled message; returns how many QoS 1 copies are pending for it. */
+export type RouteFn = (reader: SharedReader, m: StoredMessage) => void;
+
+/** Shared reader of one triple. */
+export class SharedReader {
+  readonly triple: Triple;
+  readonly ledger: AckLedger;
+  /** Subscriptions that reference this triple. */
+  subscribers = 0;
+  /** Next offset to poll. */
+  position: number;
+  #backend: LogBackend;
+  #opts: ReaderOptions;
+  #route: RouteFn;
+  #metrics: GatewayMetrics;
+  #logger: Logger;
+  #committed: number;
+  #committing = false;
+  #stopped = false;
+  #ended = false;
+  #wake: (() => void) | null = null;
+  #commitTimer: ReturnType<typeof setInterval> | undefined;
+  /** Resolves when the loop has ended (after stop + settle + final commit). */
+  done: Promise<void> = Promise.resolve();
+
+  constructor(
+    triple: Triple,
+    startOffset: number,
+    backend: LogBackend,
+    opts: ReaderOptions,
+    route: RouteFn,
+    metrics: GatewayMetrics,
+    logger: Logger,
+  ) {
+    this.triple = triple;
+    this.position = startOffset;
+    this.ledger = new AckLedger(startOffset - 1);
+    this.#committed = startOffset - 1;
+    this.#backend = backend;
+    this.#opts = opts;
+    this.#route = route;
+    this.#metrics = metrics;
+    this.#logger = logger;
+  }
+
+  /** Last stored offset (-1 = none). */
+  get committedOffset(): number {
+    return this.#committed;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Starts polling. */
+  start(): void {
+    this.done = this.#loop();
+    this.#commitTimer = setInterval(() => this.maybeCommit(true), this.#opts.commitIntervalMs);
+    Deno.unrefTimer(this.#commitTimer as unknown as number);
+  }
+
+  /** New messages may be there: wake an idle reader now. */
+  signal(): void {
+    const w = this.#wake;
+    this.#wake = null;
+    w?.();
+  }
+
+  /** Stops polling; the loop ends after what is in flight has settled, then commits. */
+  stop(): void {
+    this.#stopped = true;
+    this.signal();
+  }
+
+  /** Takes back a stop whose loop has not ended yet (a new subscriber arrived). */
+  revive(): boolean {
+    if (this.#ended) return false;
+    this.#stopped = false;
+    return true;
+  }
+
+  /** Stores the safe offset when it moved by `commit_batch_count`, or on the interval. */
+  maybeCommit(interval = false): void {
+    const safe = this.ledger.safeOffset;
+    if (safe <= this.#committed || this.#committing) return;
+    if (!interval && safe - this.#committed < this.#opts.commitBatchCount) return;
+    this.#committing = true;
+    this.#backend.storeOffset(this.#opts.consumer, this.triple, safe).then(
+      () => {
+        // Monotonic: a later commit can only move forward.
+        if (safe > this.#committed) this.#committed = safe;
+        this.#metrics.offsetCommits.inc();
+      },
+      (err) => this.#logger.limited("warn", "Storing consumer offset failed", { error: err }),
+    ).finally(() => {
+      this.#committing = false;
+    });
+  }
+
+  async #loop(): Promise<void> {
+    let idle = IDLE_MIN_MS;
+    let errorBackoff = 50;
+    for (;;) {
+      if (this.#stopped) {
+        // Stopping: wait until every routed copy settled (or was struck), then end.
+        if (this.ledger.size === 0) break;
+        await this.#sleep(20);
+        continue;
+      }
+      if (this.ledger.size >= this.#opts.maxUnsettled) {
+        await this.#sleep(IDLE_MAX_MS); // bounded: wait for settles (or evictions)
+        continue;
+      }
+      let batch: StoredMessage[];
+      try {
+        batch = await this.#backend.poll(this.triple, this.position, this.#opts.pollBatch);
+        this.#metrics.polls.inc();
+        errorBackoff = 50;
+      } catch (err) {
+        this.#logger.limited("warn", "Shared reader poll failed", {
+          stream: this.triple.stream,
+          topic: this.triple.topic,
+          partition: this.triple.partition,
+          error: err,
+        });
+        await this.#sleep(errorBackoff);
+        errorBackoff = Math.min(errorBackoff * 2, ERROR_BACKOFF_MAX_MS);
+        continue;
+      }
+      if (batch.length === 0) {
+        await this.#sleep(idle);
+        idle = Math.min(idle * 2, IDLE_MAX_MS);
+        continue;
+      }
+      idle = IDLE_MIN_MS;
+      for (const m of batch) {
+        if (m.offset < this.position) continue;
+        this.position = m.offset + 1;
+        this.#route(this, m);
+      }
+      this.maybeCommit();
+    }
+    this.#ended = true;
+    clearInterval(this.#commitTimer);
+    this.maybeCommit(true);
+    while (this.#committing) await this.#sleepPlain(5);
+  }
+
+  /** Sleeps until `ms` pass or a signal arrives. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => {
+        this.#wake = null;
+        resolve();
+      }, ms);
+      this.#wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  #sleepPlain(ms: number): Promise<void> {
+    return new Promise((r) => setTimeout(r, ms));
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * Composition root: listeners → connection pipeline → backend, and the way out through
+ * delivery. Start, drain, reload, stop.
+ *
+ * @module
+ */
+import { parseAddress } from "./config/load.ts";
+import { readKeyFile } from "./config/files.ts";
+import type { GatewayConfig } from "./config/types.ts";
+import { type CompiledMap, compileMap, initPartitioner } from "./mapping/mod.ts";
+import { createBackend } from "./log/create.ts";
+import type { LogBackend } from "./log/port.ts";
+import { TopicCache } from "./log/topic_cache.ts";
+import { Delivery } from "./delivery/mod.ts";
+import { readiness } from "./http/health.ts";
+import { type HttpServer, serveHttp } from "./http/server.ts";
+import { listenTcp, listenTls, type MqttListener } from "./net/listeners.ts";
+import { GatewayMetrics } from "./observe/gateway_metrics.ts";
+import { Logger } from "./observe/logger.ts";
+import { AppendBudget } from "./session/append_budget.ts";
+import { Authenticator } from "./session/auth.ts";
+import { type Clock, systemClock } from "./session/clock.ts";
+import { Connection } from "./session/connection.ts";
+import type { SessionContext } from "./session/context.ts";
+import { DeadlineWheel } from "./session/deadlines.ts";
+import { OutboundBudget } from "./session/outbox.ts";
+import { type MapSource, PublishPreparer } from "./session/publish.ts";
+import { ConnectionRegistry } from "./session/registry.ts";
+import type { Transport } from "./session/transport.ts";
+
+/** Replacements for tests. */
+export interface GatewayOverrides {
+  readonly backend?: LogBackend;
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** Compiled map to use instead of reading `mapping.map_file`. */
+  readonly map?: CompiledMap;
+}
+
+/** Bound addresses after start. */
+export interface BoundPorts {
+  readonly tcp: number | null;
+  readonly tls: number | null;
+  readonly http: number | null;
+}
+
+/** Reads and compiles the topic map named by the config. */
+export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
+  const path = config.mapping.map_file;
+  return compileMap(await readKeyFile("mapping.map_file", path), path);
+}
+
+/** The gateway. */
+export class Gateway {
+  readonly config: GatewayConfig;
+  readonly metrics = new GatewayMetrics();
+  readonly logger: Logger;
+  readonly backend: LogBackend;
+  readonly registry: ConnectionRegistry;
+  readonly delivery: Delivery;
+  readonly maps: { current: CompiledMap } & MapSource;
+  #ctx: SessionContext;
+  #deadlines: DeadlineWheel;
+  #listeners: MqttListener[] = [];
+  #http: HttpServer | null = null;
+  #connections = new Set<Connection>();
+  #stopping = false;
+  #started = false;
+
+  private constructor(config: GatewayConfig, map: CompiledMap, o: GatewayOverrides) {
+    this.config = config;
+    this.logger = o.logger ?? new Logger(config.gateway.log_level);
+    this.backend = o.backend ?? createBackend(config);
+    this.maps = { current: map };
+    const clock = o.clock ?? systemClock;
+    const l = config.limits;
+    this.registry = new ConnectionRegistry(l.max_connections);
+    this.#deadlines = new DeadlineWheel(clock);
+    const topics = new TopicCache(this.backend, {
+      autoCreate: config.log.auto_create,
+      create: {
+        partitions: config.log.auto_create_partitions,
+        messageExpiryMicros: config.log.retention_max_age_s * 1_000_000,
+        maxTopicBytes: config.log.retention_max_topic_bytes,
+      },
+      ttlMs: 60_000,
+      missTtlMs: 1_000,
+      maxEntries: 10_000,
+    }, clock);
+    const preparer = new PublishPreparer(this.maps, topics);
+    const outboundBudget = new OutboundBudget(l.max_outbound_queue_bytes);
+    this.delivery = new Delivery({
+      backend: this.backend,
+      preparer,
+      options: {
+        consumer: `mqtt-gateway-${config.gateway.id}`,
+        pollBatch: l.poll_batch_size,
+        commitIntervalMs: l.commit_interval_ms,
+        commitBatchCount: l.commit_batch_count,
+        maxUnsettled: Math.max(l.poll_batch_size * 64, 100_000),
+        maxInflight: l.max_inflight_per_client,
+        maxClientBytes: l.max_outbound_queue_bytes_per_client,
+        slowConsumerTimeoutMs: l.slow_consumer_timeout_ms,
+        maxSubscriptionsPerClient: l.max_subscriptions_per_client,
+        maxTopicBytes: l.max_topic_bytes,
+        maxTopicLevels: l.max_topic_levels,
+      },
+      budget: outboundBudget,
+      deadlines: this.#deadlines,
+      clock,
+      metrics: this.metrics,
+      logger: this.logger,
+    });
+    this.#ctx = {
+      config,
+      backend: this.backend,
+      authenticator: new Authenticator(config.auth, this.backend),
+      preparer,
+      registry: this.registry,
+      delivery: this.delivery,
+      metrics: this.metrics,
+      logger: this.logger,
+      deadlines: this.#deadlines,
+      clock,
+      outboundBudget,
+      appendBudget: new AppendBudget(l.max_pending_appends),
+    };
+    this.#registerGauges();
+  }
+
+  /** Builds a gateway: compiles the map (refusing a bad one) and creates the backend. */
+  static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
+    await initPartitioner();
+    const map = o.map ?? await loadMap(config);
+    return new Gateway(config, map, o);
+  }
+
+  /** Opens the backend, binds listeners and HTTP; resolves with the bound ports. */
+  async start(): Promise<BoundPorts> {
+    const c = this.config;
+    // HTTP first, so /health answers (and /ready says why not) while the backend opens.
+    if (c.listeners.http !== "") {
+      const a = parseAddress("listeners.http", c.listeners.http);
+      this.#http = serveHttp(a.hostname, a.port, {
+        readiness: () => this.readiness(),
+        metricsText: () => this.metrics.registry.toPrometheus(),
+      });
+    }
+    await this.backend.open();
+    const accept = (t: Transport) => this.#accept(t);
+    let tcp: number | null = null;
+    let tls: number | null = null;
+    if (c.listeners.tcp !== "") {
+      const a = parseAddress("listeners.tcp", c.listeners.tcp);
+      const l = listenTcp(a.hostname, a.port, accept);
+      this.#listeners.push(l);
+      tcp = l.port;
+    }
+    if (c.listeners.tls !== "") {
+      const a = parseAddress("listeners.tls", c.listeners.tls);
+      const cert = await readKeyFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
+      const key = await readKeyFile("listeners.tls_key_file", c.listeners.tls_key_file);
+      const l = listenTls(a.hostname, a.port, cert, key, accept);
+      this.#listeners.push(l);
+      tls = l.port;
+    }
+    this.#deadlines.start();
+    this.#started = true;
+    const ports = { tcp, tls, http: this.#http?.port ?? null };
+    this.logger.info("Gateway started", {
+      gateway_id: c.gateway.id,
+      backend: this.backend.kind,
+      ...ports,
+      rules: this.maps.current.rules.length,
+    });
+    if (c.auth.allow_anonymous) {
+      this.logger.warn("Anonymous MQTT clients are allowed", {
+        from: c.auth.anonymous_sources,
+        rights: c.auth.anonymous_permissions,
+      });
+    }
+    return ports;
+  }
+
+  /** Readiness for /ready. */
+  readiness() {
+    return readiness({
+      listenersBound: this.#started && this.#listeners.length > 0,
+      stopping: this.#stopping,
+      backend: this.backend.health(),
+    });
+  }
+
+  /** Accepts one transport (listeners and in-memory tests). */
+  #accept(t: Transport): void {
+    this.metrics.connectionsAccepted.inc();
+    const conn = new Connection(t, this.#ctx);
+    if (this.#stopping || !this.registry.admit(conn)) {
+      this.metrics.connectionsRefused.inc({
+        reason: this.#stopping ? "stopping" : "max_connections",
+      });
+      this.logger.limited("warn", "Connection refused: max_connections reached", {
+        max: this.config.limits.max_connections,
+      });
+      t.close();
+      return;
+    }
+    this.#connections.add(conn);
+    conn.run().finally(() => this.#connections.delete(conn));
+  }
+
+  /** Accepts an in-memory transport (tests). */
+  acceptTransport(t: Transport): void {
+    this.#accept(t);
+  }
+
+  /** Swaps the topic map atomically (SIGHUP). Throws (and keeps the old one) when invalid. */
+  async reloadMap(): Promise<void> {
+    const map = await loadMap(this.config);
+    this.maps.current = map;
+    this.logger.info("Topic map reloaded", { rules: map.rules.length, source: map.source });
+  }
+
+  /**
+   * Graceful stop: stop accepting, finish appends in flight and send their PUBACKs, store
+   * reader offsets, close connections, close the store.
+   */
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    for (const l of this.#listeners) l.close();
+    const drains = [...this.#connections].map((c) => c.drain());
+    const timeout = new Promise((r) => setTimeout(r, this.config.gateway.drain_timeout_ms));
+    await Promise.race([Promise.all(drains), timeout]);
+    for (const c of this.#connections) c.close("gateway stopped");
+    await this.delivery.stop();
+    this.#deadlines.stop();
+    await this.backend.close();
+    await this.#http?.close();
+    this.logger.info("Gateway stopped");
+  }
+
+  #registerGauges(): void {
+    const m = this.metrics.registry;
+    m.gauge("mqtt_connections", "Open MQTT connections", () => this.registry.size);
+    m.gauge(
+      "mqtt_outbound_queue_bytes",
+      "Bytes queued to subscribers, all clients",
+      () => this.#ctx.outboundBudget.bytes,
+    );
+    m.gauge(
+      "log_pending_appends",
+      "Messages waiting for the backend",
+      () => this.#ctx.appendBudget.pending,
+    );
+    m.gauge(
+      "reader_lag_messages",
+      "Messages between a reader's position and its committed offset",
+      () =>
+        this.delivery.readerStats().map((s) =>
+          [
+            {
+              stream: s.triple.stream,
+              topic: s.triple.topic,
+              partition: String(s.triple.partition),
+            },
+            s.position - 1 - s.committed,
+          ] as [Record<string, string>, number]
+        ),
+    );
+    m.gauge(
+      "ledger_pending_entries",
+      "Polled messages not yet settled, per triple",
+      () =>
+        this.delivery.readerStats().map((s) =>
+          [
+            {
+              stream: s.triple.stream,
+              topic: s.triple.topic,
+              partition: String(s.triple.partition),
+            },
+            s.unsettled,
+          ] as [Record<string, string>, number]
+        ),
+    );
+    m.gauge(
+      "reader_committed_offset",
+      "Stored consumer offset per triple",
+      () =>
+        this.delivery.readerStats().map((s) =>
+          [
+            {
+              stream: s.triple.stream,
+              topic: s.triple.topic,
+              partition: String(s.triple.partition),
+            },
+            s.committed,
+          ] as [Record<string, string>, number]
+        ),
+    );
+  }
+}

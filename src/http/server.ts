@@ -1,0 +1,58 @@
+/**
+ * Thin `Deno.serve` adapter: `/health`, `/ready`, `/metrics`.
+ *
+ * @module
+ */
+import type { Readiness } from "./health.ts";
+
+/** What the HTTP server shows. */
+export interface HttpSources {
+  readiness(): Readiness;
+  metricsText(): string;
+  /** Optional extra routes (status page). */
+  extra?(req: Request, url: URL): Response | null;
+}
+
+/** A running HTTP server. */
+export interface HttpServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Handles one request (exported for tests without sockets). */
+export function handleHttp(req: Request, s: HttpSources): Response {
+  const url = new URL(req.url);
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    return new Response("method not allowed\n", { status: 405 });
+  }
+  switch (url.pathname) {
+    case "/health":
+      return json(200, { status: "ok" });
+    case "/ready": {
+      const r = s.readiness();
+      return json(r.ready ? 200 : 503, { ready: r.ready, reasons: r.reasons });
+    }
+    case "/metrics":
+      return new Response(s.metricsText(), {
+        headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+      });
+    default:
+      return s.extra?.(req, url) ?? new Response("not found\n", { status: 404 });
+  }
+}
+
+/** Starts the HTTP server on hostname:port (port 0 = any free port). */
+export function serveHttp(hostname: string, port: number, s: HttpSources): HttpServer {
+  const server = Deno.serve(
+    { hostname, port, onListen: () => {} },
+    (req) => handleHttp(req, s),
+  );
+  return { port: server.addr.port, close: () => server.shutdown() };
+}
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body) + "\n", {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * The envelope: how an MQTT message is stored in the log (DESIGN §3 P6) and restored on the
+ * way out. The payload is kept unchanged; MQTT facts travel in user headers.
+ *
+ * @module
+ */
+import type { OutgoingMessage, StoredMessage } from "./port.ts";
+
+/** Header names, exactly as the design names them. */
+export const H_TOPIC = "mqtt.topic";
+export const H_QOS = "mqtt.qos";
+export const H_CLIENT_ID = "mqtt.client_id";
+export const H_PACKET_ID = "mqtt.packet_id";
+export const H_RETAIN = "mqtt.retain";
+export const H_EMPTY = "mqtt.empty";
+
+/** Iggy refuses empty messages; an empty MQTT payload is stored as this one byte + H_EMPTY. */
+const EMPTY_STAND_IN = new Uint8Array([0]);
+
+/** Builds the stored form of one PUBLISH. */
+export function envelope(
+  topic: string,
+  payload: Uint8Array,
+  qos: 0 | 1,
+  clientId: string,
+  packetId: number,
+  retain: boolean,
+): OutgoingMessage {
+  const headers = new Map<string, string>();
+  headers.set(H_TOPIC, topic);
+  headers.set(H_QOS, qos === 1 ? "1" : "0");
+  headers.set(H_CLIENT_ID, clientId);
+  if (qos === 1) headers.set(H_PACKET_ID, String(packetId));
+  if (retain) headers.set(H_RETAIN, "true");
+  if (payload.length === 0) {
+    headers.set(H_EMPTY, "true");
+    return { payload: EMPTY_STAND_IN, headers };
+  }
+  return { payload, headers };
+}
+
+/** The MQTT view of a stored message, or null when it was not written by an MQTT client. */
+export interface MqttView {
+  readonly topic: string;
+  readonly qos: 0 | 1;
+  readonly payload: Uint8Array;
+}
+
+/** Reads the envelope back (R1); messages without `mqtt.topic` give null (skipped). */
+export function openEnvelope(m: StoredMessage): MqttView | null {
+  const topic = m.headers.get(H_TOPIC);
+  if (topic === undefined || topic === "") return null;
+  const qos = m.headers.get(H_QOS) === "1" ? 1 : 0;
+  const payload = m.headers.get(H_EMPTY) === "true" ? new Uint8Array(0) : m.payload;
+  return { topic, qos, payload };
+}

@@ -1,0 +1,104 @@
+/**
+ * The only code that touches Deno sockets for MQTT: TCP and TLS listeners that hand every
+ * accepted connection to the gateway as a {@link Transport}.
+ *
+ * @module
+ */
+import type { Transport } from "../session/transport.ts";
+
+/** A bound MQTT listener. */
+export interface MqttListener {
+  readonly kind: "tcp" | "tls";
+  readonly hostname: string;
+  readonly port: number;
+  /** Stops accepting; open connections are not affected. */
+  close(): void;
+  /** Swaps the TLS certificate for new handshakes (hot reload); TCP ignores it. */
+  reloadTls?(cert: string, key: string): void;
+}
+
+/** Called for every accepted connection. */
+export type AcceptHandler = (t: Transport) => void;
+
+function transportOf(conn: Deno.Conn): Transport {
+  const addr = conn.remoteAddr as Deno.NetAddr;
+  return {
+    remoteAddress: addr.hostname,
+    read: (buf) => conn.read(buf),
+    write: (bytes) => conn.write(bytes),
+    close: () => {
+      try {
+        conn.close();
+      } catch { /* already closed */ }
+    },
+  };
+}
+
+async function acceptLoop(listener: Deno.Listener, onAccept: AcceptHandler): Promise<void> {
+  for (;;) {
+    let conn: Deno.Conn;
+    try {
+      conn = await listener.accept();
+    } catch (err) {
+      if (err instanceof Deno.errors.BadResource || err instanceof Deno.errors.Interrupted) return;
+      // Transient accept errors (EMFILE, ECONNABORTED): back off briefly, keep serving.
+      await new Promise((r) => setTimeout(r, 50));
+      continue;
+    }
+    try {
+      (conn as Deno.TcpConn).setNoDelay(true);
+    } catch { /* not all transports support it */ }
+    onAccept(transportOf(conn));
+  }
+}
+
+/** Binds a TCP listener. */
+export function listenTcp(hostname: string, port: number, onAccept: AcceptHandler): MqttListener {
+  const l = Deno.listen({ hostname, port, transport: "tcp" });
+  acceptLoop(l, onAccept);
+  const addr = l.addr as Deno.NetAddr;
+  return { kind: "tcp", hostname: addr.hostname, port: addr.port, close: () => safeClose(l) };
+}
+
+/**
+ * Binds a TLS listener. Certificate reload replaces the listener socket on the same port
+ * (Deno fixes the certificate per listener); connections already open are not touched.
+ */
+export function listenTls(
+  hostname: string,
+  port: number,
+  cert: string,
+  key: string,
+  onAccept: AcceptHandler,
+): MqttListener {
+  let l = Deno.listenTls({ hostname, port, cert, key, transport: "tcp", alpnProtocols: ["mqtt"] });
+  const bound = l.addr as Deno.NetAddr;
+  acceptLoop(l, onAccept);
+  return {
+    kind: "tls",
+    hostname: bound.hostname,
+    port: bound.port,
+    close: () => safeClose(l),
+    reloadTls(newCert: string, newKey: string) {
+      // Validate by binding the new one first on a free port? Deno binds eagerly, so bind to
+      // the same port only after closing the old listener; a bad cert throws here.
+      const old = l;
+      safeClose(old);
+      l = Deno.listenTls({
+        hostname: bound.hostname,
+        port: bound.port,
+        cert: newCert,
+        key: newKey,
+        transport: "tcp",
+        alpnProtocols: ["mqtt"],
+      });
+      acceptLoop(l, onAccept);
+    },
+  };
+}
+
+function safeClose(l: Deno.Listener): void {
+  try {
+    l.close();
+  } catch { /* already closed */ }
+}

@@ -1,0 +1,87 @@
+/**
+ * The gateway's named instruments: one counter per publish outcome (DESIGN §3), connection
+ * and byte counters, PUBACK latency and append batch sizes, delivery and reader figures.
+ *
+ * @module
+ */
+import { type Counter, type Histogram, Metrics } from "./metrics.ts";
+
+/** Publish outcomes, exactly as the design names them. */
+export type PublishOutcome = "appended" | "acked" | "rejected" | "denied" | "failed";
+
+/** Every instrument of one gateway. */
+export class GatewayMetrics {
+  readonly registry = new Metrics();
+  /** label outcome = appended | acked | rejected | denied | failed */
+  readonly publishes: Counter = this.registry.counter(
+    "mqtt_publishes_total",
+    "PUBLISH packets by outcome (appended, acked, rejected, denied, failed)",
+  );
+  readonly connectionsAccepted = this.registry.counter(
+    "mqtt_connections_accepted_total",
+    "Sockets accepted",
+  );
+  readonly connectionsRefused = this.registry.counter(
+    "mqtt_connections_refused_total",
+    "Sockets or CONNECTs refused, by reason",
+  );
+  /** Connections closed because of a protocol violation, by rule. */
+  readonly protocolErrors = this.registry.counter(
+    "mqtt_protocol_errors_total",
+    "Connections closed for a protocol violation",
+  );
+  readonly authFailures = this.registry.counter(
+    "mqtt_auth_failures_total",
+    "CONNECTs refused by authentication or authorization",
+  );
+  readonly bytesIn = this.registry.counter("mqtt_bytes_in_total", "Bytes read from clients");
+  readonly bytesOut = this.registry.counter("mqtt_bytes_out_total", "Bytes written to clients");
+  readonly keepAliveExpired = this.registry.counter(
+    "mqtt_keepalive_expired_total",
+    "Connections closed after 1.5x keep-alive of silence, or no CONNECT in time",
+  );
+  readonly takeovers = this.registry.counter(
+    "mqtt_session_takeovers_total",
+    "Connections closed because a new connection used the same client id",
+  );
+  readonly ruleHits = this.registry.counter(
+    "mqtt_topic_map_hits_total",
+    "Publishes resolved per topic-map rule (rule=default when none matched)",
+  );
+  readonly pubackLatency: Histogram = this.registry.histogram(
+    "mqtt_puback_latency_seconds",
+    "Time from PUBLISH decoded to append confirmed (QoS 1)",
+    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+  );
+  readonly appendBatch: Histogram = this.registry.histogram(
+    "log_append_batch_messages",
+    "Messages per append call",
+    [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+  );
+  // Delivery (the way out).
+  readonly delivered = this.registry.counter(
+    "mqtt_deliveries_total",
+    "Copies written to subscribers, by qos",
+  );
+  readonly droppedQos0 = this.registry.counter(
+    "mqtt_deliveries_dropped_total",
+    "QoS 0 copies dropped because a queue was over its cap",
+  );
+  readonly evictions = this.registry.counter(
+    "mqtt_slow_consumer_evictions_total",
+    "Clients evicted as slow consumers",
+  );
+  readonly skippedForeign = this.registry.counter(
+    "reader_skipped_messages_total",
+    "Polled messages without mqtt.topic (non-MQTT producers), skipped",
+  );
+  readonly polls = this.registry.counter("reader_polls_total", "Backend polls by shared readers");
+  readonly routed = this.registry.counter(
+    "reader_messages_routed_total",
+    "Polled messages routed to at least one subscriber",
+  );
+  readonly offsetCommits = this.registry.counter(
+    "reader_offset_commits_total",
+    "Consumer offsets stored by shared readers",
+  );
+}

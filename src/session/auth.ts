@@ -1,0 +1,83 @@
+/**
+ * Authentication of a CONNECT (DESIGN §2 step 3): credentials are checked by the backend
+ * (config users with salted hashes in embedded mode, Iggy users in Iggy mode); anonymous
+ * clients only when configured and only from the configured source addresses.
+ *
+ * @module
+ */
+import type { GatewayConfig } from "../config/types.ts";
+import { ConnackCode } from "../codec/encoder.ts";
+import type { ConnectPacket } from "../codec/packets.ts";
+import type { LogBackend, Principal } from "../log/port.ts";
+import { hasAnyDataRight, NO_GLOBAL_PERMISSIONS, type Permissions } from "../log/permissions.ts";
+
+/** Outcome of authenticating a CONNECT. */
+export type AuthDecision =
+  | { readonly ok: true; readonly principal: Principal }
+  | { readonly ok: false; readonly connackCode: number; readonly reason: string };
+
+/** Anonymous principal permissions, as configured. */
+function anonymousPermissions(mode: GatewayConfig["auth"]["anonymous_permissions"]): Permissions {
+  return {
+    global: {
+      ...NO_GLOBAL_PERMISSIONS,
+      send_messages: mode !== "poll",
+      poll_messages: mode !== "send",
+    },
+    streams: new Map(),
+  };
+}
+
+/** Checks CONNECT credentials against the backend and the anonymous rules. */
+export class Authenticator {
+  #auth: GatewayConfig["auth"];
+  #backend: LogBackend;
+
+  constructor(auth: GatewayConfig["auth"], backend: LogBackend) {
+    this.#auth = auth;
+    this.#backend = backend;
+  }
+
+  /** Swaps the auth config (hot reload). */
+  reload(auth: GatewayConfig["auth"]): void {
+    this.#auth = auth;
+  }
+
+  async authenticate(p: ConnectPacket, remoteAddress: string): Promise<AuthDecision> {
+    if (p.username === null) {
+      if (!this.#auth.allow_anonymous) {
+        return deny(ConnackCode.NOT_AUTHORIZED, "anonymous access is disabled");
+      }
+      const sources = this.#auth.anonymous_sources;
+      if (!sources.includes("*") && !sources.includes(remoteAddress)) {
+        return deny(
+          ConnackCode.NOT_AUTHORIZED,
+          `anonymous access is not allowed from ${remoteAddress}`,
+        );
+      }
+      return {
+        ok: true,
+        principal: {
+          username: "",
+          permissions: anonymousPermissions(this.#auth.anonymous_permissions),
+        },
+      };
+    }
+    const password = p.password === null ? "" : new TextDecoder().decode(p.password);
+    const result = await this.#backend.authenticate(p.username, password);
+    if (!result.ok) {
+      if (result.reason === "unavailable") {
+        return deny(ConnackCode.SERVER_UNAVAILABLE, "backend unavailable for authentication");
+      }
+      return deny(ConnackCode.BAD_USERNAME_OR_PASSWORD, `authentication failed (${result.reason})`);
+    }
+    if (!hasAnyDataRight(result.principal.permissions)) {
+      return deny(ConnackCode.NOT_AUTHORIZED, "user has no send or poll rights");
+    }
+    return result;
+  }
+}
+
+function deny(connackCode: number, reason: string): AuthDecision {
+  return { ok: false, connackCode, reason };
+}

@@ -1,0 +1,358 @@
+/**
+ * One MQTT connection: the pipeline `read → decode → authorize → map → append` on the way
+ * in, and the outbox on the way out. Runs over any {@link Transport}, so tests drive it in
+ * memory and the listeners drive it over TCP/TLS.
+ *
+ * This is the one place where outcomes become wire actions (CONNACK code, SUBACK, PUBACK or
+ * not, close) and counters.
+ *
+ * @module
+ */
+import { ConnackCode, encodeConnack, encodePingresp, encodeSuback } from "../codec/encoder.ts";
+import { encodeUnsuback, writePuback } from "../codec/encoder.ts";
+import { PacketDecoder } from "../codec/decoder.ts";
+import { ProtocolError } from "../codec/errors.ts";
+import type { ClientPacket, ConnectPacket, PublishPacket } from "../codec/packets.ts";
+import { BackendError, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
+import type { Principal } from "../log/port.ts";
+import { AckQueue } from "./ack_queue.ts";
+import type { DeadlineOwner } from "./deadlines.ts";
+import type { Subscriber } from "./delivery_port.ts";
+import { Outbox } from "./outbox.ts";
+import type { SessionContext } from "./context.ts";
+import type { Transport } from "./transport.ts";
+
+/** Read buffer sizes: small while idle (memory per connection), larger when busy. */
+const READ_BUFFER_IDLE = 2048;
+const READ_BUFFER_BUSY = 65536;
+
+/** Messages of one read bound for one partition, appended together. */
+interface PartitionBatch {
+  readonly address: PartitionAddress;
+  readonly messages: OutgoingMessage[];
+  readonly slots: (ReturnType<AckQueue["take"]> | null)[];
+}
+
+/** Client ids with wildcards or control characters get CONNACK 2 (they travel in headers). */
+function isForbiddenClientId(id: string): boolean {
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    if (c === 0x23 || c === 0x2b || c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** One client connection. */
+export class Connection implements Subscriber, DeadlineOwner {
+  readonly outbox: Outbox;
+  lastActivity: number;
+  timeoutMs: number;
+  #ctx: SessionContext;
+  #transport: Transport;
+  #decoder: PacketDecoder;
+  #acks: AckQueue;
+  #clientId: string | null = null;
+  #principal: Principal | null = null;
+  #closed = false;
+  #draining = false;
+  #batch = new Map<string, PartitionBatch>();
+  /** Messages of this connection waiting for the backend (bounded per client). */
+  #inflight = 0;
+  #roomWaiter: (() => void) | null = null;
+
+  constructor(transport: Transport, ctx: SessionContext) {
+    this.#ctx = ctx;
+    this.#transport = transport;
+    const l = ctx.config.limits;
+    this.#decoder = new PacketDecoder({
+      maxPacketBytes: l.max_packet_bytes,
+      maxTopicBytes: l.max_topic_bytes,
+      maxTopicLevels: l.max_topic_levels,
+    });
+    this.outbox = new Outbox(transport, ctx.outboundBudget, (n) => ctx.metrics.bytesOut.inc({}, n));
+    this.outbox.onError = () => this.close("write failed");
+    this.#acks = new AckQueue(
+      (id) => {
+        const b = new Uint8Array(4);
+        writePuback(b, 0, id);
+        this.outbox.push(b);
+      },
+      () => this.#closeAfterFlush("QoS 1 publish not acknowledged [MQTT-3.3.5-2]"),
+    );
+    this.lastActivity = ctx.clock.now();
+    this.timeoutMs = l.connect_timeout_ms;
+  }
+
+  get clientId(): string {
+    return this.#clientId ?? "";
+  }
+
+  get principal(): Principal {
+    return this.#principal!;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Runs the connection until it closes. Never throws. */
+  async run(): Promise<void> {
+    const ctx = this.#ctx;
+    ctx.deadlines.add(this);
+    let buf = new Uint8Array(READ_BUFFER_IDLE);
+    try {
+      while (!this.#closed) {
+        if (this.#inflight >= ctx.config.limits.max_inflight_publishes_per_client) {
+          await new Promise<void>((r) => this.#roomWaiter = r);
+          continue;
+        }
+        if (ctx.appendBudget.full) await ctx.appendBudget.room();
+        const n = await this.#transport.read(buf);
+        if (n === null || this.#closed) break;
+        this.lastActivity = ctx.clock.now();
+        ctx.metrics.bytesIn.inc({}, n);
+        if (this.#draining) continue; // drain: stop taking new work
+        const packets = this.#decoder.push(buf.subarray(0, n));
+        for (const p of packets) {
+          if (this.#closed) break;
+          const pending = this.#handle(p);
+          if (pending !== undefined) await pending;
+        }
+        this.#flushBatch();
+        if (n === buf.length && buf.length < READ_BUFFER_BUSY) {
+          buf = new Uint8Array(READ_BUFFER_BUSY);
+        }
+      }
+    } catch (err) {
+      this.#onError(err);
+    } finally {
+      this.#flushBatch();
+      this.close("connection ended");
+    }
+  }
+
+  /** Called by the deadline wheel: no CONNECT in time, or 1.5× keep-alive of silence. */
+  expire(): void {
+    this.#ctx.metrics.keepAliveExpired.inc();
+    this.#ctx.logger.limited("info", "Closing silent connection", {
+      client_id: this.#clientId,
+      after_ms: this.timeoutMs,
+    });
+    this.close(this.#clientId === null ? "no CONNECT in time" : "keep-alive expired");
+  }
+
+  /** Closes at once: pending output is dropped. Idempotent. */
+  close(reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const ctx = this.#ctx;
+    ctx.deadlines.remove(this);
+    this.outbox.close();
+    try {
+      this.#transport.close();
+    } catch { /* already closed */ }
+    ctx.registry.release(this, this.#clientId);
+    if (this.#principal !== null) ctx.delivery.detach(this);
+    this.#roomWaiter?.();
+    ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
+  }
+
+  /** Graceful stop: take no new packets, finish appends, send their PUBACKs, then close. */
+  async drain(): Promise<void> {
+    this.#draining = true;
+    this.#flushBatch();
+    while (!this.#closed && (this.#inflight > 0 || this.#acks.pending > 0)) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await this.outbox.drained();
+    this.close("gateway stopping");
+  }
+
+  #closeAfterFlush(reason: string): void {
+    if (this.#closed) return;
+    this.#draining = true;
+    this.outbox.drained().then(() => this.close(reason));
+  }
+
+  #onError(err: unknown): void {
+    const ctx = this.#ctx;
+    if (err instanceof ProtocolError) {
+      ctx.metrics.protocolErrors.inc({ rule: err.rule });
+      if (err.packetType === 3) ctx.metrics.publishes.inc({ outcome: "rejected" });
+      ctx.logger.limited("warn", "Protocol violation; closing connection", {
+        client_id: this.#clientId,
+        remote: this.#transport.remoteAddress,
+        error: err.message,
+      });
+    } else if (!this.#closed) {
+      ctx.logger.debug("Connection read failed", { client_id: this.#clientId, error: err });
+    }
+  }
+
+  /** Dispatches one packet; returns a promise only when the next packet must wait. */
+  #handle(p: ClientPacket): Promise<void> | undefined {
+    switch (p.type) {
+      case "connect":
+        return this.#onConnect(p);
+      case "connect_unsupported":
+        // [MQTT-3.1.2-2]: unacceptable protocol level → CONNACK 1, then close.
+        this.#ctx.metrics.connectionsRefused.inc({ reason: "protocol_version" });
+        this.outbox.push(encodeConnack(false, ConnackCode.UNACCEPTABLE_PROTOCOL_VERSION));
+        this.#closeAfterFlush(`unsupported protocol ${p.protocolName} level ${p.level}`);
+        return;
+      case "publish":
+        return this.#onPublish(p);
+      case "puback":
+        this.#ctx.delivery.puback(this, p.packetId);
+        return;
+      case "subscribe":
+        return this.#ctx.delivery.subscribe(this, p.subscriptions).then((codes) => {
+          this.outbox.push(encodeSuback(p.packetId, codes));
+        });
+      case "unsubscribe":
+        this.#ctx.delivery.unsubscribe(this, p.filters);
+        this.outbox.push(encodeUnsuback(p.packetId));
+        return;
+      case "pingreq":
+        this.outbox.push(encodePingresp());
+        return;
+      case "disconnect":
+        // The will is discarded on DISCONNECT [MQTT-3.14.4-3]; we never publish wills anyway.
+        this.#closeAfterFlush("client disconnected");
+        return;
+    }
+  }
+
+  async #onConnect(p: ConnectPacket): Promise<void> {
+    const ctx = this.#ctx;
+    const refuse = (code: number, reason: string) => {
+      ctx.metrics.connectionsRefused.inc({ reason: `connack_${code}` });
+      if (code === ConnackCode.BAD_USERNAME_OR_PASSWORD || code === ConnackCode.NOT_AUTHORIZED) {
+        ctx.metrics.authFailures.inc();
+      }
+      ctx.logger.limited("info", "CONNECT refused", {
+        code,
+        reason,
+        remote: this.#transport.remoteAddress,
+      });
+      this.outbox.push(encodeConnack(false, code));
+      this.#closeAfterFlush(reason);
+    };
+    let clientId = p.clientId;
+    if (clientId === "") {
+      // [MQTT-3.1.3-8] an empty id needs a clean session; [MQTT-3.1.3-6] we then assign one.
+      if (!p.cleanSession) return refuse(ConnackCode.IDENTIFIER_REJECTED, "empty client id");
+      clientId = `auto-${crypto.randomUUID()}`;
+    }
+    if (isForbiddenClientId(clientId) || new TextEncoder().encode(clientId).length > 255) {
+      return refuse(
+        ConnackCode.IDENTIFIER_REJECTED,
+        "client id has forbidden characters or is too long",
+      );
+    }
+    if (p.will !== null && (ctx.config.mqtt.will === "refuse" || p.will.qos === 2)) {
+      return refuse(ConnackCode.NOT_AUTHORIZED, "will messages are not accepted");
+    }
+    const decision = await ctx.authenticator.authenticate(p, this.#transport.remoteAddress);
+    if (this.#closed) return;
+    if (!decision.ok) return refuse(decision.connackCode, decision.reason);
+    this.#principal = decision.principal;
+    this.#clientId = clientId;
+    const old = ctx.registry.claim(clientId, this);
+    if (old !== null) {
+      ctx.metrics.takeovers.inc();
+      old.close("taken over by a new connection with the same client id");
+    }
+    // Keep-alive: 0 (none) or above the cap is clamped to the cap; 1.5× grace [MQTT-3.1.2-24].
+    const max = ctx.config.limits.max_keep_alive_s;
+    const ka = p.keepAliveSeconds === 0 || p.keepAliveSeconds > max ? max : p.keepAliveSeconds;
+    this.timeoutMs = ka * 1500;
+    this.lastActivity = ctx.clock.now();
+    ctx.deadlines.add(this);
+    // Clean sessions only: session present is always 0 (DESIGN §2).
+    this.outbox.push(encodeConnack(false, ConnackCode.ACCEPTED));
+  }
+
+  #onPublish(p: PublishPacket): Promise<void> | undefined {
+    const prepared = this.#ctx.preparer.prepare(p, this.#principal!, this.#clientId!);
+    if (prepared instanceof Promise) {
+      // Metadata not cached: wait (this connection only) so per-partition order holds.
+      this.#flushBatch();
+      return prepared.then((r) => this.#route(p, r));
+    }
+    this.#route(p, prepared);
+    return undefined;
+  }
+
+  #route(p: PublishPacket, r: Awaited<ReturnType<SessionContext["preparer"]["prepare"]>>): void {
+    const ctx = this.#ctx;
+    if (r.kind !== "append") {
+      ctx.metrics.publishes.inc({ outcome: r.kind });
+      ctx.logger.limited("warn", `Publish ${r.kind}`, {
+        client_id: this.#clientId,
+        reason: r.reason,
+      });
+      if (p.qos === 1) this.#acks.settle(this.#acks.take(p.packetId), "close");
+      return;
+    }
+    ctx.metrics.ruleHits.inc({ rule: r.rule === null ? "default" : String(r.rule) });
+    const a = r.address;
+    const key = `${a.stream}\u0000${a.topic}\u0000${a.partition}`;
+    let batch = this.#batch.get(key);
+    if (!batch) this.#batch.set(key, batch = { address: a, messages: [], slots: [] });
+    batch.messages.push(r.message);
+    batch.slots.push(p.qos === 1 ? this.#acks.take(p.packetId) : null);
+    this.#inflight++;
+    if (batch.messages.length >= ctx.config.limits.max_append_batch) this.#flushBatch();
+  }
+
+  /** P7: one append per partition for everything this read produced. */
+  #flushBatch(): void {
+    if (this.#batch.size === 0) return;
+    const ctx = this.#ctx;
+    for (const b of this.#batch.values()) {
+      const n = b.messages.length;
+      const started = ctx.clock.now();
+      ctx.appendBudget.add(n);
+      ctx.metrics.appendBatch.observe(n);
+      ctx.backend.append({ ...b.address, messages: b.messages }).then(
+        () => {
+          const seconds = (ctx.clock.now() - started) / 1000;
+          let acked = 0;
+          for (const slot of b.slots) {
+            if (slot === null) continue;
+            acked++;
+            ctx.metrics.pubackLatency.observe(seconds);
+            this.#acks.settle(slot, "ack");
+          }
+          if (acked > 0) ctx.metrics.publishes.inc({ outcome: "acked" }, acked);
+          if (n - acked > 0) ctx.metrics.publishes.inc({ outcome: "appended" }, n - acked);
+          this.#settled(n);
+          ctx.delivery.notifyAppended(b.address);
+        },
+        (err) => {
+          ctx.metrics.publishes.inc({ outcome: "failed" }, n);
+          if (err instanceof BackendError && err.code === "not_found") {
+            ctx.preparer.topics.invalidate(b.address.stream, b.address.topic);
+          }
+          ctx.logger.limited("error", "Append failed; no PUBACK", {
+            stream: b.address.stream,
+            topic: b.address.topic,
+            error: err,
+          });
+          for (const slot of b.slots) if (slot !== null) this.#acks.settle(slot, "close");
+          this.#settled(n);
+        },
+      );
+    }
+    this.#batch.clear();
+  }
+
+  #settled(n: number): void {
+    this.#inflight -= n;
+    this.#ctx.appendBudget.release(n);
+    const w = this.#roomWaiter;
+    this.#roomWaiter = null;
+    w?.();
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Everything a connection shares with the rest of the gateway, gathered in one object the
+ * composition root builds.
+ *
+ * @module
+ */
+import type { GatewayConfig } from "../config/types.ts";
+import type { LogBackend } from "../log/port.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { AppendBudget } from "./append_budget.ts";
+import type { Authenticator } from "./auth.ts";
+import type { Clock } from "./clock.ts";
+import type { DeadlineWheel } from "./deadlines.ts";
+import type { DeliveryPort } from "./delivery_port.ts";
+import type { OutboundBudget } from "./outbox.ts";
+import type { PublishPreparer } from "./publish.ts";
+import type { ConnectionRegistry } from "./registry.ts";
+
+/** Shared services of every connection. */
+export interface SessionContext {
+  readonly config: GatewayConfig;
+  readonly backend: LogBackend;
+  readonly authenticator: Authenticator;
+  readonly preparer: PublishPreparer;
+  readonly registry: ConnectionRegistry;
+  readonly delivery: DeliveryPort;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly deadlines: DeadlineWheel;
+  readonly clock: Clock;
+  readonly outboundBudget: OutboundBudget;
+  readonly appendBudget: AppendBudget;
+}

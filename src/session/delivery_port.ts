@@ -1,0 +1,32 @@
+/**
+ * What a connection asks of the delivery side (the way out, DESIGN §4), and what delivery
+ * sees of a connection. Kept as an interface so the session does not import delivery.
+ *
+ * @module
+ */
+import type { Subscription } from "../codec/packets.ts";
+import type { PartitionAddress, Principal } from "../log/port.ts";
+import type { Outbox } from "./outbox.ts";
+
+/** A connected client as delivery sees it. */
+export interface Subscriber {
+  readonly clientId: string;
+  readonly principal: Principal;
+  readonly outbox: Outbox;
+  /** Closes the connection (eviction); the session then calls `detach`. */
+  close(reason: string): void;
+}
+
+/** Delivery operations a session performs. */
+export interface DeliveryPort {
+  /** S1–S5; resolves with one SUBACK return code per filter (0, 1 or 0x80). */
+  subscribe(sub: Subscriber, subscriptions: readonly Subscription[]): Promise<number[]>;
+  /** Removes the client's subscriptions to these filters. */
+  unsubscribe(sub: Subscriber, filters: readonly string[]): void;
+  /** A PUBACK from the client settles its ack-ledger entry. */
+  puback(sub: Subscriber, packetId: number): void;
+  /** The client is gone: strike its pending copies, drop its subscriptions. */
+  detach(sub: Subscriber): void;
+  /** This gateway confirmed an append to a partition: its reader may poll at once. */
+  notifyAppended(address: PartitionAddress): void;
+}

@@ -1,0 +1,134 @@
+/**
+ * The produce algorithm's decision steps for one PUBLISH (DESIGN §3): P2 match and P3
+ * resolve through the topic map, P4 permission and target check, P5 partition, P6 envelope.
+ * P1 (frame validation) happened in the decoder; P7 (append) is the connection's job, so
+ * that appends of one read can be grouped per partition.
+ *
+ * Expected outcomes are values: `denied` carries its reason. No backend call is made before
+ * the permission check passes (invariant).
+ *
+ * @module
+ */
+import type { PublishPacket } from "../codec/packets.ts";
+import {
+  checkResolution,
+  type CompiledMap,
+  partitionForKey,
+  resolveTopic,
+} from "../mapping/mod.ts";
+import type { Resolution } from "../mapping/mod.ts";
+import { envelope } from "../log/envelope.ts";
+import { canSend } from "../log/permissions.ts";
+import type { OutgoingMessage, PartitionAddress, Principal, TopicInfo } from "../log/port.ts";
+import type { TopicCache } from "../log/topic_cache.ts";
+
+/** A publish ready to append. */
+export interface PreparedAppend {
+  readonly kind: "append";
+  readonly address: PartitionAddress;
+  readonly message: OutgoingMessage;
+  /** 1-based rule that matched, null for the default (per-rule hit counters). */
+  readonly rule: number | null;
+}
+
+/** A publish that will not be appended. */
+export interface Denied {
+  readonly kind: "denied";
+  readonly reason: string;
+}
+
+/** A publish that could not be prepared because the backend failed. */
+export interface Failed {
+  readonly kind: "failed";
+  readonly reason: string;
+}
+
+export type Prepared = PreparedAppend | Denied | Failed;
+
+/** Holder of the current topic map, swapped atomically on reload. */
+export interface MapSource {
+  readonly current: CompiledMap;
+}
+
+/** Bound on the per-topic resolution cache; cleared when full. */
+const MAX_RESOLUTIONS = 10_000;
+
+/** Prepares publishes of every connection (shared: holds the caches and round-robin state). */
+export class PublishPreparer {
+  #maps: MapSource;
+  #topics: TopicCache;
+  #resolved = new Map<string, Resolution>();
+  #resolvedFor: CompiledMap | null = null;
+  #roundRobin = new Map<string, number>();
+
+  constructor(maps: MapSource, topics: TopicCache) {
+    this.#maps = maps;
+    this.#topics = topics;
+  }
+
+  /** P2+P3 with a cache: resolution is a pure function of (map, topic). */
+  resolve(topic: string): Resolution {
+    const map = this.#maps.current;
+    if (this.#resolvedFor !== map) {
+      this.#resolved.clear();
+      this.#resolvedFor = map;
+    }
+    let r = this.#resolved.get(topic);
+    if (r === undefined) {
+      r = resolveTopic(map, topic);
+      if (this.#resolved.size >= MAX_RESOLUTIONS) this.#resolved.clear();
+      this.#resolved.set(topic, r);
+    }
+    return r;
+  }
+
+  /**
+   * Runs P2–P6. Returns synchronously when the target's metadata is cached, else a promise.
+   */
+  prepare(p: PublishPacket, principal: Principal, clientId: string): Prepared | Promise<Prepared> {
+    // $SYS topics are the server's own namespace: refused (DESIGN §3 edge cases).
+    if (p.topic.startsWith("$SYS")) return denied(`topic "${p.topic}" is reserved ($SYS)`);
+    const r = this.resolve(p.topic);
+    const invalid = checkResolution(r);
+    if (invalid !== null) return denied(invalid);
+    // P4: permission before any backend call.
+    if (!canSend(principal.permissions, r.stream, r.topic)) {
+      return denied(`user "${principal.username}" may not send to ${r.stream}/${r.topic}`);
+    }
+    const cached = this.#topics.peek(r.stream, r.topic);
+    if (cached !== undefined) return this.#finish(p, clientId, r, cached);
+    return this.#topics.lookup(r.stream, r.topic).then(
+      (info) => this.#finish(p, clientId, r, info),
+      (err) => ({ kind: "failed", reason: `topic lookup failed: ${String(err?.message ?? err)}` }),
+    );
+  }
+
+  #finish(p: PublishPacket, clientId: string, r: Resolution, info: TopicInfo | null): Prepared {
+    if (info === null) return denied(`target ${r.stream}/${r.topic} does not exist`);
+    // P5: keyed → the hash Iggy uses; unkeyed → balanced round robin per topic.
+    let partition: number;
+    if (r.partitionKey !== null) partition = partitionForKey(r.partitionKey, info.partitions);
+    else {
+      const k = r.stream + "\u0000" + r.topic;
+      const n = this.#roundRobin.get(k) ?? 0;
+      partition = n % info.partitions;
+      this.#roundRobin.set(k, n + 1);
+      if (this.#roundRobin.size > MAX_RESOLUTIONS) this.#roundRobin.clear();
+    }
+    return {
+      kind: "append",
+      address: { stream: r.stream, topic: r.topic, partition },
+      message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain),
+      rule: r.rule,
+    };
+  }
+
+  /** The topic cache (invalidated by the connection on not-found errors). */
+  get topics(): TopicCache {
+    return this.#topics;
+  }
+}
+
+function denied(reason: string): Denied {
+  return { kind: "denied", reason };
+}
