@@ -43,19 +43,23 @@ export class ByteWriter {
   }
 
   u8(v: number): this {
-    this.#view.setUint8(this.#reserve(1), v);
+    const at = this.#reserve(1);
+    this.#view.setUint8(at, v);
     return this;
   }
   u32(v: number): this {
-    this.#view.setUint32(this.#reserve(4), v, true);
+    const at = this.#reserve(4);
+    this.#view.setUint32(at, v, true);
     return this;
   }
   u64(v: bigint | number): this {
-    this.#view.setBigUint64(this.#reserve(8), BigInt(v), true);
+    const at = this.#reserve(8);
+    this.#view.setBigUint64(at, BigInt(v), true);
     return this;
   }
   bytes(b: Uint8Array): this {
-    this.#buf.set(b, this.#reserve(b.length));
+    const at = this.#reserve(b.length);
+    this.#buf.set(b, at);
     return this;
   }
   /** Overwrites a u32 already written at `at`. */

@@ -1,0 +1,147 @@
+import assert from "node:assert/strict";
+import type { PartitionAddress } from "../port.ts";
+import { AppendBatcher } from "./batcher.ts";
+
+type Call = { address: PartitionAddress; messages: readonly string[] };
+
+function recorder(base = 10) {
+  const calls: Call[] = [];
+  let next = base;
+  let release: (() => void) | undefined;
+  let gate: Promise<void> | undefined;
+  return {
+    calls,
+    hold() {
+      gate = new Promise((r) => (release = r));
+    },
+    open() {
+      release?.();
+      gate = undefined;
+    },
+    send: async (address: PartitionAddress, messages: readonly string[]) => {
+      calls.push({ address, messages });
+      const at = next;
+      next += messages.length;
+      if (gate) await gate;
+      return at;
+    },
+  };
+}
+
+const A = { stream: "s", topic: "t", partition: 0 };
+
+Deno.test("AppendBatcher coalesces same-tick appends into one send with per-append offsets", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 100,
+    maxBytes: 1000,
+    lingerMs: 0,
+  });
+  const receipts = await Promise.all([
+    b.append({ ...A, messages: ["a", "b"] }),
+    b.append({ ...A, messages: ["c"] }),
+  ]);
+  assert.equal(r.calls.length, 1);
+  assert.deepEqual(r.calls[0].messages, ["a", "b", "c"]);
+  assert.deepEqual(receipts.map((x) => x.baseOffset), [10, 12]);
+});
+
+Deno.test("AppendBatcher keeps one send in flight per partition and batches the waiting appends", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 100,
+    maxBytes: 1000,
+    lingerMs: 0,
+  });
+  r.hold();
+  const first = b.append({ ...A, messages: ["a"] });
+  await new Promise((res) => setTimeout(res, 0));
+  const second = b.append({ ...A, messages: ["b"] });
+  const third = b.append({ ...A, messages: ["c"] });
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(r.calls.length, 1, "second and third wait for the first send");
+  r.open();
+  assert.deepEqual((await Promise.all([first, second, third])).map((x) => x.baseOffset), [
+    10,
+    11,
+    12,
+  ]);
+  assert.deepEqual(r.calls.map((c) => c.messages), [["a"], ["b", "c"]]);
+});
+
+Deno.test("AppendBatcher splits at batch_max_messages but never splits one append", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 2,
+    maxBytes: 1000,
+    lingerMs: 0,
+  });
+  await Promise.all([
+    b.append({ ...A, messages: ["a", "b", "c"] }),
+    b.append({ ...A, messages: ["d"] }),
+    b.append({ ...A, messages: ["e"] }),
+  ]);
+  assert.deepEqual(r.calls.map((c) => c.messages), [["a", "b", "c"], ["d", "e"]]);
+});
+
+Deno.test("AppendBatcher splits at batch_max_bytes", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 100,
+    maxBytes: 5,
+    lingerMs: 0,
+  });
+  await Promise.all(["aaa", "bbb", "c"].map((m) => b.append({ ...A, messages: [m] })));
+  assert.deepEqual(r.calls.map((c) => c.messages), [["aaa"], ["bbb", "c"]]);
+});
+
+Deno.test("AppendBatcher keeps partitions apart", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 100,
+    maxBytes: 1000,
+    lingerMs: 0,
+  });
+  await Promise.all([
+    b.append({ ...A, messages: ["a"] }),
+    b.append({ ...A, partition: 1, messages: ["b"] }),
+  ]);
+  assert.equal(r.calls.length, 2);
+});
+
+Deno.test("AppendBatcher rejects every append of a failed send and sends the next ones", async () => {
+  let n = 0;
+  const b = new AppendBatcher<string>(
+    (_a, m) => (n++ === 0 ? Promise.reject(new Error("boom")) : Promise.resolve(m.length)),
+    (m) => m.length,
+    { maxMessages: 1, maxBytes: 1000, lingerMs: 0 },
+  );
+  const [x, y] = await Promise.allSettled([
+    b.append({ ...A, messages: ["a"] }),
+    b.append({ ...A, messages: ["b"] }),
+  ]);
+  assert.equal(x.status, "rejected");
+  assert.deepEqual(y, { status: "fulfilled", value: { baseOffset: 1 } });
+});
+
+Deno.test("AppendBatcher resolves with null offsets when the send confirms without offsets", async () => {
+  const b = new AppendBatcher<string>(() => Promise.resolve(null), (m) => m.length, {
+    maxMessages: 10,
+    maxBytes: 1000,
+    lingerMs: 0,
+  });
+  assert.deepEqual(await b.append({ ...A, messages: ["a"] }), { baseOffset: null });
+});
+
+Deno.test("AppendBatcher.flush() sends lingering appends at once", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 100,
+    maxBytes: 1000,
+    lingerMs: 60_000,
+  });
+  const p = b.append({ ...A, messages: ["a"] });
+  assert.equal(r.calls.length, 0, "waits for the linger");
+  await b.flush();
+  assert.deepEqual(await p, { baseOffset: 10 });
+});

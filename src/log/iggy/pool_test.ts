@@ -1,0 +1,84 @@
+import assert from "node:assert/strict";
+import { Code, IggyConnectionError, IggyEvictionError } from "./codes.ts";
+import {
+  evictionFrame,
+  FakeServer,
+  registerPayload,
+  replyFrame,
+  resultOk,
+} from "./fake_server_testing.ts";
+import { backoffDelay, IggyPool } from "./pool.ts";
+import { loadHashes } from "./hash.ts";
+
+await loadHashes();
+
+Deno.test("backoffDelay() doubles from 100 ms, caps at reconnect_max_ms, jitters in [d/2, d]", () => {
+  assert.equal(backoffDelay(0, 5000, () => 0), 50);
+  assert.equal(backoffDelay(0, 5000, () => 1), 100);
+  assert.equal(backoffDelay(3, 5000, () => 1), 800);
+  assert.equal(backoffDelay(20, 5000, () => 1), 5000);
+  assert.equal(backoffDelay(20, 5000, () => 0), 2500);
+});
+
+function server(): FakeServer {
+  return new FakeServer((req) => {
+    if (req.operation === 1) {
+      return [replyFrame({ operation: 1, body: resultOk(registerPayload(0, 9n)) })];
+    }
+    return [replyFrame({ operation: req.operation, body: new Uint8Array([7]) })];
+  });
+}
+
+const base = {
+  credentials: { kind: "password" as const, username: "iggy", password: "iggy" },
+  requestTimeoutMs: 500,
+  heartbeatMs: 0,
+  reconnectMaxMs: 20,
+};
+
+Deno.test("IggyPool.open() resolves once a connection is registered and routes requests", async () => {
+  const s = server();
+  const pool = new IggyPool({ ...base, dial: s.dial, size: 2 });
+  await pool.open();
+  assert.ok(pool.ready);
+  assert.deepEqual(await pool.request(Code.PING), new Uint8Array([7]));
+  await pool.close();
+  assert.ok(!pool.ready);
+  await assert.rejects(pool.request(Code.PING), IggyConnectionError);
+});
+
+Deno.test("IggyPool reconnects and registers again after the server drops its connections", async () => {
+  const s = server();
+  const pool = new IggyPool({ ...base, dial: s.dial, size: 1 });
+  await pool.open();
+  s.dropAll();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.ok(!pool.ready);
+  for (let i = 0; i < 100 && !pool.ready; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(pool.ready);
+  const registers = s.seen.filter((r) => r.operation === 1);
+  assert.equal(registers.length, 2);
+  assert.notEqual(registers[0].client, registers[1].client, "fresh client id per Register");
+  await pool.close();
+});
+
+Deno.test("IggyPool.open() rejects with the login error when every slot fails", async () => {
+  const s = new FakeServer(() => [evictionFrame(9)]);
+  const pool = new IggyPool({ ...base, dial: s.dial, size: 2 });
+  await assert.rejects(
+    pool.open(),
+    (e) => e instanceof IggyEvictionError && /invalid credentials/.test(e.message),
+  );
+  assert.ok(!pool.ready);
+});
+
+Deno.test("IggyPool pings idle connections every heartbeat_interval_ms", async () => {
+  const s = server();
+  const pool = new IggyPool({ ...base, dial: s.dial, size: 1, heartbeatMs: 10 });
+  await pool.open();
+  for (let i = 0; i < 100 && !s.seen.some((r) => r.code === Code.PING); i++) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  assert.ok(s.seen.some((r) => r.code === Code.PING && r.operation === 2));
+  await pool.close();
+});
