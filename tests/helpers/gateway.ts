@@ -1,0 +1,335 @@
+/**
+ * Test harness: an in-process gateway on port 0 with a temporary embedded store, plus raw
+ * socket helpers. Tests talk to it over real sockets with real clients.
+ *
+ * @module
+ */
+import { loadConfig } from "../../src/config/load.ts";
+import type { GatewayConfig } from "../../src/config/types.ts";
+import { Gateway, type GatewayOverrides } from "../../src/gateway.ts";
+import { compileMap } from "../../src/mapping/mod.ts";
+import { Logger } from "../../src/observe/logger.ts";
+
+/** The quick-start map of DESIGN §3. */
+export const DESIGN_MAP = `
+default_stream = "sensors"
+default_topic = "messages_default"
+
+[[rule]]
+mqtt_topic = 'building/(\\w+)/room/(\\d+)/.*'
+stream = 'building_$1'
+topic = 'telemetry'
+partition_key = 'room_$2'
+
+[[rule]]
+mqtt_topic = 'sensors/([^/]+)/data'
+stream = 'sensors'
+topic = 'sensor_data'
+partition_key = 'sensor_$1'
+`;
+
+/** A running test gateway. */
+export interface TestGateway {
+  readonly gateway: Gateway;
+  readonly config: GatewayConfig;
+  readonly port: number;
+  readonly httpPort: number;
+  readonly dir: string;
+  readonly logs: string[];
+  stop(): Promise<void>;
+}
+
+/** Options for {@link startGateway}. */
+export interface StartOptions {
+  /** Extra TOML appended to the base config (tables must not repeat base tables). */
+  readonly toml?: string;
+  /** Env overlay (IGGY_MQTT_*). */
+  readonly env?: Record<string, string>;
+  readonly map?: string;
+  readonly overrides?: Omit<GatewayOverrides, "map" | "logger">;
+}
+
+/**
+ * Starts a gateway on 127.0.0.1 port 0 with anonymous access from loopback, auto_create on
+ * (3 partitions) and a temp store. Env can override any key.
+ */
+export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
+  const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-test-" });
+  const env: Record<string, string> = {
+    IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
+    IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+    IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
+    IGGY_MQTT_LOG_AUTO_CREATE: "true",
+    IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,
+    IGGY_MQTT_GATEWAY_LOG_LEVEL: "debug",
+    ...o.env,
+  };
+  const config = loadConfig({ text: o.toml ?? "", source: "test.toml", env });
+  const logs: string[] = [];
+  const logger = new Logger(config.gateway.log_level, (l) => logs.push(l));
+  const gateway = await Gateway.create(config, {
+    ...o.overrides,
+    logger,
+    map: compileMap(o.map ?? DESIGN_MAP, "test-map.toml"),
+  });
+  const ports = await gateway.start();
+  let stopped = false;
+  return {
+    gateway,
+    config,
+    port: ports.tcp ?? ports.tls!,
+    httpPort: ports.http!,
+    dir,
+    logs,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await gateway.stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** A raw MQTT socket for byte-exact tests. */
+export class RawClient {
+  #conn: Deno.TcpConn;
+  #buf = new Uint8Array(0);
+  constructor(conn: Deno.TcpConn) {
+    this.#conn = conn;
+  }
+
+  static async connect(port: number): Promise<RawClient> {
+    return new RawClient(await Deno.connect({ hostname: "127.0.0.1", port }));
+  }
+
+  async send(bytes: Uint8Array | number[]): Promise<void> {
+    const b = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    let off = 0;
+    while (off < b.length) off += await this.#conn.write(b.subarray(off));
+  }
+
+  /** Reads exactly n bytes, or returns null if the peer closed first (or on timeout). */
+  async readExactly(n: number, timeoutMs = 3000): Promise<Uint8Array | null> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#buf.length < n) {
+      const chunk = new Uint8Array(65536);
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const r = await Promise.race([
+        this.#conn.read(chunk).catch(() => null),
+        new Promise<"timeout">((res) => timer = setTimeout(() => res("timeout"), left)),
+      ]);
+      clearTimeout(timer);
+      if (r === "timeout" || r === null) return null;
+      const merged = new Uint8Array(this.#buf.length + r);
+      merged.set(this.#buf);
+      merged.set(chunk.subarray(0, r), this.#buf.length);
+      this.#buf = merged;
+    }
+    const out = this.#buf.slice(0, n);
+    this.#buf = this.#buf.slice(n);
+    return out;
+  }
+
+  /** Reads one whole MQTT packet (fixed header + body), or null when the peer closed. */
+  async readPacket(timeoutMs = 3000): Promise<Uint8Array | null> {
+    const first = await this.readExactly(1, timeoutMs);
+    if (first === null) return null;
+    let remaining = 0;
+    let mult = 1;
+    const header = [first[0]];
+    for (;;) {
+      const d = await this.readExactly(1, timeoutMs);
+      if (d === null) return null;
+      header.push(d[0]);
+      remaining += (d[0] & 0x7f) * mult;
+      if ((d[0] & 0x80) === 0) break;
+      mult *= 128;
+    }
+    const body = remaining === 0 ? new Uint8Array(0) : await this.readExactly(remaining, timeoutMs);
+    if (body === null) return null;
+    return new Uint8Array([...header, ...body]);
+  }
+
+  /** True when the peer closes the connection within the timeout. */
+  async closedByPeer(timeoutMs = 3000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const chunk = new Uint8Array(4096);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const r = await Promise.race([
+        this.#conn.read(chunk).catch(() => null),
+        new Promise<"timeout">((res) =>
+          timer = setTimeout(() => res("timeout"), Math.max(1, deadline - Date.now()))
+        ),
+      ]);
+      clearTimeout(timer);
+      if (r === null) return true;
+      if (r === "timeout") return false;
+    }
+    return false;
+  }
+
+  close(): void {
+    try {
+      this.#conn.close();
+    } catch { /* closed */ }
+  }
+}
+
+/** Encodes a minimal MQTT 3.1.1 CONNECT. */
+export function connectPacket(
+  clientId: string,
+  o: { keepAlive?: number; username?: string; password?: string; clean?: boolean } = {},
+): Uint8Array {
+  const enc = new TextEncoder();
+  const str = (s: string) => {
+    const b = enc.encode(s);
+    return [b.length >> 8, b.length & 0xff, ...b];
+  };
+  let flags = o.clean === false ? 0 : 0x02;
+  const payload = [...str(clientId)];
+  if (o.username !== undefined) {
+    flags |= 0x80;
+    payload.push(...str(o.username));
+  }
+  if (o.password !== undefined) {
+    flags |= 0x40;
+    payload.push(...str(o.password));
+  }
+  const ka = o.keepAlive ?? 60;
+  const body = [...str("MQTT"), 4, flags, ka >> 8, ka & 0xff, ...payload];
+  return new Uint8Array([0x10, ...varint(body.length), ...body]);
+}
+
+/** Encodes a PUBLISH (QoS 0 or 1). */
+export function publishPacket(
+  topic: string,
+  payload: string | Uint8Array,
+  qos: 0 | 1,
+  id = 1,
+): Uint8Array {
+  const enc = new TextEncoder();
+  const t = enc.encode(topic);
+  const p = typeof payload === "string" ? enc.encode(payload) : payload;
+  const body = [t.length >> 8, t.length & 0xff, ...t, ...(qos ? [id >> 8, id & 0xff] : []), ...p];
+  return new Uint8Array([0x30 | (qos << 1), ...varint(body.length), ...body]);
+}
+
+/** Encodes a SUBSCRIBE of exact topics. */
+export function subscribePacket(id: number, filters: [string, number][]): Uint8Array {
+  const enc = new TextEncoder();
+  const body = [id >> 8, id & 0xff];
+  for (const [f, q] of filters) {
+    const b = enc.encode(f);
+    body.push(b.length >> 8, b.length & 0xff, ...b, q);
+  }
+  return new Uint8Array([0x82, ...varint(body.length), ...body]);
+}
+
+/** MQTT variable-length integer. */
+export function varint(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let d = n % 128;
+    n = Math.floor(n / 128);
+    if (n > 0) d |= 0x80;
+    out.push(d);
+  } while (n > 0);
+  return out;
+}
+
+/** CONNECT + expect CONNACK 0; returns the client. */
+export async function connectRaw(
+  port: number,
+  clientId: string,
+  keepAlive = 60,
+): Promise<RawClient> {
+  const c = await RawClient.connect(port);
+  await c.send(connectPacket(clientId, { keepAlive }));
+  const ack = await c.readPacket();
+  if (ack === null || ack[0] !== 0x20 || ack[3] !== 0) {
+    throw new Error(`CONNACK expected, got ${ack && [...ack]}`);
+  }
+  return c;
+}
+
+/** PINGREQ barrier: everything the gateway sent before the PINGRESP is returned. */
+export async function pingBarrier(c: RawClient, timeoutMs = 3000): Promise<Uint8Array[]> {
+  await c.send([0xc0, 0x00]);
+  const before: Uint8Array[] = [];
+  for (;;) {
+    const p = await c.readPacket(timeoutMs);
+    if (p === null) throw new Error("connection closed before PINGRESP");
+    if (p[0] === 0xd0) return before;
+    before.push(p);
+  }
+}
+
+/** Runs a command; returns code, stdout and stderr. */
+export async function run(
+  cmd: string,
+  args: string[],
+  opts: { env?: Record<string, string>; stdin?: string; cwd?: string; timeoutMs?: number } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const p = new Deno.Command(cmd, {
+    args,
+    env: opts.env,
+    cwd: opts.cwd,
+    stdin: opts.stdin !== undefined ? "piped" : "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (opts.stdin !== undefined) {
+    const w = p.stdin.getWriter();
+    await w.write(new TextEncoder().encode(opts.stdin));
+    await w.close();
+  }
+  const timer = setTimeout(() => {
+    try {
+      p.kill("SIGKILL");
+    } catch { /* gone */ }
+  }, opts.timeoutMs ?? 30_000);
+  const out = await p.output();
+  clearTimeout(timer);
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** True when a command exists on PATH. */
+export function hasCommand(name: string): boolean {
+  try {
+    const r = new Deno.Command("sh", {
+      args: ["-c", `command -v ${name}`],
+      stdout: "null",
+      stderr: "null",
+    })
+      .outputSync();
+    return r.success;
+  } catch {
+    return false;
+  }
+}
+
+/** mosquitto clients present? Tests that need them are ignored (loudly) when absent. */
+export const HAS_MOSQUITTO_CLIENTS = hasCommand("mosquitto_pub") && hasCommand("mosquitto_sub");
+if (!HAS_MOSQUITTO_CLIENTS) {
+  console.warn(
+    "WARNING: mosquitto_pub/mosquitto_sub not found; tests with Mosquitto's clients are SKIPPED " +
+      "(install Debian package mosquitto-clients).",
+  );
+}
+
+/** Waits until `cond()` is true or fails after timeoutMs. */
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = "condition",
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
