@@ -1,0 +1,164 @@
+/**
+ * Helpers shared by the way-out end-to-end tests (subscribe, offsets, restart, slow
+ * consumers): raw SUBSCRIBE/UNSUBSCRIBE/PUBACK packets, PUBLISH parsing, offsets.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  connectRaw,
+  pingBarrier,
+  publishPacket,
+  type RawClient,
+  subscribePacket,
+  type TestGateway,
+  varint,
+} from "../helpers/gateway.ts";
+import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
+import type { PartitionAddress } from "../../src/log/port.ts";
+
+/** Test options: the gateway keeps timers and sockets of its own between tests. */
+export const opts = { sanitizeOps: false, sanitizeResources: false };
+
+const dec = new TextDecoder();
+
+/** A PUBLISH as the subscriber received it. */
+export interface Received {
+  readonly topic: string;
+  readonly payload: string;
+  readonly qos: number;
+  readonly dup: boolean;
+  readonly packetId: number;
+}
+
+/** Parses a whole PUBLISH packet (fixed header included). */
+export function parsePublish(p: Uint8Array): Received {
+  assert.equal(p[0] >> 4, 3, `PUBLISH expected, got type ${p[0] >> 4}`);
+  const qos = (p[0] >> 1) & 3;
+  let at = 1;
+  while (p[at] & 0x80) at++;
+  at++;
+  const tlen = (p[at] << 8) | p[at + 1];
+  const topic = dec.decode(p.subarray(at + 2, at + 2 + tlen));
+  at += 2 + tlen;
+  let packetId = 0;
+  if (qos > 0) {
+    packetId = (p[at] << 8) | p[at + 1];
+    at += 2;
+  }
+  return { topic, payload: dec.decode(p.subarray(at)), qos, dup: (p[0] & 8) !== 0, packetId };
+}
+
+/** PUBACK bytes. */
+export function puback(id: number): Uint8Array {
+  return new Uint8Array([0x40, 2, id >> 8, id & 0xff]);
+}
+
+/** UNSUBSCRIBE bytes. */
+export function unsubscribePacket(id: number, filters: string[]): Uint8Array {
+  const enc = new TextEncoder();
+  const body = [id >> 8, id & 0xff];
+  for (const f of filters) {
+    const b = enc.encode(f);
+    body.push(b.length >> 8, b.length & 0xff, ...b);
+  }
+  return new Uint8Array([0xa2, ...varint(body.length), ...body]);
+}
+
+/** Sends SUBSCRIBE and returns the SUBACK return codes (packets before it are returned too). */
+export async function subscribe(
+  c: RawClient,
+  filters: [string, number][],
+  id = 1,
+): Promise<number[]> {
+  await c.send(subscribePacket(id, filters));
+  for (;;) {
+    const p = await c.readPacket();
+    assert.ok(p !== null, "connection closed before SUBACK");
+    if (p[0] !== 0x90) continue;
+    assert.equal((p[2] << 8) | p[3], id, "SUBACK packet id");
+    return [...p.subarray(4)];
+  }
+}
+
+/** Connects a raw client and subscribes it; returns the client. */
+export async function rawSubscriber(
+  port: number,
+  clientId: string,
+  filters: [string, number][],
+): Promise<RawClient> {
+  const c = await connectRaw(port, clientId);
+  const codes = await subscribe(c, filters);
+  assert.deepEqual(codes, filters.map(([, q]) => Math.min(q, 1)), `SUBACK of ${clientId}`);
+  return c;
+}
+
+/** Publishes through a raw connection and waits for the PUBACKs (QoS 1: appended). */
+export async function publishAll(
+  c: RawClient,
+  msgs: [string, string][],
+  firstId = 1,
+): Promise<void> {
+  let id = firstId;
+  for (const [t, p] of msgs) await c.send(publishPacket(t, p, 1, id++));
+  let acks = 0;
+  while (acks < msgs.length) {
+    const p = await c.readPacket();
+    assert.ok(p !== null, "publisher closed before its PUBACKs");
+    if (p[0] === 0x40) acks++;
+  }
+}
+
+/**
+ * Reads PUBLISHes until `n` arrived (or fails after the timeout). PUBACKs each QoS 1 copy
+ * when `ack` is true.
+ */
+export async function receive(
+  c: RawClient,
+  n: number,
+  o: { ack?: boolean; timeoutMs?: number } = {},
+): Promise<Received[]> {
+  const out: Received[] = [];
+  while (out.length < n) {
+    const p = await c.readPacket(o.timeoutMs ?? 5000);
+    assert.ok(p !== null, `expected ${n} PUBLISHes, got ${out.length} before close/timeout`);
+    if (p[0] >> 4 !== 3) continue;
+    const r = parsePublish(p);
+    out.push(r);
+    if (o.ack !== false && r.qos === 1) await c.send(puback(r.packetId));
+  }
+  return out;
+}
+
+/** PINGREQ barrier: every PUBLISH the gateway sent before the PINGRESP (nothing else). */
+export async function publishesBefore(c: RawClient): Promise<Received[]> {
+  return (await pingBarrier(c)).filter((p) => p[0] >> 4 === 3).map(parsePublish);
+}
+
+/** The triple of a keyed topic of the design map (3 partitions with auto_create). */
+export async function tripleOf(
+  stream: string,
+  topic: string,
+  key: string,
+  partitions = 3,
+): Promise<PartitionAddress> {
+  await initPartitioner();
+  return { stream, topic, partition: partitionForKey(key, partitions) };
+}
+
+/** The stored offset of this gateway's consumer on a triple. */
+export function storedOffset(gw: TestGateway, t: PartitionAddress): Promise<number | null> {
+  return gw.gateway.backend.getOffset(`mqtt-gateway-${gw.config.gateway.id}`, t);
+}
+
+/** Reads a counter from the metrics registry by its Prometheus name (sum over labels). */
+export function counter(gw: TestGateway, name: string): number {
+  const text = gw.gateway.metrics.registry.toPrometheus();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (line.startsWith("#")) continue;
+    const m = line.match(/^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/);
+    if (m && m[1] === name) sum += Number(m[3]);
+  }
+  return sum;
+}
