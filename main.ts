@@ -19,7 +19,7 @@ import { compileMap, explainJson, initPartitioner, MapError } from "./src/mappin
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { EmbeddedBackend } from "./src/log/embedded/mod.ts";
 import { hashPassword } from "./src/session/password.ts";
-import { PROTOCOL_VERSION } from "./src/log/iggy/mod.ts";
+import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/mod.ts";
 import { formatRead } from "./src/cli/read_format.ts";
 
 const VERSION = "0.1.0";
@@ -28,7 +28,9 @@ const DEFAULT_CONFIG = "config/gateway.toml";
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "--version" || argv[0] === "version") {
     console.log(
-      `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1; Iggy binary protocol ${PROTOCOL_VERSION})`,
+      `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1; Iggy binary protocol ${
+        formatVersion(PROTOCOL_VERSION)
+      })`,
     );
     return 0;
   }
