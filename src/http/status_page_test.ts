@@ -1,0 +1,137 @@
+import assert from "node:assert/strict";
+import type { Gateway } from "../gateway.ts";
+import { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import {
+  handleStatusRoute,
+  renderStatusPage,
+  statusJson,
+  type StatusSource,
+} from "./status_page.ts";
+
+// Compile-time proof that the Gateway satisfies StatusSource, so wiring needs no adapter.
+export function gatewayIsStatusSource(g: Gateway): StatusSource {
+  return g;
+}
+
+function fakeSource(): StatusSource & { metrics: GatewayMetrics } {
+  const metrics = new GatewayMetrics();
+  return {
+    config: { gateway: { id: "edge-7", backend: "embedded" } },
+    registry: { size: 3 },
+    metrics,
+    delivery: {
+      readerStats: () => [{
+        triple: { stream: "sensors", topic: "sensor_data", partition: 2 },
+        position: 11,
+        committed: 4,
+        unsettled: 6,
+        subscribers: 2,
+      }],
+    },
+    maps: {
+      current: {
+        source: "topic-map.toml",
+        defaultStream: "sensors",
+        defaultTopic: "messages_default",
+        rules: [
+          { index: 1, pattern: "a/([^/]+)", stream: "s_$1", topic: "t", partitionKey: null },
+          { index: 2, pattern: "b/(\\d+)", stream: "s", topic: "t", partitionKey: "k_$1" },
+        ],
+      },
+    },
+    readiness: () => ({ ready: true, reasons: [] }),
+  };
+}
+
+Deno.test("renderStatusPage() references no external URL or asset", () => {
+  const html = renderStatusPage();
+  assert.doesNotMatch(html, /https?:/i);
+  assert.doesNotMatch(html, /(src|href)\s*=/i);
+  assert.doesNotMatch(html, /url\(|@import|<link|<img|<iframe|<object|<embed/i);
+  assert.doesNotMatch(html, /["'(]\/\/[a-z0-9]/i, "no protocol-relative URLs");
+  // The only fetch is the same-origin, relative status.json.
+  assert.deepEqual([...html.matchAll(/fetch\("([^"]+)"/g)].map((m) => m[1]), ["status.json"]);
+});
+
+Deno.test("renderStatusPage() polls every second and its inline script parses", () => {
+  const html = renderStatusPage();
+  assert.match(html, /^<!doctype html>/);
+  assert.match(html, /setTimeout\(poll, 1000\)/);
+  const scripts = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
+  assert.equal(scripts.length, 1);
+  assert.doesNotThrow(() => new Function(scripts[0]));
+});
+
+Deno.test("statusJson() reports connections, outcome totals, readers and rule hits", () => {
+  const g = fakeSource();
+  g.metrics.publishes.inc({ outcome: "acked" }, 5);
+  g.metrics.publishes.inc({ outcome: "denied" });
+  g.metrics.ruleHits.inc({ rule: "2" }, 4);
+  g.metrics.ruleHits.inc({ rule: "default" }, 2);
+  g.metrics.delivered.inc({ qos: "0" }, 3);
+  g.metrics.delivered.inc({ qos: "1" }, 4);
+  g.metrics.authFailures.inc({ reason: "bad_password" });
+  assert.deepEqual(statusJson(g, 1_700_000_000_000), {
+    gateway: { id: "edge-7", backend: "embedded" },
+    time_ms: 1_700_000_000_000,
+    ready: true,
+    not_ready_reasons: [],
+    connections: 3,
+    connections_accepted_total: 0,
+    auth_failures_total: 1,
+    publishes_total: { appended: 0, acked: 5, rejected: 0, denied: 1, failed: 0 },
+    deliveries_total: 7,
+    deliveries_dropped_total: 0,
+    evictions_total: 0,
+    readers: [{
+      stream: "sensors",
+      topic: "sensor_data",
+      partition: 2,
+      position: 11,
+      committed: 4,
+      lag: 6,
+      unsettled: 6,
+      subscribers: 2,
+    }],
+    topic_map: {
+      source: "topic-map.toml",
+      default_stream: "sensors",
+      default_topic: "messages_default",
+      default_hits: 2,
+      rules: [
+        {
+          index: 1,
+          pattern: "a/([^/]+)",
+          stream: "s_$1",
+          topic: "t",
+          partition_key: null,
+          hits: 0,
+        },
+        { index: 2, pattern: "b/(\\d+)", stream: "s", topic: "t", partition_key: "k_$1", hits: 4 },
+      ],
+    },
+  });
+});
+
+Deno.test("statusJson() is JSON-serialisable and says why the gateway is not ready", () => {
+  const g = { ...fakeSource(), readiness: () => ({ ready: false, reasons: ["stopping"] }) };
+  const s = JSON.parse(JSON.stringify(statusJson(g)));
+  assert.equal(s.ready, false);
+  assert.deepEqual(s.not_ready_reasons, ["stopping"]);
+});
+
+Deno.test("handleStatusRoute() serves the page and status.json with a strict CSP", async () => {
+  const g = fakeSource();
+  const page = handleStatusRoute(new URL("http://h/"), g)!;
+  assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
+  assert.match(page.headers.get("content-security-policy")!, /default-src 'none'/);
+  assert.match(page.headers.get("content-security-policy")!, /connect-src 'self'/);
+  assert.equal(await page.text(), renderStatusPage());
+  const json = handleStatusRoute(new URL("http://h/status.json"), g)!;
+  assert.equal(json.headers.get("content-type"), "application/json");
+  assert.equal((await json.json()).connections, 3);
+});
+
+Deno.test("handleStatusRoute() returns null for other paths (404 stays with the server)", () => {
+  assert.equal(handleStatusRoute(new URL("http://h/nope"), fakeSource()), null);
+});
