@@ -211,7 +211,7 @@ Deno.test({
       }
     })();
     try {
-      await waitFor(() => out.join("").includes("Gateway started"), 15000, "gateway start");
+      await waitFor(() => out.join("").includes("Anonymous MQTT clients are allowed"), 15000, "gateway start");
       assert.match(out.join(""), /Anonymous MQTT clients are allowed/);
       const pub = await run("mosquitto_pub", [
         "-h",
