@@ -1,0 +1,115 @@
+/**
+ * MQTT over TLS with a test certificate (tests/fixtures/tls, CN=localhost, 127.0.0.1).
+ */
+import assert from "node:assert/strict";
+import mqtt from "mqtt";
+import { HAS_MOSQUITTO_CLIENTS, hasCommand, run, startGateway } from "../helpers/gateway.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
+
+function tlsEnv(): Record<string, string> {
+  return {
+    IGGY_MQTT_LISTENERS_TCP: "",
+    IGGY_MQTT_LISTENERS_TLS: "127.0.0.1:0",
+    IGGY_MQTT_LISTENERS_TLS_CERT_FILE: `${FIX}server.crt`,
+    IGGY_MQTT_LISTENERS_TLS_KEY_FILE: `${FIX}server.key`,
+  };
+}
+
+Deno.test({
+  name: "TLS listener: MQTT.js publishes QoS 1 over TLS with the test CA and the message is stored",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: tlsEnv() });
+    const client = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+      ca: await Deno.readTextFile(`${FIX}server.crt`),
+      reconnectPeriod: 0,
+      clientId: "tls-1",
+    });
+    try {
+      await client.publishAsync("sensors/tls/data", "secure", { qos: 1 });
+      const info = await gw.gateway.backend.getTopic("sensors", "sensor_data");
+      assert.ok(info);
+      let n = 0;
+      for (let p = 0; p < info.partitions; p++) {
+        n += (await gw.gateway.backend.poll(
+          { stream: "sensors", topic: "sensor_data", partition: p },
+          0,
+          10,
+        )).length;
+      }
+      assert.equal(n, 1);
+    } finally {
+      await client.endAsync();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "TLS listener: a client that does not trust the certificate fails cleanly and the gateway keeps serving",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: tlsEnv() });
+    try {
+      const bad = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+        reconnectPeriod: 0,
+        connectTimeout: 3000,
+      })
+        .then(() => "connected", (e) => String(e));
+      assert.notEqual(bad, "connected");
+      const good = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+        ca: await Deno.readTextFile(`${FIX}server.crt`),
+        reconnectPeriod: 0,
+      });
+      await good.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "TLS listener: mosquitto_pub --cafile publishes QoS 1; a TLS 1.1 handshake is refused",
+  ignore: !HAS_MOSQUITTO_CLIENTS,
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: tlsEnv() });
+    try {
+      const args = [
+        "-h",
+        "localhost",
+        "-p",
+        String(gw.port),
+        "--cafile",
+        `${FIX}server.crt`,
+        "-q",
+        "1",
+        "-t",
+        "a/b",
+        "-m",
+        "x",
+      ];
+      const ok = await run("mosquitto_pub", args);
+      assert.equal(ok.code, 0, ok.stderr);
+      if (hasCommand("openssl")) {
+        // TLS 1.2+ only: a TLS 1.1 handshake is refused.
+        const old = await run("openssl", [
+          "s_client",
+          "-connect",
+          `127.0.0.1:${gw.port}`,
+          "-tls1_1",
+        ], {
+          stdin: "",
+          timeoutMs: 5000,
+        });
+        assert.match(old.stdout + old.stderr, /handshake failure|alert|no protocols available/i);
+        assert.doesNotMatch(old.stdout, /Protocol\s*:\s*TLSv1\.1\s*\n\s*Cipher\s*:\s*[1-9A-F]/);
+      }
+    } finally {
+      await gw.stop();
+    }
+  },
+});
