@@ -1,0 +1,87 @@
+import assert from "node:assert/strict";
+import { loadConfig } from "./load.ts";
+import { ConfigError } from "./errors.ts";
+import { envNameOf, KEY_SPECS } from "./schema.ts";
+
+const load = (text: string, env: Record<string, string> = {}) =>
+  loadConfig({ text, source: "t.toml", env });
+
+function refuses(text: string, env: Record<string, string>, key: string | RegExp) {
+  try {
+    load(text, env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    if (typeof key === "string") assert.equal(err.key, key);
+    else assert.match(err.message, key);
+    return;
+  }
+  assert.fail("config was accepted");
+}
+
+Deno.test("loadConfig() gives every documented default for an empty file", () => {
+  const c = load("");
+  assert.equal(c.limits.max_packet_bytes, 8092);
+  assert.equal(c.limits.max_topic_bytes, 255);
+  assert.equal(c.gateway.backend, "embedded");
+  assert.equal(c.auth.allow_anonymous, false);
+  assert.deepEqual(c.users, []);
+});
+
+Deno.test("loadConfig() lets an environment variable override a file key", () => {
+  const c = load("[limits]\nmax_packet_bytes = 1000\n", {
+    IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "2000",
+  });
+  assert.equal(c.limits.max_packet_bytes, 2000);
+  const d = load("", { IGGY_MQTT_AUTH_ANONYMOUS_SOURCES: "10.0.0.1, 10.0.0.2" });
+  assert.deepEqual(d.auth.anonymous_sources, ["10.0.0.1", "10.0.0.2"]);
+});
+
+Deno.test("loadConfig() refuses bad keys and values, naming the key", () => {
+  refuses("[limits]\nmax_packet_bytes = 10\n", {}, "limits.max_packet_bytes");
+  refuses("[limits]\nmax_packet_bytez = 10\n", {}, "limits.max_packet_bytez");
+  refuses("[nope]\na = 1\n", {}, "nope");
+  refuses("", { IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "many" }, "limits.max_connections");
+  refuses("", { IGGY_MQTT_LIMITS_NOPE: "1" }, "IGGY_MQTT_LIMITS_NOPE");
+  refuses('[gateway]\nbackend = "kafka"\n', {}, "gateway.backend");
+  refuses('[listeners]\ntcp = "nohost"\n', {}, "listeners.tcp");
+  refuses('[listeners]\ntls = "0.0.0.0:8883"\n', {}, "listeners.tls_cert_file");
+  refuses("this is not toml", {}, /not valid TOML/);
+});
+
+Deno.test("loadConfig() accepts secrets only from the environment", () => {
+  refuses('[iggy]\npassword = "hunter2"\n', {}, "iggy.password");
+  const c = load('[gateway]\nbackend = "iggy"\n', { IGGY_MQTT_IGGY_PASSWORD: "hunter2" });
+  assert.equal(c.iggy.password, "hunter2");
+  refuses('[gateway]\nbackend = "iggy"\n', {}, "iggy.password");
+  refuses('[gateway]\nbackend = "iggy"\n[limits]\nmax_topic_bytes = 300\n', {
+    IGGY_MQTT_IGGY_PASSWORD: "x",
+  }, "limits.max_topic_bytes");
+});
+
+Deno.test("loadConfig() parses users with Iggy-shaped permissions and refuses bad ones", () => {
+  const hash = "pbkdf2-sha256$1000$c2FsdA==$aGFzaA==";
+  const c = load(
+    `[[users]]\nusername = "u"\npassword_hash = "${hash}"\n[users.permissions.global]\npoll_messages = true\n[users.permissions.streams.s.topics.t]\nsend_messages = true\n`,
+  );
+  assert.equal(c.users[0].username, "u");
+  assert.equal(c.users[0].permissions.global.poll_messages, true);
+  assert.equal(c.users[0].permissions.streams.get("s")!.topics.get("t")!.send_messages, true);
+  refuses(`[[users]]\nusername = "u"\npassword_hash = "plain"\n`, {}, "users[0].password_hash");
+  refuses(
+    `[[users]]\nusername = "u"\npassword_hash = "${hash}"\n[users.permissions.global]\nfly = true\n`,
+    {},
+    "users[0].permissions.global.fly",
+  );
+});
+
+Deno.test("config/gateway.toml documents every key with its default and environment variable, and loads", async () => {
+  const text = await Deno.readTextFile(new URL("../../config/gateway.toml", import.meta.url));
+  for (const s of KEY_SPECS) {
+    assert.ok(text.includes(`env: ${envNameOf(s.key)}`), `${s.key}: env name missing`);
+    const [table, key] = s.key.split(".");
+    assert.ok(text.includes(`[${table}]`), `${table} missing`);
+    assert.ok(new RegExp(`^#? ?${key} = `, "m").test(text), `${s.key} missing`);
+  }
+  const c = load(text);
+  assert.equal(c.auth.allow_anonymous, true); // quick start
+});
