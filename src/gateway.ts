@@ -14,6 +14,7 @@ import { TopicCache } from "./log/topic_cache.ts";
 import { Delivery } from "./delivery/mod.ts";
 import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
+import { handleStatusRoute } from "./http/status_page.ts";
 import { listenTcp, listenTls, type MqttListener } from "./net/listeners.ts";
 import { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
@@ -144,6 +145,7 @@ export class Gateway {
       this.#http = serveHttp(a.hostname, a.port, {
         readiness: () => this.readiness(),
         metricsText: () => this.metrics.registry.toPrometheus(),
+        extra: (_req, url) => handleStatusRoute(url, this),
       });
     }
     await this.backend.open();
@@ -229,6 +231,8 @@ export class Gateway {
     if (this.#stopping) return;
     this.#stopping = true;
     for (const l of this.#listeners) l.close();
+    // Before connections close: their unacknowledged deliveries must not be struck (issue 3).
+    this.delivery.beginStop();
     const drains = [...this.#connections].map((c) => c.drain());
     const timeout = new Promise((r) => setTimeout(r, this.config.gateway.drain_timeout_ms));
     await Promise.race([Promise.all(drains), timeout]);
