@@ -5,7 +5,12 @@ import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config/load.ts";
 import { createBackend } from "../../src/log/create.ts";
 import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
-import { compileMap, initPartitioner, partitionForKey, resolveTopic } from "../../src/mapping/mod.ts";
+import {
+  compileMap,
+  initPartitioner,
+  partitionForKey,
+  resolveTopic,
+} from "../../src/mapping/mod.ts";
 import { hashPassword } from "../../src/session/password.ts";
 import {
   connectPacket,
@@ -23,14 +28,19 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 
 async function spyGateway(extraEnv: Record<string, string> = {}, toml = "") {
   const dir = await Deno.makeTempDir();
-  const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/held.db`, IGGY_MQTT_LOG_AUTO_CREATE: "true", ...extraEnv };
+  const env = {
+    IGGY_MQTT_EMBEDDED_PATH: `${dir}/held.db`,
+    IGGY_MQTT_LOG_AUTO_CREATE: "true",
+    ...extraEnv,
+  };
   const spy = new SpyBackend(createBackend(loadConfig({ text: toml, source: "t", env })));
   const gw = await startGateway({ env, toml, overrides: { backend: spy } });
   return { gw, spy, dbPath: `${dir}/held.db` };
 }
 
 Deno.test({
-  name: "invariant: no PUBACK without a confirmed durable append (commit held → no PUBACK; released → PUBACK, on disk)",
+  name:
+    "invariant: no PUBACK without a confirmed durable append (commit held → no PUBACK; released → PUBACK, on disk)",
   ...opts,
   async fn() {
     const { gw, spy, dbPath } = await spyGateway();
@@ -46,7 +56,11 @@ Deno.test({
       assert.deepEqual(await pingBarrier(c), []);
       // A separate reader of the same file sees only the warm-up message.
       await initPartitioner();
-      const address = { stream: "sensors", topic: "sensor_data", partition: partitionForKey("sensor_a", 3) };
+      const address = {
+        stream: "sensors",
+        topic: "sensor_data",
+        partition: partitionForKey("sensor_a", 3),
+      };
       const reader = new EmbeddedBackend({
         path: dbPath,
         users: [],
@@ -74,7 +88,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "invariant: a failed append gets no PUBACK (outcome failed, connection closed so the device retries)",
+  name:
+    "invariant: a failed append gets no PUBACK (outcome failed, connection closed so the device retries)",
   ...opts,
   async fn() {
     const { gw, spy } = await spyGateway();
@@ -105,7 +120,8 @@ Deno.test({
   ...opts,
   async fn() {
     const h = await hashPassword("pw", 1000);
-    const toml = `[[users]]\nusername = "u"\npassword_hash = "${h}"\n[users.permissions.streams.other]\nsend_messages = true\n`;
+    const toml =
+      `[[users]]\nusername = "u"\npassword_hash = "${h}"\n[users.permissions.streams.other]\nsend_messages = true\n`;
     const { gw, spy } = await spyGateway({ IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "false" }, toml);
     try {
       const c = await RawClient.connect(gw.port);
@@ -125,7 +141,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "invariant: the same key always lands in the same partition, and appends of one connection keep their order",
+  name:
+    "invariant: the same key always lands in the same partition, and appends of one connection keep their order",
   ...opts,
   async fn() {
     const gw = await startGateway();
@@ -133,21 +150,44 @@ Deno.test({
       const c = await connectRaw(gw.port, "order-1");
       const N = 300;
       const batch: number[] = [];
-      for (let i = 1; i <= N; i++) batch.push(...publishPacket("sensors/k1/data", `m${i}`, (i % 2) as 0 | 1, i));
+      for (let i = 1; i <= N; i++) {
+        batch.push(...publishPacket("sensors/k1/data", `m${i}`, (i % 2) as 0 | 1, i));
+      }
       await c.send(new Uint8Array(batch));
       const acks = await pingBarrier(c);
       // PUBACKs in packet order.
-      assert.deepEqual(acks.map((p) => (p[2] << 8) | p[3]), Array.from({ length: N / 2 }, (_, i) => 2 * i + 1));
+      assert.deepEqual(
+        acks.map((p) => (p[2] << 8) | p[3]),
+        Array.from({ length: N / 2 }, (_, i) => 2 * i + 1),
+      );
       await initPartitioner();
       const p = partitionForKey("sensor_k1", 3);
       await waitFor(async () =>
-        (await gw.gateway.backend.poll({ stream: "sensors", topic: "sensor_data", partition: p }, 0, 1000)).length === N
+        (await gw.gateway.backend.poll(
+          { stream: "sensors", topic: "sensor_data", partition: p },
+          0,
+          1000,
+        )).length === N
       );
-      const msgs = await gw.gateway.backend.poll({ stream: "sensors", topic: "sensor_data", partition: p }, 0, 1000);
-      assert.deepEqual(msgs.map((m) => new TextDecoder().decode(m.payload)), Array.from({ length: N }, (_, i) => `m${i + 1}`));
+      const msgs = await gw.gateway.backend.poll(
+        { stream: "sensors", topic: "sensor_data", partition: p },
+        0,
+        1000,
+      );
+      assert.deepEqual(
+        msgs.map((m) => new TextDecoder().decode(m.payload)),
+        Array.from({ length: N }, (_, i) => `m${i + 1}`),
+      );
       for (let q = 0; q < 3; q++) {
         if (q === p) continue;
-        assert.equal((await gw.gateway.backend.poll({ stream: "sensors", topic: "sensor_data", partition: q }, 0, 10)).length, 0);
+        assert.equal(
+          (await gw.gateway.backend.poll(
+            { stream: "sensors", topic: "sensor_data", partition: q },
+            0,
+            10,
+          )).length,
+          0,
+        );
       }
       c.close();
     } finally {
@@ -159,7 +199,9 @@ Deno.test({
 Deno.test("invariant: mapping is a pure function of (map, topic)", () => {
   const a = compileMap(DESIGN_MAP, "a.toml");
   const b = compileMap(DESIGN_MAP, "b.toml");
-  for (const t of ["building/north/room/42/temp", "sensors/x/data", "other", "building/n/room/x/t"]) {
+  for (
+    const t of ["building/north/room/42/temp", "sensors/x/data", "other", "building/n/room/x/t"]
+  ) {
     assert.deepEqual(resolveTopic(a, t), resolveTopic(b, t));
     assert.deepEqual(resolveTopic(a, t), resolveTopic(a, t));
   }

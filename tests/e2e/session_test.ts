@@ -31,7 +31,11 @@ password_hash = "${h}"
 `;
 }
 
-async function storedCount(gw: Awaited<ReturnType<typeof startGateway>>, stream: string, topic: string) {
+async function storedCount(
+  gw: Awaited<ReturnType<typeof startGateway>>,
+  stream: string,
+  topic: string,
+) {
   const info = await gw.gateway.backend.getTopic(stream, topic);
   if (!info) return 0;
   let n = 0;
@@ -74,7 +78,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "ACL: a publish the user may not send is denied (no append, no PUBACK, connection closed [MQTT-3.3.5-2])",
+  name:
+    "ACL: a publish the user may not send is denied (no append, no PUBACK, connection closed [MQTT-3.3.5-2])",
   ...opts,
   async fn() {
     const gw = await startGateway({ toml: await usersToml() });
@@ -105,7 +110,8 @@ Deno.test({
   name: "$SYS topics and resolved names over 255 bytes are denied, not appended",
   ...opts,
   async fn() {
-    const map = `default_stream = "s"\ndefault_topic = "t"\n[[rule]]\nmqtt_topic = '(\\w+)'\nstream = 'x$1$1$1$1'\ntopic = 't'\n`;
+    const map =
+      `default_stream = "s"\ndefault_topic = "t"\n[[rule]]\nmqtt_topic = '(\\w+)'\nstream = 'x$1$1$1$1'\ntopic = 't'\n`;
     const gw = await startGateway({ map });
     try {
       const c = await connectRaw(gw.port, "sys-1");
@@ -203,7 +209,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "CONNECT level 5 or MQIsdp 3 gets CONNACK 1; empty client id with clean session gets an id; will refused with CONNACK 5",
+  name:
+    "CONNECT level 5 or MQIsdp 3 gets CONNACK 1; empty client id with clean session gets an id; will refused with CONNACK 5",
   ...opts,
   async fn() {
     const gw = await startGateway();
