@@ -27,6 +27,7 @@ import { DeadlineWheel } from "./session/deadlines.ts";
 import { OutboundBudget } from "./session/outbox.ts";
 import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
+import { SourceGuard } from "./session/source_guard.ts";
 import type { Transport } from "./session/transport.ts";
 
 /** Replacements for tests. */
@@ -125,6 +126,12 @@ export class Gateway {
       clock,
       outboundBudget,
       appendBudget: new AppendBudget(l.max_pending_appends),
+      sourceGuard: new SourceGuard({
+        connectionsPerSecond: l.max_connection_rate_per_source,
+        failureBackoffMs: config.auth.failure_backoff_ms,
+        failureBackoffMaxMs: config.auth.failure_backoff_max_ms,
+        freeFailures: config.auth.failure_free_attempts,
+      }, clock),
     };
     this.#registerGauges();
   }
@@ -196,6 +203,15 @@ export class Gateway {
   /** Accepts one transport (listeners and in-memory tests). */
   #accept(t: Transport): void {
     this.metrics.connectionsAccepted.inc();
+    if (!this.#ctx.sourceGuard.admit(t.remoteAddress)) {
+      this.metrics.connectionsRefused.inc({ reason: "rate_per_source" });
+      this.logger.limited("warn", "Connection refused: connection rate from source exceeded", {
+        remote: t.remoteAddress,
+        max_per_second: this.config.limits.max_connection_rate_per_source,
+      });
+      t.close();
+      return;
+    }
     const conn = new Connection(t, this.#ctx);
     if (this.#stopping || !this.registry.admit(conn)) {
       this.metrics.connectionsRefused.inc({

@@ -134,6 +134,25 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "Iggy mode: a CONNECT with this username carries a personal access token as password.",
   },
   {
+    key: "auth.failure_backoff_ms",
+    type: int(0, 60_000),
+    default: 250,
+    doc:
+      "After auth.failure_free_attempts failed logins from one source, CONNACK is delayed by this, doubling per failure (ms); 0 = off.",
+  },
+  {
+    key: "auth.failure_backoff_max_ms",
+    type: int(0, 600_000),
+    default: 8_000,
+    doc: "Upper bound of the failed-login delay (ms).",
+  },
+  {
+    key: "auth.failure_free_attempts",
+    type: int(0, 1000),
+    default: 3,
+    doc: "Failed logins from one source before delays start.",
+  },
+  {
     key: "auth.cache_ttl_ms",
     type: int(0, 3_600_000),
     default: 30_000,
@@ -297,6 +316,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
     type: int(1, 1_000_000),
     default: 10_000,
     doc: "Concurrent MQTT connections; beyond → new sockets closed at once.",
+  },
+  {
+    key: "limits.max_connection_rate_per_source",
+    type: int(0, 1_000_000),
+    default: 200,
+    doc:
+      "New connections per second from one source address (burst twice that); beyond → closed at once. 0 = unlimited.",
   },
   {
     key: "limits.connect_timeout_ms",

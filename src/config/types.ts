@@ -34,6 +34,9 @@ export interface GatewayConfig {
     readonly anonymous_sources: readonly string[];
     readonly anonymous_permissions: "send_poll" | "send" | "poll";
     readonly pat_username: string;
+    readonly failure_backoff_ms: number;
+    readonly failure_backoff_max_ms: number;
+    readonly failure_free_attempts: number;
     readonly cache_ttl_ms: number;
   };
   readonly mapping: { readonly map_file: string };
@@ -65,6 +68,7 @@ export interface GatewayConfig {
   readonly limits: {
     readonly max_packet_bytes: number;
     readonly max_connections: number;
+    readonly max_connection_rate_per_source: number;
     readonly connect_timeout_ms: number;
     readonly max_keep_alive_s: number;
     readonly max_topic_bytes: number;

@@ -253,9 +253,19 @@ export class Connection implements Subscriber, DeadlineOwner {
     if (p.will !== null && (ctx.config.mqtt.will === "refuse" || p.will.qos === 2)) {
       return refuse(ConnackCode.NOT_AUTHORIZED, "will messages are not accepted");
     }
-    const decision = await ctx.authenticator.authenticate(p, this.#transport.remoteAddress);
+    const source = this.#transport.remoteAddress;
+    const decision = await ctx.authenticator.authenticate(p, source);
     if (this.#closed) return;
-    if (!decision.ok) return refuse(decision.connackCode, decision.reason);
+    if (!decision.ok) {
+      // Repeated failures from one source are slowed down (the connect timeout still applies).
+      const delay = decision.connackCode === ConnackCode.BAD_USERNAME_OR_PASSWORD
+        ? ctx.sourceGuard.failed(source)
+        : 0;
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      if (this.#closed) return;
+      return refuse(decision.connackCode, decision.reason);
+    }
+    if (p.username !== null) ctx.sourceGuard.succeeded(source);
     this.#principal = decision.principal;
     this.#clientId = clientId;
     const old = ctx.registry.claim(clientId, this);

@@ -16,6 +16,7 @@ import type { DeliveryPort } from "./delivery_port.ts";
 import type { OutboundBudget } from "./outbox.ts";
 import type { PublishPreparer } from "./publish.ts";
 import type { ConnectionRegistry } from "./registry.ts";
+import type { SourceGuard } from "./source_guard.ts";
 
 /** Shared services of every connection. */
 export interface SessionContext {
@@ -31,4 +32,5 @@ export interface SessionContext {
   readonly clock: Clock;
   readonly outboundBudget: OutboundBudget;
   readonly appendBudget: AppendBudget;
+  readonly sourceGuard: SourceGuard;
 }

@@ -62,6 +62,8 @@ export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
     IGGY_MQTT_LOG_AUTO_CREATE: "true",
     IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,
     IGGY_MQTT_GATEWAY_LOG_LEVEL: "debug",
+    // Every test client comes from 127.0.0.1: the per-source rate limit has its own test.
+    IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
     ...o.env,
   };
   const config = loadConfig({ text: o.toml ?? "", source: "test.toml", env });
