@@ -62,7 +62,7 @@ export class IggyBackend implements LogBackend {
   readonly #batcher: AppendBatcher<BatchMessage>;
   readonly #topics: TopicCache;
   readonly #principals: PrincipalAuthenticator;
-  #state: "new" | "open" | "closed" = "new";
+  #state: "new" | "open" | "failed" | "closed" = "new";
 
   constructor(
     config: GatewayConfig["iggy"],
@@ -118,7 +118,7 @@ export class IggyBackend implements LogBackend {
     try {
       await this.#pool.open();
     } catch (e) {
-      this.#state = "closed";
+      this.#state = "failed"; // health() keeps telling why
       throw toBackendError(e, `connect to Iggy at ${this.#config.address}`);
     }
   }
@@ -131,11 +131,10 @@ export class IggyBackend implements LogBackend {
   }
 
   health(): BackendHealth {
+    if (this.#state === "closed") return { ready: false, reason: "Iggy backend is closed" };
     if (this.#pool.ready) return { ready: true };
     const why = this.#pool.lastError?.message ??
-      (this.#state === "closed"
-        ? "Iggy backend is closed"
-        : `Iggy at ${this.#config.address} not connected yet`);
+      `Iggy at ${this.#config.address} not connected yet`;
     return { ready: false, reason: why };
   }
 
@@ -202,6 +201,9 @@ export class IggyBackend implements LogBackend {
   async append(request: AppendRequest): Promise<AppendReceipt> {
     const where =
       `stream "${request.stream}" topic "${request.topic}" partition ${request.partition}`;
+    if (this.#state === "closed") {
+      throw new BackendError("unavailable", `Cannot append to ${where}: Iggy backend is closed`);
+    }
     if (request.messages.length === 0) return { baseOffset: null };
     const nowMicros = BigInt(Date.now()) * 1000n;
     let messages: BatchMessage[];

@@ -42,12 +42,17 @@ function sendReply(base: bigint): Uint8Array {
 
 function iggy(on: (req: SeenRequest) => Uint8Array[] | undefined = () => undefined): FakeServer {
   return new FakeServer((req) => {
-    if (req.operation === 1) return [replyFrame({ operation: 1, body: resultOk(registerPayload(0, 3n)) })];
+    if (req.operation === 1) {
+      return [replyFrame({ operation: 1, body: resultOk(registerPayload(0, 3n)) })];
+    }
     return on(req) ?? [replyFrame({ operation: req.operation, body: sendReply(5n) })];
   });
 }
 
-const msg = (s: string) => ({ payload: new TextEncoder().encode(s), headers: new Map<string, string>() });
+const msg = (s: string) => ({
+  payload: new TextEncoder().encode(s),
+  headers: new Map<string, string>(),
+});
 const A = { stream: "s", topic: "t", partition: 0 };
 
 Deno.test("IggyBackend.open() rejects as unavailable, naming the address, when nothing listens", async () => {
@@ -122,7 +127,10 @@ Deno.test("IggyBackend maps status 3007 to not_found and an empty GET_TOPIC to n
   });
   const b = new IggyBackend(config, auth, { dial: s.dial });
   await b.open();
-  await assert.rejects(b.poll(A, 0, 10), (e) => e instanceof BackendError && e.code === "not_found");
+  await assert.rejects(
+    b.poll(A, 0, 10),
+    (e) => e instanceof BackendError && e.code === "not_found",
+  );
   assert.equal(await b.getTopic("s", "t"), null);
   await b.close();
 });
@@ -137,7 +145,10 @@ Deno.test("IggyBackend.nextOffset() reads the partition's last offset + 1", asyn
   await b.open();
   assert.equal(await b.nextOffset(A), 0);
   assert.equal(await b.nextOffset({ ...A, partition: 1 }), 10);
-  await assert.rejects(b.nextOffset({ ...A, partition: 2 }), (e) => e instanceof BackendError && e.code === "not_found");
+  await assert.rejects(
+    b.nextOffset({ ...A, partition: 2 }),
+    (e) => e instanceof BackendError && e.code === "not_found",
+  );
   assert.equal(typeof b.onAppend(() => {}), "function");
   await b.close();
 });

@@ -20,6 +20,7 @@ export const Code = Object.freeze({
   GET_STREAM: 200,
   GET_STREAMS: 201,
   CREATE_STREAM: 202,
+  DELETE_STREAM: 203,
   GET_TOPIC: 300,
   CREATE_TOPIC: 302,
 });
@@ -30,6 +31,7 @@ export const Operation = Object.freeze({
   NON_REPLICATED: 2,
   LOGOUT: 3,
   CREATE_STREAM: 128,
+  DELETE_STREAM: 130,
   CREATE_TOPIC: 132,
   SEND_MESSAGES: 160,
   STORE_CONSUMER_OFFSET: 161,
@@ -47,6 +49,8 @@ export function operationFor(code: number): number {
       return Operation.REGISTER;
     case Code.CREATE_STREAM:
       return Operation.CREATE_STREAM;
+    case Code.DELETE_STREAM:
+      return Operation.DELETE_STREAM;
     case Code.CREATE_TOPIC:
       return Operation.CREATE_TOPIC;
     case Code.SEND_MESSAGES:

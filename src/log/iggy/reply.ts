@@ -23,6 +23,7 @@ const COMMAND_NAMES: Record<number, string> = {
   200: "get stream",
   201: "get streams",
   202: "create stream",
+  203: "delete stream",
   300: "get topic",
   302: "create topic",
 };
