@@ -54,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
   const config = () => loadConfigFile(configPath, values.config !== undefined);
   switch (command) {
     case "run":
-      return await run(await config());
+      return await run(await config(), configPath, values.config !== undefined);
     case "check": {
       const map = await mapFrom(values.map, values.map ? null : await config());
       console.log(
@@ -102,7 +102,11 @@ async function mapFrom(
   return await loadMap(config!);
 }
 
-async function run(config: GatewayConfig): Promise<number> {
+async function run(
+  config: GatewayConfig,
+  configPath: string,
+  configPathGiven: boolean,
+): Promise<number> {
   const gateway = await Gateway.create(config);
   await gateway.start();
   let stopping: Promise<void> | null = null;
@@ -114,11 +118,13 @@ async function run(config: GatewayConfig): Promise<number> {
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
   Deno.addSignalListener("SIGHUP", () => {
-    gateway.reloadMap().catch((err) =>
-      gateway.logger.error("Reload refused; keeping the old topic map", {
-        error: String(err?.message ?? err),
-      })
-    );
+    loadConfigFile(configPath, configPathGiven)
+      .then((next) => gateway.reload(next))
+      .catch((err) =>
+        gateway.logger.error("Reload refused; the previous map, users and certificates stay", {
+          error: String(err?.message ?? err),
+        })
+      );
   });
   await new Promise<void>((resolve) => {
     const t = setInterval(() => {

@@ -232,11 +232,41 @@ export class Gateway {
     this.#accept(t);
   }
 
-  /** Swaps the topic map atomically (SIGHUP). Throws (and keeps the old one) when invalid. */
+  /** Swaps the topic map atomically. Throws (and keeps the old one) when invalid. */
   async reloadMap(): Promise<void> {
-    const map = await loadMap(this.config);
+    await this.reload(this.config);
+  }
+
+  /**
+   * SIGHUP: recompiles the topic map, users/ACL and TLS material from `next` (a freshly loaded
+   * config). Everything is compiled first; only when all of it is valid is it swapped in, so a
+   * failure leaves the old set in force. No connection is dropped; new CONNECTs use the new
+   * users; subscriptions whose resolution changed are re-resolved.
+   */
+  async reload(next: GatewayConfig): Promise<void> {
+    const map = await loadMap(next);
+    let tls: { cert: string; key: string } | null = null;
+    if (next.listeners.tls !== "" && this.#listeners.some((l) => l.kind === "tls")) {
+      tls = {
+        cert: await readKeyFile("listeners.tls_cert_file", next.listeners.tls_cert_file),
+        key: await readKeyFile("listeners.tls_key_file", next.listeners.tls_key_file),
+      };
+    }
+    const tlsListener = this.#listeners.find((l) => l.kind === "tls");
+    if (tls && tlsListener?.reloadTls) tlsListener.reloadTls(tls.cert, tls.key);
+    const withUsers = this.backend as { setUsers?: (u: GatewayConfig["users"]) => void };
+    withUsers.setUsers?.(next.users);
+    this.#ctx.authenticator.reload(next.auth);
+    const previous = this.maps.current;
     this.maps.current = map;
-    this.logger.info("Topic map reloaded", { rules: map.rules.length, source: map.source });
+    const moved = await this.delivery.reresolve(previous);
+    this.logger.info("Configuration reloaded", {
+      rules: map.rules.length,
+      map: map.source,
+      users: next.users.length,
+      tls_reloaded: tls !== null,
+      subscriptions_reresolved: moved,
+    });
   }
 
   /**

@@ -116,10 +116,16 @@ export class ClientQueue implements DeadlineOwner {
     }
   }
 
-  /** Strikes every pending copy (client gone or evicted) so offsets can move again. */
-  strikeAll(): void {
-    for (const copy of this.#inflight.values()) copy.ledger.settle(copy.entry);
-    for (const copy of this.#waiting) copy.ledger.settle(copy.entry);
+  /**
+   * Strikes every pending copy (client gone or evicted) so offsets can move again. With
+   * `settle` false (the gateway stops) the copies are only dropped: their ledger entries
+   * stay unsettled, so the stored offset stays before them and a restart delivers them again.
+   */
+  strikeAll(settle = true): void {
+    if (settle) {
+      for (const copy of this.#inflight.values()) copy.ledger.settle(copy.entry);
+      for (const copy of this.#waiting) copy.ledger.settle(copy.entry);
+    }
     this.#budget.bytes -= this.#waitingBytes;
     this.#inflight.clear();
     this.#waiting = [];

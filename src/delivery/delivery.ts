@@ -8,7 +8,12 @@ import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { Subscription as MqttSubscription } from "../codec/packets.ts";
 import { encodePublish } from "../codec/encoder.ts";
 import { utf8, utf8Length } from "../codec/utf8.ts";
-import { checkResolution, partitionForKey } from "../mapping/mod.ts";
+import {
+  checkResolution,
+  type CompiledMap,
+  partitionForKey,
+  resolveTopic,
+} from "../mapping/mod.ts";
 import { openEnvelope } from "../log/envelope.ts";
 import { canPoll } from "../log/permissions.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
@@ -37,6 +42,8 @@ export class Delivery implements DeliveryPort {
   #queues = new Map<Subscriber, ClientQueue>();
   /** Triples whose first reader since start resumed from the stored offset (recovery). */
   #recovered = new Set<string>();
+  /** The gateway is stopping: no new subscriptions, no strikes (see {@link beginStop}). */
+  #stopping = false;
   #backend: LogBackend;
   #preparer: PublishPreparer;
   #opts: DeliveryOptions;
@@ -68,6 +75,7 @@ export class Delivery implements DeliveryPort {
 
   /** S1–S5 for every filter of one SUBSCRIBE; one return code per filter. */
   async subscribe(sub: Subscriber, filters: readonly MqttSubscription[]): Promise<number[]> {
+    if (this.#stopping) return filters.map(() => SUBACK_FAILURE);
     const queue = this.#queueOf(sub);
     const codes: number[] = [];
     for (const f of filters) codes.push(await this.#subscribeOne(queue, f));
@@ -120,25 +128,53 @@ export class Delivery implements DeliveryPort {
       ? [partitionForKey(r.partitionKey, info.partitions)]
       : Array.from({ length: info.partitions }, (_, i) => i);
     const startOffsets = new Map<string, number>();
+    // Readers created here start polling only once the subscription is in the registry:
+    // a reader resuming after the stored offset would otherwise route (and settle, with no
+    // copies) the very messages a restart must deliver again.
+    const fresh: SharedReader[] = [];
     try {
       for (const partition of partitions) {
         const triple = { stream: r.stream, topic: r.topic, partition };
-        startOffsets.set(tripleKey(triple), await this.#ensureReader(triple));
+        startOffsets.set(tripleKey(triple), await this.#ensureReader(triple, fresh));
       }
     } catch (err) {
+      this.#startReaders(startOffsets.keys(), fresh);
       return refuse(`backend error: ${String((err as Error)?.message ?? err)}`);
     }
-    if (queue.sub.outbox === undefined || this.#queues.get(queue.sub) !== queue) {
-      return SUBACK_FAILURE; // client went away meanwhile
+    if (this.#stopping || this.#queues.get(queue.sub) !== queue) {
+      this.#startReaders(startOffsets.keys(), fresh);
+      return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
     const s: Subscription<ClientQueue> = { client: queue, qos: granted, startOffsets };
     this.registry.upsert(s, topic);
     for (const k of startOffsets.keys()) this.readers.get(k)!.subscribers++;
+    this.#startReaders(startOffsets.keys(), fresh);
     return granted;
   }
 
-  /** S5: the reader of a triple, created when missing; returns the subscription's start. */
-  async #ensureReader(triple: Triple): Promise<number> {
+  /**
+   * Starts readers created by a subscribe; any reader of `keys` left without subscribers (the
+   * subscribe failed) is stopped, so it ends instead of polling for nobody.
+   */
+  #startReaders(keys: Iterable<string>, fresh: SharedReader[]): void {
+    for (const k of keys) {
+      const reader = this.readers.get(k);
+      if (reader && reader.subscribers <= 0) reader.stop();
+    }
+    for (const reader of fresh) {
+      if (reader.subscribers <= 0) reader.stop();
+      const key = tripleKey(reader.triple);
+      reader.start(() => {
+        if (this.readers.get(key) === reader) this.readers.delete(key);
+      });
+    }
+  }
+
+  /**
+   * S5: the reader of a triple, created when missing (and then pushed to `fresh`, not yet
+   * started); returns the subscription's start offset on the triple.
+   */
+  async #ensureReader(triple: Triple, fresh: SharedReader[]): Promise<number> {
     const key = tripleKey(triple);
     const existing = this.readers.get(key);
     if (existing && (!existing.stopped || existing.revive())) {
@@ -167,10 +203,7 @@ export class Delivery implements DeliveryPort {
       this.#logger,
     );
     this.readers.set(key, reader);
-    reader.start();
-    reader.done.then(() => {
-      if (this.readers.get(key) === reader) this.readers.delete(key);
-    });
+    fresh.push(reader);
     return start;
   }
 
@@ -243,7 +276,9 @@ export class Delivery implements DeliveryPort {
     this.#queues.delete(sub);
     this.#deadlines.remove(queue);
     for (const [, s] of this.registry.removeClient(queue)) this.#release(s);
-    queue.strikeAll();
+    // A client closed by the gateway's own stop has not left: its copies are not struck,
+    // so the final commit stays before them and a restart delivers them again (at least once).
+    queue.strikeAll(!this.#stopping);
   }
 
   /** This gateway appended to a partition: wake its reader now. */
@@ -251,9 +286,24 @@ export class Delivery implements DeliveryPort {
     this.readers.get(tripleKey(address))?.signal();
   }
 
-  /** Stops every reader and waits for their final commits. */
-  async stop(): Promise<void> {
+  /**
+   * The gateway begins to stop (call before closing connections): readers stop polling, new
+   * SUBSCRIBEs are refused, and copies pending for clients closed from now on are not struck.
+   * Without this, closing the connections would strike every unacknowledged copy and the
+   * final commit would store an offset past messages no subscriber acknowledged.
+   */
+  beginStop(): void {
+    this.#stopping = true;
     for (const r of this.readers.values()) r.stop();
+  }
+
+  /**
+   * Stops every reader and waits for their final commits, which store only the settled
+   * prefix: what is still unsettled is delivered again after a restart.
+   */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    for (const r of this.readers.values()) r.stop(true);
     await Promise.all([...this.readers.values()].map((r) => r.done));
   }
 
@@ -285,6 +335,37 @@ export class Delivery implements DeliveryPort {
     sub.outbox.onWritten = () => queue.refill();
     this.#queues.set(sub, q);
     return q;
+  }
+
+  /**
+   * After a topic-map reload: every subscribed topic whose resolution (stream, topic, key)
+   * changed is subscribed again under the new map with its granted QoS, so it reads the new
+   * triple(s) from now on. A topic that no longer resolves to anything allowed is dropped (and
+   * logged). Returns how many subscriptions moved.
+   */
+  async reresolve(previous: CompiledMap): Promise<number> {
+    let moved = 0;
+    for (const topic of this.registry.topics()) {
+      const before = resolveTopic(previous, topic);
+      const after = this.#preparer.resolve(topic);
+      if (
+        before.stream === after.stream && before.topic === after.topic &&
+        before.partitionKey === after.partitionKey
+      ) continue;
+      for (const [queue, sub] of [...(this.registry.lookup(topic) ?? new Map())]) {
+        this.registry.remove(queue, topic);
+        this.#release(sub);
+        const code = await this.#subscribeOne(queue, { filter: topic, qos: sub.qos });
+        if (code === SUBACK_FAILURE) {
+          this.#logger.warn("Subscription dropped after reload", {
+            client_id: queue.sub.clientId,
+            topic,
+          });
+        }
+        moved++;
+      }
+    }
+    return moved;
   }
 
   /** Figures for metrics and the status page. */

@@ -47,7 +47,9 @@ export class SharedReader {
   #logger: Logger;
   #committed: number;
   #committing = false;
+  #started = false;
   #stopped = false;
+  #abandoned = false;
   #ended = false;
   #wake: (() => void) | null = null;
   #commitTimer: ReturnType<typeof setInterval> | undefined;
@@ -83,9 +85,11 @@ export class SharedReader {
     return this.#stopped;
   }
 
-  /** Starts polling. */
-  start(): void {
-    this.done = this.#loop();
+  /** Starts polling (once); `onEnd` runs when the loop has ended. */
+  start(onEnd: () => void = () => {}): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.done = this.#loop().finally(onEnd);
     this.#commitTimer = setInterval(() => this.maybeCommit(true), this.#opts.commitIntervalMs);
     Deno.unrefTimer(this.#commitTimer as unknown as number);
   }
@@ -97,15 +101,20 @@ export class SharedReader {
     w?.();
   }
 
-  /** Stops polling; the loop ends after what is in flight has settled, then commits. */
-  stop(): void {
+  /**
+   * Stops polling; the loop ends after what is in flight has settled, then commits. With
+   * `abandon` (the gateway stops) the loop ends at once: the final commit stores only the
+   * settled prefix, so what is still unsettled is delivered again after a restart.
+   */
+  stop(abandon = false): void {
     this.#stopped = true;
+    if (abandon) this.#abandoned = true;
     this.signal();
   }
 
   /** Takes back a stop whose loop has not ended yet (a new subscriber arrived). */
   revive(): boolean {
-    if (this.#ended) return false;
+    if (this.#ended || this.#abandoned) return false;
     this.#stopped = false;
     return true;
   }
@@ -134,7 +143,7 @@ export class SharedReader {
     for (;;) {
       if (this.#stopped) {
         // Stopping: wait until every routed copy settled (or was struck), then end.
-        if (this.ledger.size === 0) break;
+        if (this.ledger.size === 0 || this.#abandoned) break;
         await this.#sleep(20);
         continue;
       }

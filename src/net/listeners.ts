@@ -80,8 +80,11 @@ export function listenTls(
     port: bound.port,
     close: () => safeClose(l),
     reloadTls(newCert: string, newKey: string) {
-      // Validate by binding the new one first on a free port? Deno binds eagerly, so bind to
-      // the same port only after closing the old listener; a bad cert throws here.
+      // Deno fixes the certificate per listener, so the socket is rebound. The new material is
+      // proven first on a throwaway loopback listener, so a bad certificate throws here and the
+      // old listener keeps serving; open connections are never touched.
+      const probe = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: newCert, key: newKey });
+      safeClose(probe);
       const old = l;
       safeClose(old);
       l = Deno.listenTls({

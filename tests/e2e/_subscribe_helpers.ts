@@ -65,7 +65,19 @@ export function unsubscribePacket(id: number, filters: string[]): Uint8Array {
   return new Uint8Array([0xa2, ...varint(body.length), ...body]);
 }
 
-/** Sends SUBSCRIBE and returns the SUBACK return codes (packets before it are returned too). */
+/**
+ * PUBLISHes read while waiting for a SUBACK: the server may send matching PUBLISHes before
+ * the SUBACK (MQTT 3.1.1 §3.8.4), so they are kept for {@link receive} / {@link publishesBefore}.
+ */
+const early = new WeakMap<RawClient, Uint8Array[]>();
+
+function takeEarly(c: RawClient): Uint8Array[] {
+  const e = early.get(c) ?? [];
+  early.delete(c);
+  return e;
+}
+
+/** Sends SUBSCRIBE and returns the SUBACK return codes. */
 export async function subscribe(
   c: RawClient,
   filters: [string, number][],
@@ -75,6 +87,10 @@ export async function subscribe(
   for (;;) {
     const p = await c.readPacket();
     assert.ok(p !== null, "connection closed before SUBACK");
+    if (p[0] >> 4 === 3) {
+      if (!early.has(c)) early.set(c, []);
+      early.get(c)!.push(p);
+    }
     if (p[0] !== 0x90) continue;
     assert.equal((p[2] << 8) | p[3], id, "SUBACK packet id");
     return [...p.subarray(4)];
@@ -119,20 +135,23 @@ export async function receive(
   o: { ack?: boolean; timeoutMs?: number } = {},
 ): Promise<Received[]> {
   const out: Received[] = [];
+  const kept = takeEarly(c);
   while (out.length < n) {
-    const p = await c.readPacket(o.timeoutMs ?? 5000);
+    const p = kept.shift() ?? await c.readPacket(o.timeoutMs ?? 5000);
     assert.ok(p !== null, `expected ${n} PUBLISHes, got ${out.length} before close/timeout`);
     if (p[0] >> 4 !== 3) continue;
     const r = parsePublish(p);
     out.push(r);
     if (o.ack !== false && r.qos === 1) await c.send(puback(r.packetId));
   }
+  if (kept.length > 0) early.set(c, kept);
   return out;
 }
 
 /** PINGREQ barrier: every PUBLISH the gateway sent before the PINGRESP (nothing else). */
 export async function publishesBefore(c: RawClient): Promise<Received[]> {
-  return (await pingBarrier(c)).filter((p) => p[0] >> 4 === 3).map(parsePublish);
+  const kept = takeEarly(c);
+  return [...kept, ...await pingBarrier(c)].filter((p) => p[0] >> 4 === 3).map(parsePublish);
 }
 
 /** The triple of a keyed topic of the design map (3 partitions with auto_create). */
