@@ -1,0 +1,217 @@
+/**
+ * The benchmark's figures, floors (issue 5), ratios gateway/peer and the printed table.
+ *
+ * @module
+ */
+
+type Raw = Record<string, unknown> | null | undefined;
+const at = (r: Raw, path: string): number | null => {
+  // deno-lint-ignore no-explicit-any
+  const v = path.split(".").reduce((o: any, k) => (o == null ? o : o[k]), r);
+  return typeof v === "number" && Number.isFinite(v) ? v : null;
+};
+
+/** A floor of issue 5: a ratio to mosquitto, or an absolute bound on the gateway's figure. */
+export interface Floor {
+  readonly kind: "ratio>=" | "max<=";
+  readonly floor: number;
+  readonly goal: number;
+}
+
+/** One reported figure. */
+export interface Figure {
+  readonly id: string;
+  readonly scenario: string;
+  readonly label: string;
+  readonly path: string;
+  readonly scale?: number;
+  readonly floor?: Floor;
+}
+
+/** Every figure, in table order. */
+export const FIGURES: Figure[] = [
+  {
+    id: "qos0_1",
+    scenario: "qos0_1",
+    label: "QoS 0 ingest, 1 publisher (msg/s)",
+    path: "msgsPerSec",
+  },
+  {
+    id: "qos0_10",
+    scenario: "qos0_10",
+    label: "QoS 0 ingest, 10 publishers (msg/s)",
+    path: "msgsPerSec",
+    floor: { kind: "ratio>=", floor: 0.5, goal: 1.0 },
+  },
+  {
+    id: "qos1",
+    scenario: "qos1",
+    label: "QoS 1 ingest 10×20 (msg/s)",
+    path: "msgsPerSec",
+    floor: { kind: "ratio>=", floor: 1.0, goal: 2.0 },
+  },
+  { id: "qos1_p50", scenario: "qos1", label: "QoS 1 PUBACK p50 (ms)", path: "puback.p50" },
+  {
+    id: "qos1_p99",
+    scenario: "qos1",
+    label: "QoS 1 PUBACK p99 (ms)",
+    path: "puback.p99",
+    floor: { kind: "max<=", floor: 10, goal: 5 },
+  },
+  { id: "qos1_p999", scenario: "qos1", label: "QoS 1 PUBACK p99.9 (ms)", path: "puback.p999" },
+  {
+    id: "fanout",
+    scenario: "fanout",
+    label: "fan-out 1→100 (deliveries/s)",
+    path: "deliveriesPerSec",
+    floor: { kind: "ratio>=", floor: 0.8, goal: 1.5 },
+  },
+  { id: "fanout_p50", scenario: "fanout", label: "fan-out latency p50 (ms)", path: "latency.p50" },
+  { id: "fanout_p99", scenario: "fanout", label: "fan-out latency p99 (ms)", path: "latency.p99" },
+  { id: "e2e_p50", scenario: "e2e", label: "1:1 at 1,000 msg/s e2e p50 (ms)", path: "latency.p50" },
+  {
+    id: "e2e_p99",
+    scenario: "e2e",
+    label: "1:1 at 1,000 msg/s e2e p99 (ms)",
+    path: "latency.p99",
+    floor: { kind: "max<=", floor: 5, goal: 2 },
+  },
+  {
+    id: "idle_rss",
+    scenario: "idle",
+    label: "RSS per idle connection (KB)",
+    path: "rssPerConnBytes",
+    scale: 1 / 1024,
+    floor: { kind: "max<=", floor: 8, goal: 4 },
+  },
+  { id: "idle_cps", scenario: "idle", label: "connects/s (idle scenario)", path: "connectsPerSec" },
+  {
+    id: "start",
+    scenario: "start",
+    label: "start to ready (ms, median of runs)",
+    path: "readyMs",
+    floor: { kind: "max<=", floor: 1000, goal: 200 },
+  },
+];
+
+const CPU_SCENARIOS = ["qos0_1", "qos0_10", "qos1", "fanout", "e2e", "idle"];
+
+/** A row of the table. */
+export interface Row {
+  readonly id: string;
+  readonly scenario: string;
+  readonly label: string;
+  readonly values: Record<string, number | null>;
+  readonly ratioMosquitto: number | null;
+  readonly ratioAedes: number | null;
+  readonly floor?: Floor;
+  /** true/false when the floor could be judged, null otherwise. */
+  readonly floorMet: boolean | null;
+  readonly goalMet: boolean | null;
+}
+
+/** Rows from raw results: figures, then server CPU% per scenario. */
+export function figureRows(results: Record<string, Record<string, unknown>>, servers: string[]) {
+  const figs: Figure[] = [
+    ...FIGURES,
+    ...CPU_SCENARIOS.map((s) => ({
+      id: `cpu_${s}`,
+      scenario: s,
+      label: `server CPU% during ${s}`,
+      path: "serverCpuPct",
+    })),
+    ...CPU_SCENARIOS.map((s) => ({
+      id: `lgcpu_${s}`,
+      scenario: s,
+      label: `load generator CPU% during ${s}`,
+      path: "loadgenCpuPct",
+    })),
+  ];
+  return figs.filter((f) => f.scenario in results).map((f): Row => {
+    const values: Record<string, number | null> = {};
+    for (const s of servers) {
+      const v = at(results[f.scenario]?.[s] as Raw, f.path);
+      values[s] = v === null ? null : v * (f.scale ?? 1);
+    }
+    const ratio = (p: string) =>
+      values.gateway != null && values[p] != null && values[p] !== 0
+        ? values.gateway / values[p]!
+        : null;
+    const rm = ratio("mosquitto");
+    const judge = (bound: number) => {
+      if (!f.floor) return null;
+      if (f.floor.kind === "ratio>=") return rm === null ? null : rm >= bound;
+      return values.gateway == null ? null : values.gateway <= bound;
+    };
+    return {
+      id: f.id,
+      scenario: f.scenario,
+      label: f.label,
+      values,
+      ratioMosquitto: rm,
+      ratioAedes: ratio("aedes"),
+      floor: f.floor,
+      floorMet: f.floor ? judge(f.floor.floor) : null,
+      goalMet: f.floor ? judge(f.floor.goal) : null,
+    };
+  });
+}
+
+function fmt(v: number | null): string {
+  if (v === null) return "—";
+  if (Math.abs(v) >= 1000) return Math.round(v).toLocaleString("en-US");
+  if (Math.abs(v) >= 10) return v.toFixed(1);
+  return v.toFixed(2);
+}
+
+/** Markdown table: figure, one column per server, ratios, floor and whether it is met. */
+export function renderTable(rows: Row[], servers: string[]): string {
+  const head = ["figure", ...servers, "gw/mosquitto", "gw/aedes", "floor (goal)", "floor met"];
+  const lines = [`| ${head.join(" | ")} |`, `|${head.map(() => " --- ").join("|")}|`];
+  for (const r of rows) {
+    const floor = !r.floor
+      ? ""
+      : r.floor.kind === "ratio>="
+      ? `≥ ${r.floor.floor}× (${r.floor.goal}×)`
+      : `≤ ${r.floor.floor} (${r.floor.goal})`;
+    const met = r.floorMet === null
+      ? ""
+      : r.floorMet
+      ? (r.goalMet ? "yes (goal)" : "yes")
+      : "**no**";
+    const ratios = [r.ratioMosquitto, r.ratioAedes].map((
+      x,
+    ) => (x === null ? "—" : `${x.toFixed(2)}×`));
+    lines.push(
+      `| ${
+        [r.label, ...servers.map((s) => fmt(r.values[s])), ...ratios, floor, met].join(" | ")
+      } |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+function sh(cmd: string, args: string[]): string {
+  try {
+    const o = new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).outputSync();
+    return new TextDecoder().decode(o.stdout).trim() || new TextDecoder().decode(o.stderr).trim();
+  } catch {
+    return "";
+  }
+}
+
+/** The machine the figures come from. */
+export function machine() {
+  const cpuinfo = Deno.readTextFileSync("/proc/cpuinfo");
+  const mem = Deno.readTextFileSync("/proc/meminfo").match(/MemTotal:\s+(\d+) kB/);
+  return {
+    nproc: Number(sh("nproc", [])),
+    cpuModel: cpuinfo.match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown",
+    memoryGiB: mem ? Math.round(Number(mem[1]) / 1024 / 1024 * 10) / 10 : null,
+    kernel: sh("uname", ["-r"]),
+    deno: Deno.version.deno,
+    v8: Deno.version.v8,
+    mosquitto: sh("/usr/sbin/mosquitto", ["-h"]).split("\n")[0],
+    loadAverageAtEnd: Deno.readTextFileSync("/proc/loadavg").trim(),
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * Keeps the benchmark harness working in CI: `run.ts --smoke` runs every scenario for about a
+ * second against every server and fails when one produced no figures (never a speed check).
+ */
+import assert from "node:assert/strict";
+
+function installed(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
+  } catch {
+    return false;
+  }
+}
+
+const HAS_MOSQUITTO = installed("/usr/sbin/mosquitto");
+
+Deno.test({
+  name: HAS_MOSQUITTO
+    ? "bench run.ts --smoke produces figures for every scenario on every server"
+    : "SKIPPED — MOSQUITTO NOT INSTALLED: bench run.ts --smoke (apt-get install mosquitto)",
+  ignore: !HAS_MOSQUITTO,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const out = await Deno.makeTempFile({ prefix: "bench-smoke-", suffix: ".json" });
+    try {
+      const r = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("./run.ts", import.meta.url).pathname,
+          "--smoke",
+          `--out=${out}`,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(85_000),
+      }).output();
+      const stderr = new TextDecoder().decode(r.stderr);
+      assert.equal(r.code, 0, `run.ts --smoke failed:\n${stderr.slice(-3000)}`);
+      const report = JSON.parse(await Deno.readTextFile(out));
+      assert.equal(report.mode, "smoke");
+      assert.ok(report.rows.length > 0, "no figures reported");
+    } finally {
+      await Deno.remove(out).catch(() => {});
+    }
+  },
+});

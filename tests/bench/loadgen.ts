@@ -1,0 +1,356 @@
+/**
+ * The benchmark load generator: one scenario per process, loopback only, bounded in time and
+ * count, printing one JSON line of figures. `run.ts` starts it pinned to a different core than
+ * the server under test.
+ *
+ *   deno run -A tests/bench/loadgen.ts --scenario=qos1 --port=1883 --server-pid=123 \
+ *     --warmup-ms=2000 --duration-ms=10000 [--conns=10 --inflight=20 --subs=100 ...]
+ *
+ * Scenarios: qos0 (ingest, --conns publishers), qos1 (ingest, --conns × --inflight), fanout
+ * (1 publisher → --subs subscribers, window-bounded), e2e (1:1 at --rate msg/s), idle
+ * (--count idle connections: RSS per connection and connects/s).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { connectMqtt, DISCONNECT, encodePublish, publishPayloadAt, repeat } from "./_mqtt.ts";
+import { writeAll } from "./_mqtt.ts";
+import { Link, openMany } from "./_link.ts";
+import { cpuPercent, cpuTicks, Histogram, rssBytes } from "./_stats.ts";
+
+const { values: a } = parseArgs({
+  args: Deno.args,
+  options: {
+    scenario: { type: "string" },
+    port: { type: "string" },
+    "server-pid": { type: "string" },
+    "warmup-ms": { type: "string", default: "2000" },
+    "duration-ms": { type: "string", default: "10000" },
+    conns: { type: "string", default: "1" },
+    inflight: { type: "string", default: "20" },
+    subs: { type: "string", default: "100" },
+    window: { type: "string", default: "1000" },
+    rate: { type: "string", default: "1000" },
+    count: { type: "string", default: "10000" },
+    "max-msgs": { type: "string", default: "50000000" },
+    "payload-bytes": { type: "string", default: "100" },
+  },
+});
+const PORT = Number(a.port);
+const SERVER_PID = Number(a["server-pid"]);
+const WARMUP = Number(a["warmup-ms"]);
+const DURATION = Number(a["duration-ms"]);
+const MAX_MSGS = Number(a["max-msgs"]);
+const PAYLOAD = new Uint8Array(Number(a["payload-bytes"])).fill(0x61);
+
+// Bound in time: whatever happens, this process ends.
+const hardStop = setTimeout(() => {
+  console.error(`loadgen: scenario "${a.scenario}" exceeded its time bound`);
+  Deno.exit(3);
+}, WARMUP + DURATION + 60_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Server and own CPU over the measured window. */
+function cpuWindow() {
+  const t0 = performance.now();
+  const s0 = cpuTicks(SERVER_PID);
+  const l0 = cpuTicks("self");
+  return () => {
+    const ms = performance.now() - t0;
+    return {
+      serverCpuPct: cpuPercent(cpuTicks(SERVER_PID) - s0, ms),
+      loadgenCpuPct: cpuPercent(cpuTicks("self") - l0, ms),
+    };
+  };
+}
+
+/** QoS 0 ingest: write pre-encoded chunks as fast as the socket takes them, then a barrier. */
+async function qos0(conns: number) {
+  const chunkMsgs = 512;
+  const chunk = repeat(encodePublish("bench/ingest0", PAYLOAD, 0).bytes, chunkMsgs);
+  const links = await openMany(PORT, conns, "bench-q0");
+  let sent = 0;
+  const phase = (until: number) =>
+    Promise.all(links.map(async (l) => {
+      while (performance.now() < until && sent < MAX_MSGS) {
+        await writeAll(l.conn, chunk);
+        sent += chunkMsgs;
+      }
+      await l.barrier();
+    }));
+  await phase(performance.now() + WARMUP);
+  sent = 0;
+  const t0 = performance.now();
+  const cpu = cpuWindow();
+  await phase(t0 + DURATION);
+  const ms = performance.now() - t0;
+  const c = cpu();
+  links.forEach((l) => l.close());
+  return { msgs: sent, elapsedMs: ms, msgsPerSec: sent / (ms / 1000), ...c };
+}
+
+/** QoS 1 ingest: each connection keeps `inflight` PUBLISHes outstanding, refilled per read. */
+async function qos1(conns: number, inflight: number) {
+  const tpl = encodePublish("bench/ingest1", PAYLOAD, 1, 1);
+  const len = tpl.bytes.length;
+  const hist = new Histogram();
+  const links = await openMany(PORT, conns, "bench-q1");
+  let measuring = false;
+  let stopped = false;
+  let acked = 0;
+  let outstanding = 0;
+  const starts = links.map((l) => {
+    const sendAt = new Float64Array(65536);
+    const out = repeat(tpl.bytes, inflight);
+    let nextId = 1;
+    let refill = 0;
+    const send = async (n: number) => {
+      const now = performance.now();
+      for (let k = 0; k < n; k++) {
+        const id = nextId;
+        nextId = nextId === 65535 ? 1 : nextId + 1;
+        out[k * len + tpl.idAt] = id >> 8;
+        out[k * len + tpl.idAt + 1] = id & 0xff;
+        sendAt[id] = now;
+      }
+      outstanding += n;
+      await writeAll(l.conn, n === inflight ? out : out.subarray(0, n * len));
+    };
+    l.onPuback = (id) => {
+      outstanding--;
+      if (measuring) {
+        hist.recordMs(performance.now() - sendAt[id]);
+        acked++;
+      }
+      if (!stopped) refill++;
+    };
+    l.afterChunk = () => {
+      if (refill === 0) return;
+      const n = refill;
+      refill = 0;
+      return send(n);
+    };
+    return () => send(inflight);
+  });
+  await Promise.all(starts.map((s) => s()));
+  await sleep(WARMUP);
+  measuring = true;
+  const t0 = performance.now();
+  const cpu = cpuWindow();
+  while (performance.now() - t0 < DURATION && acked < MAX_MSGS) await sleep(20);
+  measuring = false;
+  stopped = true;
+  const ms = performance.now() - t0;
+  const c = cpu();
+  for (let i = 0; i < 250 && outstanding > 0; i++) await sleep(20);
+  links.forEach((l) => l.close());
+  return {
+    msgs: acked,
+    elapsedMs: ms,
+    msgsPerSec: acked / (ms / 1000),
+    puback: hist.summary(),
+    ...c,
+  };
+}
+
+const scratch = new Uint8Array(8);
+const scratchF64 = new Float64Array(scratch.buffer);
+
+/** Subscribers that record latency from the send time carried in each payload. */
+function attachSubscriber(l: Link, hist: Histogram, state: { measuring: boolean }) {
+  const s = { lastSeq: -1, deliveries: 0, gaps: 0, wake: null as null | (() => void) };
+  l.onPublish = (first, buf, body) => {
+    const p = publishPayloadAt(first, buf, body);
+    const seq = ((buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]) >>> 0;
+    for (let i = 0; i < 8; i++) scratch[i] = buf[p + 4 + i];
+    if (seq > s.lastSeq + 1 && s.lastSeq >= 0) s.gaps += seq - s.lastSeq - 1;
+    if (seq > s.lastSeq) s.lastSeq = seq;
+    if (state.measuring) {
+      s.deliveries++;
+      hist.recordMs(performance.now() - scratchF64[0]);
+    }
+  };
+  return s;
+}
+
+/** Stamps `n` packets of a pre-encoded batch with consecutive sequence numbers and `now`. */
+function stamp(out: Uint8Array, len: number, at: number, n: number, seq: number, now: number) {
+  scratchF64[0] = now;
+  for (let k = 0; k < n; k++, seq++) {
+    const p = k * len + at;
+    out[p] = seq >>> 24;
+    out[p + 1] = (seq >>> 16) & 0xff;
+    out[p + 2] = (seq >>> 8) & 0xff;
+    out[p + 3] = seq & 0xff;
+    out.set(scratch, p + 4);
+  }
+}
+
+/** Fan-out: one QoS 0 publisher at max rate bounded by a window of undelivered messages. */
+async function fanout(subsN: number, window: number) {
+  const topic = "bench/fan";
+  const hist = new Histogram();
+  const state = { measuring: false };
+  const pub = await Link.open(PORT, "bench-fan-pub");
+  await pub.prime(topic);
+  const links = await openMany(PORT, subsN, "bench-fan-sub", 50);
+  const subs = links.map((l) => attachSubscriber(l, hist, state));
+  await Promise.all(links.map((l) => l.subscribe(topic, 0)));
+  let waiter: null | (() => void) = null;
+  links.forEach((l) => l.afterChunk = () => waiter?.());
+  const tpl = encodePublish(topic, PAYLOAD, 0);
+  const len = tpl.bytes.length;
+  const B = Math.min(50, window);
+  const out = repeat(tpl.bytes, B);
+  let seq = 0;
+  let stopped = false;
+  const minSeen = () => subs.reduce((m, s) => Math.min(m, s.lastSeq), Infinity);
+  const loop = (async () => {
+    while (!stopped && seq < MAX_MSGS) {
+      if (seq - 1 - minSeen() + B > window) {
+        await new Promise<void>((r) => {
+          const t = setTimeout(() => (waiter = null, r()), 20); // a dropped copy must not stall
+          waiter = () => (clearTimeout(t), waiter = null, r());
+        });
+        continue;
+      }
+      stamp(out, len, tpl.payloadAt, B, seq, performance.now());
+      seq += B;
+      await writeAll(pub.conn, out);
+    }
+  })();
+  await sleep(WARMUP);
+  state.measuring = true;
+  const t0 = performance.now();
+  const sent0 = seq;
+  const cpu = cpuWindow();
+  await sleep(DURATION);
+  state.measuring = false;
+  const ms = performance.now() - t0;
+  const c = cpu();
+  const published = seq - sent0;
+  stopped = true;
+  await loop;
+  const deliveries = subs.reduce((n, s) => n + s.deliveries, 0);
+  const gaps = subs.reduce((n, s) => n + s.gaps, 0);
+  [pub, ...links].forEach((l) => l.close());
+  return {
+    published,
+    deliveries,
+    gaps,
+    elapsedMs: ms,
+    deliveriesPerSec: deliveries / (ms / 1000),
+    latency: hist.summary(),
+    ...c,
+  };
+}
+
+/** 1:1 at a fixed rate: end-to-end latency from the send time carried in the payload. */
+async function e2e(rate: number) {
+  const topic = "bench/e2e";
+  const hist = new Histogram();
+  const state = { measuring: false };
+  const pub = await Link.open(PORT, "bench-e2e-pub");
+  await pub.prime(topic);
+  const sub = await Link.open(PORT, "bench-e2e-sub");
+  const s = attachSubscriber(sub, hist, state);
+  await sub.subscribe(topic, 0);
+  const tpl = encodePublish(topic, PAYLOAD, 0);
+  const len = tpl.bytes.length;
+  const out = repeat(tpl.bytes, 64);
+  let stopped = false;
+  const start = performance.now();
+  let sent = 0;
+  const loop = (async () => {
+    while (!stopped) {
+      const now = performance.now();
+      const n = Math.min(64, Math.floor((now - start) * rate / 1000) - sent);
+      if (n > 0) {
+        stamp(out, len, tpl.payloadAt, n, sent, now);
+        sent += n;
+        await writeAll(pub.conn, out.subarray(0, n * len));
+      }
+      await sleep(1);
+    }
+  })();
+  await sleep(WARMUP);
+  state.measuring = true;
+  const t0 = performance.now();
+  const sent0 = sent;
+  const cpu = cpuWindow();
+  await sleep(DURATION);
+  state.measuring = false;
+  const ms = performance.now() - t0;
+  const c = cpu();
+  stopped = true;
+  await loop;
+  pub.close();
+  sub.close();
+  return {
+    published: sent - sent0,
+    deliveries: s.deliveries,
+    gaps: s.gaps,
+    elapsedMs: ms,
+    latency: hist.summary(),
+    ...c,
+  };
+}
+
+/** Idle connections: server RSS before/after and connects/s (no read loop on our side). */
+async function idle(count: number) {
+  const rss0 = rssBytes(SERVER_PID);
+  const conns: Deno.TcpConn[] = new Array(count);
+  let next = 0;
+  const t0 = performance.now();
+  const cpu = cpuWindow();
+  await Promise.all(Array.from({ length: Math.min(200, count) }, async () => {
+    while (next < count) {
+      const i = next++;
+      conns[i] = await connectMqtt(PORT, `bench-idle-${i}`, 600);
+    }
+  }));
+  const ms = performance.now() - t0;
+  const c = cpu();
+  await sleep(Math.min(2000, WARMUP + 500));
+  const rss1 = rssBytes(SERVER_PID);
+  for (const conn of conns) {
+    writeAll(conn, DISCONNECT).catch(() => {}).finally(() => conn.close());
+  }
+  await sleep(100);
+  return {
+    connections: count,
+    elapsedMs: ms,
+    connectsPerSec: count / (ms / 1000),
+    rssBefore: rss0,
+    rssAfter: rss1,
+    rssPerConnBytes: (rss1 - rss0) / count,
+    ...c,
+  };
+}
+
+async function main(): Promise<unknown> {
+  switch (a.scenario) {
+    case "qos0":
+      return await qos0(Number(a.conns));
+    case "qos1":
+      return await qos1(Number(a.conns), Number(a.inflight));
+    case "fanout":
+      return await fanout(Number(a.subs), Number(a.window));
+    case "e2e":
+      return await e2e(Number(a.rate));
+    case "idle":
+      return await idle(Number(a.count));
+  }
+  throw new Error(`Unknown scenario "${a.scenario}"`);
+}
+
+try {
+  const r = await main();
+  console.log(JSON.stringify({ scenario: a.scenario, ...(r as object) }));
+  clearTimeout(hardStop);
+  Deno.exit(0);
+} catch (err) {
+  console.error(`loadgen: scenario "${a.scenario}" failed: ${(err as Error)?.stack ?? err}`);
+  Deno.exit(1);
+}

@@ -1,0 +1,172 @@
+/**
+ * `deno task bench`: runs every scenario of the benchmark against the gateway, mosquitto and
+ * aedes in one run, and prints a table of figures with the ratio gateway/peer measured in the
+ * same run and each server's CPU%. JSON goes to tests/bench/results/latest.json.
+ *
+ *   deno task bench                 full run (each scenario 2 s warm-up + 10 s measured)
+ *   deno task bench --smoke         ~1 s per scenario, tiny counts; checks only that every
+ *                                   scenario produced figures, exits 1 when one did not
+ *   --servers=gateway,mosquitto     subset of servers   --scenarios=qos1,qos0_10   subset
+ *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
+ *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
+ *
+ * All three servers run at once, each pinned to core 0 (idle when not under test); the load
+ * generator runs in its own process pinned to core 1. Scenarios go one at a time, each against
+ * all servers back to back, so the compared figures are measured minutes apart at most.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import {
+  aedesServer,
+  gatewayServer,
+  has,
+  launchArgv,
+  type LaunchOptions,
+  mosquittoServer,
+  ROOT,
+  type Running,
+  type ServerDef,
+} from "./_servers.ts";
+import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
+
+const { values: a } = parseArgs({
+  args: Deno.args,
+  options: {
+    smoke: { type: "boolean", default: false },
+    servers: { type: "string", default: "gateway,mosquitto,aedes" },
+    scenarios: { type: "string", default: "" },
+    "no-priority": { type: "boolean", default: false },
+    "gateway-deno-flags": { type: "string", default: "" },
+    out: { type: "string", default: `${ROOT}tests/bench/results/latest.json` },
+  },
+});
+const SMOKE = a.smoke;
+const WARMUP_MS = SMOKE ? 200 : 2000;
+const DURATION_MS = SMOKE ? 1000 : 10_000;
+
+/** Scenario id → load generator arguments. */
+const SCENARIOS: Record<string, string[]> = {
+  idle: ["--scenario=idle", `--count=${SMOKE ? 200 : 10_000}`],
+  e2e: ["--scenario=e2e", "--rate=1000"],
+  fanout: ["--scenario=fanout", `--subs=${SMOKE ? 10 : 100}`, "--window=200"],
+  qos1: ["--scenario=qos1", "--conns=10", "--inflight=20"],
+  qos0_1: ["--scenario=qos0", "--conns=1"],
+  qos0_10: ["--scenario=qos0", "--conns=10"],
+};
+const scenarioIds = a.scenarios ? a.scenarios.split(",") : Object.keys(SCENARIOS);
+
+const launch: LaunchOptions = {
+  taskset: has("taskset", ["-c", "0", "true"]),
+  priority: !a["no-priority"] && has("setsid", ["sh", "-c", "echo -10 > /proc/$$/autogroup"]),
+};
+const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+const dataDir = `data/bench-${stamp}`;
+await Deno.mkdir(`${ROOT}${dataDir}`, { recursive: true });
+const tmpDir = await Deno.makeTempDir({ prefix: "iggy-mqtt-bench-" });
+const gwFlags = a["gateway-deno-flags"] ? a["gateway-deno-flags"].split(" ") : [];
+const defs: Record<string, ServerDef> = {
+  gateway: gatewayServer(dataDir, gwFlags),
+  mosquitto: mosquittoServer(tmpDir),
+  aedes: aedesServer(),
+};
+const serverNames = a.servers.split(",").filter((n) => n in defs);
+
+/** Runs one scenario's load generator against one server; null (and a message) on failure. */
+async function runLoadgen(s: Running, id: string): Promise<Record<string, unknown> | null> {
+  const argv = launchArgv(launch, 1, [
+    Deno.execPath(),
+    "run",
+    "-A",
+    `${ROOT}tests/bench/loadgen.ts`,
+    `--port=${s.port}`,
+    `--server-pid=${s.pid}`,
+    `--warmup-ms=${WARMUP_MS}`,
+    `--duration-ms=${DURATION_MS}`,
+    ...(SMOKE ? ["--max-msgs=20000"] : []),
+    ...SCENARIOS[id],
+  ]);
+  const child = new Deno.Command(argv[0], { args: argv.slice(1), stdout: "piped", stderr: "piped" })
+    .spawn();
+  const killer = setTimeout(() => child.kill("SIGKILL"), WARMUP_MS + DURATION_MS + 90_000);
+  const out = await child.output();
+  clearTimeout(killer);
+  const text = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1) ?? "";
+  if (!out.success || !text.startsWith("{")) {
+    console.error(
+      `[bench] ${id} on ${s.name} produced no figures: ${new TextDecoder().decode(out.stderr)}`,
+    );
+    return null;
+  }
+  return JSON.parse(text);
+}
+
+const started = performance.now();
+const results: Record<string, Record<string, unknown>> = {};
+const servers: Record<string, Running> = {};
+const startMs: Record<string, number[]> = {};
+try {
+  // Start to ready: full mode takes the median of three starts; the last one stays up.
+  for (const name of serverNames) {
+    startMs[name] = [];
+    for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
+      servers[name]?.stop && await servers[name].stop();
+      servers[name] = await defs[name].start(launch);
+      startMs[name].push(servers[name].readyMs);
+    }
+    const sorted = [...startMs[name]].sort((x, y) => x - y);
+    results.start ??= {};
+    results.start[name] = { readyMs: sorted[Math.floor(sorted.length / 2)], runs: startMs[name] };
+    console.error(
+      `[bench] ${name} ready in ${startMs[name].map((m) => m.toFixed(0)).join(", ")} ms`,
+    );
+  }
+  for (const id of scenarioIds) {
+    results[id] = {};
+    for (const name of serverNames) {
+      const r = await runLoadgen(servers[name], id);
+      results[id][name] = r;
+      console.error(`[bench] ${id} on ${name}: ${JSON.stringify(r)}`);
+    }
+  }
+} finally {
+  for (const s of Object.values(servers)) await s.stop();
+  await Deno.remove(`${ROOT}${dataDir}`, { recursive: true }).catch(() => {});
+  await Deno.remove(tmpDir, { recursive: true }).catch(() => {});
+}
+
+const rows = figureRows(results, serverNames);
+const report = {
+  mode: SMOKE ? "smoke" : "full",
+  date: new Date().toISOString(),
+  command: `deno task bench${SMOKE ? " --smoke" : ""}`,
+  totalSeconds: (performance.now() - started) / 1000,
+  machine: machine(),
+  launch: {
+    ...launch,
+    serverCore: 0,
+    loadgenCore: 1,
+    warmupMs: WARMUP_MS,
+    durationMs: DURATION_MS,
+  },
+  servers: Object.fromEntries(serverNames.map((n) => [n, defs[n].runtime ?? ""])),
+  rows,
+  raw: results,
+};
+await Deno.mkdir(new URL(".", `file://${a.out}`).pathname, { recursive: true });
+await Deno.writeTextFile(a.out, JSON.stringify(report, null, 2) + "\n");
+console.log(renderTable(rows, serverNames));
+console.log(`\n${report.command}: ${report.totalSeconds.toFixed(0)} s; JSON in ${a.out}`);
+
+// Smoke: every figure of every scenario run must be a number (never a speed check).
+const missing = rows.filter((r) =>
+  FIGURES.some((f) => f.id === r.id) && scenarioIds.concat("start")
+    .includes(r.scenario)
+).flatMap((r) =>
+  serverNames.filter((n) => typeof r.values[n] !== "number" || !Number.isFinite(r.values[n]))
+    .map((n) => `${r.label} on ${n}`)
+);
+if (missing.length > 0) {
+  console.error(`[bench] missing figures: ${missing.join("; ")}`);
+  Deno.exit(1);
+}
