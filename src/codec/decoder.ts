@@ -151,10 +151,20 @@ function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedHeader |
     mult *= 128;
     // Refuse as soon as the partial length already exceeds the cap.
     if (remaining > max) {
-      throw new ProtocolError("MQTT-2.2.3", `Packet exceeds max_packet_bytes ${max}`);
+      throw tagged(
+        new ProtocolError("MQTT-2.2.3", `Packet exceeds max_packet_bytes ${max}`),
+        b,
+        pos,
+      );
     }
   }
-  throw new ProtocolError("MQTT-2.2.3", "Remaining length longer than 4 bytes");
+  throw tagged(new ProtocolError("MQTT-2.2.3", "Remaining length longer than 4 bytes"), b, pos);
+}
+
+/** Tags a fixed-header error with its packet type, so a refused PUBLISH counts as `rejected`. */
+function tagged(err: ProtocolError, b: Uint8Array, pos: number): ProtocolError {
+  err.packetType = b[pos] >> 4;
+  return err;
 }
 
 function expectFlags(flags: number, want: number, name: string, rule: string): void {
