@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  connectPacket,
   connectRaw,
   pingBarrier,
   publishPacket,
@@ -116,7 +117,15 @@ export async function publishAll(
   firstId = 1,
 ): Promise<void> {
   let id = firstId;
-  for (const [t, p] of msgs) await c.send(publishPacket(t, p, 1, id++));
+  const packets = msgs.map(([t, p]) => publishPacket(t, p, 1, id++));
+  // One write: the gateway appends what one read brings as one batch.
+  const all = new Uint8Array(packets.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of packets) {
+    all.set(p, at);
+    at += p.length;
+  }
+  await c.send(all);
   let acks = 0;
   while (acks < msgs.length) {
     const p = await c.readPacket();
@@ -180,4 +189,112 @@ export function counter(gw: TestGateway, name: string): number {
     if (m && m[1] === name) sum += Number(m[3]);
   }
   return sum;
+}
+
+/**
+ * A lean subscriber for load tests: one read loop that parses every packet of a chunk and
+ * answers all its PUBACKs in one write (a RawClient reads byte by byte, too slow for 100).
+ */
+export class FastSubscriber {
+  /** PUBLISHes received. */
+  received = 0;
+  /** Payload of the last PUBLISH received. */
+  last = "";
+  closed = false;
+  #conn: Deno.TcpConn;
+  #buf = new Uint8Array(0);
+  #suback: (() => void) | null = null;
+  done: Promise<void>;
+
+  private constructor(conn: Deno.TcpConn) {
+    this.#conn = conn;
+    this.done = this.#loop();
+  }
+
+  /** Connects, subscribes (QoS 1) and resolves after the SUBACK. */
+  static async start(port: number, clientId: string, topic: string): Promise<FastSubscriber> {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const s = new FastSubscriber(conn);
+    const acked = new Promise<void>((r) => s.#suback = r);
+    await s.#write(connectPacket(clientId));
+    await s.#write(subscribePacket(1, [[topic, 1]]));
+    await acked;
+    return s;
+  }
+
+  close(): void {
+    try {
+      this.#conn.close();
+    } catch { /* closed */ }
+  }
+
+  async #write(b: Uint8Array): Promise<void> {
+    let off = 0;
+    while (off < b.length) off += await this.#conn.write(b.subarray(off));
+  }
+
+  async #loop(): Promise<void> {
+    const chunk = new Uint8Array(256 * 1024);
+    try {
+      for (;;) {
+        const n = await this.#conn.read(chunk);
+        if (n === null) break;
+        const merged = new Uint8Array(this.#buf.length + n);
+        merged.set(this.#buf);
+        merged.set(chunk.subarray(0, n), this.#buf.length);
+        const acks: number[] = [];
+        let at = 0;
+        for (;;) {
+          if (merged.length - at < 2) break;
+          let len = 0;
+          let mult = 1;
+          let i = at + 1;
+          let complete = false;
+          while (i < merged.length) {
+            len += (merged[i] & 0x7f) * mult;
+            mult *= 128;
+            if ((merged[i++] & 0x80) === 0) {
+              complete = true;
+              break;
+            }
+          }
+          if (!complete || i + len > merged.length) break;
+          const type = merged[at] >> 4;
+          if (type === 3) {
+            const qos = (merged[at] >> 1) & 3;
+            const tlen = (merged[i] << 8) | merged[i + 1];
+            let p = i + 2 + tlen;
+            if (qos > 0) {
+              acks.push(0x40, 2, merged[p], merged[p + 1]);
+              p += 2;
+            }
+            this.received++;
+            this.last = dec.decode(merged.subarray(p, i + len));
+          } else if (type === 9) {
+            this.#suback?.();
+          }
+          at = i + len;
+        }
+        this.#buf = merged.slice(at);
+        if (acks.length > 0) await this.#write(new Uint8Array(acks));
+      }
+    } catch { /* closed */ }
+    this.closed = true;
+  }
+}
+
+/**
+ * A subscriber that connects and subscribes, then never reads its socket again (its TCP
+ * window fills) and so never PUBACKs.
+ */
+export async function stuckSubscriber(
+  port: number,
+  clientId: string,
+  topic: string,
+): Promise<Deno.TcpConn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const b = new Uint8Array([...connectPacket(clientId), ...subscribePacket(1, [[topic, 1]])]);
+  let off = 0;
+  while (off < b.length) off += await conn.write(b.subarray(off));
+  return conn;
 }
