@@ -1,0 +1,683 @@
+/**
+ * Coverage-less mutation fuzzer for the MQTT codec and the live gateway.
+ *
+ * Valid packets of a seed corpus (made with mqtt-packet, the oracle) are mutated with bit
+ * flips, byte inserts and deletes, interesting bytes, remaining-length and string-length
+ * tweaks, truncation and splices, and fed
+ *  (a) to {@link PacketDecoder} directly, in a child process watched by a timer: it may only return
+ *      packets (which must respect the decoder's own invariants) or throw `ProtocolError`;
+ *      any other exception is a crash, a batch that does not finish in time is a hang;
+ *  (b) over real sockets to a live gateway (in-process unless `port` is given), in bounded
+ *      parallel connections; after each batch a witness client must still get its PUBACK.
+ *      Exceptions the gateway swallowed as "Connection read failed" that are not socket
+ *      errors, and unhandled rejections, count as crashes.
+ *
+ * Run: `deno task fuzz --seconds 600 --seed 42`. Everything is reproducible from the seed:
+ * decoder batch `n` is generated from `(seed, n)` alone.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import mqttPacket from "mqtt-packet";
+import { type ClientPacket, PacketDecoder, ProtocolError } from "../../src/codec/mod.ts";
+import type { DecoderLimits } from "../../src/codec/mod.ts";
+
+/** Figures of one fuzz run. */
+export interface FuzzReport {
+  seconds: number;
+  seed: number;
+  /** Inputs fed to the decoder (a) plus inputs sent over sockets (b). */
+  inputs: number;
+  decoderInputs: number;
+  socketInputs: number;
+  /** ProtocolErrors thrown by the decoder in (a), plus protocol errors the gateway counted in (b). */
+  protocolErrors: number;
+  decoderProtocolErrors: number;
+  gatewayProtocolErrors: number;
+  /** Packets the decoder returned in (a). */
+  packets: number;
+  crashes: number;
+  hangs: number;
+  witnessAcks: number;
+  /** Distinct findings (by signature) with a count and one example to reproduce them. */
+  findings: Record<string, { count: number; example: string }>;
+}
+
+/** Options of {@link fuzz}. */
+export interface FuzzOptions {
+  readonly seconds: number;
+  readonly seed: number;
+  /** Fuzz an already running gateway on 127.0.0.1:port instead of an in-process one. */
+  readonly port?: number;
+}
+
+const DEFAULT_LIMITS: DecoderLimits = {
+  maxPacketBytes: 8092,
+  maxTopicBytes: 255,
+  maxTopicLevels: 32,
+};
+const SMALL_LIMITS: DecoderLimits = { maxPacketBytes: 64, maxTopicBytes: 16, maxTopicLevels: 3 };
+const DECODER_BATCH = 2000;
+const DECODER_BATCH_TIMEOUT_MS = 10_000;
+const SOCKET_BATCH = 64;
+const SOCKET_PARALLEL = 16;
+const MAX_FAILURES = 20;
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers and the corpus
+
+/** mulberry32: small, fast, seedable. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Rand = () => number;
+const int = (r: Rand, n: number) => Math.floor(r() * n);
+const pick = <T>(r: Rand, xs: readonly T[]): T => xs[int(r, xs.length)];
+
+function gen(p: Record<string, unknown>): Uint8Array {
+  return new Uint8Array(mqttPacket.generate(p as unknown as mqttPacket.Packet));
+}
+
+/** The valid CONNECT every socket input starts with (unless the CONNECT itself is mutated). */
+function baseConnect(clientId: string): Uint8Array {
+  return gen({
+    cmd: "connect",
+    protocolId: "MQTT",
+    protocolVersion: 4,
+    clientId,
+    clean: true,
+    keepalive: 30,
+  });
+}
+
+/** Valid packets of every type (client and server), the material mutations start from. */
+function buildCorpus(): { connects: Uint8Array[]; packets: Uint8Array[] } {
+  corpusCache ??= makeCorpus();
+  return corpusCache;
+}
+let corpusCache: { connects: Uint8Array[]; packets: Uint8Array[] } | undefined;
+
+function makeCorpus(): { connects: Uint8Array[]; packets: Uint8Array[] } {
+  const connect = (o: Record<string, unknown>) =>
+    gen({
+      cmd: "connect",
+      protocolId: "MQTT",
+      protocolVersion: 4,
+      clean: true,
+      keepalive: 60,
+      ...o,
+    });
+  const connects = [
+    connect({ clientId: "fz" }),
+    connect({ clientId: "" }),
+    connect({ clientId: "fz-u", username: "alice", password: Buffer.from([1, 2, 3]) }),
+    connect({
+      clientId: "fz-w",
+      will: { topic: "w/t", payload: Buffer.from([7]), qos: 1, retain: true },
+    }),
+    connect({ clientId: "fz-c", clean: false, keepalive: 0 }),
+    gen({
+      cmd: "connect",
+      protocolId: "MQIsdp",
+      protocolVersion: 3,
+      clientId: "old",
+      clean: true,
+      keepalive: 5,
+    }),
+  ];
+  const payload = (n: number) => Buffer.from(new Uint8Array(n).map((_, i) => i & 0xff));
+  const packets = [
+    gen({ cmd: "publish", topic: "sensors/a/data", payload: payload(3), qos: 0 }),
+    gen({ cmd: "publish", topic: "sensors/a/data", payload: payload(0), qos: 1, messageId: 7 }),
+    gen({
+      cmd: "publish",
+      topic: "building/n/room/1/t",
+      payload: payload(200),
+      qos: 1,
+      messageId: 65535,
+      retain: true,
+    }),
+    gen({ cmd: "publish", topic: "é/ü/€/𝄞", payload: payload(1), qos: 1, messageId: 2, dup: true }),
+    gen({ cmd: "publish", topic: "a/".repeat(40) + "z", payload: payload(130), qos: 0 }),
+    gen({ cmd: "puback", messageId: 1 }),
+    gen({ cmd: "subscribe", messageId: 3, subscriptions: [{ topic: "sensors/a/data", qos: 1 }] }),
+    gen({
+      cmd: "subscribe",
+      messageId: 4,
+      subscriptions: [{ topic: "x", qos: 0 }, { topic: "y/#", qos: 2 }],
+    }),
+    gen({ cmd: "unsubscribe", messageId: 5, unsubscriptions: ["sensors/a/data", "x"] }),
+    gen({ cmd: "pingreq" }),
+    gen({ cmd: "disconnect" }),
+    gen({ cmd: "connack", returnCode: 0, sessionPresent: false }),
+    gen({ cmd: "suback", messageId: 3, granted: [1, 0x80] }),
+    gen({ cmd: "unsuback", messageId: 5 }),
+    gen({ cmd: "pingresp" }),
+    gen({ cmd: "pubrec", messageId: 9 }),
+    gen({ cmd: "pubrel", messageId: 9 }),
+    gen({ cmd: "pubcomp", messageId: 9 }),
+  ];
+  return { connects, packets };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations
+
+const INTERESTING = [0x00, 0x01, 0x7f, 0x80, 0xff, 0xfe, 0xc0, 0xed, 0xf4, 0x23, 0x2b, 0x2f];
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let d = n % 128;
+    n = Math.floor(n / 128);
+    if (n > 0) d |= 0x80;
+    out.push(d);
+  } while (n > 0);
+  return out;
+}
+
+/** Rewrites the remaining length of a packet at offset 0 (keeping the body). */
+function tweakRemainingLength(r: Rand, b: Uint8Array): Uint8Array {
+  let i = 1;
+  while (i < b.length && i < 5 && (b[i] & 0x80) !== 0) i++;
+  const bodyStart = Math.min(i + 1, b.length);
+  const real = b.length - bodyStart;
+  const choice = int(r, 6);
+  let head: number[];
+  if (choice === 0) head = varint(Math.max(0, real - 1 - int(r, 3)));
+  else if (choice === 1) head = varint(real + 1 + int(r, 3));
+  else if (choice === 2) head = varint(int(r, 268_435_456));
+  else if (choice === 3) head = [0xff, 0xff, 0xff, 0xff, 0x7f]; // 5-byte varint
+  else if (choice === 4) head = [0x80 | (real & 0x7f), 0x80, 0x00]; // non-minimal encoding
+  else head = varint(8093 + int(r, 100)); // just above max_packet_bytes
+  const out = new Uint8Array(1 + head.length + real);
+  out[0] = b[0];
+  out.set(head, 1);
+  out.set(b.subarray(bodyStart), 1 + head.length);
+  return out;
+}
+
+/** Overwrites a 16-bit big-endian field (string length, packet id) somewhere in the body. */
+function tweakU16(r: Rand, b: Uint8Array): Uint8Array {
+  if (b.length < 4) return b;
+  const out = b.slice();
+  const at = 2 + int(r, out.length - 3);
+  const v = pick(r, [
+    0,
+    1,
+    0xffff,
+    0x8000,
+    (out[at] << 8 | out[at + 1]) + 1,
+    (out[at] << 8 | out[at + 1]) - 1,
+  ]);
+  out[at] = (v >> 8) & 0xff;
+  out[at + 1] = v & 0xff;
+  return out;
+}
+
+/** One random mutation of `b`; `other` is splice material. */
+function mutateOnce(r: Rand, b: Uint8Array, other: Uint8Array): Uint8Array {
+  switch (int(r, 10)) {
+    case 0: { // bit flips
+      const out = b.slice();
+      for (let k = 1 + int(r, 3); k > 0 && out.length > 0; k--) {
+        out[int(r, out.length)] ^= 1 << int(r, 8);
+      }
+      return out;
+    }
+    case 1: { // interesting byte
+      const out = b.slice();
+      if (out.length > 0) out[int(r, out.length)] = pick(r, INTERESTING);
+      return out;
+    }
+    case 2: { // insert bytes
+      const at = int(r, b.length + 1);
+      const ins = new Uint8Array(1 + int(r, 4)).map(() =>
+        int(r, 2) ? int(r, 256) : pick(r, INTERESTING)
+      );
+      return concat([b.subarray(0, at), ins, b.subarray(at)]);
+    }
+    case 3: { // delete a range
+      if (b.length === 0) return b;
+      const at = int(r, b.length);
+      const n = 1 + int(r, Math.min(8, b.length - at));
+      return concat([b.subarray(0, at), b.subarray(at + n)]);
+    }
+    case 4:
+      return tweakRemainingLength(r, b);
+    case 5:
+      return tweakU16(r, b);
+    case 6: // truncate
+      return b.subarray(0, int(r, b.length + 1));
+    case 7: // splice: head of one, tail of another
+      return concat([
+        b.subarray(0, int(r, b.length + 1)),
+        other.subarray(int(r, other.length + 1)),
+      ]);
+    case 8: { // first byte: type and flags
+      const out = b.slice();
+      if (out.length > 0) out[0] = int(r, 2) ? (out[0] & 0xf0) | int(r, 16) : int(r, 256);
+      return out;
+    }
+    default: { // duplicate a range in place
+      if (b.length === 0) return b;
+      const at = int(r, b.length);
+      const n = 1 + int(r, Math.min(16, b.length - at));
+      return concat([b.subarray(0, at + n), b.subarray(at, at + n), b.subarray(at + n)]);
+    }
+  }
+}
+
+function mutate(r: Rand, b: Uint8Array, corpus: readonly Uint8Array[]): Uint8Array {
+  let out = b;
+  for (let k = 1 + int(r, 3); k > 0; k--) out = mutateOnce(r, out, pick(r, corpus));
+  return out;
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/**
+ * One fuzz input: usually a valid CONNECT followed by 1–4 packets of which some are mutated;
+ * sometimes the CONNECT itself is mutated.
+ */
+function makeInput(r: Rand, corpus: ReturnType<typeof buildCorpus>, clientId: string): Uint8Array {
+  const all = [...corpus.connects, ...corpus.packets];
+  const parts: Uint8Array[] = [];
+  if (r() < 0.2) parts.push(mutate(r, pick(r, corpus.connects), all));
+  else parts.push(r() < 0.5 ? baseConnect(clientId) : pick(r, corpus.connects));
+  for (let k = 1 + int(r, 4); k > 0; k--) {
+    const p = pick(r, corpus.packets);
+    parts.push(r() < 0.7 ? mutate(r, p, all) : p);
+  }
+  return concat(parts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) The decoder, in a child process
+
+interface DecoderBatchResult {
+  inputs: number;
+  protocolErrors: number;
+  packets: number;
+  crashes: string[];
+}
+
+/** Checks the promises a decoded packet makes to the rest of the gateway. */
+function checkPacket(p: ClientPacket, limits: DecoderLimits, first: boolean): string | null {
+  const bad = (s: string) =>
+    `invariant: ${s}: ${JSON.stringify(p, (_k, v) => v instanceof Uint8Array ? [...v] : v)}`;
+  if ((p.type === "connect" || p.type === "connect_unsupported") !== first) {
+    return bad("CONNECT not first/only");
+  }
+  switch (p.type) {
+    case "publish": {
+      const bytes = new TextEncoder().encode(p.topic).length;
+      if (p.topic.length === 0 || bytes > limits.maxTopicBytes) return bad("topic length");
+      if (/[#+]/.test(p.topic) || p.topic.includes("\0")) return bad("topic characters");
+      if (p.topic.split("/").length > limits.maxTopicLevels) return bad("topic levels");
+      if (p.qos === 1 ? p.packetId < 1 || p.packetId > 0xffff : p.packetId !== 0 || p.dup) {
+        return bad("qos/id/dup");
+      }
+      return null;
+    }
+    case "puback":
+      return p.packetId >= 1 && p.packetId <= 0xffff ? null : bad("packet id");
+    case "subscribe":
+      if (p.packetId === 0 || p.subscriptions.length === 0) return bad("id or filters");
+      return p.subscriptions.every((s) => s.qos <= 2) ? null : bad("qos");
+    case "unsubscribe":
+      return p.packetId !== 0 && p.filters.length > 0 ? null : bad("id or filters");
+    default:
+      return null;
+  }
+}
+
+/** Runs decoder batch `batch` of `seed`: every input is generated from (seed, batch) alone. */
+export function runDecoderBatch(
+  seed: number,
+  batch: number,
+  count = DECODER_BATCH,
+): DecoderBatchResult {
+  const r = rng((seed * 0x9e3779b1 + batch * 0x85ebca6b) >>> 0);
+  const corpus = buildCorpus();
+  const res: DecoderBatchResult = { inputs: 0, protocolErrors: 0, packets: 0, crashes: [] };
+  for (let i = 0; i < count; i++) {
+    const input = makeInput(r, corpus, "fz");
+    const limits = r() < 0.8 ? DEFAULT_LIMITS : SMALL_LIMITS;
+    const d = new PacketDecoder(limits);
+    res.inputs++;
+    // Random chunking: the decoder must not care where reads split.
+    let at = 0;
+    let first = true;
+    try {
+      while (at < input.length) {
+        const n = r() < 0.5 ? input.length - at : 1 + int(r, input.length - at);
+        const chunk = input.slice(at, at + n);
+        at += n;
+        for (const p of d.push(chunk)) {
+          res.packets++;
+          const problem = checkPacket(p, limits, first);
+          first = false;
+          if (problem !== null) throw new Error(problem);
+        }
+        if (d.bufferedBytes > limits.maxPacketBytes + 5 + n) {
+          throw new Error("invariant: buffer unbounded");
+        }
+      }
+    } catch (err) {
+      if (err instanceof ProtocolError) {
+        res.protocolErrors++;
+        if (typeof err.rule !== "string" || !err.rule.startsWith("MQTT-")) {
+          res.crashes.push(`ProtocolError without a rule id: ${err.message}`);
+        }
+      } else {
+        res.crashes.push(
+          `${String(err)} (seed ${seed} batch ${batch} input ${i}) bytes=${hex(input)}`,
+        );
+      }
+    }
+  }
+  return res;
+}
+
+function hex(b: Uint8Array): string {
+  return [...b.subarray(0, 512)].map((x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Decoder batches from `from` on, one JSON line per batch on stdout, until `until` (epoch ms).
+ * Runs in a child process so that a hang can be detected and killed (a Worker cannot be used:
+ * under `deno test` of Deno 2.9.6 a Worker never receives its messages).
+ */
+function runDecoderChild(seed: number, from: number, until: number): void {
+  const out = new TextEncoder();
+  for (let batch = from; Date.now() < until; batch++) {
+    const line = JSON.stringify({ batch, ...runDecoderBatch(seed, batch) }) + "\n";
+    const bytes = out.encode(line);
+    let off = 0;
+    while (off < bytes.length) off += Deno.stdout.writeSync(bytes.subarray(off));
+  }
+}
+
+/** Runs decoder batches in a child process until `deadline`; a silent batch is a hang. */
+async function fuzzDecoder(seed: number, deadline: number, report: FuzzReport): Promise<void> {
+  let next = 0;
+  while (Date.now() < deadline) {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL(import.meta.url).pathname,
+        "--decoder-child",
+        "--seed",
+        String(seed),
+        "--from",
+        String(next),
+        "--until",
+        String(deadline),
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const stderr = new Response(child.stderr).text();
+    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let pending = "";
+    let hung = false;
+    for (;;) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const r = await Promise.race([
+        reader.read(),
+        new Promise<"hang">((res) =>
+          timer = setTimeout(() => res("hang"), DECODER_BATCH_TIMEOUT_MS)
+        ),
+      ]);
+      clearTimeout(timer);
+      if (r === "hang") {
+        hung = true;
+        break;
+      }
+      if (r.done) break;
+      pending += r.value;
+      let nl: number;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const result = JSON.parse(pending.slice(0, nl)) as DecoderBatchResult & { batch: number };
+        pending = pending.slice(nl + 1);
+        next = result.batch + 1;
+        report.decoderInputs += result.inputs;
+        report.decoderProtocolErrors += result.protocolErrors;
+        report.packets += result.packets;
+        report.crashes += result.crashes.length;
+        for (const c of result.crashes) {
+          fail(report, `decoder crash: ${c}`, `decoder crash: ${c.replace(/ \(seed.*$/, "")}`);
+        }
+      }
+    }
+    if (hung) {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* gone */ }
+    }
+    reader.cancel().catch(() => {});
+    const status = await child.status;
+    const err = await stderr;
+    if (hung) {
+      report.hangs++;
+      fail(report, `decoder hang: seed ${seed} batch ${next}`);
+      next++; // skip the batch that hung
+    } else if (!status.success) {
+      report.crashes++;
+      fail(report, `decoder process died at seed ${seed} batch ${next}: ${err.slice(-500)}`);
+      next++;
+    }
+  }
+}
+
+/** Records a finding once per distinct signature (the text before any input bytes or time). */
+function fail(report: FuzzReport, msg: string, signature = msg.replace(/ bytes=.*$/, "")): void {
+  const seen = report.findings[signature];
+  if (seen) seen.count++;
+  else if (Object.keys(report.findings).length < MAX_FAILURES) {
+    report.findings[signature] = { count: 1, example: msg };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) The live gateway, over sockets
+
+/** Sends one input on a fresh connection; ends with a half-close or a short wait for the peer. */
+async function sendInput(port: number, input: Uint8Array, r: Rand): Promise<void> {
+  let conn: Deno.TcpConn;
+  try {
+    conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  } catch {
+    return; // listener busy: not a gateway failure by itself; the witness decides
+  }
+  const cuts = [0, ...Array.from({ length: int(r, 3) }, () => int(r, input.length)), input.length]
+    .sort((a, b) => a - b);
+  const halfClose = r() < 0.5;
+  const drain = (async () => {
+    const buf = new Uint8Array(4096);
+    try {
+      while ((await conn.read(buf)) !== null) { /* replies are not checked here */ }
+    } catch { /* reset by peer */ }
+  })();
+  try {
+    for (let k = 0; k + 1 < cuts.length; k++) {
+      let off = cuts[k];
+      while (off < cuts[k + 1]) off += await conn.write(input.subarray(off, cuts[k + 1]));
+    }
+    if (halfClose) await conn.closeWrite();
+  } catch { /* peer closed first: the usual outcome of a bad packet */ }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    drain,
+    new Promise((res) => timer = setTimeout(res, halfClose ? 2000 : 100)),
+  ]);
+  clearTimeout(timer);
+  try {
+    conn.close();
+  } catch { /* closed */ }
+  await drain;
+}
+
+/** Lines the gateway logs for an exception that is neither a protocol error nor a socket error. */
+function scanLogs(logs: string[], report: FuzzReport): void {
+  for (const line of logs.splice(0)) {
+    if (!line.includes("Connection read failed") && !line.includes('"level":"error"')) continue;
+    if (/os error|reset|broken pipe|Bad resource|closed|interrupted/i.test(line)) continue;
+    report.crashes++;
+    let signature = line;
+    try {
+      const j = JSON.parse(line);
+      signature = `gateway: ${j.msg}: ${j.error ?? ""}`;
+    } catch { /* not JSON: keep the line */ }
+    fail(report, `gateway: ${line.slice(0, 500)}`, signature);
+  }
+}
+
+/** Sum of a labelled counter's values. */
+function total(values: Map<string, number>): number {
+  let n = 0;
+  for (const v of values.values()) n += v;
+  return n;
+}
+
+async function fuzzSockets(
+  o: FuzzOptions,
+  deadline: number,
+  report: FuzzReport,
+): Promise<void> {
+  const { connectRaw, publishPacket, startGateway } = await import("../helpers/gateway.ts");
+  const gw = o.port === undefined ? await startGateway() : null;
+  const port = o.port ?? gw!.port;
+  const errorsAtStart = gw ? total(gw.gateway.metrics.protocolErrors.values) : 0;
+  const r = rng(o.seed ^ 0x5bd1e995);
+  const corpus = buildCorpus();
+  const witness = await connectRaw(port, "fuzz-witness");
+  let id = 0;
+  try {
+    for (let batch = 0; Date.now() < deadline; batch++) {
+      const inputs = Array.from(
+        { length: SOCKET_BATCH },
+        (_, i) => makeInput(r, corpus, `fz-${batch}-${i}`),
+      );
+      const seeds = inputs.map(() => int(r, 2 ** 31));
+      let next = 0;
+      await Promise.all(Array.from({ length: SOCKET_PARALLEL }, async () => {
+        while (next < inputs.length) {
+          const k = next++;
+          await sendInput(port, inputs[k], rng(seeds[k]));
+          report.socketInputs++;
+        }
+      }));
+      id = id % 65535 + 1;
+      await witness.send(publishPacket("sensors/fuzz/data", `batch ${batch}`, 1, id));
+      const ack = await witness.readPacket(5000);
+      if (ack === null || ack[0] !== 0x40 || ((ack[2] << 8) | ack[3]) !== id) {
+        report.crashes++;
+        fail(report, `witness got no PUBACK after socket batch ${batch} (seed ${o.seed})`);
+        return;
+      }
+      report.witnessAcks++;
+      if (gw) scanLogs(gw.logs, report);
+    }
+  } finally {
+    witness.close();
+    if (gw) {
+      // Every fuzz connection is closed on our side: none may stay open in the gateway.
+      const until = Date.now() + 3000;
+      while (gw.gateway.registry.size > 0 && Date.now() < until) {
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      if (gw.gateway.registry.size > 0) {
+        report.crashes++;
+        fail(report, `gateway kept ${gw.gateway.registry.size} connections open after the run`);
+      }
+      scanLogs(gw.logs, report);
+      report.gatewayProtocolErrors = total(gw.gateway.metrics.protocolErrors.values) -
+        errorsAtStart;
+      await gw.stop();
+    }
+  }
+}
+
+/**
+ * Fuzzes the decoder (in a child process) and a live gateway (over sockets) at the same time for
+ * `seconds`, and reports the figures. Never throws for a finding: findings are in the report.
+ */
+export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
+  const report: FuzzReport = {
+    seconds: o.seconds,
+    seed: o.seed,
+    inputs: 0,
+    decoderInputs: 0,
+    socketInputs: 0,
+    protocolErrors: 0,
+    decoderProtocolErrors: 0,
+    gatewayProtocolErrors: 0,
+    packets: 0,
+    crashes: 0,
+    hangs: 0,
+    witnessAcks: 0,
+    findings: {},
+  };
+  const onRejection = (e: PromiseRejectionEvent) => {
+    e.preventDefault();
+    report.crashes++;
+    fail(report, `unhandled rejection: ${String(e.reason?.stack ?? e.reason)}`);
+  };
+  globalThis.addEventListener("unhandledrejection", onRejection);
+  const started = Date.now();
+  const deadline = started + o.seconds * 1000;
+  try {
+    await Promise.all([fuzzDecoder(o.seed, deadline, report), fuzzSockets(o, deadline, report)]);
+  } finally {
+    globalThis.removeEventListener("unhandledrejection", onRejection);
+  }
+  report.seconds = Math.round((Date.now() - started) / 100) / 10;
+  report.inputs = report.decoderInputs + report.socketInputs;
+  report.protocolErrors = report.decoderProtocolErrors + report.gatewayProtocolErrors;
+  return report;
+}
+
+function argValue(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+if (import.meta.main && Deno.args.includes("--decoder-child")) {
+  runDecoderChild(
+    Number(argValue(Deno.args, "--seed")),
+    Number(argValue(Deno.args, "--from")),
+    Number(argValue(Deno.args, "--until")),
+  );
+} else if (import.meta.main) {
+  const seconds = Number(argValue(Deno.args, "--seconds") ?? 600);
+  const seed = Number(argValue(Deno.args, "--seed") ?? Math.floor(Math.random() * 2 ** 31));
+  console.error(`Fuzzing for ${seconds} s with seed ${seed}`);
+  const report = await fuzz({
+    seconds,
+    seed,
+    port: argValue(Deno.args, "--port") ? Number(argValue(Deno.args, "--port")) : undefined,
+  });
+  console.log(JSON.stringify(report, null, 2));
+  if (report.crashes > 0 || report.hangs > 0) Deno.exitCode = 1;
+}
