@@ -1,0 +1,170 @@
+/**
+ * The in-memory catalog of topics: ids, partition counts, retention settings and, per
+ * partition, the next offset and retained bytes. Loaded at open so appends never
+ * `SELECT max(offset)`; kept in step with the tables by the code that commits.
+ *
+ * @module
+ */
+import type { DatabaseSync } from "node:sqlite";
+import type { CreateTopicOptions, TopicInfo } from "../port.ts";
+
+/** One topic with its per-partition counters. Arrays are indexed by partition. */
+export interface TopicState {
+  readonly id: number;
+  readonly stream: string;
+  readonly topic: string;
+  readonly partitions: number;
+  /** Topic's own retention by age, µs; 0 = the backend default. */
+  readonly messageExpiryMicros: number;
+  /** Topic's own retention by size, bytes; 0 = the backend default. */
+  readonly maxTopicBytes: number;
+  /** Next offset including what the transaction in progress staged. */
+  readonly next: number[];
+  /** Next offset as committed; `next` falls back to it when a transaction fails. */
+  readonly committedNext: number[];
+  /** Retained bytes (payload + encoded headers) including the transaction in progress. */
+  readonly bytes: number[];
+  /** Retained bytes as committed. */
+  readonly committedBytes: number[];
+}
+
+interface TopicRow {
+  id: number;
+  stream: string;
+  topic: string;
+  partitions: number;
+  message_expiry_micros: number;
+  max_topic_bytes: number;
+}
+
+interface PartitionRow {
+  partition: number;
+  next_offset: number;
+  bytes: number;
+}
+
+const TOPIC_SELECT = `SELECT t.id, s.name AS stream, t.name AS topic, t.partitions,
+  t.message_expiry_micros, t.max_topic_bytes FROM topics t JOIN streams s ON s.id = t.stream_id`;
+
+/** Topics by stream name, then topic name (nested maps: no key string built per append). */
+export class Catalog {
+  readonly #db: DatabaseSync;
+  readonly #streams = new Map<string, Map<string, TopicState>>();
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  /** Reads every topic and partition counter from the tables. */
+  load(): void {
+    this.#streams.clear();
+    for (const row of this.#db.prepare(TOPIC_SELECT).all() as unknown as TopicRow[]) {
+      this.#put(this.#stateOf(row));
+    }
+  }
+
+  /** The topic, or undefined when its stream or itself is missing. */
+  get(stream: string, topic: string): TopicState | undefined {
+    return this.#streams.get(stream)?.get(topic);
+  }
+
+  /** Re-reads one topic from the tables (a read-only store sees topics the writer adds). */
+  reload(stream: string, topic: string): TopicState | undefined {
+    const row = this.#db.prepare(`${TOPIC_SELECT} WHERE s.name = ? AND t.name = ?`).get(
+      stream,
+      topic,
+    ) as unknown as TopicRow | undefined;
+    if (!row) return undefined;
+    const state = this.#stateOf(row);
+    this.#put(state);
+    return state;
+  }
+
+  /** Every topic, for retention. */
+  *topics(): IterableIterator<TopicState> {
+    for (const topics of this.#streams.values()) yield* topics.values();
+  }
+
+  /**
+   * Creates the stream if missing and the topic if missing, in one transaction; an existing
+   * topic is returned as it is (its real partition count wins over `options`).
+   */
+  create(
+    stream: string,
+    topic: string,
+    options: CreateTopicOptions,
+    nowMicros: number,
+  ): TopicState {
+    const existing = this.get(stream, topic);
+    if (existing) return existing;
+    const db = this.#db;
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.prepare("INSERT OR IGNORE INTO streams (name, created_micros) VALUES (?, ?)").run(
+        stream,
+        nowMicros,
+      );
+      const { id: streamId } = db.prepare("SELECT id FROM streams WHERE name = ?").get(
+        stream,
+      ) as { id: number };
+      const { lastInsertRowid } = db.prepare(
+        `INSERT INTO topics (stream_id, name, partitions, message_expiry_micros,
+           max_topic_bytes, created_micros) VALUES (?, ?, ?, ?, ?, ?)`,
+      ).run(
+        streamId,
+        topic,
+        options.partitions,
+        options.messageExpiryMicros ?? 0,
+        options.maxTopicBytes ?? 0,
+        nowMicros,
+      );
+      const insertPartition = db.prepare(
+        "INSERT INTO partitions (topic_id, partition, next_offset, bytes) VALUES (?, ?, 0, 0)",
+      );
+      for (let p = 0; p < options.partitions; p++) insertPartition.run(lastInsertRowid, p);
+      db.exec("COMMIT");
+    } catch (e) {
+      if (db.isTransaction) db.exec("ROLLBACK");
+      throw e;
+    }
+    return this.reload(stream, topic)!;
+  }
+
+  #stateOf(row: TopicRow): TopicState {
+    const n = row.partitions;
+    const next = new Array<number>(n).fill(0);
+    const bytes = new Array<number>(n).fill(0);
+    const rows = this.#db.prepare(
+      "SELECT partition, next_offset, bytes FROM partitions WHERE topic_id = ?",
+    ).all(row.id) as unknown as PartitionRow[];
+    for (const r of rows) {
+      if (r.partition < n) {
+        next[r.partition] = r.next_offset;
+        bytes[r.partition] = r.bytes;
+      }
+    }
+    return {
+      id: row.id,
+      stream: row.stream,
+      topic: row.topic,
+      partitions: n,
+      messageExpiryMicros: row.message_expiry_micros,
+      maxTopicBytes: row.max_topic_bytes,
+      next,
+      committedNext: next.slice(),
+      bytes,
+      committedBytes: bytes.slice(),
+    };
+  }
+
+  #put(state: TopicState): void {
+    let topics = this.#streams.get(state.stream);
+    if (!topics) this.#streams.set(state.stream, topics = new Map());
+    topics.set(state.topic, state);
+  }
+}
+
+/** The port's view of a topic. */
+export function topicInfo(state: TopicState): TopicInfo {
+  return { stream: state.stream, topic: state.topic, partitions: state.partitions };
+}

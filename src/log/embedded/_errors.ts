@@ -1,0 +1,41 @@
+/**
+ * Turns SQLite failures into the port's {@link BackendError}s, in one place.
+ *
+ * @module
+ */
+import { BackendError } from "../port.ts";
+
+/** SQLite primary result codes we tell apart (extended codes keep these in the low byte). */
+const SQLITE_FULL = 13;
+const SQLITE_READONLY = 8;
+
+/** True when `e` is SQLite saying the database hit `max_page_count` or the disk is full. */
+export function isStoreFull(e: unknown): boolean {
+  return sqliteCode(e) === SQLITE_FULL;
+}
+
+/**
+ * Wraps a SQLite error for an operation: a full store becomes the retryable "full" (DESIGN §6:
+ * a full disk makes appends `failed`, never a crash); everything else "unavailable".
+ */
+export function toBackendError(action: string, path: string, e: unknown): BackendError {
+  if (e instanceof BackendError) return e;
+  const reason = e instanceof Error ? e.message : String(e);
+  if (isStoreFull(e)) {
+    return new BackendError("full", `Cannot ${action}: embedded store "${path}" is full`, {
+      cause: e,
+    });
+  }
+  if (sqliteCode(e) === SQLITE_READONLY) {
+    return new BackendError("invalid", `Cannot ${action}: embedded store "${path}" is read-only`, {
+      cause: e,
+    });
+  }
+  return new BackendError("unavailable", `Cannot ${action}: ${reason}`, { cause: e });
+}
+
+function sqliteCode(e: unknown): number | undefined {
+  if (typeof e !== "object" || e === null) return undefined;
+  const code = (e as { errcode?: unknown }).errcode;
+  return typeof code === "number" ? code & 0xff : undefined;
+}

@@ -1,0 +1,111 @@
+import assert from "node:assert/strict";
+import { CHUNK_ROWS } from "./_retention.ts";
+import { openTestStore, sizedMessage, textMessage } from "./_testing.ts";
+
+const HOUR_MICROS = 3_600_000_000;
+const address = { stream: "s", topic: "t", partition: 0 };
+
+/** A settable clock in microseconds. */
+function manualClock(start = 1_700_000_000_000_000) {
+  const clock = { now: start, read: () => clock.now };
+  return clock;
+}
+
+Deno.test("runRetention() deletes messages older than the age limit and keeps newer ones", async () => {
+  const clock = manualClock();
+  await using store = await openTestStore({ retentionMaxAgeSeconds: 3600, clock: clock.read });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 2 });
+  await backend.append({ ...address, messages: [textMessage("old1"), textMessage("old2")] });
+  await backend.append({ ...address, partition: 1, messages: [textMessage("old3")] });
+  clock.now += 2 * HOUR_MICROS;
+  await backend.append({ ...address, messages: [textMessage("new")] });
+  assert.deepEqual(await backend.runRetention(), { deleted: 3 });
+  assert.deepEqual((await backend.poll(address, 0, 10)).map((m) => m.offset), [2]);
+  assert.deepEqual(await backend.poll({ ...address, partition: 1 }, 0, 10), []);
+});
+
+Deno.test("runRetention() keeps next offsets when it empties a partition, also after reopen", async () => {
+  const clock = manualClock();
+  await using store = await openTestStore({ retentionMaxAgeSeconds: 60, clock: clock.read });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  await backend.append({ ...address, messages: [textMessage("a"), textMessage("b")] });
+  assert.deepEqual(await backend.runRetention(clock.now + HOUR_MICROS), { deleted: 2 });
+  assert.equal(await backend.nextOffset(address), 2);
+  await backend.close();
+  const reopened = store.reopen();
+  await reopened.open();
+  assert.equal(await reopened.nextOffset(address), 2);
+  const { baseOffset } = await reopened.append({ ...address, messages: [textMessage("c")] });
+  assert.equal(baseOffset, 2);
+});
+
+Deno.test("runRetention() trims a topic over its byte limit, oldest first across partitions", async () => {
+  const clock = manualClock();
+  // 100-byte payloads, no headers: 100 bytes each; keep at most 250 bytes → 2 messages.
+  await using store = await openTestStore({ retentionMaxTopicBytes: 250, clock: clock.read });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 2 });
+  for (const partition of [0, 1, 0, 1, 0]) {
+    clock.now += 1000;
+    await backend.append({ ...address, partition, messages: [sizedMessage(100)] });
+  }
+  assert.deepEqual(await backend.runRetention(), { deleted: 3 });
+  // Survivors: the two newest, partition 1 offset 1 and partition 0 offset 2.
+  assert.deepEqual((await backend.poll(address, 0, 10)).map((m) => m.offset), [2]);
+  assert.deepEqual((await backend.poll({ ...address, partition: 1 }, 0, 10)).map((m) => m.offset), [
+    1,
+  ]);
+  assert.deepEqual(await backend.runRetention(), { deleted: 0 });
+});
+
+Deno.test("runRetention() counts header bytes toward the topic size", async () => {
+  await using store = await openTestStore({ retentionMaxTopicBytes: 40 });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  // 1-byte payload + 1+5+1+20 = 27 header bytes → 28 bytes each; two exceed 40.
+  const message = textMessage("x", { "mqtt1": "y".repeat(20) });
+  await backend.append({ ...address, messages: [message, message] });
+  assert.deepEqual(await backend.runRetention(), { deleted: 1 });
+});
+
+Deno.test("runRetention() uses a topic's own expiry over the backend default", async () => {
+  const clock = manualClock();
+  await using store = await openTestStore({ retentionMaxAgeSeconds: 0, clock: clock.read });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1, messageExpiryMicros: HOUR_MICROS });
+  await backend.createTopic("s", "forever", { partitions: 1 });
+  await backend.append({ ...address, messages: [textMessage("a")] });
+  await backend.append({ ...address, topic: "forever", messages: [textMessage("b")] });
+  assert.deepEqual(await backend.runRetention(clock.now + 2 * HOUR_MICROS), { deleted: 1 });
+});
+
+Deno.test("runRetention() deletes in chunks and lets appends through between them", async () => {
+  const clock = manualClock();
+  await using store = await openTestStore({
+    retentionMaxAgeSeconds: 1,
+    clock: clock.read,
+    maxAppendBatch: 10_000,
+  });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  const total = CHUNK_ROWS * 2 + 10;
+  await backend.append({
+    ...address,
+    messages: Array.from({ length: total }, () => sizedMessage(4)),
+  });
+  clock.now += HOUR_MICROS;
+  const retention = backend.runRetention();
+  // Queued while the first chunk runs; commits before retention finishes.
+  const append = backend.append({ ...address, messages: [textMessage("during")] });
+  let appendedFirst = false;
+  await Promise.all([
+    append.then(() => appendedFirst = true),
+    retention.then(({ deleted }) => {
+      assert.equal(deleted, total);
+      assert.equal(appendedFirst, true, "the append committed between retention chunks");
+    }),
+  ]);
+  assert.deepEqual((await backend.poll(address, 0, 10)).map((m) => m.offset), [total]);
+});

@@ -1,0 +1,42 @@
+/**
+ * In-process append signals: after each COMMIT the shared readers hear which partitions grew,
+ * instead of polling the store on a timer.
+ *
+ * @module
+ */
+import type { AppendListener } from "../port.ts";
+import type { TopicState } from "./_catalog.ts";
+
+/** The onAppend() listeners of one backend. */
+export class AppendSignals {
+  readonly #listeners = new Set<AppendListener>();
+  /** Exceptions thrown by listeners; counted, never rethrown. */
+  errors = 0;
+
+  /** Adds a listener; returns its unsubscribe function. */
+  add(listener: AppendListener): () => void {
+    // Wrapped so the same function may subscribe twice and unsubscribe each independently.
+    const entry: AppendListener = (address, next) => listener(address, next);
+    this.#listeners.add(entry);
+    return () => this.#listeners.delete(entry);
+  }
+
+  /** Tells every listener the committed next offset of each (topic, partition) pair that grew. */
+  emit(grown: readonly (TopicState | number)[]): void {
+    if (this.#listeners.size === 0) return;
+    for (let i = 0; i < grown.length; i += 2) {
+      const state = grown[i] as TopicState;
+      const partition = grown[i + 1] as number;
+      const address = { stream: state.stream, topic: state.topic, partition };
+      const next = state.committedNext[partition];
+      for (const listener of this.#listeners) {
+        // A listener's bug must not turn a committed append into a failed one.
+        try {
+          listener(address, next);
+        } catch {
+          this.errors++;
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * Checks on names and credentials shared by the backend's methods.
+ *
+ * @module
+ */
+import { BackendError } from "../port.ts";
+import { DEFAULT_ITERATIONS } from "../../session/password.ts";
+import type { UserConfig } from "../../config/types.ts";
+
+const encoder = new TextEncoder();
+
+/** Iggy's rule for stream and topic names: 1..255 bytes (DESIGN §3). */
+export function validateName(kind: "stream" | "topic", name: string): void {
+  const bytes = encoder.encode(name).length;
+  if (bytes < 1 || bytes > 255) {
+    throw new BackendError("invalid", `Cannot use ${kind} name "${name}": must be 1 to 255 bytes`);
+  }
+}
+
+/**
+ * A well-formed hash no password matches, with the same work factor as the configured users,
+ * so an unknown username takes as long to refuse as a wrong password (no user enumeration by
+ * timing).
+ */
+export function dummyPasswordHash(users: readonly UserConfig[]): string {
+  const iterations = Number(users[0]?.passwordHash.split("$")[1]) || DEFAULT_ITERATIONS;
+  return `pbkdf2-sha256$${iterations}$${btoa("\0".repeat(16))}$${btoa("\0".repeat(32))}`;
+}

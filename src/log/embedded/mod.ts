@@ -1,0 +1,9 @@
+/**
+ * The embedded log backend (DESIGN §6): Iggy's data model — streams, topics, partitions,
+ * offsets, consumer offsets — on one SQLite file via `node:sqlite`, with group commit, a size
+ * bound and background retention. What other folders may import.
+ *
+ * @module
+ */
+export { EmbeddedBackend } from "./backend.ts";
+export type { EmbeddedOptions, EmbeddedStats } from "./options.ts";

@@ -1,0 +1,38 @@
+/**
+ * Settings and counters of the embedded backend.
+ *
+ * @module
+ */
+import type { UserConfig } from "../../config/types.ts";
+
+/** Settings of the embedded backend (from `[embedded]`, `[log]`, `[limits]` and `users`). */
+export interface EmbeddedOptions {
+  /** SQLite file; ":memory:" for tests; parent directories are created. */
+  readonly path: string;
+  /** Users that authenticate() checks (salted hashes, `verifyPassword`). */
+  readonly users: readonly UserConfig[];
+  /** Bound on the database file; appends then fail with BackendError("full"). */
+  readonly maxStoreBytes: number;
+  /** Messages older than this are deleted; 0 keeps them forever. */
+  readonly retentionMaxAgeSeconds: number;
+  /** Oldest messages of a topic beyond this many bytes (payload + headers) are deleted; 0 = unbounded. */
+  readonly retentionMaxTopicBytes: number;
+  /** How often retention runs, ms. */
+  readonly retentionIntervalMs: number;
+  /** At most this many messages per transaction. */
+  readonly maxAppendBatch: number;
+  /** Opens the file read-only (the `read` CLI beside a running gateway; WAL allows it). */
+  readonly readOnly?: boolean;
+  /** Clock for append timestamps and retention, µs since the epoch; tests inject one. */
+  readonly clock?: () => number;
+}
+
+/** Counters for tests and metrics. */
+export interface EmbeddedStats {
+  /** Transactions committed (one fsync each). */
+  readonly commits: number;
+  /** Messages committed. */
+  readonly appended: number;
+  /** Exceptions thrown by onAppend listeners (swallowed so appends go on). */
+  readonly listenerErrors: number;
+}
