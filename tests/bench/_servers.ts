@@ -153,6 +153,8 @@ export function gatewayServer(dataDir: string, denoFlags: string[] = []): Server
         IGGY_MQTT_LOG_AUTO_CREATE: "true",
         IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn",
         IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "20000",
+        // One loopback source opens all 10,000 idle connections: no per-source rate bound.
+        IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
       };
       const cmd = [Deno.execPath(), "run", "-P=gateway", ...denoFlags, "main.ts", "run"];
       cmd.push("--config", "config/gateway.toml");

@@ -96,6 +96,7 @@ async function runLoadgen(s: Running, id: string): Promise<Record<string, unknow
     console.error(
       `[bench] ${id} on ${s.name} produced no figures: ${new TextDecoder().decode(out.stderr)}`,
     );
+    if (s.tail()) console.error(`[bench] ${s.name} stderr (last lines):\n${s.tail().slice(-1500)}`);
     return null;
   }
   return JSON.parse(text);
