@@ -18,6 +18,8 @@ import { openEnvelope } from "../log/envelope.ts";
 import { canPoll } from "../log/permissions.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
+import { startDeliverySpan } from "../observe/tracing.ts";
+import type { SpanContext } from "@opentelemetry/api";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { DeadlineWheel } from "../session/deadlines.ts";
 import type { DeliveryPort, Subscriber } from "../session/delivery_port.ts";
@@ -198,7 +200,7 @@ export class Delivery implements DeliveryPort {
       start,
       this.#backend,
       this.#opts,
-      (rd, m) => this.#route(rd, m),
+      (rd, batch) => this.#routeBatch(rd, batch),
       this.#metrics,
       this.#logger,
     );
@@ -208,7 +210,21 @@ export class Delivery implements DeliveryPort {
   }
 
   /** R1–R6 for one polled message. */
-  #route(reader: SharedReader, m: StoredMessage): void {
+  /** Routes one polled batch inside a delivery span linked to the connections it served. */
+  #routeBatch(reader: SharedReader, batch: readonly StoredMessage[]): void {
+    const served = new Set<SpanContext>();
+    const t = reader.triple;
+    const span = startDeliverySpan(t.stream, t.topic, t.partition, batch.length, []);
+    for (const m of batch) this.#route(reader, m, served);
+    let links = 0;
+    for (const c of served) {
+      if (links++ >= 16) break; // bounded links per span
+      span.addLink({ context: c });
+    }
+    span.end();
+  }
+
+  #route(reader: SharedReader, m: StoredMessage, served: Set<SpanContext>): void {
     const view = openEnvelope(m);
     if (view === null) {
       this.#metrics.skippedForeign.inc();
@@ -236,6 +252,8 @@ export class Delivery implements DeliveryPort {
     const topicBytes = utf8(view.topic);
     let qos0Packet: Uint8Array | null = null;
     for (const [q, qos] of targets) {
+      const sc = q.sub.spanContext;
+      if (sc !== null) served.add(sc);
       if (qos === 0) {
         qos0Packet ??= encodePublish(topicBytes, view.payload, 0, 0, false);
         if (q.offerQos0(qos0Packet) === "dropped") this.#metrics.droppedQos0.inc();

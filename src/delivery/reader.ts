@@ -12,6 +12,7 @@
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import { nextTick } from "../session/tick.ts";
 import { AckLedger } from "./ledger.ts";
 import type { Triple } from "./registry.ts";
 
@@ -29,8 +30,8 @@ export interface ReaderOptions {
   readonly maxUnsettled: number;
 }
 
-/** Routes one polled message; returns how many QoS 1 copies are pending for it. */
-export type RouteFn = (reader: SharedReader, m: StoredMessage) => void;
+/** Routes a polled batch (offsets ascending, all ≥ the reader's old position). */
+export type RouteFn = (reader: SharedReader, batch: readonly StoredMessage[]) => void;
 
 /** Shared reader of one triple. */
 export class SharedReader {
@@ -173,12 +174,18 @@ export class SharedReader {
         continue;
       }
       idle = IDLE_MIN_MS;
-      for (const m of batch) {
-        if (m.offset < this.position) continue;
-        this.position = m.offset + 1;
-        this.#route(this, m);
+      const fresh = batch[0].offset >= this.position
+        ? batch
+        : batch.filter((m) => m.offset >= this.position);
+      if (fresh.length > 0) {
+        this.position = fresh[fresh.length - 1].offset + 1;
+        this.#route(this, fresh);
       }
       this.maybeCommit();
+      // Yield to I/O before the next poll: a backend that answers at once (embedded) would
+      // otherwise let a reader that is behind route its whole backlog without one socket
+      // write or PUBACK read in between, pushing every subscriber over its cap at once.
+      await new Promise<void>((r) => nextTick(r));
     }
     this.#ended = true;
     clearInterval(this.#commitTimer);

@@ -47,7 +47,14 @@ export function serveHttp(hostname: string, port: number, s: HttpSources): HttpS
     { hostname, port, onListen: () => {} },
     (req) => handleHttp(req, s),
   );
-  return { port: server.addr.port, close: () => server.shutdown() };
+  return {
+    port: server.addr.port,
+    // Graceful shutdown waits for idle keep-alive connections (a scraper's, say); bound it.
+    close: () =>
+      Promise.race([server.shutdown(), new Promise<void>((r) => setTimeout(r, 500))]).then(
+        () => {},
+      ),
+  };
 }
 
 function json(status: number, body: unknown): Response {

@@ -21,6 +21,8 @@ import type { Subscriber } from "./delivery_port.ts";
 import { Outbox } from "./outbox.ts";
 import type { SessionContext } from "./context.ts";
 import type { Transport } from "./transport.ts";
+import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
+import { startAppendSpan, startConnectionSpan } from "../observe/tracing.ts";
 
 /** Read buffer sizes: small while idle (memory per connection), larger when busy. */
 const READ_BUFFER_IDLE = 2048;
@@ -59,6 +61,7 @@ export class Connection implements Subscriber, DeadlineOwner {
   /** Messages of this connection waiting for the backend (bounded per client). */
   #inflight = 0;
   #roomWaiter: (() => void) | null = null;
+  #span: Span | null = null;
 
   constructor(transport: Transport, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -95,6 +98,10 @@ export class Connection implements Subscriber, DeadlineOwner {
     return this.#closed;
   }
 
+  get spanContext(): SpanContext | null {
+    return this.#span?.spanContext() ?? null;
+  }
+
   /** Runs the connection until it closes. Never throws. */
   async run(): Promise<void> {
     const ctx = this.#ctx;
@@ -114,7 +121,8 @@ export class Connection implements Subscriber, DeadlineOwner {
         if (this.#draining) continue; // drain: stop taking new work
         const packets = this.#decoder.push(buf.subarray(0, n));
         for (const p of packets) {
-          if (this.#closed) break;
+          // After a refused CONNECT (or DISCONNECT) nothing more of this socket is processed.
+          if (this.#closed || this.#draining) break;
           const pending = this.#handle(p);
           if (pending !== undefined) await pending;
         }
@@ -152,6 +160,7 @@ export class Connection implements Subscriber, DeadlineOwner {
       this.#transport.close();
     } catch { /* already closed */ }
     ctx.registry.release(this, this.#clientId);
+    this.#span?.end();
     if (this.#principal !== null) ctx.delivery.detach(this);
     this.#roomWaiter?.();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
@@ -268,6 +277,7 @@ export class Connection implements Subscriber, DeadlineOwner {
     if (p.username !== null) ctx.sourceGuard.succeeded(source);
     this.#principal = decision.principal;
     this.#clientId = clientId;
+    this.#span = startConnectionSpan(clientId, this.#transport.remoteAddress);
     const old = ctx.registry.claim(clientId, this);
     if (old !== null) {
       ctx.metrics.takeovers.inc();
@@ -325,6 +335,13 @@ export class Connection implements Subscriber, DeadlineOwner {
       const started = ctx.clock.now();
       ctx.appendBudget.add(n);
       ctx.metrics.appendBatch.observe(n);
+      const span = startAppendSpan(
+        this.spanContext,
+        b.address.stream,
+        b.address.topic,
+        b.address.partition,
+        n,
+      );
       ctx.backend.append({ ...b.address, messages: b.messages }).then(
         () => {
           const seconds = (ctx.clock.now() - started) / 1000;
@@ -337,6 +354,7 @@ export class Connection implements Subscriber, DeadlineOwner {
           }
           if (acked > 0) ctx.metrics.publishes.inc({ outcome: "acked" }, acked);
           if (n - acked > 0) ctx.metrics.publishes.inc({ outcome: "appended" }, n - acked);
+          span.end();
           this.#settled(n);
           ctx.delivery.notifyAppended(b.address);
         },
@@ -350,6 +368,8 @@ export class Connection implements Subscriber, DeadlineOwner {
             topic: b.address.topic,
             error: err,
           });
+          span.setStatus({ code: SpanStatusCode.ERROR, message: String(err?.message ?? err) });
+          span.end();
           for (const slot of b.slots) if (slot !== null) this.#acks.settle(slot, "close");
           this.#settled(n);
         },

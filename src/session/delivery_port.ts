@@ -7,12 +7,15 @@
 import type { Subscription } from "../codec/packets.ts";
 import type { PartitionAddress, Principal } from "../log/port.ts";
 import type { Outbox } from "./outbox.ts";
+import type { SpanContext } from "@opentelemetry/api";
 
 /** A connected client as delivery sees it. */
 export interface Subscriber {
   readonly clientId: string;
   readonly principal: Principal;
   readonly outbox: Outbox;
+  /** Trace context of the connection's span (null before CONNECT). */
+  readonly spanContext: SpanContext | null;
   /** Closes the connection (eviction); the session then calls `detach`. */
   close(reason: string): void;
 }

@@ -1,0 +1,63 @@
+/**
+ * Traces through `@opentelemetry/api` (exported by Deno when `OTEL_DENO=true`; no-ops
+ * otherwise): a span per connection, one span per append batch and per delivery batch, each
+ * linked to the connection(s) it served.
+ *
+ * @module
+ */
+import { type Link, type Span, type SpanContext, trace } from "@opentelemetry/api";
+
+const tracer = trace.getTracer("iggy-mqtt-gateway");
+
+/** At most this many connection links per delivery batch span (bounded). */
+const MAX_LINKS = 16;
+
+/** Starts the long-lived span of one MQTT connection. */
+export function startConnectionSpan(clientId: string, remote: string): Span {
+  return tracer.startSpan("mqtt.connection", {
+    attributes: { "mqtt.client_id": clientId, "net.peer.ip": remote },
+  });
+}
+
+/** Starts the span of one append batch, linked to its connection. */
+export function startAppendSpan(
+  connection: SpanContext | null,
+  stream: string,
+  topic: string,
+  partition: number,
+  messages: number,
+): Span {
+  return tracer.startSpan("log.append", {
+    links: connection ? [{ context: connection }] : [],
+    attributes: {
+      "iggy.stream": stream,
+      "iggy.topic": topic,
+      "iggy.partition": partition,
+      "messaging.batch.message_count": messages,
+    },
+  });
+}
+
+/** Starts the span of one delivery batch (a poll routed to subscribers), linked to them. */
+export function startDeliverySpan(
+  stream: string,
+  topic: string,
+  partition: number,
+  messages: number,
+  connections: Iterable<SpanContext>,
+): Span {
+  const links: Link[] = [];
+  for (const c of connections) {
+    if (links.length >= MAX_LINKS) break;
+    links.push({ context: c });
+  }
+  return tracer.startSpan("delivery.batch", {
+    links,
+    attributes: {
+      "iggy.stream": stream,
+      "iggy.topic": topic,
+      "iggy.partition": partition,
+      "messaging.batch.message_count": messages,
+    },
+  });
+}
