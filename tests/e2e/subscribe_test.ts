@@ -17,11 +17,13 @@ import {
 import { tripleKey } from "../../src/delivery/mod.ts";
 import { hashPassword } from "../../src/session/password.ts";
 import {
+  counter,
   opts,
   publishAll,
   publishesBefore,
   rawSubscriber,
   receive,
+  storedOffset,
   subscribe,
   tripleOf,
   unsubscribePacket,
@@ -361,6 +363,44 @@ Deno.test({
       first.close();
       late.close();
     } finally {
+      p.close();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "messages from non-MQTT producers (no mqtt.topic) are skipped and counted, and do not hold the offset; the idle reader finds appends it was not told about",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_COMMIT_INTERVAL_MS: "10" } });
+    const c = await rawSubscriber(gw.port, "mixed", [[ROOM42, 1]]);
+    const p = await connectRaw(gw.port, "pub");
+    try {
+      const triple = await tripleOf("building_north", "telemetry", "room_42");
+      const base = await gw.gateway.backend.nextOffset(triple);
+      const skipped = counter(gw, "reader_skipped_messages_total");
+      // Appended behind the gateway's back (no in-process signal): the idle reader's back-off
+      // must find it by polling.
+      await gw.gateway.backend.append({
+        ...triple,
+        messages: [
+          { payload: new TextEncoder().encode("foreign"), headers: new Map() },
+          { payload: new TextEncoder().encode("kafka-ish"), headers: new Map([["k", "v"]]) },
+        ],
+      });
+      await waitFor(
+        () => counter(gw, "reader_skipped_messages_total") === skipped + 2,
+        3000,
+        "skips",
+      );
+      await publishAll(p, [[ROOM42, "mqtt"]]);
+      assert.deepEqual((await receive(c, 1)).map((r) => [r.topic, r.payload]), [[ROOM42, "mqtt"]]);
+      assert.deepEqual(await publishesBefore(c), []);
+      await waitFor(async () => (await storedOffset(gw, triple)) === base + 2, 3000, "offset");
+    } finally {
+      c.close();
       p.close();
       await gw.stop();
     }
