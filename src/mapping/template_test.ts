@@ -3,7 +3,7 @@ import { expandTemplate, literalTemplate, parseTemplate } from "./template.ts";
 
 function expand(template: string, groups: string[]): string {
   const parsed = parseTemplate(template, groups.length);
-  assert.equal(parsed.problem, undefined, parsed.problem);
+  assert.equal(parsed.problem, undefined, parsed.problem ?? "");
   const match = Object.assign(["whole", ...groups], { index: 0, input: "" }) as RegExpExecArray;
   return expandTemplate(parsed.parts!, match);
 }
