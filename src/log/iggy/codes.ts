@@ -73,8 +73,11 @@ export function classOf(operation: number): OperationClass {
 /** True when the reply body starts with a result section (IGGY.md §4.3 step 4). */
 export function isResultFramed(operation: number, bodyLength: number): boolean {
   if (operation === Operation.REGISTER) return bodyLength > 0;
-  return (operation >= 128 && operation <= 149) ||
-    operation === Operation.STORE_CONSUMER_OFFSET ||
+  // 64..127 are internal metadata operations the server may echo instead of the request's
+  // (a CreateTopic reply comes back as CreateTopicWithAssignments, 64); DeleteSegments (138)
+  // is not metadata-plane.
+  const metadata = operation >= 64 && operation <= 149 && operation !== 138;
+  return metadata || operation === Operation.STORE_CONSUMER_OFFSET ||
     operation === Operation.DELETE_CONSUMER_OFFSET;
 }
 

@@ -59,6 +59,7 @@ Deno.test("classOf() and isResultFramed() follow the operation planes", () => {
   assert.equal(classOf(160), "partition");
   assert.equal(classOf(161), "partition");
   assert.ok(isResultFramed(128, 0) && isResultFramed(149, 0) && isResultFramed(161, 0));
-  assert.ok(!isResultFramed(160, 10) && !isResultFramed(2, 10));
+  assert.ok(!isResultFramed(160, 10) && !isResultFramed(2, 10) && !isResultFramed(138, 4));
+  assert.ok(isResultFramed(64, 4), "CreateTopicWithAssignments echo is metadata");
   assert.ok(isResultFramed(1, 4) && !isResultFramed(1, 0));
 });
