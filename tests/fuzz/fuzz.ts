@@ -566,7 +566,11 @@ async function fuzzSockets(
   report: FuzzReport,
 ): Promise<void> {
   const { connectRaw, publishPacket, startGateway } = await import("../helpers/gateway.ts");
-  const gw = o.port === undefined ? await startGateway() : null;
+  // The failed-login backoff (up to auth.failure_backoff_max_ms per CONNECT from one source)
+  // would hold mutated CONNECTs with usernames open for seconds: off, as in malformed_test.
+  const gw = o.port === undefined
+    ? await startGateway({ env: { IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0" } })
+    : null;
   const port = o.port ?? gw!.port;
   const errorsAtStart = gw ? total(gw.gateway.metrics.protocolErrors.values) : 0;
   const r = rng(o.seed ^ 0x5bd1e995);
