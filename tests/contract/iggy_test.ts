@@ -13,8 +13,13 @@ import { Code } from "../../src/log/iggy/codes.ts";
 import { IggyConnection } from "../../src/log/iggy/connection.ts";
 import { tcpDialer } from "../../src/log/iggy/dial.ts";
 import { ByteWriter } from "../../src/log/iggy/bytes.ts";
-import { writeIdentifier } from "../../src/log/iggy/encoding.ts";
-import { decodeStreams } from "../../src/log/iggy/records.ts";
+import { readName, writeIdentifier, writeName } from "../../src/log/iggy/encoding.ts";
+import { decodeStreamDetails, decodeStreams } from "../../src/log/iggy/records.ts";
+import { ByteReader } from "../../src/log/iggy/bytes.ts";
+import { IggyEvictionError } from "../../src/log/iggy/codes.ts";
+import { writeRequestHeader } from "../../src/log/iggy/header.ts";
+import { CLIENT_NAME, CLIENT_VERSION } from "../../src/log/iggy/version.ts";
+import assert from "node:assert/strict";
 import type { GatewayConfig } from "../../src/config/types.ts";
 import { runBackendContract } from "./backend_contract.ts";
 
@@ -86,4 +91,165 @@ if (address === "") {
         }),
     };
   }, { credentials, signalsAppends: false });
+  registerIggyExtras();
+}
+
+/** A stream "extra_<id>" with topic "t", created through the backend; returns ids and a cleanup. */
+async function withStream(
+  fn: (b: IggyBackend, ids: { stream: string; streamId: number; topicId: number }) => Promise<void>,
+  patUsername = "",
+): Promise<void> {
+  const stream = `contract_extra_${crypto.randomUUID().slice(0, 8)}`;
+  const b = new IggyBackend(config(), { patUsername, cacheTtlMs: 0 });
+  await b.open();
+  try {
+    await b.createTopic(stream, "t", { partitions: 1 });
+    const details = await withAdmin(async (c) =>
+      decodeStreamDetails(
+        await c.request(Code.GET_STREAM, writeIdentifier(new ByteWriter(), stream).finish()),
+      )
+    );
+    await fn(b, { stream, streamId: details!.stream.id, topicId: details!.topics[0].id });
+  } finally {
+    await b.close();
+    await withAdmin((c) =>
+      c.request(Code.DELETE_STREAM, writeIdentifier(new ByteWriter(), stream).finish())
+    );
+  }
+}
+
+/** CREATE_USER body with one stream grant (poll) holding one topic grant (send). */
+function createUserBody(
+  name: string,
+  password: string,
+  status: number,
+  streamId: number,
+  topicId: number,
+): Uint8Array {
+  const p = new ByteWriter();
+  for (let i = 0; i < 10; i++) p.u8(0); // no global rights
+  p.u8(1).u32(streamId).u8(0).u8(0).u8(0).u8(0).u8(1).u8(0); // stream: poll_messages
+  p.u8(1).u32(topicId).u8(0).u8(0).u8(0).u8(1).u8(0); // topic: send_messages, last topic
+  p.u8(0); // last stream
+  const perms = p.finish().slice();
+  const w = new ByteWriter();
+  writeName(w, name);
+  w.u8(password.length).bytes(new TextEncoder().encode(password)).u8(status);
+  return w.u8(1).u32(perms.length).bytes(perms).finish();
+}
+
+async function withUser(body: Uint8Array, name: string, fn: () => Promise<void>): Promise<void> {
+  await withAdmin((c) => c.request(Code.CREATE_USER, body));
+  try {
+    await fn();
+  } finally {
+    await withAdmin((c) =>
+      c.request(Code.DELETE_USER, writeIdentifier(new ByteWriter(), name).finish())
+    );
+  }
+}
+
+function registerIggyExtras(): void {
+  Deno.test("[iggy] authenticate() names a restricted user's stream and topic grants", async () => {
+    await withStream(async (b, ids) => {
+      const name = `u_${crypto.randomUUID().slice(0, 8)}`;
+      const body = createUserBody(name, "pw-123", 1, ids.streamId, ids.topicId);
+      await withUser(body, name, async () => {
+        const r = await b.authenticate(name, "pw-123");
+        assert.ok(r.ok, JSON.stringify(r));
+        const p = r.principal.permissions;
+        assert.equal(p.global.send_messages, false);
+        const s = p.streams.get(ids.stream);
+        assert.ok(s, "stream grant keyed by name");
+        assert.equal(s.poll_messages, true);
+        assert.equal(s.topics.get("t")?.send_messages, true);
+        assert.deepEqual(await b.authenticate(name, "pw-124"), {
+          ok: false,
+          reason: "bad_credentials",
+        });
+      });
+    });
+  });
+
+  // Iggy answers a password login of an inactive user exactly like a wrong password, on
+  // purpose (server/src/auth.rs: no probing for disabled accounts); only PAT logins say
+  // "inactive".
+  Deno.test("[iggy] authenticate() of an inactive Iggy user is bad_credentials", async () => {
+    await withStream(async (b, ids) => {
+      const name = `u_${crypto.randomUUID().slice(0, 8)}`;
+      await withUser(
+        createUserBody(name, "pw-123", 2, ids.streamId, ids.topicId),
+        name,
+        async () => {
+          assert.deepEqual(await b.authenticate(name, "pw-123"), {
+            ok: false,
+            reason: "bad_credentials",
+          });
+        },
+      );
+    });
+  });
+
+  Deno.test("[iggy] authenticate() logs in with a personal access token as pat_username", async () => {
+    const tokenName = `pat_${crypto.randomUUID().slice(0, 8)}`;
+    const token = await withAdmin(async (c) => {
+      const w = new ByteWriter();
+      writeName(w, tokenName).u64(0);
+      return readName(new ByteReader(await c.request(Code.CREATE_PAT, w.finish())));
+    });
+    try {
+      await withStream(async (b) => {
+        const r = await b.authenticate("token", token);
+        assert.ok(r.ok, JSON.stringify(r));
+        assert.equal(r.principal.username, credentials.username);
+        assert.deepEqual(await b.authenticate("token", `${token}x`), {
+          ok: false,
+          reason: "bad_credentials",
+        });
+      }, "token");
+    } finally {
+      await withAdmin((c) =>
+        c.request(Code.DELETE_PAT, writeName(new ByteWriter(), tokenName).finish())
+      );
+    }
+  });
+
+  Deno.test("[iggy] a Register with another protocol version is evicted with reason 14", async () => {
+    const [hostname, port] = address.split(":");
+    const conn = await Deno.connect({ hostname, port: Number(port) });
+    try {
+      const w = new ByteWriter().u32(0 << 20 | 12 << 10); // claim protocol 0.12.0
+      writeName(w, CLIENT_NAME);
+      writeName(w, CLIENT_VERSION);
+      writeName(w, credentials.username).u8(credentials.password.length)
+        .bytes(new TextEncoder().encode(credentials.password)).u32(0);
+      const body = w.finish();
+      const header = writeRequestHeader({
+        bodyLength: body.length,
+        client: 42n,
+        request: 0n,
+        operation: 1,
+        session: 0n,
+      });
+      await conn.write(header);
+      await conn.write(body);
+      const frame = new Uint8Array(256);
+      let got = 0;
+      while (got < 256) {
+        const n = await conn.read(frame.subarray(got));
+        if (n === null) break;
+        got += n;
+      }
+      assert.equal(frame[60], 13, "an eviction frame");
+      const e = new IggyEvictionError(
+        frame[255],
+        new DataView(frame.buffer).getUint32(144, true),
+        new DataView(frame.buffer).getUint32(148, true),
+      );
+      assert.equal(e.reason, 14);
+      assert.match(e.message, /Iggy server speaks binary protocol 0\.11\.0/);
+    } finally {
+      conn.close();
+    }
+  });
 }

@@ -7,11 +7,15 @@
 
 import { formatVersion, PROTOCOL_VERSION } from "./version.ts";
 
-/** Command codes of the commands this client uses. */
+/** Command codes of the commands this client uses (user and PAT admin: tests only). */
 export const Code = Object.freeze({
   PING: 1,
   GET_USER: 31,
+  CREATE_USER: 33,
+  DELETE_USER: 34,
   LOGIN_REGISTER: 40,
+  CREATE_PAT: 42,
+  DELETE_PAT: 43,
   LOGIN_REGISTER_WITH_PAT: 45,
   POLL_MESSAGES: 100,
   SEND_MESSAGES: 101,
@@ -33,6 +37,10 @@ export const Operation = Object.freeze({
   CREATE_STREAM: 128,
   DELETE_STREAM: 130,
   CREATE_TOPIC: 132,
+  CREATE_USER: 141,
+  DELETE_USER: 143,
+  CREATE_PAT: 146,
+  DELETE_PAT: 147,
   SEND_MESSAGES: 160,
   STORE_CONSUMER_OFFSET: 161,
   DELETE_CONSUMER_OFFSET: 162,
@@ -53,6 +61,14 @@ export function operationFor(code: number): number {
       return Operation.DELETE_STREAM;
     case Code.CREATE_TOPIC:
       return Operation.CREATE_TOPIC;
+    case Code.CREATE_USER:
+      return Operation.CREATE_USER;
+    case Code.DELETE_USER:
+      return Operation.DELETE_USER;
+    case Code.CREATE_PAT:
+      return Operation.CREATE_PAT;
+    case Code.DELETE_PAT:
+      return Operation.DELETE_PAT;
     case Code.SEND_MESSAGES:
       return Operation.SEND_MESSAGES;
     case Code.STORE_CONSUMER_OFFSET:
@@ -96,6 +112,7 @@ export const Status = Object.freeze({
   USER_INACTIVE: 47,
   INVALID_PAT: 53,
   TRANSIENT_NOT_COMMITTED: 57,
+  TRANSIENT_NOT_ACCEPTED: 58,
   STREAM_NOT_FOUND: 1009,
   STREAM_NAME_NOT_FOUND: 1010,
   STREAM_EXISTS: 1012,

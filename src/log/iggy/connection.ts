@@ -7,7 +7,14 @@
  * @module
  */
 
-import { classOf, IggyConnectionError, IggyError, IggyTimeoutError, Status } from "./codes.ts";
+import {
+  classOf,
+  IggyConnectionError,
+  IggyError,
+  IggyEvictionError,
+  IggyTimeoutError,
+  Status,
+} from "./codes.ts";
 import { FrameKind, operationFor } from "./codes.ts";
 import type { Transport } from "./dial.ts";
 import { HEADER_SIZE, readFrameKind, readFrameSize, writeRequestHeader } from "./header.ts";
@@ -22,6 +29,22 @@ import { randomMessageId } from "./batch.ts";
 
 /** Largest frame accepted from the server (its own cap is 64 MiB). */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024 + HEADER_SIZE;
+
+/** Pause before replaying a request the server answered with a transient code. */
+export const TRANSIENT_RETRY_MS = 50;
+
+/**
+ * May a request answered with `e` be replayed with the same id on the same session?
+ * 58 TransientNotAccepted: the server never admitted it, always safe. 57
+ * TransientNotCommitted: outcome unknown; safe for reads, Register and metadata ops (the
+ * server answers a replayed id from its cache) but not for partition ops, which have no
+ * dedup: a replayed send could be stored twice, so it fails to the caller instead.
+ */
+export function isReplayable(e: unknown, kind: string): boolean {
+  if (!(e instanceof IggyError) || e instanceof IggyEvictionError) return false;
+  if (e.code === Status.TRANSIENT_NOT_ACCEPTED) return true;
+  return e.code === Status.TRANSIENT_NOT_COMMITTED && kind !== "partition";
+}
 
 /** Request ids of one session (IGGY.md §4.2). */
 export class RequestIds {
@@ -54,6 +77,7 @@ export class IggyConnection {
   #closedWith: Error | undefined;
   #onClose: (e: Error) => void = () => {};
   #queued = 0;
+  #wakePause: (() => void) | undefined;
   #reading: Promise<void>;
   /** Resolves (never rejects) with the reason once the connection is dead. */
   readonly closed: Promise<Error>;
@@ -83,26 +107,13 @@ export class IggyConnection {
   /** Logs in (Register). Rejects with the eviction error on bad credentials. */
   async register(credentials: Credentials): Promise<RegisterReply> {
     const { code, body } = encodeRegister(credentials);
-    for (let attempt = 0;; attempt++) {
-      this.#client = randomMessageId(); // fresh non-zero u128 per Register
-      try {
-        const reply = decodeRegisterReply(await this.#send(code, body, "register"));
-        if (reply.session === 0n) {
-          throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound no session");
-        }
-        this.#session = reply.session;
-        this.#ids = new RequestIds();
-        this.registration = reply;
-        return reply;
-      } catch (e) {
-        // 57 TransientNotCommitted: the Register did not commit yet; try again
-        if (
-          !(e instanceof IggyError) || e.code !== Status.TRANSIENT_NOT_COMMITTED || attempt >= 3
-        ) {
-          throw e;
-        }
-      }
-    }
+    this.#client = randomMessageId(); // fresh non-zero u128 per Register
+    const reply = decodeRegisterReply(await this.#send(code, body, "register"));
+    if (reply.session === 0n) throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound no session");
+    this.#session = reply.session;
+    this.#ids = new RequestIds();
+    this.registration = reply;
+    return reply;
   }
 
   /** Sends a command on the registered session and resolves with its reply payload. */
@@ -133,19 +144,43 @@ export class IggyConnection {
       const frame = new Uint8Array(HEADER_SIZE + body.length);
       frame.set(header);
       frame.set(body, HEADER_SIZE);
-      const reply = this.#nextFrame(code);
-      this.lastUsed = Date.now();
-      try {
-        await this.#writer.write(frame);
-      } catch (e) {
-        this.#fail(new IggyConnectionError(`Iggy connection ${this.#label} closed`, { cause: e }));
+      const started = Date.now();
+      for (;;) {
+        const reply = this.#nextFrame(code);
+        this.lastUsed = Date.now();
+        try {
+          await this.#writer.write(frame);
+        } catch (e) {
+          this.#fail(
+            new IggyConnectionError(`Iggy connection ${this.#label} closed`, { cause: e }),
+          );
+        }
+        const f = await reply;
+        try {
+          return decodeReply(f.header, f.body, code);
+        } catch (e) {
+          const late = Date.now() - started + TRANSIENT_RETRY_MS >= this.#timeoutMs;
+          if (late || !isReplayable(e, kind)) throw e;
+        }
+        await this.#pause(TRANSIENT_RETRY_MS);
       }
-      const f = await reply;
-      return decodeReply(f.header, f.body, code);
     };
     const p = this.#chain.then(run, run).finally(() => this.#queued--);
     this.#chain = p.catch(() => {});
     return p;
+  }
+
+  #pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#wakePause = undefined;
+        resolve();
+      }, ms);
+      this.#wakePause = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   #nextFrame(code: number): Promise<Frame> {
@@ -223,6 +258,7 @@ export class IggyConnection {
     const waiter = this.#waiter;
     this.#waiter = undefined;
     waiter?.reject(e);
+    this.#wakePause?.(); // a paused replay then finds the connection closed
     try {
       this.#transport.close();
     } catch { /* already closed */ }

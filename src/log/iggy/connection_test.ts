@@ -162,3 +162,44 @@ Deno.test("IggyConnection: the peer closing rejects the pending request", async 
   await assert.rejects(c.request(Code.PING), /closed/);
   await c.close();
 });
+
+function transientOnce(status: number, operation: number): FakeServer {
+  let denied = false;
+  return new FakeServer((req) => {
+    if (req.operation === operation && !denied) {
+      denied = true;
+      return [replyFrame({ operation, request: req.request, status })];
+    }
+    return happy(req);
+  });
+}
+
+Deno.test("IggyConnection replays a send answered 58 TransientNotAccepted (never admitted)", async () => {
+  const server = transientOnce(58, 160);
+  const c = await connected(server);
+  await c.request(Code.SEND_MESSAGES, new Uint8Array([0]));
+  const sends = server.seen.filter((r) => r.operation === 160);
+  assert.equal(sends.length, 2);
+  assert.equal(sends[0].request, sends[1].request, "same request id");
+  await c.close();
+});
+
+Deno.test("IggyConnection does not replay a send answered 57 TransientNotCommitted", async () => {
+  const server = transientOnce(57, 160);
+  const c = await connected(server);
+  await assert.rejects(
+    c.request(Code.SEND_MESSAGES, new Uint8Array([0])),
+    (e) => e instanceof IggyError && e.code === 57,
+  );
+  assert.equal(server.seen.filter((r) => r.operation === 160).length, 1);
+  await c.close();
+});
+
+Deno.test("IggyConnection replays a metadata op answered 57 with the same request id", async () => {
+  const server = transientOnce(57, 128);
+  const c = await connected(server);
+  await c.request(Code.CREATE_STREAM, new Uint8Array([1, 0x61]));
+  const creates = server.seen.filter((r) => r.operation === 128);
+  assert.deepEqual(creates.map((r) => r.request), [1n, 1n]);
+  await c.close();
+});

@@ -24,13 +24,15 @@ export function backendCodeFor(code: number): BackendErrorCode {
   switch (code) {
     case Status.UNAUTHORIZED:
       return "unauthorized";
+    case Status.TRANSIENT_NOT_COMMITTED:
+      return "timeout"; // outcome unknown, like a lost reply: the caller decides
+
     case Status.UNAUTHENTICATED:
     case Status.STALE_CLIENT:
     case Status.INVALID_CREDENTIALS:
     case Status.INVALID_PAT:
     case Status.USER_INACTIVE:
-    case Status.TRANSIENT_NOT_COMMITTED:
-    case 58: // TransientNotAccepted
+    case Status.TRANSIENT_NOT_ACCEPTED:
     case Status.INCOMPATIBLE_PROTOCOL:
       return "unavailable"; // the service session is gone or refused: retry after reconnect
     default:

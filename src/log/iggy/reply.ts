@@ -14,6 +14,10 @@ import { HEADER_SIZE, readEvictionHeader, readFrameKind, readReplyHeader } from 
 const COMMAND_NAMES: Record<number, string> = {
   1: "ping",
   31: "get user",
+  33: "create user",
+  34: "delete user",
+  42: "create personal access token",
+  43: "delete personal access token",
   40: "login",
   45: "login with token",
   100: "poll messages",
