@@ -16,7 +16,7 @@ import {
 } from "../mapping/mod.ts";
 import { openEnvelope } from "../log/envelope.ts";
 import { canPoll } from "../log/permissions.ts";
-import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
+import type { LogBackend, OutgoingMessage, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import { startDeliverySpan } from "../observe/tracing.ts";
 import type { SpanContext } from "@opentelemetry/api";
@@ -300,8 +300,15 @@ export class Delivery implements DeliveryPort {
   }
 
   /** This gateway appended to a partition: wake its reader now. */
-  notifyAppended(address: PartitionAddress): void {
-    this.readers.get(tripleKey(address))?.signal();
+  notifyAppended(
+    address: PartitionAddress,
+    baseOffset: number | null,
+    messages: readonly OutgoingMessage[],
+  ): void {
+    const reader = this.readers.get(tripleKey(address));
+    if (!reader) return;
+    if (baseOffset === null) reader.signal();
+    else reader.offerAppended(baseOffset, messages);
   }
 
   /**

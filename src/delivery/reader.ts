@@ -113,6 +113,36 @@ export class SharedReader {
     this.signal();
   }
 
+  /**
+   * Messages this gateway just appended to the triple, confirmed at `baseOffset`. When the
+   * reader is exactly caught up they are routed from memory, saving a poll round trip (the
+   * latency of the 1:1 path); otherwise this is just a signal to poll. A poll already in
+   * flight that returns the same offsets skips them (position moved past).
+   */
+  offerAppended(
+    baseOffset: number,
+    messages: readonly { payload: Uint8Array; headers: ReadonlyMap<string, string> }[],
+  ): void {
+    if (
+      this.#stopped || baseOffset !== this.position ||
+      this.ledger.size + messages.length > this.#opts.maxUnsettled
+    ) {
+      this.signal();
+      return;
+    }
+    const timestampMicros = Date.now() * 1000;
+    const batch: StoredMessage[] = messages.map((m, i) => ({
+      partition: this.triple.partition,
+      offset: baseOffset + i,
+      timestampMicros,
+      payload: m.payload,
+      headers: m.headers,
+    }));
+    this.position = baseOffset + messages.length;
+    this.#route(this, batch);
+    this.maybeCommit();
+  }
+
   /** Takes back a stop whose loop has not ended yet (a new subscriber arrived). */
   revive(): boolean {
     if (this.#ended || this.#abandoned) return false;

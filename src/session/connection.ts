@@ -121,15 +121,28 @@ export class Connection implements Subscriber, DeadlineOwner {
         if (n === null || this.#closed) break;
         this.lastActivity = ctx.clock.now();
         ctx.metrics.bytesIn.inc({}, n);
-        if (this.#draining) continue; // drain: stop taking new work
         const packets = this.#decoder.push(buf.subarray(0, n));
         for (const p of packets) {
-          // After a refused CONNECT (or DISCONNECT) nothing more of this socket is processed.
-          if (this.#closed || this.#draining) break;
+          if (this.#closed) break;
+          // Draining (stop, DISCONNECT, refused CONNECT): no new work, but PUBACKs still
+          // settle deliveries, so acknowledged copies are not redelivered after a restart.
+          if (this.#draining) {
+            if (p.type === "puback" && this.#principal !== null) {
+              this.#ctx.delivery.puback(this, p.packetId);
+            }
+            continue;
+          }
           const pending = this.#handle(p);
           if (pending !== undefined) await pending;
         }
         this.#flushBatch();
+        // A client that sends but never reads (PINGREQ or QoS 1 floods) would grow its
+        // outbox without bound: past twice the per-client cap it is closed.
+        if (this.outbox.queuedBytes > 2 * ctx.config.limits.max_outbound_queue_bytes_per_client) {
+          ctx.metrics.evictions.inc();
+          this.close("client does not read its socket: outbound queue over the hard cap");
+          break;
+        }
         // Grow while reads fill the buffer; shrink back once the client is quiet again, so an
         // idle connection holds only the small buffer (memory per idle connection).
         if (n === buf.length && buf.length < READ_BUFFER_BUSY) {
@@ -350,7 +363,7 @@ export class Connection implements Subscriber, DeadlineOwner {
         n,
       );
       ctx.backend.append({ ...b.address, messages: b.messages }).then(
-        () => {
+        (receipt) => {
           const seconds = (ctx.clock.now() - started) / 1000;
           let acked = 0;
           for (const slot of b.slots) {
@@ -363,7 +376,7 @@ export class Connection implements Subscriber, DeadlineOwner {
           if (n - acked > 0) ctx.metrics.publishes.inc({ outcome: "appended" }, n - acked);
           span.end();
           this.#settled(n);
-          ctx.delivery.notifyAppended(b.address);
+          ctx.delivery.notifyAppended(b.address, receipt.baseOffset, b.messages);
         },
         (err) => {
           ctx.metrics.publishes.inc({ outcome: "failed" }, n);

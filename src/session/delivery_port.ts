@@ -5,7 +5,7 @@
  * @module
  */
 import type { Subscription } from "../codec/packets.ts";
-import type { PartitionAddress, Principal } from "../log/port.ts";
+import type { OutgoingMessage, PartitionAddress, Principal } from "../log/port.ts";
 import type { Outbox } from "./outbox.ts";
 import type { SpanContext } from "@opentelemetry/api";
 
@@ -30,6 +30,13 @@ export interface DeliveryPort {
   puback(sub: Subscriber, packetId: number): void;
   /** The client is gone: strike its pending copies, drop its subscriptions. */
   detach(sub: Subscriber): void;
-  /** This gateway confirmed an append to a partition: its reader may poll at once. */
-  notifyAppended(address: PartitionAddress): void;
+  /**
+   * This gateway confirmed an append to a partition at `baseOffset` (null when the backend
+   * did not say): its reader may route the messages at once or poll.
+   */
+  notifyAppended(
+    address: PartitionAddress,
+    baseOffset: number | null,
+    messages: readonly OutgoingMessage[],
+  ): void;
 }

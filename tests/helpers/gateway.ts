@@ -110,23 +110,38 @@ export class RawClient {
     while (off < b.length) off += await this.#conn.write(b.subarray(off));
   }
 
+  /** The read in flight, kept across timeouts so no data is lost to an abandoned read. */
+  #pendingRead: Promise<Uint8Array | null> | null = null;
+
+  #readChunk(): Promise<Uint8Array | null> {
+    if (!this.#pendingRead) {
+      const chunk = new Uint8Array(65536);
+      this.#pendingRead = this.#conn.read(chunk).then(
+        (n) => (n === null ? null : chunk.subarray(0, n)),
+        () => null,
+      );
+    }
+    return this.#pendingRead;
+  }
+
   /** Reads exactly n bytes, or returns null if the peer closed first (or on timeout). */
   async readExactly(n: number, timeoutMs = 3000): Promise<Uint8Array | null> {
     const deadline = Date.now() + timeoutMs;
     while (this.#buf.length < n) {
-      const chunk = new Uint8Array(65536);
       const left = deadline - Date.now();
       if (left <= 0) return null;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const r = await Promise.race([
-        this.#conn.read(chunk).catch(() => null),
+        this.#readChunk(),
         new Promise<"timeout">((res) => timer = setTimeout(() => res("timeout"), left)),
       ]);
       clearTimeout(timer);
-      if (r === "timeout" || r === null) return null;
-      const merged = new Uint8Array(this.#buf.length + r);
+      if (r === "timeout") return null;
+      this.#pendingRead = null;
+      if (r === null) return null;
+      const merged = new Uint8Array(this.#buf.length + r.length);
       merged.set(this.#buf);
-      merged.set(chunk.subarray(0, r), this.#buf.length);
+      merged.set(r, this.#buf.length);
       this.#buf = merged;
     }
     const out = this.#buf.slice(0, n);
@@ -154,21 +169,25 @@ export class RawClient {
     return new Uint8Array([...header, ...body]);
   }
 
-  /** True when the peer closes the connection within the timeout. */
+  /** True when the peer closes the connection within the timeout (data is buffered). */
   async closedByPeer(timeoutMs = 3000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const chunk = new Uint8Array(4096);
       let timer: ReturnType<typeof setTimeout> | undefined;
       const r = await Promise.race([
-        this.#conn.read(chunk).catch(() => null),
+        this.#readChunk(),
         new Promise<"timeout">((res) =>
           timer = setTimeout(() => res("timeout"), Math.max(1, deadline - Date.now()))
         ),
       ]);
       clearTimeout(timer);
-      if (r === null) return true;
       if (r === "timeout") return false;
+      this.#pendingRead = null;
+      if (r === null) return true;
+      const merged = new Uint8Array(this.#buf.length + r.length);
+      merged.set(this.#buf);
+      merged.set(r, this.#buf.length);
+      this.#buf = merged;
     }
     return false;
   }
