@@ -2,7 +2,8 @@
  * Cache of topic metadata (partition counts), so the gateway's per-publish `getTopic` does
  * not cost a round trip. An entry lives `metadata_refresh_ms`, is dropped when a send or
  * poll says "not found", and is replaced on create. Absent topics are not cached, so a
- * topic created elsewhere shows up on the next look-up.
+ * topic created elsewhere shows up on the next look-up. At most {@link MAX_TOPICS} entries are
+ * kept; past that the oldest entry goes (it is simply read again when needed).
  *
  * @module
  */
@@ -11,6 +12,9 @@ import type { TopicRecord } from "./records.ts";
 
 /** Reads a topic from the server (null = absent). */
 export type TopicFetcher = (stream: string, topic: string) => Promise<TopicRecord | null>;
+
+/** Bound of the cache. */
+export const MAX_TOPICS = 10_000;
 
 interface CacheEntry {
   readonly record: TopicRecord;
@@ -55,7 +59,10 @@ export class TopicCache {
   /** Stores a fresh record (after create or read). */
   set(stream: string, topic: string, record: TopicRecord): void {
     if (this.#ttlMs <= 0) return;
-    this.#entries.set(TopicCache.#key(stream, topic), {
+    const key = TopicCache.#key(stream, topic);
+    this.#entries.delete(key); // re-insert at the young end
+    if (this.#entries.size >= MAX_TOPICS) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(key, {
       record,
       expiresAt: this.#now() + this.#ttlMs,
     });
