@@ -245,7 +245,9 @@ export class IggyConnection {
       this.#fail(
         e instanceof IggyConnectionError
           ? e
-          : new IggyConnectionError(`Iggy connection ${this.#label} failed`, { cause: e }),
+          : new IggyConnectionError(`Iggy connection ${this.#label} failed: ${describe(e)}`, {
+            cause: e,
+          }),
       );
     } finally {
       reader.releaseLock();
@@ -271,6 +273,10 @@ export class IggyConnection {
     await this.#reading;
     await this.#writer.close().catch(() => {});
   }
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
