@@ -46,7 +46,9 @@ export const POLL_CONSUMER = "mqtt-gateway-poll";
 
 /** Injection points for tests. */
 export interface IggyBackendDeps {
+  /** Opens the byte stream to Iggy (default: TCP/TLS to `config.address`). */
   readonly dial?: Dialer;
+  /** Jitter source for reconnect back-off, in [0, 1) (default Math.random). */
   readonly random?: () => number;
 }
 
@@ -54,8 +56,13 @@ function info(stream: string, topic: string, r: TopicRecord): TopicInfo {
   return { stream, topic, partitions: r.partitionsCount };
 }
 
-/** The Iggy backend. */
+/**
+ * The Iggy backend. `config` is `[iggy]` of the gateway config; `auth.patUsername` is the
+ * MQTT username that means "the password is an Iggy personal access token", and
+ * `auth.cacheTtlMs` how long a successful `authenticate()` is remembered.
+ */
 export class IggyBackend implements LogBackend {
+  /** Always "iggy". */
   readonly kind = "iggy";
   readonly #config: GatewayConfig["iggy"];
   readonly #pool: IggyPool;
@@ -64,6 +71,7 @@ export class IggyBackend implements LogBackend {
   readonly #principals: PrincipalAuthenticator;
   #state: "new" | "open" | "failed" | "closed" = "new";
 
+  /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
   constructor(
     config: GatewayConfig["iggy"],
     auth: { patUsername: string; cacheTtlMs: number },

@@ -9,8 +9,11 @@ import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
 
 /** A bidirectional byte stream. */
 export interface Transport {
+  /** Bytes from the server. */
   readonly readable: ReadableStream<Uint8Array>;
+  /** Bytes to the server. */
   readonly writable: WritableStream<Uint8Array>;
+  /** Closes both directions; idempotent. */
   close(): void;
 }
 

@@ -6,4 +6,10 @@
  */
 
 export { IggyBackend, type IggyBackendDeps, POLL_CONSUMER } from "./backend.ts";
-export { formatVersion, PROTOCOL_VERSION, PROTOCOL_VERSION_PACKED } from "./version.ts";
+export type { Dialer, Transport } from "./dial.ts";
+export {
+  formatVersion,
+  PROTOCOL_VERSION,
+  PROTOCOL_VERSION_PACKED,
+  type ProtocolVersion,
+} from "./version.ts";

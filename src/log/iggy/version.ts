@@ -8,8 +8,11 @@
 
 /** Protocol version as major/minor/patch. */
 export interface ProtocolVersion {
+  /** Major version (10 bits on the wire). */
   readonly major: number;
+  /** Minor version (10 bits). */
   readonly minor: number;
+  /** Patch version (10 bits). */
   readonly patch: number;
 }
 
