@@ -168,6 +168,49 @@ export function runBackendContract(
     assert.deepEqual(await b.poll(address, 10, 5), []);
   });
 
+  test(
+    "poll() returns exactly the messages from any offset, at most count, across appends",
+    async (b, n) => {
+      await b.createTopic(n.stream, n.topic, { partitions: 1 });
+      const address = { stream: n.stream, topic: n.topic, partition: 0 };
+      // Separate appends (stored as separate batches by a batching backend) of 3, 1, 4 and 2.
+      let next = 0;
+      for (const size of [3, 1, 4, 2]) {
+        const messages = Array.from({ length: size }, () => message(`m${next++}`));
+        await b.append({ ...address, messages });
+      }
+      for (let from = 0; from <= next; from++) {
+        for (const count of [1, 2, 3, 5, 100]) {
+          const expected = [...Array(next).keys()].filter((o) => o >= from).slice(0, count);
+          const polled = await b.poll(address, from, count);
+          assert.deepEqual(polled.map((m) => m.offset), expected, `from ${from} count ${count}`);
+          assert.deepEqual(polled.map((m) => text(m.payload)), expected.map((o) => `m${o}`));
+        }
+      }
+    },
+  );
+
+  test("poll() right after append() resolves returns the appended messages", async (b, n) => {
+    await b.createTopic(n.stream, n.topic, { partitions: 1 });
+    const address = { stream: n.stream, topic: n.topic, partition: 0 };
+    for (let i = 0; i < 10; i++) {
+      const before = await b.nextOffset(address);
+      await b.append({ ...address, messages: [message(`a${i}`), message(`b${i}`)] });
+      const polled = await b.poll(address, before, 10);
+      assert.deepEqual(polled.map((m) => text(m.payload)), [`a${i}`, `b${i}`]);
+    }
+  });
+
+  test("getOffset() right after storeOffset() resolves returns the stored offset", async (b, n) => {
+    await b.createTopic(n.stream, n.topic, { partitions: 1 });
+    const address = { stream: n.stream, topic: n.topic, partition: 0 };
+    await b.append({ ...address, messages: [...Array(5).keys()].map((i) => message(`${i}`)) });
+    for (let offset = 0; offset < 5; offset++) {
+      await b.storeOffset(`gw_${n.id}`, address, offset);
+      assert.equal(await b.getOffset(`gw_${n.id}`, address), offset);
+    }
+  });
+
   test("storeOffset() and getOffset() keep one offset per consumer and partition", async (b, n) => {
     await b.createTopic(n.stream, n.topic, { partitions: 2 });
     const p0 = { stream: n.stream, topic: n.topic, partition: 0 };
