@@ -50,6 +50,7 @@ const TOPIC_SELECT = `SELECT t.id, s.name AS stream, t.name AS topic, t.partitio
 export class Catalog {
   readonly #db: DatabaseSync;
   readonly #streams = new Map<string, Map<string, TopicState>>();
+  readonly #byId = new Map<number, TopicState>();
 
   constructor(db: DatabaseSync) {
     this.#db = db;
@@ -58,6 +59,7 @@ export class Catalog {
   /** Reads every topic and partition counter from the tables. */
   load(): void {
     this.#streams.clear();
+    this.#byId.clear();
     for (const row of this.#db.prepare(TOPIC_SELECT).all() as unknown as TopicRow[]) {
       this.#put(this.#stateOf(row));
     }
@@ -66,6 +68,11 @@ export class Catalog {
   /** The topic, or undefined when its stream or itself is missing. */
   get(stream: string, topic: string): TopicState | undefined {
     return this.#streams.get(stream)?.get(topic);
+  }
+
+  /** The topic with this numeric id (the writer's batches name topics by id). */
+  byId(id: number): TopicState | undefined {
+    return this.#byId.get(id);
   }
 
   /** Re-reads one topic from the tables (a read-only store sees topics the writer adds). */
@@ -161,6 +168,7 @@ export class Catalog {
     let topics = this.#streams.get(state.stream);
     if (!topics) this.#streams.set(state.stream, topics = new Map());
     topics.set(state.topic, state);
+    this.#byId.set(state.id, state);
   }
 }
 

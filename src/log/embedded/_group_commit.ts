@@ -1,17 +1,20 @@
 /**
- * Group commit: append() calls queue here and are written together in ONE transaction (one
- * fsync) on the next macrotask, so many connections publishing at once cost one COMMIT
- * (DESIGN §6: ~150k rows/s at 100 rows per commit vs ~30k/s at one). Each append resolves only
- * after the COMMIT that holds it; a failed transaction rejects every append in it.
+ * Group commit, pipelined: append() calls queue here; whenever no transaction is in flight the
+ * queue (at most `maxBatch` messages) is encoded into one buffer, transferred to the writer
+ * (_writer.ts) and committed there as ONE transaction (one fsync, one stored batch per
+ * partition). While it commits, the next appends accumulate and go right after its reply:
+ * at most one transaction in flight, everything that arrived meanwhile in the next one.
+ * Each append resolves only after the COMMIT that holds it; a failed transaction rejects every
+ * append in it. Consumer offsets ride along with the next transaction.
  *
  * @module
  */
 import { clearImmediate, setImmediate } from "node:timers";
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import type { OutgoingMessage } from "../port.ts";
 import type { TopicState } from "./_catalog.ts";
-import { HeaderEncoder } from "./_headers.ts";
-import { ROWS_PER_INSERT, type Statements, VALUES_PER_ROW } from "./_statements.ts";
+import { BatchEncoder, RECORD_HEADER_BYTES } from "./_batch.ts";
+import { RUN_FIELDS } from "./_writer.ts";
+import type { WriterLink } from "./_writer_link.ts";
 
 /** One queued append() call. */
 export interface PendingAppend {
@@ -20,6 +23,21 @@ export interface PendingAppend {
   readonly messages: readonly OutgoingMessage[];
   readonly resolve: (baseOffset: number) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/** One queued storeOffset() call. */
+interface PendingOffset {
+  readonly entry: readonly [string, number, number, number];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** The appends of one partition within one transaction, in arrival order. */
+interface Run {
+  readonly state: TopicState;
+  readonly partition: number;
+  readonly appends: PendingAppend[];
+  count: number;
 }
 
 /** What a committed transaction changed: flattened (topic, partition) pairs that grew. */
@@ -33,39 +51,36 @@ export interface GroupCommitStats {
   appended: number;
 }
 
+/** Header-bytes guess per message when sizing a batch buffer (it grows if short). */
+const HEADER_GUESS_BYTES = 64;
+
 /**
  * The append queue. Bounded by its callers: the gateway limits appends in flight per client
  * (`max_inflight_publishes_per_client`) and overall (`max_pending_appends`).
  */
 export class GroupCommit {
   readonly stats: GroupCommitStats = { commits: 0, appended: 0 };
-  readonly #db: DatabaseSync;
-  readonly #stmts: Statements;
+  readonly #link: WriterLink;
   readonly #maxBatch: number;
   readonly #now: () => number;
   readonly #onCommit: CommitHook;
   readonly #onError: (e: unknown) => unknown;
+  readonly #encoder = new BatchEncoder();
   #queue: PendingAppend[] = [];
+  #offsets: PendingOffset[] = [];
   #timer: ReturnType<typeof setImmediate> | undefined;
-  /** Reused between transactions: pairs (state, partition) touched by the one in progress. */
-  #touched: (TopicState | number)[] = [];
-  /** Reused: values of the rows waiting for the next multi-row INSERT. */
-  readonly #row: SQLInputValue[] = [];
-  readonly #headers = new HeaderEncoder();
+  #inFlight = false;
+  #idle: (() => void)[] = [];
 
-  /**
-   * @param onError maps a failed transaction's error to what each append rejects with.
-   */
+  /** @param onError maps a failed transaction's error to what each append rejects with. */
   constructor(
-    db: DatabaseSync,
-    stmts: Statements,
+    link: WriterLink,
     maxBatch: number,
     now: () => number,
     onCommit: CommitHook,
     onError: (e: unknown) => unknown,
   ) {
-    this.#db = db;
-    this.#stmts = stmts;
+    this.#link = link;
     this.#maxBatch = Math.max(1, maxBatch);
     this.#now = now;
     this.#onCommit = onCommit;
@@ -77,122 +92,133 @@ export class GroupCommit {
     return this.#queue.length;
   }
 
-  /** Queues an append; the flush runs on the next macrotask. */
+  /** Queues an append for the next transaction. */
   enqueue(append: PendingAppend): void {
     this.#queue.push(append);
-    // setImmediate, not setTimeout(0): nested timers are clamped to ≥ 4 ms, which would cap a
-    // sequential publisher at ~250 commits/s. setImmediate runs after the poll phase, so every
-    // socket read of this loop turn has queued its appends by then.
-    this.#timer ??= setImmediate(this.#onTick);
+    this.#schedule();
   }
 
-  /** Writes everything queued now, synchronously (used by close()). */
-  flushAll(): void {
+  /** Queues a consumer-offset store; it commits with the next transaction. */
+  storeOffset(consumer: string, state: TopicState, partition: number, offset: number) {
+    return new Promise<void>((resolve, reject) => {
+      this.#offsets.push({ entry: [consumer, state.id, partition, offset], resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  /** Resolves once everything queued so far has been committed (or failed). */
+  drain(): Promise<void> {
+    if (this.#isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  /** Rejects everything still queued (the writer is gone). */
+  failAll(error: unknown): void {
+    const queue = this.#queue;
+    const offsets = this.#offsets;
+    this.#queue = [];
+    this.#offsets = [];
     if (this.#timer !== undefined) clearImmediate(this.#timer);
     this.#timer = undefined;
-    while (this.#queue.length > 0) this.#flushOne();
+    for (const a of queue) a.reject(error);
+    for (const o of offsets) o.reject(error);
+    this.#wakeIdle();
+  }
+
+  #isIdle(): boolean {
+    return !this.#inFlight && this.#queue.length === 0 && this.#offsets.length === 0;
+  }
+
+  #schedule(): void {
+    // setImmediate, not setTimeout(0): nested timers are clamped to ≥ 4 ms. setImmediate runs
+    // after the poll phase, so every socket read of this loop turn has queued its appends.
+    if (this.#inFlight || this.#timer !== undefined) return;
+    this.#timer = setImmediate(this.#onTick);
   }
 
   readonly #onTick = (): void => {
     this.#timer = undefined;
-    this.#flushOne();
-    // The rest waits one more macrotask so I/O and timers are not starved by a long queue.
-    if (this.#queue.length > 0) this.#timer = setImmediate(this.#onTick);
+    this.#send();
   };
 
-  /** One transaction of at most maxBatch messages (a bigger single append goes alone). */
-  #flushOne(): void {
-    const batch = this.#take();
-    const touched = this.#touched;
-    touched.length = 0;
-    const stmts = this.#stmts;
-    const row = this.#row;
-    const headerEncoder = this.#headers;
-    row.length = 0;
-    headerEncoder.reset();
-    // One append time per transaction: the messages are committed at the same instant.
-    const ts = this.#now();
-    let count = 0;
-    try {
-      stmts.begin.run();
-      for (let i = 0; i < batch.length; i++) {
-        const { state, partition, messages } = batch[i];
-        const { next, bytes } = state;
-        if (next[partition] === state.committedNext[partition]) touched.push(state, partition);
-        let offset = next[partition];
-        let size = 0;
-        for (let j = 0; j < messages.length; j++) {
-          const m = messages[j];
-          const headers = headerEncoder.encode(m.headers);
-          const s = m.payload.length + headers.length;
-          row.push(state.id, partition, offset++, ts, s, headers, m.payload);
-          size += s;
-          if (row.length === ROWS_PER_INSERT * VALUES_PER_ROW) {
-            stmts.insertMessages.run(...row);
-            row.length = 0;
-            headerEncoder.reset();
-          }
-        }
-        next[partition] = offset;
-        bytes[partition] += size;
-        count += messages.length;
-      }
-      for (let k = 0; k < row.length; k += VALUES_PER_ROW) {
-        stmts.insertMessage.run(...row.slice(k, k + VALUES_PER_ROW));
-      }
-      row.length = 0; // drop references to payloads until the next transaction
-      // One row update per partition that grew keeps next offsets durable even after
-      // retention deletes every message (offsets never go backwards).
-      for (let i = 0; i < touched.length; i += 2) {
-        const state = touched[i] as TopicState;
-        const p = touched[i + 1] as number;
-        stmts.updatePartition.run(state.next[p], state.bytes[p], state.id, p);
-      }
-      stmts.commit.run();
-    } catch (e) {
-      this.#fail(batch, e);
+  /** Sends the next transaction if there is something to send and nothing in flight. */
+  #send(): void {
+    if (this.#inFlight || (this.#queue.length === 0 && this.#offsets.length === 0)) {
+      this.#wakeIdle();
       return;
     }
+    const batch = this.#take();
+    const offsets = this.#offsets;
+    this.#offsets = [];
+    const runs = groupRuns(batch);
+    const timestampMicros = this.#now();
+    const encoder = this.#encoder;
+    let bytes = 0;
+    let messages = 0;
+    for (const a of batch) {
+      messages += a.messages.length;
+      for (const m of a.messages) bytes += m.payload.length;
+    }
+    encoder.begin(bytes + messages * (RECORD_HEADER_BYTES + HEADER_GUESS_BYTES));
+    const fields = new Float64Array(runs.length * RUN_FIELDS);
+    for (let r = 0; r < runs.length; r++) {
+      const run = runs[r];
+      let size = 0;
+      for (const a of run.appends) {
+        for (let j = 0; j < a.messages.length; j++) {
+          size += encoder.add(a.messages[j], timestampMicros);
+        }
+      }
+      fields.set([run.state.id, run.partition, run.count, encoder.position, size], r * RUN_FIELDS);
+    }
+    const data = encoder.take();
+    this.#inFlight = true;
+    this.#link.request(
+      { type: "commit", data, runs: fields, timestampMicros, offsets: offsets.map((o) => o.entry) },
+      [data, fields.buffer],
+    ).then(
+      (bases) => this.#committed(runs, offsets, bases as number[], messages),
+      (e) => this.#failed(batch, offsets, e),
+    ).finally(() => {
+      this.#inFlight = false;
+      // Everything that arrived during the commit goes now, in one transaction.
+      this.#send();
+    });
+  }
+
+  #committed(runs: Run[], offsets: PendingOffset[], bases: number[], messages: number): void {
     this.stats.commits++;
-    this.stats.appended += count;
-    // Base offsets are recomputed from the committed state, walking the batch in order.
-    for (let i = 0; i < touched.length; i += 2) {
-      const state = touched[i] as TopicState;
-      const p = touched[i + 1] as number;
-      const base = state.committedNext[p];
-      state.committedNext[p] = state.next[p];
-      state.next[p] = base; // temporarily rewound: the resolve loop walks it forward again
-      state.committedBytes[p] = state.bytes[p];
+    this.stats.appended += messages;
+    const touched: (TopicState | number)[] = [];
+    for (let r = 0; r < runs.length; r++) {
+      const { state, partition, appends, count } = runs[r];
+      let base = bases[r];
+      state.committedNext[partition] = base + count;
+      state.next[partition] = base + count;
+      touched.push(state, partition);
+      for (const a of appends) {
+        a.resolve(base);
+        base += a.messages.length;
+      }
     }
-    for (let i = 0; i < batch.length; i++) {
-      const { state, partition, messages, resolve } = batch[i];
-      const base = state.next[partition];
-      state.next[partition] = base + messages.length;
-      resolve(base);
-    }
+    for (const o of offsets) o.resolve();
     this.#onCommit(touched);
   }
 
-  /** Undoes the staged counters and rejects every append of the failed transaction. */
-  #fail(batch: readonly PendingAppend[], e: unknown): void {
-    this.#row.length = 0;
-    const touched = this.#touched;
-    for (let i = 0; i < touched.length; i += 2) {
-      const state = touched[i] as TopicState;
-      const p = touched[i + 1] as number;
-      state.next[p] = state.committedNext[p];
-      state.bytes[p] = state.committedBytes[p];
-    }
-    // SQLite rolls back by itself on some errors (SQLITE_FULL among them); ROLLBACK only if
-    // the transaction is still open, and never let a rollback failure hide the first error.
-    try {
-      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
-    } catch { /* the original error is what the callers need */ }
+  #failed(batch: PendingAppend[], offsets: PendingOffset[], e: unknown): void {
     const error = this.#onError(e);
-    for (const append of batch) append.reject(error);
+    for (const a of batch) a.reject(error);
+    for (const o of offsets) o.reject(error);
   }
 
-  /** Takes the next batch off the queue. */
+  #wakeIdle(): void {
+    if (!this.#isIdle() || this.#idle.length === 0) return;
+    const idle = this.#idle;
+    this.#idle = [];
+    for (const resolve of idle) resolve();
+  }
+
+  /** Takes the next batch off the queue: at most maxBatch messages (a bigger append alone). */
   #take(): PendingAppend[] {
     const queue = this.#queue;
     let total = 0;
@@ -209,4 +235,23 @@ export class GroupCommit {
     }
     return queue.splice(0, n);
   }
+}
+
+/** Groups a batch's appends by (topic, partition), keeping arrival order within each. */
+function groupRuns(batch: readonly PendingAppend[]): Run[] {
+  const runs: Run[] = [];
+  const byTopic = new Map<TopicState, (Run | undefined)[]>();
+  for (const a of batch) {
+    let perPartition = byTopic.get(a.state);
+    if (!perPartition) byTopic.set(a.state, perPartition = []);
+    let run = perPartition[a.partition];
+    if (!run) {
+      run = { state: a.state, partition: a.partition, appends: [], count: 0 };
+      perPartition[a.partition] = run;
+      runs.push(run);
+    }
+    run.appends.push(a);
+    run.count += a.messages.length;
+  }
+  return runs;
 }

@@ -1,21 +1,29 @@
 /**
  * Retention: deletes messages older than the age limit and the oldest messages of a topic over
- * its byte limit (Iggy's `message_expiry` and `max_topic_size`, DESIGN §6).
+ * its byte limit (Iggy's `message_expiry` and `max_topic_size`, DESIGN §6). Runs in the writer.
+ *
+ * The unit of deletion is a stored batch (_batch.ts), as Iggy's is a segment: a batch goes when
+ * its newest message is older than the limit, or when the topic is over its byte limit. So a
+ * topic may keep up to one batch per partition beyond the byte limit, and a message may outlive
+ * the age limit until the newest message of its batch expires too (batches hold one commit, so
+ * their messages share one timestamp: in practice only the byte limit is coarser).
  *
  * Deletes always take a prefix of a partition (lowest offsets first), in chunks of at most
- * {@link CHUNK_ROWS} rows per transaction, yielding to the event loop between chunks so group
- * commits keep flowing. Next offsets live in the catalog and the partitions table, not in the
- * messages, so they never go backwards when a partition is emptied.
+ * {@link CHUNK_ROWS} batches per transaction, yielding between chunks so group commits keep
+ * flowing. Next offsets live in the catalog and the partitions table, not in the batches, so
+ * they never go backwards when a partition is emptied.
  *
  * @module
  */
 import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import type { TopicState } from "./_catalog.ts";
-import type { Statements } from "./_statements.ts";
+import type { WriteStatements } from "./_statements.ts";
 
-/** Most rows deleted per transaction: bounds how long one chunk holds the writer. */
-export const CHUNK_ROWS = 5000;
+type Statements = WriteStatements;
+
+/** Most batches deleted per transaction: bounds how long one chunk holds the writer. */
+export const CHUNK_ROWS = 256;
 
 /** Backend-wide defaults; a topic's own non-zero settings win. */
 export interface RetentionLimits {
@@ -26,12 +34,16 @@ export interface RetentionLimits {
 }
 
 interface HeadRow {
-  message_offset: number;
+  base_offset: number;
+  count: number;
   timestamp_micros: number;
   size: number;
 }
 
-/** Runs one retention pass over `topics`; stops early (between chunks) when `stopped()`. */
+/**
+ * Runs one retention pass over `topics`; stops early (between chunks) when `stopped()`.
+ * Resolves with the number of messages deleted.
+ */
 export async function runRetentionPass(
   db: DatabaseSync,
   stmts: Statements,
@@ -56,7 +68,7 @@ export async function runRetentionPass(
   return deleted;
 }
 
-/** Deletes the prefix of partition `p` whose messages are older than `cutoff`. */
+/** Deletes the prefix of partition `p` whose batches are older than `cutoff`. */
 async function expirePartition(
   db: DatabaseSync,
   stmts: Statements,
@@ -70,19 +82,23 @@ async function expirePartition(
     const rows = stmts.selectHead.all(state.id, p, CHUNK_ROWS) as unknown as HeadRow[];
     let n = 0;
     let bytes = 0;
+    let messages = 0;
     // Timestamps rise with offsets (one writer stamps them), so the old ones form a prefix; a
     // clock step back only delays deletion, it never removes a newer message.
-    while (n < rows.length && rows[n].timestamp_micros < cutoff) bytes += rows[n++].size;
+    while (n < rows.length && rows[n].timestamp_micros < cutoff) {
+      bytes += rows[n].size;
+      messages += rows[n++].count;
+    }
     if (n === 0) break;
-    deletePrefix(db, stmts, state, p, rows[n - 1].message_offset + 1, bytes);
-    deleted += n;
+    deletePrefix(db, stmts, state, p, rows[n - 1].base_offset + 1, bytes);
+    deleted += messages;
     if (n < rows.length || rows.length < CHUNK_ROWS) break;
     await yieldToEventLoop();
   }
   return deleted;
 }
 
-/** Deletes the oldest messages of the topic, across partitions, until it fits `maxBytes`. */
+/** Deletes the oldest batches of the topic, across partitions, until it fits `maxBytes`. */
 async function trimTopic(
   db: DatabaseSync,
   stmts: Statements,
@@ -104,6 +120,7 @@ async function trimTopic(
     const cut = new Array<number>(state.partitions).fill(0);
     const freed = new Array<number>(state.partitions).fill(0);
     let taken = 0;
+    let messages = 0;
     while (excess > 0 && taken < CHUNK_ROWS) {
       let best = -1;
       for (let p = 0; p < heads.length; p++) {
@@ -117,6 +134,7 @@ async function trimTopic(
       freed[best] += row.size;
       excess -= row.size;
       taken++;
+      messages += row.count;
       // A partition whose loaded head ran out may hold older rows than the others' next ones:
       // stop this chunk and reload.
       if (cut[best] === heads[best].length && heads[best].length === perPartition) break;
@@ -126,7 +144,7 @@ async function trimTopic(
     try {
       for (let p = 0; p < state.partitions; p++) {
         if (cut[p] > 0) {
-          deleteRows(stmts, state, p, heads[p][cut[p] - 1].message_offset + 1, freed[p]);
+          deleteRows(stmts, state, p, heads[p][cut[p] - 1].base_offset + 1, freed[p]);
         }
       }
       db.exec("COMMIT");
@@ -135,7 +153,7 @@ async function trimTopic(
       throw e;
     }
     commitBytes(state);
-    deleted += taken;
+    deleted += messages;
     await yieldToEventLoop();
   }
   return deleted;
@@ -160,7 +178,7 @@ function deletePrefix(
   commitBytes(state);
 }
 
-/** Deletes offsets below `belowOffset` of partition p and stages its byte counter. */
+/** Deletes batches starting below `belowOffset` of partition p and stages its byte counter. */
 function deleteRows(
   stmts: Statements,
   state: TopicState,

@@ -66,8 +66,22 @@ Deno.test("runRetention() counts header bytes toward the topic size", async () =
   await backend.createTopic("s", "t", { partitions: 1 });
   // 1-byte payload + 1+5+1+20 = 27 header bytes → 28 bytes each; two exceed 40.
   const message = textMessage("x", { "mqtt1": "y".repeat(20) });
-  await backend.append({ ...address, messages: [message, message] });
+  await backend.append({ ...address, messages: [message] });
+  await backend.append({ ...address, messages: [message] });
   assert.deepEqual(await backend.runRetention(), { deleted: 1 });
+});
+
+Deno.test("runRetention() deletes a stored batch whole: one commit to one partition", async () => {
+  await using store = await openTestStore({ retentionMaxTopicBytes: 250 });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  // One append of three 100-byte messages is one stored batch of 300 bytes: over 250, it goes
+  // whole (as Iggy deletes whole segments), and the next batch is kept.
+  await backend.append({ ...address, messages: [1, 2, 3].map(() => sizedMessage(100)) });
+  await backend.append({ ...address, messages: [sizedMessage(100)] });
+  assert.deepEqual(await backend.runRetention(), { deleted: 3 });
+  assert.deepEqual((await backend.poll(address, 0, 10)).map((m) => m.offset), [3]);
+  assert.equal(await backend.nextOffset(address), 4);
 });
 
 Deno.test("runRetention() uses a topic's own expiry over the backend default", async () => {
@@ -83,18 +97,21 @@ Deno.test("runRetention() uses a topic's own expiry over the backend default", a
 
 Deno.test("runRetention() deletes in chunks and lets appends through between them", async () => {
   const clock = manualClock();
+  // One message per transaction, so one stored batch per message: three chunks of batches.
   await using store = await openTestStore({
     retentionMaxAgeSeconds: 1,
     clock: clock.read,
-    maxAppendBatch: 10_000,
+    maxAppendBatch: 1,
   });
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
   const total = CHUNK_ROWS * 2 + 10;
-  await backend.append({
-    ...address,
-    messages: Array.from({ length: total }, () => sizedMessage(4)),
-  });
+  await Promise.all(
+    Array.from(
+      { length: total },
+      () => backend.append({ ...address, messages: [sizedMessage(4)] }),
+    ),
+  );
   clock.now += HOUR_MICROS;
   const retention = backend.runRetention();
   // Queued while the first chunk runs; commits before retention finishes.

@@ -12,16 +12,26 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 
-/** Bumped when the tables change; an older file is refused rather than misread. */
-const SCHEMA_VERSION = 1;
+/**
+ * Bumped when the tables change; a file of another version is refused rather than misread
+ * (nothing is migrated). 1: one row per message (no `meta` table, version in `user_version`);
+ * 2: one row per stored batch (_batch.ts).
+ */
+export const SCHEMA_VERSION = 2;
 
 /** Cap on the WAL file after a checkpoint, so the journal does not keep a burst's size. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
-// Messages and partition rows are WITHOUT ROWID tables keyed by (topic, partition, offset):
-// one b-tree insert per message instead of a rowid table plus an index. Columns read by
-// retention (timestamp, size) come before the blobs so scanning them skips overflow pages.
+// Messages are stored in batches (_batch.ts): one row per (transaction, partition), so SQLite's
+// per-row work is paid per commit, not per message. A rowid table plus an index rather than
+// WITHOUT ROWID because rows are large (SQLite recommends rowid tables above ~1/20 of a page).
+// Columns read by retention (count, timestamp, size) come before the blob so reading them
+// stays in the row's first page. `timestamp_micros` is the newest message's append time.
 const TABLES = `
+CREATE TABLE IF NOT EXISTS meta (
+  key TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS streams (
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL UNIQUE,
@@ -44,16 +54,16 @@ CREATE TABLE IF NOT EXISTS partitions (
   bytes INTEGER NOT NULL,
   PRIMARY KEY (topic_id, partition)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS messages (
+CREATE TABLE IF NOT EXISTS batches (
   topic_id INTEGER NOT NULL,
   partition INTEGER NOT NULL,
-  message_offset INTEGER NOT NULL,
+  base_offset INTEGER NOT NULL,
+  count INTEGER NOT NULL,
   timestamp_micros INTEGER NOT NULL,
   size INTEGER NOT NULL,
-  headers BLOB NOT NULL,
-  payload BLOB NOT NULL,
-  PRIMARY KEY (topic_id, partition, message_offset)
-) WITHOUT ROWID;
+  data BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS batches_by_offset ON batches (topic_id, partition, base_offset);
 CREATE TABLE IF NOT EXISTS consumer_offsets (
   consumer TEXT NOT NULL,
   topic_id INTEGER NOT NULL,
@@ -104,22 +114,47 @@ export function setMaxStoreBytes(db: DatabaseSync, maxStoreBytes: number): void 
   db.exec(`PRAGMA max_page_count = ${pages}`);
 }
 
+/**
+ * Accepts a store of {@link SCHEMA_VERSION}, creates the tables in an empty file (when allowed),
+ * and refuses anything else with the version it found.
+ */
 function checkVersion(db: DatabaseSync, create: boolean): void {
-  const { user_version: version } = db.prepare("PRAGMA user_version").get() as {
-    user_version: number;
-  };
-  if (version === SCHEMA_VERSION) return;
-  if (version !== 0) {
-    throw new Error(`schema version ${version} is not ${SCHEMA_VERSION}`);
+  const found = schemaVersion(db);
+  if (found === SCHEMA_VERSION) return;
+  if (found !== null) {
+    throw new Error(
+      `it has schema version ${found} and this gateway reads only version ${SCHEMA_VERSION}; ` +
+        "move the file aside (it is not migrated)",
+    );
   }
+  const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master").get() as { n: number };
+  if (tables.n > 0) throw new Error("not an embedded store (unknown tables, no schema version)");
   if (!create) throw new Error("not an embedded store (no tables)");
-  db.exec("BEGIN");
+  db.exec("BEGIN IMMEDIATE");
   try {
     db.exec(TABLES);
+    db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?)").run(SCHEMA_VERSION);
     db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
     db.exec("COMMIT");
   } catch (e) {
     if (db.isTransaction) db.exec("ROLLBACK");
     throw e;
   }
+}
+
+/** The store's schema version: `meta.schema_version`, else `user_version` (version 1), else null. */
+function schemaVersion(db: DatabaseSync): number | null {
+  const meta = db.prepare(
+    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+  ).get();
+  if (meta) {
+    const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+      | { value: number }
+      | undefined;
+    return row?.value ?? -1;
+  }
+  const { user_version: version } = db.prepare("PRAGMA user_version").get() as {
+    user_version: number;
+  };
+  return version === 0 ? null : version;
 }

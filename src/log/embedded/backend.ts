@@ -24,22 +24,36 @@ import { Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
 import { readMessages } from "./_reads.ts";
-import { runRetentionPass } from "./_retention.ts";
 import { openDatabase } from "./_schema.ts";
-import { prepareStatements, type Statements } from "./_statements.ts";
+import { prepareReadStatements, type ReadStatements } from "./_statements.ts";
 import { AppendSignals } from "./_signals.ts";
 import { dummyPasswordHash, validateName } from "./_validate.ts";
+import { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 
-interface OpenState {
-  readonly db: DatabaseSync;
-  readonly stmts: Statements;
-  readonly catalog: Catalog;
+/** The writing side: absent in read-only mode. */
+interface WriteSide {
+  readonly link: WriterLink;
   readonly commits: GroupCommit;
-  readonly timer: ReturnType<typeof setInterval> | undefined;
+  readonly timer: ReturnType<typeof setInterval>;
 }
 
-/** The embedded backend. See {@link EmbeddedOptions}. */
+interface OpenState {
+  /** The main thread's reading connection (the writer's own for ":memory:"). */
+  readonly db: DatabaseSync;
+  readonly reads: ReadStatements;
+  readonly catalog: Catalog;
+  readonly writer: WriteSide | undefined;
+}
+
+/**
+ * The embedded backend. See {@link EmbeddedOptions}.
+ *
+ * Writes (group commits, consumer offsets, topic creation, retention) run in a writer Worker
+ * (_writer.ts) so that no INSERT or fsync blocks the event loop; reads (poll, offsets) run here
+ * on a read-only connection to the same WAL-mode file, which sees every commit the writer has
+ * confirmed. Read-only mode (the `read` CLI) starts no writer.
+ */
 export class EmbeddedBackend implements LogBackend {
   readonly kind = "embedded";
   readonly #options: EmbeddedOptions;
@@ -48,8 +62,11 @@ export class EmbeddedBackend implements LogBackend {
   readonly #clock: () => number;
   #state: OpenState | undefined;
   #phase: "new" | "open" | "closed" = "new";
+  #closing: Promise<void> | undefined;
   /** Set when an append failed with "full"; cleared by the next successful commit. */
   #full = false;
+  /** Set when the writer died; the backend stays unavailable until reopened. */
+  #writerFailure: BackendError | undefined;
   #retention: Promise<number> | undefined;
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
 
@@ -60,58 +77,58 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   /** Opens (creating if missing) the store; rejects with BackendError("unavailable"). */
-  open(): Promise<void> {
-    if (this.#phase === "open") return Promise.resolve();
+  async open(): Promise<void> {
+    if (this.#phase === "open") return;
     const { path, maxStoreBytes, readOnly = false } = this.#options;
+    let link: WriterLink | undefined;
     let db: DatabaseSync | undefined;
     try {
-      db = openDatabase(path, maxStoreBytes, readOnly);
-      const stmts = prepareStatements(db);
+      // The writer first: it creates the file and the tables the reader then opens.
+      if (!readOnly) {
+        link = await WriterLink.start(path, maxStoreBytes, (e) => this.#writerFailed(e));
+      }
+      db = link?.inlineDb ?? openDatabase(path, maxStoreBytes, true);
+      const reads = prepareReadStatements(db);
       const catalog = new Catalog(db);
       catalog.load();
-      const commits = new GroupCommit(
-        db,
-        stmts,
-        this.#options.maxAppendBatch,
-        this.#clock,
-        (grown) => {
-          this.#full = false;
-          this.#signals.emit(grown);
-        },
-        (e) => this.#appendError(e),
-      );
-      this.#state = {
-        db,
-        stmts,
-        catalog,
-        commits,
-        timer: readOnly ? undefined : this.#startTimer(),
-      };
+      this.#state = { db, reads, catalog, writer: link && this.#writeSide(link) };
+      this.#writerFailure = undefined;
+      this.#closing = undefined;
       this.#phase = "open";
-      return Promise.resolve();
     } catch (e) {
-      db?.close();
+      if (db && db !== link?.inlineDb) db.close();
+      await link?.close().catch(() => {});
       const reason = e instanceof Error ? e.message : String(e);
-      return Promise.reject(
-        new BackendError("unavailable", `Cannot open embedded store "${path}": ${reason}`, {
-          cause: e,
-        }),
-      );
+      throw new BackendError("unavailable", `Cannot open embedded store "${path}": ${reason}`, {
+        cause: e,
+      });
     }
   }
 
-  /** Commits pending appends (they resolve), stops retention, closes the file. Idempotent. */
-  async close(): Promise<void> {
+  /**
+   * Commits pending appends (they resolve), stops retention, stops the writer, closes the
+   * file. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     const state = this.#state;
     this.#phase = "closed";
     if (!state) return;
     this.#state = undefined;
-    clearInterval(state.timer);
-    state.commits.flushAll();
-    this.#lastStats = { ...state.commits.stats };
-    // A retention pass stops at its next chunk boundary once #state is gone.
-    await this.#retention?.catch(() => 0);
-    state.db.close();
+    const writer = state.writer;
+    if (writer) {
+      clearInterval(writer.timer);
+      await writer.commits.drain();
+      this.#lastStats = { ...writer.commits.stats };
+      // The writer stops a retention pass at its next chunk boundary, then closes its file.
+      await writer.link.close().catch(() => {});
+      await this.#retention?.catch(() => 0);
+    }
+    if (state.db !== writer?.link.inlineDb) state.db.close();
   }
 
   /** Ready when open and not full. */
@@ -123,6 +140,7 @@ export class EmbeddedBackend implements LogBackend {
     if (this.#phase === "closed") {
       return { ready: false, reason: `Embedded store "${path}" is closed` };
     }
+    if (this.#writerFailure) return { ready: false, reason: this.#writerFailure.message };
     if (this.#full) {
       return {
         ready: false,
@@ -151,34 +169,54 @@ export class EmbeddedBackend implements LogBackend {
     });
   }
 
-  createTopic(stream: string, topic: string, options: CreateTopicOptions): Promise<TopicInfo> {
-    return this.#run(`create topic "${stream}/${topic}"`, (s) => {
-      validateName("stream", stream);
-      validateName("topic", topic);
-      if (!Number.isInteger(options.partitions) || options.partitions < 1) {
-        throw new BackendError(
-          "invalid",
-          `Cannot create topic "${stream}/${topic}": partitions must be ≥ 1`,
-        );
-      }
-      return topicInfo(s.catalog.create(stream, topic, options, this.#clock()));
-    });
+  async createTopic(
+    stream: string,
+    topic: string,
+    options: CreateTopicOptions,
+  ): Promise<TopicInfo> {
+    const action = `create topic "${stream}/${topic}"`;
+    const s = this.#state;
+    if (!s) throw this.#closedError(action);
+    validateName("stream", stream);
+    validateName("topic", topic);
+    if (!Number.isInteger(options.partitions) || options.partitions < 1) {
+      throw new BackendError(
+        "invalid",
+        `Cannot create topic "${stream}/${topic}": partitions must be ≥ 1`,
+      );
+    }
+    const known = this.#topic(stream, topic);
+    if (known) return topicInfo(known);
+    const writer = this.#writer(action);
+    try {
+      await writer.link.request({
+        type: "createTopic",
+        stream,
+        topic,
+        options: {
+          partitions: options.partitions,
+          messageExpiryMicros: options.messageExpiryMicros,
+          maxTopicBytes: options.maxTopicBytes,
+        },
+        nowMicros: this.#clock(),
+      });
+    } catch (e) {
+      throw toBackendError(action, this.#options.path, e);
+    }
+    // Concurrent creates of one topic: keep the first state object (appends hold it).
+    const state = s.catalog.get(stream, topic) ?? s.catalog.reload(stream, topic);
+    if (!state) {
+      throw new BackendError("unavailable", `Cannot ${action}: the writer did not create it`);
+    }
+    return topicInfo(state);
   }
 
   /** Queues the append for the next group commit; resolves after its COMMIT. */
   append(request: AppendRequest): Promise<AppendReceipt> {
-    const s = this.#state;
-    if (!s) return Promise.reject(this.#closedError("append"));
-    if (this.#options.readOnly) {
-      return Promise.reject(
-        new BackendError(
-          "invalid",
-          `Cannot append: embedded store "${this.#options.path}" is open read-only`,
-        ),
-      );
-    }
     let state: TopicState;
+    let writer: WriteSide;
     try {
+      writer = this.#writer("append");
       state = this.#partition(request, "append to");
     } catch (e) {
       return Promise.reject(e);
@@ -195,7 +233,7 @@ export class EmbeddedBackend implements LogBackend {
       }
     }
     return new Promise((resolve, reject) => {
-      s.commits.enqueue({
+      writer.commits.enqueue({
         state,
         partition: request.partition,
         messages,
@@ -208,36 +246,41 @@ export class EmbeddedBackend implements LogBackend {
   poll(address: PartitionAddress, fromOffset: number, count: number): Promise<StoredMessage[]> {
     return this.#run("poll", (s) => {
       const state = this.#partition(address, "poll");
-      return readMessages(s.stmts, state, address.partition, fromOffset, count);
+      return readMessages(s.reads, state, address.partition, fromOffset, count);
     });
   }
 
   nextOffset(address: PartitionAddress): Promise<number> {
     return this.#run("read next offset", (s) => {
       const state = this.#partition(address, "read next offset of");
-      if (!this.#options.readOnly) return state.committedNext[address.partition];
+      if (s.writer) return state.committedNext[address.partition];
       // Read-only: the writer is another process; ask the table.
-      const row = s.stmts.selectNextOffset.get(state.id, address.partition) as {
+      const row = s.reads.selectNextOffset.get(state.id, address.partition) as {
         next_offset: number;
       } | undefined;
       return row?.next_offset ?? 0;
     });
   }
 
+  /** Stores the offset with the next group commit; resolves after that COMMIT. */
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void> {
-    return this.#run("store consumer offset", (s) => {
+    const action = "store consumer offset";
+    try {
+      const writer = this.#writer(action);
       const state = this.#partition(address, "store consumer offset on");
       if (!Number.isSafeInteger(offset) || offset < 0) {
         throw new BackendError("invalid", `Cannot store consumer offset ${offset}: not an offset`);
       }
-      s.stmts.upsertConsumerOffset.run(consumer, state.id, address.partition, offset);
-    });
+      return writer.commits.storeOffset(consumer, state, address.partition, offset);
+    } catch (e) {
+      return Promise.reject(toBackendError(action, this.#options.path, e));
+    }
   }
 
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null> {
     return this.#run("read consumer offset", (s) => {
       const state = this.#partition(address, "read consumer offset of");
-      const row = s.stmts.selectConsumerOffset.get(consumer, state.id, address.partition) as
+      const row = s.reads.selectConsumerOffset.get(consumer, state.id, address.partition) as
         | { consumer_offset: number }
         | undefined;
       return row?.consumer_offset ?? null;
@@ -248,24 +291,21 @@ export class EmbeddedBackend implements LogBackend {
     return this.#signals.add(listener);
   }
 
-  /** Runs one retention pass now, as of `now` (µs; tests pass one). The timer calls it too. */
+  /**
+   * Runs one retention pass in the writer now, as of `now` (µs; tests pass one). The timer
+   * calls it too. Resolves with the number of messages deleted.
+   */
   async runRetention(now: number = this.#clock()): Promise<{ deleted: number }> {
     while (this.#retention) await this.#retention.catch(() => 0);
-    const s = this.#state;
-    if (!s || this.#options.readOnly) return { deleted: 0 };
+    const writer = this.#state?.writer;
+    if (!writer) return { deleted: 0 };
     const { retentionMaxAgeSeconds, retentionMaxTopicBytes } = this.#options;
-    const stopped = () => this.#state !== s;
-    this.#retention = runRetentionPass(
-      s.db,
-      s.stmts,
-      s.catalog.topics(),
-      {
-        maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
-        maxTopicBytes: retentionMaxTopicBytes,
-      },
-      now,
-      stopped,
-    );
+    this.#retention = writer.link.request({
+      type: "retention",
+      nowMicros: now,
+      maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
+      maxTopicBytes: retentionMaxTopicBytes,
+    }) as Promise<number>;
     try {
       return { deleted: await this.#retention };
     } catch (e) {
@@ -277,25 +317,65 @@ export class EmbeddedBackend implements LogBackend {
 
   /** Transactions committed and messages appended since open (kept after close). */
   stats(): EmbeddedStats {
-    const commits = this.#state?.commits.stats ?? this.#lastStats;
+    const writer = this.#state?.writer;
+    const commits = writer?.commits.stats ?? this.#lastStats;
+    const mode = writer?.link.mode;
     return {
       commits: commits.commits,
       appended: commits.appended,
       listenerErrors: this.#signals.errors,
+      writerThread: mode?.thread ?? "none",
+      ...(mode?.reason ? { writerReason: mode.reason } : {}),
     };
   }
 
-  #startTimer(): ReturnType<typeof setInterval> {
-    return setInterval(() => {
+  /** For tests: makes the writer worker fail as a crash would. */
+  crashWriterForTest(): void {
+    this.#state?.writer?.link.crashForTest();
+  }
+
+  #writeSide(link: WriterLink): WriteSide {
+    const commits = new GroupCommit(
+      link,
+      this.#options.maxAppendBatch,
+      this.#clock,
+      (grown) => {
+        this.#full = false;
+        this.#signals.emit(grown);
+      },
+      (e) => this.#appendError(e),
+    );
+    const timer = setInterval(() => {
       // A failing pass (e.g. disk I/O error) is retried next interval; appends report health.
       if (!this.#retention) this.runRetention().catch(() => {});
     }, Math.max(1, this.#options.retentionIntervalMs));
+    return { link, commits, timer };
+  }
+
+  /** The writer died: everything queued fails now, and health says why until reopened. */
+  #writerFailed(error: BackendError): void {
+    this.#writerFailure = error;
+    this.#state?.writer?.commits.failAll(error);
+  }
+
+  /** The write side, or the error a write gets: closed, read-only, or writer stopped. */
+  #writer(action: string): WriteSide {
+    const s = this.#state;
+    if (!s) throw this.#closedError(action);
+    if (!s.writer) {
+      throw new BackendError(
+        "invalid",
+        `Cannot ${action}: embedded store "${this.#options.path}" is open read-only`,
+      );
+    }
+    if (this.#writerFailure) throw this.#writerFailure;
+    return s.writer;
   }
 
   /** Topic lookup; a read-only store re-reads the table because the writer is elsewhere. */
   #topic(stream: string, topic: string): TopicState | undefined {
     const s = this.#state!;
-    return this.#options.readOnly ? s.catalog.reload(stream, topic) : s.catalog.get(stream, topic);
+    return s.writer ? s.catalog.get(stream, topic) : s.catalog.reload(stream, topic);
   }
 
   /** The topic of an address, or BackendError("not_found") naming what is missing. */

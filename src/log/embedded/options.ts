@@ -35,4 +35,10 @@ export interface EmbeddedStats {
   readonly appended: number;
   /** Exceptions thrown by onAppend listeners (swallowed so appends go on). */
   readonly listenerErrors: number;
+  /**
+   * Where the writer runs: "worker" (commits off the event loop), "in-process" when a worker
+   * could not be used (`writerReason` says why), "none" when read-only or not open.
+   */
+  readonly writerThread: "worker" | "in-process" | "none";
+  readonly writerReason?: string;
 }

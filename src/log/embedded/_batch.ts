@@ -1,0 +1,114 @@
+/**
+ * The stored batch: one row per (transaction, partition) holding the messages of that partition
+ * back to back in one BLOB, Iggy-style (a batch with a base offset and a count). SQLite then does
+ * its per-row work (b-tree insert, index entry, record encoding) once per commit and partition
+ * instead of once per message.
+ *
+ * A message record, little endian: `u32 payloadBytes | u32 headerBytes | f64 timestampMicros |
+ * headers (see _headers.ts) | payload`. The main thread encodes records straight into the buffer
+ * it transfers to the writer, which stores slices of it as they are.
+ *
+ * @module
+ */
+import type { OutgoingMessage, StoredMessage } from "../port.ts";
+import { decodeHeaders, HeaderEncoder } from "./_headers.ts";
+
+/** Bytes of a record's fixed part. */
+export const RECORD_HEADER_BYTES = 16;
+
+const EMPTY_HEADERS: ReadonlyMap<string, string> = new Map();
+
+/**
+ * Encodes messages into one growing buffer for one transaction. {@link BatchEncoder.take} hands
+ * the buffer over (it is transferred to the writer, so a new one starts the next batch).
+ */
+export class BatchEncoder {
+  #buf = new Uint8Array(0);
+  #view = new DataView(this.#buf.buffer);
+  #pos = 0;
+  readonly #headers = new HeaderEncoder();
+
+  /** Bytes written so far. */
+  get position(): number {
+    return this.#pos;
+  }
+
+  /** Starts a batch with room for about `bytes`. */
+  begin(bytes: number): void {
+    this.#buf = new Uint8Array(Math.max(256, bytes));
+    this.#view = new DataView(this.#buf.buffer);
+    this.#pos = 0;
+  }
+
+  /** Appends one record; returns its retention size (payload + encoded header bytes). */
+  add(message: OutgoingMessage, timestampMicros: number): number {
+    this.#headers.reset();
+    const headers = this.#headers.encode(message.headers);
+    const payload = message.payload;
+    const end = this.#pos + RECORD_HEADER_BYTES + headers.length + payload.length;
+    if (end > this.#buf.length) this.#grow(end);
+    const view = this.#view;
+    const at = this.#pos;
+    view.setUint32(at, payload.length, true);
+    view.setUint32(at + 4, headers.length, true);
+    view.setFloat64(at + 8, timestampMicros, true);
+    this.#buf.set(headers, at + RECORD_HEADER_BYTES);
+    this.#buf.set(payload, at + RECORD_HEADER_BYTES + headers.length);
+    this.#pos = end;
+    return payload.length + headers.length;
+  }
+
+  /** The buffer written so far (it belongs to the caller from now on). */
+  take(): ArrayBuffer {
+    const buffer = this.#buf.buffer;
+    this.#buf = new Uint8Array(0);
+    this.#view = new DataView(this.#buf.buffer);
+    return buffer;
+  }
+
+  #grow(bytes: number): void {
+    const bigger = new Uint8Array(Math.max(bytes, this.#buf.length * 2));
+    bigger.set(this.#buf.subarray(0, this.#pos));
+    this.#buf = bigger;
+    this.#view = new DataView(bigger.buffer);
+  }
+}
+
+/**
+ * Decodes the messages of one stored batch with offset ≥ `fromOffset` into `out`, at most until
+ * `out` holds `limit` messages. Payloads are views of `data` (no copy). Throws RangeError on a
+ * blob that does not hold `count` whole records.
+ */
+export function decodeBatch(
+  data: Uint8Array,
+  partition: number,
+  baseOffset: number,
+  count: number,
+  fromOffset: number,
+  limit: number,
+  out: StoredMessage[],
+): void {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  let pos = 0;
+  for (let i = 0; i < count && out.length < limit; i++) {
+    if (pos + RECORD_HEADER_BYTES > data.length) throw new RangeError("Corrupt batch: truncated");
+    const payloadBytes = view.getUint32(pos, true);
+    const headerBytes = view.getUint32(pos + 4, true);
+    const start = pos + RECORD_HEADER_BYTES;
+    const end = start + headerBytes + payloadBytes;
+    if (end > data.length) throw new RangeError("Corrupt batch: truncated record");
+    const offset = baseOffset + i;
+    if (offset >= fromOffset) {
+      out.push({
+        partition,
+        offset,
+        timestampMicros: view.getFloat64(pos + 8, true),
+        payload: data.subarray(start + headerBytes, end),
+        headers: headerBytes === 0
+          ? new Map(EMPTY_HEADERS)
+          : decodeHeaders(data.subarray(start, start + headerBytes)),
+      });
+    }
+    pos = end;
+  }
+}

@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { BackendError } from "../port.ts";
+import { openTestStore, textMessage } from "./_testing.ts";
+
+const address = { stream: "s", topic: "t", partition: 0 };
+
+Deno.test("open() of a file store runs the writer in a worker", async () => {
+  await using store = await openTestStore();
+  assert.equal(store.backend.stats().writerThread, "worker");
+});
+
+Deno.test("a crashed writer rejects pending appends with unavailable and health() says why", async () => {
+  await using store = await openTestStore();
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  await backend.append({ ...address, messages: [textMessage("before")] });
+  const pending = Array.from(
+    { length: 50 },
+    (_, i) => backend.append({ ...address, messages: [textMessage(`${i}`)] }),
+  );
+  backend.crashWriterForTest();
+  const results = await Promise.allSettled(pending);
+  // Some may have committed before the crash; every other one fails as unavailable, none hangs.
+  for (const r of results) {
+    if (r.status === "rejected") {
+      assert.ok(r.reason instanceof BackendError, String(r.reason));
+      assert.equal(r.reason.code, "unavailable");
+    }
+  }
+  await assert.rejects(
+    backend.append({ ...address, messages: [textMessage("after")] }),
+    (e: unknown) => e instanceof BackendError && e.code === "unavailable",
+  );
+  const health = backend.health();
+  assert.equal(health.ready, false);
+  assert.match(health.reason ?? "", /writer stopped/);
+  // Reads still work from the main thread's connection.
+  assert.ok((await backend.poll(address, 0, 100)).length >= 1);
+});
+
+Deno.test("open() refuses a store of schema version 1 (one row per message), naming the version", async () => {
+  await using store = await openTestStore();
+  const path = `${store.dir}/v1.db`;
+  const db = new DatabaseSync(path);
+  db.exec("CREATE TABLE messages (x INTEGER); PRAGMA user_version = 1");
+  db.close();
+  const backend = store.reopen({ path });
+  await assert.rejects(backend.open(), (e: unknown) => {
+    assert.ok(e instanceof BackendError);
+    assert.equal(e.code, "unavailable");
+    assert.match(e.message, /schema version 1 .*only version 2/);
+    return true;
+  });
+  assert.equal(backend.health().ready, false);
+});
+
+Deno.test("open() refuses a store whose meta table names an unknown schema version", async () => {
+  await using store = await openTestStore();
+  await store.backend.close();
+  const db = new DatabaseSync(store.path);
+  db.exec("UPDATE meta SET value = 99 WHERE key = 'schema_version'");
+  db.close();
+  for (const readOnly of [false, true]) {
+    await assert.rejects(
+      store.reopen({ readOnly }).open(),
+      (e: unknown) => e instanceof BackendError && /schema version 99/.test(e.message),
+    );
+  }
+});
+
+Deno.test("poll() sees an append as soon as it resolves (reads on their own connection)", async () => {
+  await using store = await openTestStore();
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 2 });
+  for (let i = 0; i < 30; i++) {
+    const { baseOffset } = await backend.append({
+      ...address,
+      partition: i % 2,
+      messages: [textMessage(`m${i}`), textMessage(`n${i}`)],
+    });
+    const polled = await backend.poll({ ...address, partition: i % 2 }, baseOffset!, 10);
+    assert.deepEqual(polled.map((m) => new TextDecoder().decode(m.payload)), [`m${i}`, `n${i}`]);
+  }
+});
+
+Deno.test("storeOffset() commits through the writer and getOffset() reads it at once", async () => {
+  await using store = await openTestStore();
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  const commits = backend.stats().commits;
+  await Promise.all([
+    backend.append({ ...address, messages: [textMessage("a")] }),
+    backend.storeOffset("gw", address, 0),
+  ]);
+  assert.equal(backend.stats().commits - commits, 1, "the offset rode along with the append");
+  assert.equal(await backend.getOffset("gw", address), 0);
+});
