@@ -153,13 +153,13 @@ export class GroupCommit {
     const runs = groupRuns(batch);
     const timestampMicros = this.#now();
     const encoder = this.#encoder;
-    let bytes = 0;
+    let payloadBytes = 0;
     let messages = 0;
     for (const a of batch) {
       messages += a.messages.length;
-      for (const m of a.messages) bytes += m.payload.length;
+      for (const m of a.messages) payloadBytes += m.payload.length;
     }
-    encoder.begin(bytes + messages * (RECORD_HEADER_BYTES + HEADER_GUESS_BYTES));
+    encoder.begin(payloadBytes + messages * (RECORD_HEADER_BYTES + HEADER_GUESS_BYTES));
     const fields = new Float64Array(runs.length * RUN_FIELDS);
     for (let r = 0; r < runs.length; r++) {
       const run = runs[r];
@@ -171,13 +171,17 @@ export class GroupCommit {
       }
       fields.set([run.state.id, run.partition, run.count, encoder.position, size], r * RUN_FIELDS);
     }
+    const bytes = encoder.position;
     const data = encoder.take();
     this.#inFlight = true;
     this.#link.request(
       { type: "commit", data, runs: fields, timestampMicros, offsets: offsets.map((o) => o.entry) },
       [data, fields.buffer],
     ).then(
-      (bases) => this.#committed(runs, offsets, bases as number[], messages),
+      (bases) => {
+        this.#link.noteCommitted(bytes);
+        this.#committed(runs, offsets, bases as number[], messages);
+      },
       (e) => this.#failed(batch, offsets, e),
     ).finally(() => {
       this.#inFlight = false;

@@ -41,6 +41,8 @@ export type WriterRequest =
     readonly id: number;
     readonly path: string;
     readonly maxStoreBytes: number;
+    /** Overrides SQLite's auto-checkpoint (1000 pages) when a checkpointer runs beside. */
+    readonly autoCheckpointPages?: number;
   }
   | CommitRequest
   | {
@@ -82,9 +84,12 @@ export class Writer {
   #closed = false;
   #retention: Promise<number> | undefined;
 
-  constructor(path: string, maxStoreBytes: number) {
+  constructor(path: string, maxStoreBytes: number, autoCheckpointPages?: number) {
     this.db = openDatabase(path, maxStoreBytes, false);
     try {
+      if (autoCheckpointPages !== undefined) {
+        this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.floor(autoCheckpointPages)}`);
+      }
       this.#stmts = prepareWriteStatements(this.db);
       this.#catalog = new Catalog(this.db);
       this.#catalog.load();

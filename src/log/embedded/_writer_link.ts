@@ -13,12 +13,25 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { BackendError } from "../port.ts";
+import type { CheckpointRequest } from "./_checkpoint_worker.ts";
 import { fromWireError, Writer, type WriterReply, type WriterRequest } from "./_writer.ts";
 
 /** A request without its id (the link numbers them). */
 export type WriterCall = WriterRequest extends infer R
   ? R extends { readonly id: number } ? Omit<R, "id"> : never
   : never;
+
+/**
+ * WAL bytes committed between two checkpoints by the checkpointer (SQLite's own default is
+ * 1000 pages, ~4 MB).
+ */
+const CHECKPOINT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The writer's own auto-checkpoint when a checkpointer runs: only a backstop that bounds the
+ * WAL (64 MB of 4 KiB pages) should the checkpointer fall behind or die.
+ */
+export const BACKSTOP_CHECKPOINT_PAGES = 16384;
 
 /** How long open() waits for the worker to load before running the writer in-process. */
 const WORKER_START_TIMEOUT_MS = 10_000;
@@ -38,6 +51,9 @@ export class WriterLink {
   #nextId = 1;
   #failure: BackendError | undefined;
   #inProcessReason: string | undefined;
+  #checkpointer: Worker | undefined;
+  #checkpointing = false;
+  #walBytes = 0;
 
   private constructor(path: string, onFailure: (error: BackendError) => void) {
     this.#path = path;
@@ -63,11 +79,17 @@ export class WriterLink {
       return link;
     }
     try {
-      await link.request({ type: "open", path, maxStoreBytes });
+      await link.request({
+        type: "open",
+        path,
+        maxStoreBytes,
+        autoCheckpointPages: BACKSTOP_CHECKPOINT_PAGES,
+      });
     } catch (e) {
       link.#terminate();
       throw e;
     }
+    link.#startCheckpointer();
     return link;
   }
 
@@ -103,8 +125,18 @@ export class WriterLink {
     });
   }
 
+  /** Counts committed bytes; asks the checkpointer for a checkpoint every few MB. */
+  noteCommitted(bytes: number): void {
+    this.#walBytes += bytes;
+    if (this.#walBytes < CHECKPOINT_BYTES || this.#checkpointing || !this.#checkpointer) return;
+    this.#walBytes = 0;
+    this.#checkpointing = true;
+    this.#checkpointer.postMessage({ type: "checkpoint" } satisfies CheckpointRequest);
+  }
+
   /** Closes the store in the writer, then stops the worker. Idempotent. */
   async close(): Promise<void> {
+    await this.#stopCheckpointer();
     try {
       if (!this.#failure) await this.request({ type: "close" });
     } finally {
@@ -159,6 +191,48 @@ export class WriterLink {
       };
       worker.onmessageerror = () => this.#fail("a reply could not be read");
     });
+  }
+
+  /**
+   * Starts the checkpointer beside a worker writer (not awaited: until it answers, or if it
+   * never does, the writer's backstop auto-checkpoint bounds the WAL).
+   */
+  #startCheckpointer(): void {
+    const worker = new Worker(new URL("./_checkpoint_worker.ts", import.meta.url).href, {
+      type: "module",
+    });
+    this.#checkpointer = worker;
+    this.#checkpointing = true; // until "open" is answered
+    worker.onmessage = () => {
+      this.#checkpointing = false;
+    };
+    worker.onerror = (event: ErrorEvent) => {
+      event.preventDefault();
+      worker.terminate();
+      if (this.#checkpointer === worker) this.#checkpointer = undefined;
+    };
+    worker.postMessage({ type: "open", path: this.#path } satisfies CheckpointRequest);
+  }
+
+  async #stopCheckpointer(): Promise<void> {
+    const worker = this.#checkpointer;
+    if (!worker) return;
+    this.#checkpointer = undefined;
+    // Let a checkpoint in progress finish and the connection close, but never wait long.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 1000);
+      worker.onmessage = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      worker.onerror = (event: ErrorEvent) => {
+        event.preventDefault();
+        clearTimeout(timer);
+        resolve();
+      };
+      worker.postMessage({ type: "close" } satisfies CheckpointRequest);
+    });
+    worker.terminate();
   }
 
   #settle(reply: WriterReply): void {

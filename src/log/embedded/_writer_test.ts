@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { BackendError } from "../port.ts";
-import { openTestStore, textMessage } from "./_testing.ts";
+import { openTestStore, sizedMessage, textMessage } from "./_testing.ts";
 
 const address = { stream: "s", topic: "t", partition: 0 };
 
@@ -95,4 +95,23 @@ Deno.test("storeOffset() commits through the writer and getOffset() reads it at 
   ]);
   assert.equal(backend.stats().commits - commits, 1, "the offset rode along with the append");
   assert.equal(await backend.getOffset("gw", address), 0);
+});
+
+Deno.test("the checkpointer copies the WAL into the store file beside the writer", async () => {
+  await using store = await openTestStore();
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  const before = (await Deno.stat(store.path)).size;
+  // ~6 MB of commits: past the checkpointer's 4 MB step, far below the writer's 64 MB backstop.
+  for (let i = 0; i < 6; i++) {
+    await backend.append({
+      ...address,
+      messages: Array.from({ length: 1000 }, () => sizedMessage(1000)),
+    });
+  }
+  const deadline = Date.now() + 10_000;
+  while ((await Deno.stat(store.path)).size < before + 4_000_000) {
+    assert.ok(Date.now() < deadline, "no checkpoint reached the store file within 10 s");
+    await new Promise((r) => setTimeout(r, 20));
+  }
 });

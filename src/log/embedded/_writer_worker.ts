@@ -27,7 +27,7 @@ scope.onmessage = (event) => {
       throw new Error(`Writer request "${request.type}" before "open"`);
     }
     try {
-      writer = new Writer(request.path, request.maxStoreBytes);
+      writer = new Writer(request.path, request.maxStoreBytes, request.autoCheckpointPages);
       scope.postMessage({ id: request.id, ok: true, value: null });
     } catch (e) {
       scope.postMessage({ id: request.id, ok: false, error: toWireError(e) });
