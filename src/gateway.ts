@@ -253,7 +253,7 @@ export class Gateway {
       };
     }
     const tlsListener = this.#listeners.find((l) => l.kind === "tls");
-    if (tls && tlsListener?.reloadTls) tlsListener.reloadTls(tls.cert, tls.key);
+    if (tls && tlsListener?.reloadTls) await tlsListener.reloadTls(tls.cert, tls.key);
     const withUsers = this.backend as { setUsers?: (u: GatewayConfig["users"]) => void };
     withUsers.setUsers?.(next.users);
     this.#ctx.authenticator.reload(next.auth);

@@ -132,25 +132,33 @@ export class Delivery implements DeliveryPort {
     const startOffsets = new Map<string, number>();
     // Readers created here start polling only once the subscription is in the registry:
     // a reader resuming after the stored offset would otherwise route (and settle, with no
-    // copies) the very messages a restart must deliver again.
+    // copies) the very messages a restart must deliver again. Every reader returned by
+    // #ensureReader already counts this subscription (reserved), so it cannot stop while
+    // the remaining partitions are being prepared.
     const fresh: SharedReader[] = [];
+    const giveBack = () => {
+      for (const k of startOffsets.keys()) {
+        const reader = this.readers.get(k);
+        if (reader && --reader.subscribers <= 0) reader.stop();
+      }
+      this.#startReaders(fresh);
+    };
     try {
       for (const partition of partitions) {
         const triple = { stream: r.stream, topic: r.topic, partition };
         startOffsets.set(tripleKey(triple), await this.#ensureReader(triple, fresh));
       }
     } catch (err) {
-      this.#startReaders(startOffsets.keys(), fresh);
+      giveBack();
       return refuse(`backend error: ${String((err as Error)?.message ?? err)}`);
     }
     if (this.#stopping || this.#queues.get(queue.sub) !== queue) {
-      this.#startReaders(startOffsets.keys(), fresh);
+      giveBack();
       return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
     const s: Subscription<ClientQueue> = { client: queue, qos: granted, startOffsets };
     this.registry.upsert(s, topic);
-    for (const k of startOffsets.keys()) this.readers.get(k)!.subscribers++;
-    this.#startReaders(startOffsets.keys(), fresh);
+    this.#startReaders(fresh);
     return granted;
   }
 
@@ -158,11 +166,7 @@ export class Delivery implements DeliveryPort {
    * Starts readers created by a subscribe; any reader of `keys` left without subscribers (the
    * subscribe failed) is stopped, so it ends instead of polling for nobody.
    */
-  #startReaders(keys: Iterable<string>, fresh: SharedReader[]): void {
-    for (const k of keys) {
-      const reader = this.readers.get(k);
-      if (reader && reader.subscribers <= 0) reader.stop();
-    }
+  #startReaders(fresh: SharedReader[]): void {
     for (const reader of fresh) {
       if (reader.subscribers <= 0) reader.stop();
       const key = tripleKey(reader.triple);
@@ -178,35 +182,45 @@ export class Delivery implements DeliveryPort {
    */
   async #ensureReader(triple: Triple, fresh: SharedReader[]): Promise<number> {
     const key = tripleKey(triple);
-    const existing = this.readers.get(key);
-    if (existing && (!existing.stopped || existing.revive())) {
-      // Joining a live reader: start at the partition's next offset now (DESIGN §4).
-      return await this.#backend.nextOffset(triple);
+    const live = (r: SharedReader | undefined): r is SharedReader =>
+      r !== undefined && (!r.stopped || r.revive());
+    for (;;) {
+      const existing = this.readers.get(key);
+      if (live(existing)) {
+        // Joining a live reader: start at the partition's next offset now (DESIGN §4).
+        existing.subscribers++; // reserve at once, so it cannot stop during the await
+        try {
+          return await this.#backend.nextOffset(triple);
+        } catch (err) {
+          if (--existing.subscribers <= 0) existing.stop();
+          throw err;
+        }
+      }
+      let start: number;
+      if (!this.#recovered.has(key)) {
+        // First reader since start: resume after the stored offset so unsettled messages
+        // from before a crash are delivered again (at least once).
+        const stored = await this.#backend.getOffset(this.#opts.consumer, triple);
+        start = stored === null ? await this.#backend.nextOffset(triple) : stored + 1;
+        this.#recovered.add(key);
+      } else {
+        start = await this.#backend.nextOffset(triple);
+      }
+      if (live(this.readers.get(key))) continue; // raced with another subscribe: join it
+      const reader = new SharedReader(
+        triple,
+        start,
+        this.#backend,
+        this.#opts,
+        (rd, batch) => this.#routeBatch(rd, batch),
+        this.#metrics,
+        this.#logger,
+      );
+      reader.subscribers = 1; // reserved for the subscription being prepared
+      this.readers.set(key, reader);
+      fresh.push(reader);
+      return start;
     }
-    let start: number;
-    if (!this.#recovered.has(key)) {
-      // First reader since start: resume after the stored offset so unsettled messages
-      // from before a crash are delivered again (at least once).
-      this.#recovered.add(key);
-      const stored = await this.#backend.getOffset(this.#opts.consumer, triple);
-      start = stored === null ? await this.#backend.nextOffset(triple) : stored + 1;
-    } else {
-      start = await this.#backend.nextOffset(triple);
-    }
-    const again = this.readers.get(key);
-    if (again && !again.stopped) return Math.max(start, again.position); // raced with another subscribe
-    const reader = new SharedReader(
-      triple,
-      start,
-      this.#backend,
-      this.#opts,
-      (rd, batch) => this.#routeBatch(rd, batch),
-      this.#metrics,
-      this.#logger,
-    );
-    this.readers.set(key, reader);
-    fresh.push(reader);
-    return start;
   }
 
   /** R1–R6 for one polled message. */

@@ -14,7 +14,7 @@ export interface MqttListener {
   /** Stops accepting; open connections are not affected. */
   close(): void;
   /** Swaps the TLS certificate for new handshakes (hot reload); TCP ignores it. */
-  reloadTls?(cert: string, key: string): void;
+  reloadTls?(cert: string, key: string): Promise<void>;
 }
 
 /** Called for every accepted connection. */
@@ -72,6 +72,7 @@ export function listenTls(
   onAccept: AcceptHandler,
 ): MqttListener {
   let l = Deno.listenTls({ hostname, port, cert, key, transport: "tcp", alpnProtocols: ["mqtt"] });
+  let current = { cert, key };
   const bound = l.addr as Deno.NetAddr;
   acceptLoop(l, onAccept);
   return {
@@ -79,23 +80,40 @@ export function listenTls(
     hostname: bound.hostname,
     port: bound.port,
     close: () => safeClose(l),
-    reloadTls(newCert: string, newKey: string) {
-      // Deno fixes the certificate per listener, so the socket is rebound. The new material is
-      // proven first on a throwaway loopback listener, so a bad certificate throws here and the
-      // old listener keeps serving; open connections are never touched.
+    async reloadTls(newCert: string, newKey: string) {
+      // Deno fixes the certificate per listener, so the socket is rebound (SO_REUSEPORT is
+      // unstable in Deno 2.9, hence close-then-bind, retried while the old socket is released).
+      // The new material is proven first on a throwaway loopback listener, so a bad
+      // certificate throws here with the old listener untouched; open connections are never
+      // touched. If the port cannot be bound again, the old certificate is put back.
       const probe = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: newCert, key: newKey });
       safeClose(probe);
-      const old = l;
-      safeClose(old);
-      l = Deno.listenTls({
-        hostname: bound.hostname,
-        port: bound.port,
-        cert: newCert,
-        key: newKey,
-        transport: "tcp",
-        alpnProtocols: ["mqtt"],
-      });
-      acceptLoop(l, onAccept);
+      safeClose(l);
+      const bind = async (c: { cert: string; key: string }) => {
+        for (let attempt = 0;; attempt++) {
+          try {
+            return Deno.listenTls({
+              hostname: bound.hostname,
+              port: bound.port,
+              ...c,
+              transport: "tcp",
+              alpnProtocols: ["mqtt"],
+            });
+          } catch (err) {
+            if (!(err instanceof Deno.errors.AddrInUse) || attempt >= 100) throw err;
+            await new Promise((r) => setTimeout(r, 10));
+          }
+        }
+      };
+      try {
+        l = await bind({ cert: newCert, key: newKey });
+        current = { cert: newCert, key: newKey };
+      } catch (err) {
+        l = await bind(current);
+        throw err;
+      } finally {
+        acceptLoop(l, onAccept);
+      }
     },
   };
 }

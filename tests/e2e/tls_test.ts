@@ -113,3 +113,108 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "TLS: a socket that never completes the handshake is dropped at connect_timeout_ms and frees its connection slot",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: {
+        ...tlsEnv(),
+        IGGY_MQTT_LIMITS_CONNECT_TIMEOUT_MS: "400",
+        IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "1",
+      },
+    });
+    const raw = await Deno.connect({ hostname: "127.0.0.1", port: gw.port });
+    try {
+      // Deno closes a TLS socket only after its handshake ends (denoland/deno#14547), so the
+      // peer may not see the close; what the gateway controls is that the socket no longer
+      // counts and its slot serves the next client (known issue noted in SECURITY.md).
+      const { waitFor } = await import("../helpers/gateway.ts");
+      await waitFor(
+        () => gw.gateway.registry.size === 0,
+        3000,
+        "the silent TLS socket to be dropped",
+      );
+      assert.ok(gw.gateway.metrics.keepAliveExpired.get() >= 1);
+      const good = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+        ca: await Deno.readTextFile(`${FIX}server.crt`),
+        reconnectPeriod: 0,
+      });
+      await good.endAsync();
+    } finally {
+      raw.close();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "TLS: certificate reload keeps open connections; new connections get the new certificate",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: tlsEnv() });
+    const oldCa = await Deno.readTextFile(`${FIX}server.crt`);
+    const newCa = await Deno.readTextFile(`${FIX}server2.crt`);
+    const before = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+      ca: oldCa,
+      reconnectPeriod: 0,
+      clientId: "before-reload",
+    });
+    let closed = false;
+    before.on("close", () => closed = true);
+    try {
+      const { loadConfig } = await import("../../src/config/load.ts");
+      const next = loadConfig({
+        text: "",
+        source: "reload",
+        env: {
+          ...tlsEnv(),
+          IGGY_MQTT_LISTENERS_TLS_CERT_FILE: `${FIX}server2.crt`,
+          IGGY_MQTT_LISTENERS_TLS_KEY_FILE: `${FIX}server2.key`,
+          IGGY_MQTT_MAPPING_MAP_FILE: "config/topic-map.toml",
+          IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
+          IGGY_MQTT_LOG_AUTO_CREATE: "true",
+        },
+      });
+      await gw.gateway.reload(next);
+      // The old connection still works.
+      await before.publishAsync("sensors/r/data", "still-here", { qos: 1 });
+      assert.equal(closed, false);
+      // New connections see the new certificate: the old CA no longer verifies it.
+      const withNew = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+        ca: newCa,
+        reconnectPeriod: 0,
+      });
+      await withNew.endAsync();
+      const withOld = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+        ca: oldCa,
+        reconnectPeriod: 0,
+        connectTimeout: 3000,
+      }).then(() => "connected", (e) => String(e));
+      assert.notEqual(withOld, "connected");
+      // A bad certificate is refused and the listener keeps serving the current one.
+      const bad = loadConfig({
+        text: "",
+        source: "reload",
+        env: {
+          ...tlsEnv(),
+          IGGY_MQTT_LISTENERS_TLS_CERT_FILE: `${FIX}README.txt`,
+          IGGY_MQTT_MAPPING_MAP_FILE: "config/topic-map.toml",
+          IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
+          IGGY_MQTT_LOG_AUTO_CREATE: "true",
+        },
+      });
+      await assert.rejects(gw.gateway.reload(bad));
+      const still = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
+        ca: newCa,
+        reconnectPeriod: 0,
+      });
+      await still.endAsync();
+    } finally {
+      await before.endAsync();
+      await gw.stop();
+    }
+  },
+});
