@@ -182,10 +182,6 @@ Deno.test({
   ignore: !HAS_MOSQUITTO_CLIENTS,
   ...opts,
   async fn() {
-    const dir = await Deno.makeTempDir({
-      dir: `${ROOT}data`.replace(/data$/, ""),
-      prefix: ".cli-run-",
-    }).catch(() => Deno.makeTempDir());
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
     const db = `data/cli-test-${crypto.randomUUID()}.db`;
     const port = 20000 + Math.floor(Math.random() * 20000);
