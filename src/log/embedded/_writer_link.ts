@@ -52,6 +52,8 @@ export class WriterLink {
   #failure: BackendError | undefined;
   #inProcessReason: string | undefined;
   #checkpointer: Worker | undefined;
+  /** Set for a worker writer; the checkpointer starts with the first commit, not in open(). */
+  #checkpointerWanted = false;
   #checkpointing = false;
   #walBytes = 0;
 
@@ -89,7 +91,7 @@ export class WriterLink {
       link.#terminate();
       throw e;
     }
-    link.#startCheckpointer();
+    link.#checkpointerWanted = true;
     return link;
   }
 
@@ -128,6 +130,12 @@ export class WriterLink {
   /** Counts committed bytes; asks the checkpointer for a checkpoint every few MB. */
   noteCommitted(bytes: number): void {
     this.#walBytes += bytes;
+    if (this.#checkpointerWanted) {
+      // Started here rather than in open(): its worker's start-up would compete with the
+      // gateway's own (start to ready), and a store nobody writes to needs no checkpoints.
+      this.#checkpointerWanted = false;
+      this.#startCheckpointer();
+    }
     if (this.#walBytes < CHECKPOINT_BYTES || this.#checkpointing || !this.#checkpointer) return;
     this.#walBytes = 0;
     this.#checkpointing = true;
@@ -136,6 +144,7 @@ export class WriterLink {
 
   /** Closes the store in the writer, then stops the worker. Idempotent. */
   async close(): Promise<void> {
+    this.#checkpointerWanted = false;
     await this.#stopCheckpointer();
     try {
       if (!this.#failure) await this.request({ type: "close" });
