@@ -207,7 +207,11 @@ Deno.test({
       }
     })();
     try {
-      await waitFor(() => out.join("").includes("Anonymous MQTT clients are allowed"), 60000, "gateway start")
+      await waitFor(
+        () => out.join("").includes("Anonymous MQTT clients are allowed"),
+        60000,
+        "gateway start",
+      )
         .catch((e) => {
           throw new Error(`${e.message}; stdout so far: ${out.join("")}`);
         });
