@@ -1,6 +1,6 @@
 /**
  * One MQTT connection: the pipeline `read → decode → authorize → map → append` on the way
- * in, and the outbox on the way out. Runs over any {@link Transport}, so tests drive it in
+ * in (the first two are async-iterator stages in `pipeline.ts`), and the outbox on the way out. Runs over any {@link Transport}, so tests drive it in
  * memory and the listeners drive it over TCP/TLS.
  *
  * This is the one place where outcomes become wire actions (CONNACK code, SUBACK, PUBACK or
@@ -21,15 +21,9 @@ import type { Subscriber } from "./delivery_port.ts";
 import { Outbox } from "./outbox.ts";
 import type { SessionContext } from "./context.ts";
 import type { Transport } from "./transport.ts";
+import { decodePackets, readChunks } from "./pipeline.ts";
 import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
 import { startAppendSpan, startConnectionSpan } from "../observe/tracing.ts";
-
-/**
- * Read buffer sizes: small while idle (memory per connection: measured here, a bare Deno
- * server holding a pending 512-byte read costs ~8.2 KB of RSS per socket), larger when busy.
- */
-const READ_BUFFER_IDLE = 512;
-const READ_BUFFER_BUSY = 65536;
 
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch {
@@ -109,19 +103,16 @@ export class Connection implements Subscriber, DeadlineOwner {
   async run(): Promise<void> {
     const ctx = this.#ctx;
     ctx.deadlines.add(this);
-    let buf = new Uint8Array(READ_BUFFER_IDLE);
+    const gate = () => this.#readGate();
+    const onChunk = (n: number) => {
+      this.lastActivity = ctx.clock.now();
+      ctx.metrics.bytesIn.inc({}, n);
+    };
     try {
-      while (!this.#closed) {
-        if (this.#inflight >= ctx.config.limits.max_inflight_publishes_per_client) {
-          await new Promise<void>((r) => this.#roomWaiter = r);
-          continue;
-        }
-        if (ctx.appendBudget.full) await ctx.appendBudget.room();
-        const n = await this.#transport.read(buf);
-        if (n === null || this.#closed) break;
-        this.lastActivity = ctx.clock.now();
-        ctx.metrics.bytesIn.inc({}, n);
-        const packets = this.#decoder.push(buf.subarray(0, n));
+      // read → decode, then authorize → map → append per packet (#handle, #onPublish).
+      for await (const chunk of readChunks(this.#transport, gate)) {
+        if (this.#closed) break;
+        const packets = decodePackets(chunk, this.#decoder, onChunk);
         for (const p of packets) {
           if (this.#closed) break;
           // Draining (stop, DISCONNECT, refused CONNECT): no new work, but PUBACKs still
@@ -143,13 +134,6 @@ export class Connection implements Subscriber, DeadlineOwner {
           this.close("client does not read its socket: outbound queue over the hard cap");
           break;
         }
-        // Grow while reads fill the buffer; shrink back once the client is quiet again, so an
-        // idle connection holds only the small buffer (memory per idle connection).
-        if (n === buf.length && buf.length < READ_BUFFER_BUSY) {
-          buf = new Uint8Array(READ_BUFFER_BUSY);
-        } else if (n <= READ_BUFFER_IDLE && buf.length > READ_BUFFER_IDLE) {
-          buf = new Uint8Array(READ_BUFFER_IDLE);
-        }
       }
     } catch (err) {
       this.#onError(err);
@@ -157,6 +141,18 @@ export class Connection implements Subscriber, DeadlineOwner {
       this.#flushBatch();
       this.close("connection ended");
     }
+  }
+
+  /** Back-pressure before each read: per-client and gateway-wide bounds on waiting appends. */
+  #readGate(): Promise<void> | undefined {
+    if (this.#closed) return undefined;
+    if (this.#inflight >= this.#ctx.config.limits.max_inflight_publishes_per_client) {
+      return new Promise<void>((r) => this.#roomWaiter = r).then(() => this.#readGate());
+    }
+    if (this.#ctx.appendBudget.full) {
+      return this.#ctx.appendBudget.room().then(() => this.#readGate());
+    }
+    return undefined;
   }
 
   /** Called by the deadline wheel: no CONNECT in time, or 1.5× keep-alive of silence. */
