@@ -12,6 +12,7 @@
  * @module
  */
 import type { DatabaseSync } from "node:sqlite";
+import { setImmediate } from "node:timers";
 import { BackendError } from "../port.ts";
 import type { CheckpointRequest } from "./_checkpoint_worker.ts";
 import { fromWireError, Writer, type WriterReply, type WriterRequest } from "./_writer.ts";
@@ -119,8 +120,11 @@ export class WriterLink {
     const request = { ...call, id } as WriterRequest;
     return new Promise((resolve, reject) => {
       this.#waiters.set(id, { resolve, reject });
-      if (this.#inline) {
-        this.#inline.handle(request).then((reply) => this.#settle(reply));
+      const inline = this.#inline;
+      if (inline) {
+        // A macrotask, as a worker's reply would be: back-to-back commits then still let
+        // socket reads and timers run between them instead of one endless microtask chain.
+        setImmediate(() => inline.handle(request).then((reply) => this.#settle(reply)));
       } else {
         this.#worker!.postMessage(request, transfer);
       }

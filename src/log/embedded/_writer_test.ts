@@ -115,3 +115,23 @@ Deno.test("the checkpointer copies the WAL into the store file beside the writer
     await new Promise((r) => setTimeout(r, 20));
   }
 });
+
+Deno.test("an in-process writer lets timers run between back-to-back commits", async () => {
+  await using store = await openTestStore({ path: ":memory:" });
+  const { backend } = store;
+  assert.equal(backend.stats().writerThread, "in-process");
+  await backend.createTopic("s", "t", { partitions: 1 });
+  let stop = false;
+  let appended = 0;
+  const loop = (async () => {
+    // Each append is queued by the previous one's resolution, never by I/O.
+    while (!stop) {
+      await backend.append({ ...address, messages: [textMessage("x")] });
+      appended++;
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 50));
+  stop = true;
+  await loop;
+  assert.ok(appended > 0);
+});
