@@ -57,7 +57,7 @@ interface OpenState {
 export class EmbeddedBackend implements LogBackend {
   readonly kind = "embedded";
   readonly #options: EmbeddedOptions;
-  readonly #users: ReadonlyMap<string, UserConfig>;
+  #users: ReadonlyMap<string, UserConfig>;
   readonly #signals = new AppendSignals();
   readonly #clock: () => number;
   #state: OpenState | undefined;
@@ -74,6 +74,14 @@ export class EmbeddedBackend implements LogBackend {
     this.#options = options;
     this.#clock = options.clock ?? wallClockMicros;
     this.#users = new Map(options.users.map((u) => [u.username, u]));
+  }
+
+  /**
+   * Replaces the configured users (SIGHUP reload). Takes effect for the next CONNECT;
+   * connections keep the permissions they were granted.
+   */
+  setUsers(users: readonly UserConfig[]): void {
+    this.#users = new Map(users.map((u) => [u.username, u]));
   }
 
   /** Opens (creating if missing) the store; rejects with BackendError("unavailable"). */
