@@ -47,7 +47,11 @@ export interface GatewayConfig {
     readonly retention_max_topic_bytes: number;
     readonly retention_interval_ms: number;
   };
-  readonly embedded: { readonly path: string; readonly max_store_bytes: number };
+  readonly embedded: {
+    readonly path: string;
+    readonly writer_thread: "in-process" | "worker";
+    readonly max_store_bytes: number;
+  };
   readonly iggy: {
     readonly address: string;
     readonly username: string;

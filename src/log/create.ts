@@ -24,5 +24,6 @@ export function createBackend(config: GatewayConfig): LogBackend {
     retentionMaxTopicBytes: config.log.retention_max_topic_bytes,
     retentionIntervalMs: config.log.retention_interval_ms,
     maxAppendBatch: config.limits.max_append_batch,
+    writerThread: config.embedded.writer_thread,
   });
 }

@@ -6,7 +6,7 @@
  * Rounds and clients are bounded; `CRASH_ROUNDS` raises the rounds for a longer local run.
  */
 import assert from "node:assert/strict";
-import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
+import { openStoreReadOnly } from "../helpers/store.ts";
 import { connectPacket, publishPacket, waitFor } from "../helpers/gateway.ts";
 
 const DENO = Deno.execPath();
@@ -136,17 +136,7 @@ Deno.test({
         await Promise.all(clients);
       }
       // Read everything back from the store.
-      const store = new EmbeddedBackend({
-        path: `${ROOT}${db}`,
-        users: [],
-        maxStoreBytes: 1 << 30,
-        retentionMaxAgeSeconds: 0,
-        retentionMaxTopicBytes: 0,
-        retentionIntervalMs: 86_400_000,
-        maxAppendBatch: 1,
-        readOnly: true,
-      });
-      await store.open();
+      const store = await openStoreReadOnly(`${ROOT}${db}`);
       const info = await store.getTopic("sensors", "messages_default");
       assert.ok(info, "target topic exists");
       const found = new Map<string, number>();

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config/load.ts";
 import { createBackend } from "../../src/log/create.ts";
-import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
+import { openStoreReadOnly } from "../helpers/store.ts";
 import {
   compileMap,
   initPartitioner,
@@ -61,17 +61,7 @@ Deno.test({
         topic: "sensor_data",
         partition: partitionForKey("sensor_a", 3),
       };
-      const reader = new EmbeddedBackend({
-        path: dbPath,
-        users: [],
-        maxStoreBytes: 1 << 30,
-        retentionMaxAgeSeconds: 0,
-        retentionMaxTopicBytes: 0,
-        retentionIntervalMs: 86_400_000,
-        maxAppendBatch: 1,
-        readOnly: true,
-      });
-      await reader.open();
+      const reader = await openStoreReadOnly(dbPath);
       assert.equal((await reader.poll(address, 0, 10)).length, 1);
       spy.release();
       assert.deepEqual([...(await c.readPacket())!], [0x40, 2, 0, 2]);

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
+import { openStoreReadOnly } from "../helpers/store.ts";
 import { waitFor } from "../helpers/gateway.ts";
 
 const DENO = Deno.execPath();
@@ -20,17 +20,7 @@ partition_key = 'line_$2'
 `;
 
 async function storedTopics(db: string, stream: string, topic: string): Promise<string[]> {
-  const store = new EmbeddedBackend({
-    path: db,
-    users: [],
-    maxStoreBytes: 1 << 30,
-    retentionMaxAgeSeconds: 0,
-    retentionMaxTopicBytes: 0,
-    retentionIntervalMs: 86_400_000,
-    maxAppendBatch: 1,
-    readOnly: true,
-  });
-  await store.open();
+  const store = await openStoreReadOnly(db);
   try {
     const info = await store.getTopic(stream, topic);
     if (!info) return [];

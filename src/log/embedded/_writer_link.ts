@@ -71,10 +71,13 @@ export class WriterLink {
     path: string,
     maxStoreBytes: number,
     onFailure: (error: BackendError) => void,
+    thread: "worker" | "in-process" = "worker",
   ): Promise<WriterLink> {
     const link = new WriterLink(path, onFailure);
     const notLoaded = path === ":memory:"
       ? "a :memory: store cannot be shared with a worker"
+      : thread === "in-process"
+      ? 'embedded.writer_thread = "in-process"'
       : await link.#startWorker();
     if (notLoaded !== undefined) {
       link.#inProcessReason = notLoaded;

@@ -93,7 +93,12 @@ export class EmbeddedBackend implements LogBackend {
     try {
       // The writer first: it creates the file and the tables the reader then opens.
       if (!readOnly) {
-        link = await WriterLink.start(path, maxStoreBytes, (e) => this.#writerFailed(e));
+        link = await WriterLink.start(
+          path,
+          maxStoreBytes,
+          (e) => this.#writerFailed(e),
+          this.#options.writerThread,
+        );
       }
       db = link?.inlineDb ?? openDatabase(path, maxStoreBytes, true);
       const reads = prepareReadStatements(db);

@@ -23,6 +23,12 @@ export interface EmbeddedOptions {
   readonly maxAppendBatch: number;
   /** Opens the file read-only (the `read` CLI beside a running gateway; WAL allows it). */
   readonly readOnly?: boolean;
+  /**
+   * Where commits run: "worker" (off the event loop; helps when the gateway has cores to
+   * spare) or "in-process" (no thread hop; measured better on one pinned core). Default
+   * "worker".
+   */
+  readonly writerThread?: "worker" | "in-process";
   /** Clock for append timestamps and retention, µs since the epoch; tests inject one. */
   readonly clock?: () => number;
 }

@@ -1,0 +1,23 @@
+/**
+ * A read-only view of an embedded store file, as the `read` command opens it while a gateway
+ * (in this process or another) writes to the same file.
+ *
+ * @module
+ */
+import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
+
+/** Opens `path` read-only; close it when done. */
+export async function openStoreReadOnly(path: string): Promise<EmbeddedBackend> {
+  const store = new EmbeddedBackend({
+    path,
+    users: [],
+    maxStoreBytes: 1 << 30,
+    retentionMaxAgeSeconds: 0,
+    retentionMaxTopicBytes: 0,
+    retentionIntervalMs: 86_400_000,
+    maxAppendBatch: 1,
+    readOnly: true,
+  });
+  await store.open();
+  return store;
+}
