@@ -103,6 +103,7 @@ export class Gateway {
         maxInflight: l.max_inflight_per_client,
         maxClientBytes: l.max_outbound_queue_bytes_per_client,
         slowConsumerTimeoutMs: l.slow_consumer_timeout_ms,
+        resendAfterMs: l.resend_after_ms,
         maxSubscriptionsPerClient: l.max_subscriptions_per_client,
         maxTopicBytes: l.max_topic_bytes,
         maxTopicLevels: l.max_topic_levels,

@@ -398,6 +398,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "A paused client that does not drain within this time is evicted (ms).",
   },
   {
+    key: "limits.resend_after_ms",
+    type: int(0, 3_600_000),
+    default: 30_000,
+    doc:
+      "A QoS 1 delivery not PUBACKed within this time is resent on the same connection with DUP set (ms); 0 = never.",
+  },
+  {
     key: "limits.poll_batch_size",
     type: int(1, 100_000),
     default: 512,

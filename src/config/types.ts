@@ -84,6 +84,7 @@ export interface GatewayConfig {
     readonly max_outbound_queue_bytes_per_client: number;
     readonly max_outbound_queue_bytes: number;
     readonly slow_consumer_timeout_ms: number;
+    readonly resend_after_ms: number;
     readonly poll_batch_size: number;
     readonly commit_interval_ms: number;
     readonly commit_batch_count: number;

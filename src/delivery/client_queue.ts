@@ -29,6 +29,8 @@ export interface QueueLimits {
   readonly maxInflight: number;
   readonly maxClientBytes: number;
   readonly slowConsumerTimeoutMs: number;
+  /** Resend an un-PUBACKed QoS 1 copy (DUP set) after this long; 0 = never. */
+  readonly resendAfterMs?: number;
 }
 
 /** Result of offering a copy to a client. */
@@ -40,6 +42,10 @@ export class ClientQueue implements DeadlineOwner {
   #limits: QueueLimits;
   #budget: OutboundBudget;
   #inflight = new Map<number, Copy>();
+  /** When each in-flight copy was (last) written, for resends. */
+  #sentAt = new Map<number, number>();
+  /** Clock for resends (ms); set by the owner. */
+  now: () => number = () => performance.now();
   #waiting: Copy[] = [];
   #waitingBytes = 0;
   #nextId = 1;
@@ -98,6 +104,7 @@ export class ClientQueue implements DeadlineOwner {
     const copy = this.#inflight.get(packetId);
     if (!copy) return; // unknown or already struck: ignore [MQTT-4.3.2]
     this.#inflight.delete(packetId);
+    this.#sentAt.delete(packetId);
     copy.ledger.settle(copy.entry);
     this.refill();
   }
@@ -128,6 +135,7 @@ export class ClientQueue implements DeadlineOwner {
     }
     this.#budget.bytes -= this.#waitingBytes;
     this.#inflight.clear();
+    this.#sentAt.clear();
     this.#waiting = [];
     this.#waitingBytes = 0;
     if (this.paused) {
@@ -155,7 +163,28 @@ export class ClientQueue implements DeadlineOwner {
   #send(copy: Copy): void {
     const id = this.#allocateId();
     this.#inflight.set(id, copy);
+    if (this.#limits.resendAfterMs) this.#sentAt.set(id, this.now());
     this.sub.outbox.push(encodePublish(copy.topicBytes, copy.payload, 1, id, false));
+  }
+
+  /**
+   * Resends, with the DUP flag and the same packet id [MQTT-3.3.1-1], every in-flight copy
+   * not PUBACKed within `resendAfterMs`; skipped while the client is over its byte cap (a
+   * resend must not grow a queue that is not draining). Returns how many were resent.
+   */
+  resendDue(now: number): number {
+    const after = this.#limits.resendAfterMs ?? 0;
+    if (after <= 0 || this.paused) return 0;
+    let n = 0;
+    for (const [id, at] of this.#sentAt) {
+      if (now - at < after) continue;
+      const copy = this.#inflight.get(id);
+      if (!copy || this.queuedBytes + copy.bytes > this.#limits.maxClientBytes) continue;
+      this.sub.outbox.push(encodePublish(copy.topicBytes, copy.payload, 1, id, true));
+      this.#sentAt.set(id, now);
+      n++;
+    }
+    return n;
   }
 
   /** Per-client packet ids, never reusing one still in flight. */

@@ -73,7 +73,20 @@ export class Delivery implements DeliveryPort {
     this.#clock = deps.clock;
     this.#metrics = deps.metrics;
     this.#logger = deps.logger;
+    const resend = deps.options.resendAfterMs ?? 0;
+    if (resend > 0) {
+      // One timer for every client's resends (not one per copy).
+      this.#resendTimer = setInterval(() => {
+        const now = this.#clock.now();
+        let n = 0;
+        for (const q of this.#queues.values()) n += q.resendDue(now);
+        if (n > 0) this.#metrics.resent.inc({}, n);
+      }, Math.max(100, Math.min(1000, resend / 4)));
+      Deno.unrefTimer(this.#resendTimer as unknown as number);
+    }
   }
+
+  #resendTimer: ReturnType<typeof setInterval> | undefined;
 
   /** S1–S5 for every filter of one SUBSCRIBE; one return code per filter. */
   async subscribe(sub: Subscriber, filters: readonly MqttSubscription[]): Promise<number[]> {
@@ -342,6 +355,7 @@ export class Delivery implements DeliveryPort {
    */
   async stop(): Promise<void> {
     this.#stopping = true;
+    if (this.#resendTimer !== undefined) clearInterval(this.#resendTimer);
     for (const r of this.readers.values()) r.stop(true);
     await Promise.all([...this.readers.values()].map((r) => r.done));
   }
@@ -363,6 +377,7 @@ export class Delivery implements DeliveryPort {
     let q = this.#queues.get(sub);
     if (q) return q;
     q = new ClientQueue(sub, this.#opts, this.#budget);
+    q.now = () => this.#clock.now();
     const queue = q;
     queue.onEvict = (reason) => this.#evict(queue, reason);
     queue.onPauseChange = (paused) => {

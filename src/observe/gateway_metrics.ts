@@ -63,6 +63,10 @@ export class GatewayMetrics {
     "mqtt_deliveries_total",
     "Copies written to subscribers, by qos",
   );
+  readonly resent = this.registry.counter(
+    "mqtt_deliveries_resent_total",
+    "QoS 1 copies resent with DUP after limits.resend_after_ms without PUBACK",
+  );
   readonly droppedQos0 = this.registry.counter(
     "mqtt_deliveries_dropped_total",
     "QoS 0 copies dropped because a queue was over its cap",
