@@ -284,7 +284,7 @@ export class Delivery implements DeliveryPort {
       if (qos === 0) {
         qos0Packet ??= encodePublish(topicBytes, view.payload, 0, 0, false);
         if (q.offerQos0(qos0Packet) === "dropped") this.#metrics.droppedQos0.inc();
-        else this.#metrics.delivered.inc({ qos: "0" });
+        else this.#metrics.deliveredQos[0].inc();
         continue;
       }
       const bytes = topicBytes.length + view.payload.length + 8;
@@ -298,7 +298,7 @@ export class Delivery implements DeliveryPort {
       if (offer === "evict") {
         reader.ledger.settle(entry!); // this copy is struck with the client
         this.#evict(q, "slow consumer: hard cap of outbound bytes reached");
-      } else this.#metrics.delivered.inc({ qos: "1" });
+      } else this.#metrics.deliveredQos[1].inc();
     }
   }
 

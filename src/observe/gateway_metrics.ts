@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type Counter, type Histogram, Metrics } from "./metrics.ts";
+import { type BoundCounter, type Counter, type Histogram, Metrics } from "./metrics.ts";
 
 /** Publish outcomes, exactly as the design names them. */
 export type PublishOutcome = "appended" | "acked" | "rejected" | "denied" | "failed";
@@ -48,6 +48,26 @@ export class GatewayMetrics {
     "mqtt_topic_map_hits_total",
     "Publishes resolved per topic-map rule (rule=default when none matched)",
   );
+  /** Per-outcome handles of `publishes` (hot path). */
+  readonly outcome: Readonly<Record<PublishOutcome, BoundCounter>> = {
+    appended: this.publishes.child({ outcome: "appended" }),
+    acked: this.publishes.child({ outcome: "acked" }),
+    rejected: this.publishes.child({ outcome: "rejected" }),
+    denied: this.publishes.child({ outcome: "denied" }),
+    failed: this.publishes.child({ outcome: "failed" }),
+  };
+  #ruleHit = new Map<number | null, BoundCounter>();
+  /** The hit counter of a topic-map rule (null = the default), cached per rule. */
+  ruleHit(rule: number | null): BoundCounter {
+    let c = this.#ruleHit.get(rule);
+    if (!c) {
+      // Bounded by the number of rules in the loaded maps (cleared when it grows large).
+      if (this.#ruleHit.size > 10_000) this.#ruleHit.clear();
+      c = this.ruleHits.child({ rule: rule === null ? "default" : String(rule) });
+      this.#ruleHit.set(rule, c);
+    }
+    return c;
+  }
   readonly pubackLatency: Histogram = this.registry.histogram(
     "mqtt_puback_latency_seconds",
     "Time from PUBLISH decoded to append confirmed (QoS 1)",
@@ -67,6 +87,11 @@ export class GatewayMetrics {
     "mqtt_deliveries_resent_total",
     "QoS 1 copies resent with DUP after limits.resend_after_ms without PUBACK",
   );
+  /** Handles of `delivered` by QoS (hot path: one increment per copy). */
+  readonly deliveredQos: readonly [BoundCounter, BoundCounter] = [
+    this.delivered.child({ qos: "0" }),
+    this.delivered.child({ qos: "1" }),
+  ];
   readonly droppedQos0 = this.registry.counter(
     "mqtt_deliveries_dropped_total",
     "QoS 0 copies dropped because a queue was over its cap",

@@ -34,6 +34,25 @@ export class Counter {
   get(labels: Labels = {}): number {
     return this.values.get(labelKey(labels)) ?? 0;
   }
+  /**
+   * A handle with its labels fixed, for hot paths: `inc` then costs one map update, with no
+   * label key built per call.
+   */
+  child(labels: Labels): BoundCounter {
+    const key = labelKey(labels);
+    const frozen = Object.freeze({ ...labels });
+    return {
+      inc: (by = 1) => {
+        this.values.set(key, (this.values.get(key) ?? 0) + by);
+        this.#otel.add(by, frozen);
+      },
+    };
+  }
+}
+
+/** A counter with fixed labels (see {@link Counter.child}). */
+export interface BoundCounter {
+  inc(by?: number): void;
 }
 
 /** A gauge read from a callback when scraped. */

@@ -203,7 +203,7 @@ export class Connection implements Subscriber, DeadlineOwner {
     const ctx = this.#ctx;
     if (err instanceof ProtocolError) {
       ctx.metrics.protocolErrors.inc({ rule: err.rule });
-      if (err.packetType === 3) ctx.metrics.publishes.inc({ outcome: "rejected" });
+      if (err.packetType === 3) ctx.metrics.outcome.rejected.inc();
       ctx.logger.limited("warn", "Protocol violation; closing connection", {
         client_id: this.#clientId,
         remote: this.#transport.remoteAddress,
@@ -323,7 +323,7 @@ export class Connection implements Subscriber, DeadlineOwner {
   #route(p: PublishPacket, r: Awaited<ReturnType<SessionContext["preparer"]["prepare"]>>): void {
     const ctx = this.#ctx;
     if (r.kind !== "append") {
-      ctx.metrics.publishes.inc({ outcome: r.kind });
+      ctx.metrics.outcome[r.kind].inc();
       ctx.logger.limited("warn", `Publish ${r.kind}`, {
         client_id: this.#clientId,
         reason: r.reason,
@@ -331,7 +331,7 @@ export class Connection implements Subscriber, DeadlineOwner {
       if (p.qos === 1) this.#acks.settle(this.#acks.take(p.packetId), "close");
       return;
     }
-    ctx.metrics.ruleHits.inc({ rule: r.rule === null ? "default" : String(r.rule) });
+    ctx.metrics.ruleHit(r.rule).inc();
     const a = r.address;
     const key = `${a.stream}\u0000${a.topic}\u0000${a.partition}`;
     let batch = this.#batch.get(key);
@@ -368,14 +368,14 @@ export class Connection implements Subscriber, DeadlineOwner {
             ctx.metrics.pubackLatency.observe(seconds);
             this.#acks.settle(slot, "ack");
           }
-          if (acked > 0) ctx.metrics.publishes.inc({ outcome: "acked" }, acked);
-          if (n - acked > 0) ctx.metrics.publishes.inc({ outcome: "appended" }, n - acked);
+          if (acked > 0) ctx.metrics.outcome.acked.inc(acked);
+          if (n - acked > 0) ctx.metrics.outcome.appended.inc(n - acked);
           span.end();
           this.#settled(n);
           ctx.delivery.notifyAppended(b.address, receipt.baseOffset, b.messages);
         },
         (err) => {
-          ctx.metrics.publishes.inc({ outcome: "failed" }, n);
+          ctx.metrics.outcome.failed.inc(n);
           if (err instanceof BackendError && err.code === "not_found") {
             ctx.preparer.topics.invalidate(b.address.stream, b.address.topic);
           }

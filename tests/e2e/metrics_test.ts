@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { connectRaw, pingBarrier, publishPacket, waitFor } from "../helpers/gateway.ts";
+import { spawnGateway } from "../helpers/process.ts";
 
-const DENO = Deno.execPath();
 const ROOT = new URL("../../", import.meta.url).pathname;
 
 interface OtlpPoint {
@@ -63,38 +63,17 @@ Deno.test({
     });
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
     const db = `data/metrics-${crypto.randomUUID()}.db`;
-    const port = 30000 + Math.floor(Math.random() * 20000);
-    const httpPort = port + 1;
-    const child = new Deno.Command(DENO, {
-      args: ["run", "-P=gateway", "main.ts", "run"],
-      cwd: ROOT,
-      env: {
-        IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
-        IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${httpPort}`,
-        IGGY_MQTT_EMBEDDED_PATH: db,
-        OTEL_DENO: "true",
-        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.addr.port}`,
-        OTEL_METRIC_EXPORT_INTERVAL: "300",
-        OTEL_SERVICE_NAME: "iggy-mqtt-gateway-test",
-      },
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
+    const gw = await spawnGateway({
+      IGGY_MQTT_EMBEDDED_PATH: db,
+      OTEL_DENO: "true",
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.addr.port}`,
+      OTEL_METRIC_EXPORT_INTERVAL: "300",
+      OTEL_SERVICE_NAME: "iggy-mqtt-gateway-test",
+    });
+    const port = gw.port;
+    const httpPort = gw.httpPort!;
     try {
-      await waitFor(
-        async () => {
-          try {
-            const r = await fetch(`http://127.0.0.1:${httpPort}/ready`);
-            await r.body?.cancel();
-            return r.status === 200;
-          } catch {
-            return false;
-          }
-        },
-        60_000,
-        "gateway ready",
-      );
       const c = await connectRaw(port, "metrics-1");
       const bytes: number[] = [];
       for (let i = 1; i <= 50; i++) bytes.push(...publishPacket("sensors/m/data", `q1-${i}`, 1, i));
@@ -129,8 +108,7 @@ Deno.test({
       );
       await waitFor(() => spanNames.has("log.append"), 10_000, "log.append spans");
     } finally {
-      child.kill("SIGTERM");
-      await child.status;
+      await gw.stop();
       await receiver.shutdown();
       for (const s of ["", "-wal", "-shm"]) await Deno.remove(`${ROOT}${db}${s}`).catch(() => {});
     }

@@ -1,0 +1,76 @@
+/**
+ * The gateway as its own process, the way an operator runs it (`deno run -P=gateway main.ts
+ * run`), on ports chosen by the OS (read back from the "Gateway started" log line).
+ *
+ * @module
+ */
+import { waitFor } from "./gateway.ts";
+
+const DENO = Deno.execPath();
+const ROOT = new URL("../../", import.meta.url).pathname;
+
+/** A running gateway process. */
+export interface GatewayProcess {
+  readonly child: Deno.ChildProcess;
+  readonly port: number;
+  readonly httpPort: number | null;
+  /** Everything written to stdout so far (JSON log lines). */
+  readonly output: string[];
+  /** SIGTERM, then wait for the exit status. */
+  stop(): Promise<Deno.CommandStatus>;
+}
+
+/** Starts the gateway with `env` overlaid; TCP and HTTP listen on loopback port 0. */
+export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
+  const child = new Deno.Command(DENO, {
+    args: ["run", "-P=gateway", "main.ts", "run"],
+    cwd: ROOT,
+    env: {
+      IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
+      IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+      IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const output: string[] = [];
+  const errors: string[] = [];
+  (async () => {
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) output.push(chunk);
+  })().catch(() => {});
+  (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) errors.push(chunk);
+  })().catch(() => {});
+  let started: { tcp: number; http: number | null } | null = null;
+  await waitFor(
+    () => {
+      for (const line of output.join("").split("\n")) {
+        if (!line.includes('"Gateway started"')) continue;
+        started = JSON.parse(line);
+        return true;
+      }
+      return false;
+    },
+    60_000,
+    "the gateway process to start",
+  ).catch((e) => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* exited */ }
+    throw new Error(`${e.message}; stderr: ${errors.join("")}`);
+  });
+  const s = started!;
+  return {
+    child,
+    port: s.tcp,
+    httpPort: s.http,
+    output,
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* exited */ }
+      return await child.status;
+    },
+  };
+}
