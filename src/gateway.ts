@@ -228,16 +228,6 @@ export class Gateway {
     conn.run().finally(() => this.#connections.delete(conn));
   }
 
-  /** Accepts an in-memory transport (tests). */
-  acceptTransport(t: Transport): void {
-    this.#accept(t);
-  }
-
-  /** Swaps the topic map atomically. Throws (and keeps the old one) when invalid. */
-  async reloadMap(): Promise<void> {
-    await this.reload(this.config);
-  }
-
   /**
    * SIGHUP: recompiles the topic map, users/ACL and TLS material from `next` (a freshly loaded
    * config). Everything is compiled first; only when all of it is valid is it swapped in, so a

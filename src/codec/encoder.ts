@@ -108,11 +108,4 @@ export function encodePublish(
   return out;
 }
 
-/** Sets the DUP flag on an encoded PUBLISH (for a resend within the same connection). */
-export function markDup(publish: Uint8Array): Uint8Array {
-  const copy = publish.slice();
-  copy[0] |= 0x08;
-  return copy;
-}
-
 export { utf8 };

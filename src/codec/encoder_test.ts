@@ -13,7 +13,6 @@ import {
   encodePublish,
   encodeSuback,
   encodeUnsuback,
-  markDup,
   SUBACK_FAILURE,
   utf8,
   writePuback,
@@ -140,15 +139,4 @@ Deno.test("encodePublish() sets DUP and RETAIN and writes an empty payload", () 
       retain: true,
     }),
   );
-});
-
-Deno.test("markDup() returns a DUP copy and leaves the original unchanged", () => {
-  const original = encodePublish(utf8("t"), utf8("x"), 1, 7, false);
-  const before = original.slice();
-  const dup = markDup(original);
-  assert.deepEqual(original, before);
-  const p = parseOne(dup);
-  assert.equal(p.dup, true);
-  assert.equal(p.messageId, 7);
-  assert.deepEqual(dup.subarray(1), original.subarray(1));
 });

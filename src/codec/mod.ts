@@ -12,7 +12,6 @@ export {
   encodePublish,
   encodeSuback,
   encodeUnsuback,
-  markDup,
   SUBACK_FAILURE,
   writePuback,
 } from "./encoder.ts";

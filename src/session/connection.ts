@@ -8,8 +8,14 @@
  *
  * @module
  */
-import { ConnackCode, encodeConnack, encodePingresp, encodeSuback } from "../codec/encoder.ts";
-import { encodeUnsuback, writePuback } from "../codec/encoder.ts";
+import {
+  ConnackCode,
+  encodeConnack,
+  encodePingresp,
+  encodePuback,
+  encodeSuback,
+  encodeUnsuback,
+} from "../codec/encoder.ts";
 import { PacketDecoder } from "../codec/decoder.ts";
 import { ProtocolError } from "../codec/errors.ts";
 import type { ClientPacket, ConnectPacket, PublishPacket } from "../codec/packets.ts";
@@ -72,11 +78,7 @@ export class Connection implements Subscriber, DeadlineOwner {
     this.outbox = new Outbox(transport, ctx.outboundBudget, (n) => ctx.metrics.bytesOut.inc({}, n));
     this.outbox.onError = () => this.close("write failed");
     this.#acks = new AckQueue(
-      (id) => {
-        const b = new Uint8Array(4);
-        writePuback(b, 0, id);
-        this.outbox.push(b);
-      },
+      (id) => this.outbox.push(encodePuback(id)),
       () => this.#closeAfterFlush("QoS 1 publish not acknowledged [MQTT-3.3.5-2]"),
     );
     this.lastActivity = ctx.clock.now();
