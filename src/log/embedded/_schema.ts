@@ -77,6 +77,9 @@ CREATE TABLE IF NOT EXISTS consumer_offsets (
  * Opens (creating if needed) the store. Throws a plain Error with the reason; the caller words
  * it for the operator.
  */
+/** How long the writer waits for a write lock held by another process (ms). */
+export const WRITER_BUSY_TIMEOUT_MS = 200;
+
 export function openDatabase(path: string, maxStoreBytes: number, readOnly: boolean): DatabaseSync {
   if (path !== ":memory:" && !readOnly) mkdirSync(dirname(path), { recursive: true });
   const db = new DatabaseSync(path, { readOnly });
@@ -91,7 +94,9 @@ export function openDatabase(path: string, maxStoreBytes: number, readOnly: bool
     // fsynced at every COMMIT, so a resolved append is on disk (DESIGN §6, PUBACK after commit).
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = FULL");
-    db.exec("PRAGMA busy_timeout = 5000");
+    // Short: when another process holds the write lock, an append fails fast (`failed`, no
+    // PUBACK, /ready 503) instead of blocking the event loop of an in-process writer for seconds.
+    db.exec(`PRAGMA busy_timeout = ${WRITER_BUSY_TIMEOUT_MS}`);
     db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     db.exec("PRAGMA foreign_keys = ON");
     setMaxStoreBytes(db, maxStoreBytes);

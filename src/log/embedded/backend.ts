@@ -65,6 +65,8 @@ export class EmbeddedBackend implements LogBackend {
   #closing: Promise<void> | undefined;
   /** Set when an append failed with "full"; cleared by the next successful commit. */
   #full = false;
+  /** Why the last append failed (other than full), until a later commit succeeds. */
+  #appendFailure: string | undefined;
   /** Set when the writer died; the backend stays unavailable until reopened. */
   #writerFailure: BackendError | undefined;
   #retention: Promise<number> | undefined;
@@ -160,6 +162,9 @@ export class EmbeddedBackend implements LogBackend {
         reason: `Embedded store "${path}" is full (max_store_bytes ${maxStoreBytes}); ` +
           "appends fail until retention frees room or the bound is raised",
       };
+    }
+    if (this.#appendFailure !== undefined) {
+      return { ready: false, reason: `Appends are failing: ${this.#appendFailure}` };
     }
     return { ready: true };
   }
@@ -354,6 +359,7 @@ export class EmbeddedBackend implements LogBackend {
       this.#clock,
       (grown) => {
         this.#full = false;
+        this.#appendFailure = undefined;
         this.#signals.emit(grown);
       },
       (e) => this.#appendError(e),
@@ -422,8 +428,10 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   #appendError(e: unknown): BackendError {
+    const error = toBackendError("append", this.#options.path, e);
     if (isStoreFull(e)) this.#full = true;
-    return toBackendError("append", this.#options.path, e);
+    else this.#appendFailure = error.message;
+    return error;
   }
 
   #closedError(action: string): BackendError {
