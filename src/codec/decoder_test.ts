@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import mqttPacket from "mqtt-packet";
 import { type DecoderLimits, PacketDecoder } from "./decoder.ts";
+import { remainingLength as varint } from "./encoder.ts";
 import { ProtocolError } from "./errors.ts";
 import type { ClientPacket } from "./packets.ts";
 
@@ -108,18 +109,6 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
     out.set(p, at);
     at += p.length;
   }
-  return out;
-}
-
-/** MQTT variable-length integer. */
-function varint(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let d = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) d |= 0x80;
-    out.push(d);
-  } while (n > 0);
   return out;
 }
 

@@ -44,7 +44,7 @@ export function encodeSuback(packetId: number, granted: readonly number[]): Uint
 }
 
 /** Variable-length encoding of a remaining length [MQTT-2.2.3]. */
-function remainingLength(n: number): number[] {
+export function remainingLength(n: number): number[] {
   const out: number[] = [];
   do {
     let digit = n % 128;

@@ -12,6 +12,7 @@ export {
   encodePublish,
   encodeSuback,
   encodeUnsuback,
+  remainingLength,
   SUBACK_FAILURE,
   writePuback,
 } from "./encoder.ts";

@@ -18,6 +18,7 @@ import {
 } from "../codec/encoder.ts";
 import { PacketDecoder } from "../codec/decoder.ts";
 import { ProtocolError } from "../codec/errors.ts";
+import { utf8Length } from "../codec/utf8.ts";
 import type { ClientPacket, ConnectPacket, PublishPacket } from "../codec/packets.ts";
 import { BackendError, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
 import type { Principal } from "../log/port.ts";
@@ -271,7 +272,7 @@ export class Connection implements Subscriber, DeadlineOwner {
       if (!p.cleanSession) return refuse(ConnackCode.IDENTIFIER_REJECTED, "empty client id");
       clientId = `auto-${crypto.randomUUID()}`;
     }
-    if (isForbiddenClientId(clientId) || new TextEncoder().encode(clientId).length > 255) {
+    if (isForbiddenClientId(clientId) || utf8Length(clientId) > 255) {
       return refuse(
         ConnackCode.IDENTIFIER_REJECTED,
         "client id has forbidden characters or is too long",

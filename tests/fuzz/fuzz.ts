@@ -21,6 +21,7 @@ import { Buffer } from "node:buffer";
 import mqttPacket from "mqtt-packet";
 import { type ClientPacket, PacketDecoder, ProtocolError } from "../../src/codec/mod.ts";
 import type { DecoderLimits } from "../../src/codec/mod.ts";
+import { remainingLength as varint } from "../../src/codec/mod.ts";
 
 /** Figures of one fuzz run. */
 export interface FuzzReport {
@@ -172,17 +173,6 @@ function makeCorpus(): { connects: Uint8Array[]; packets: Uint8Array[] } {
 // Mutations
 
 const INTERESTING = [0x00, 0x01, 0x7f, 0x80, 0xff, 0xfe, 0xc0, 0xed, 0xf4, 0x23, 0x2b, 0x2f];
-
-function varint(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let d = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) d |= 0x80;
-    out.push(d);
-  } while (n > 0);
-  return out;
-}
 
 /** Rewrites the remaining length of a packet at offset 0 (keeping the body). */
 function tweakRemainingLength(r: Rand, b: Uint8Array): Uint8Array {

@@ -9,6 +9,7 @@ import type { GatewayConfig } from "../../src/config/types.ts";
 import { Gateway, type GatewayOverrides } from "../../src/gateway.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
+import { remainingLength } from "../../src/codec/mod.ts";
 
 /** The quick-start map of DESIGN §3. */
 export const DESIGN_MAP = `
@@ -249,17 +250,8 @@ export function subscribePacket(id: number, filters: [string, number][]): Uint8A
   return new Uint8Array([0x82, ...varint(body.length), ...body]);
 }
 
-/** MQTT variable-length integer. */
-export function varint(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let d = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) d |= 0x80;
-    out.push(d);
-  } while (n > 0);
-  return out;
-}
+/** MQTT variable-length integer (the gateway's own encoder). */
+export const varint = remainingLength;
 
 /** CONNECT + expect CONNACK 0; returns the client. */
 export async function connectRaw(
