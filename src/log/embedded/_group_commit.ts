@@ -4,8 +4,9 @@
  * (_writer.ts) and committed there as ONE transaction (one fsync, one stored batch per
  * partition). While it commits, the next appends accumulate and go right after its reply:
  * at most one transaction in flight, everything that arrived meanwhile in the next one.
- * Each append resolves only after the COMMIT that holds it; a failed transaction rejects every
- * append in it. Consumer offsets ride along with the next transaction.
+ * Each append resolves only after the COMMIT that holds it and the WAL fsync after that COMMIT
+ * (_wal_sync.ts; the next transaction commits while the disk syncs); a failed transaction or
+ * fsync rejects every append in it. Consumer offsets ride along with the next transaction.
  *
  * @module
  */
@@ -40,6 +41,12 @@ interface Run {
   count: number;
 }
 
+/** A task run while no transaction commits. */
+interface ExclusiveJob {
+  readonly task: () => Promise<void>;
+  readonly done: PromiseWithResolvers<void>;
+}
+
 /** What a committed transaction changed: flattened (topic, partition) pairs that grew. */
 export type CommitHook = (grown: readonly (TopicState | number)[]) => void;
 
@@ -70,7 +77,11 @@ export class GroupCommit {
   #offsets: PendingOffset[] = [];
   #timer: ReturnType<typeof setImmediate> | undefined;
   #inFlight = false;
+  /** Transactions committed whose fsync has not finished yet. */
+  #unsynced = 0;
   #idle: (() => void)[] = [];
+  /** A task to run alone between two transactions (see {@link exclusive}). */
+  #exclusive: ExclusiveJob | undefined;
 
   /** @param onError maps a failed transaction's error to what each append rejects with. */
   constructor(
@@ -106,6 +117,18 @@ export class GroupCommit {
     });
   }
 
+  /**
+   * Runs `task` while no transaction commits: after the one in flight, before the next
+   * (the checkpoint's tail, _writer_link.ts). One at a time; a second call while one waits
+   * shares it.
+   */
+  exclusive(task: () => Promise<void>): Promise<void> {
+    if (this.#exclusive) return this.#exclusive.done.promise;
+    this.#exclusive = { task, done: Promise.withResolvers<void>() };
+    this.#schedule();
+    return this.#exclusive.done.promise;
+  }
+
   /** Resolves once everything queued so far has been committed (or failed). */
   drain(): Promise<void> {
     if (this.#isIdle()) return Promise.resolve();
@@ -126,7 +149,8 @@ export class GroupCommit {
   }
 
   #isIdle(): boolean {
-    return !this.#inFlight && this.#queue.length === 0 && this.#offsets.length === 0;
+    return !this.#inFlight && this.#unsynced === 0 && this.#queue.length === 0 &&
+      this.#offsets.length === 0 && this.#exclusive === undefined;
   }
 
   #schedule(): void {
@@ -143,6 +167,7 @@ export class GroupCommit {
 
   /** Sends the next transaction if there is something to send and nothing in flight. */
   #send(): void {
+    if (!this.#inFlight && this.#exclusive) return this.#runExclusive(this.#exclusive);
     if (this.#inFlight || (this.#queue.length === 0 && this.#offsets.length === 0)) {
       this.#wakeIdle();
       return;
@@ -180,12 +205,34 @@ export class GroupCommit {
     ).then(
       (bases) => {
         this.#link.noteCommitted(bytes);
-        this.#committed(runs, offsets, bases as number[], messages);
+        this.#unsynced++;
+        // Durable only after the WAL's fsync, which runs off the event loop; meanwhile the
+        // next transaction may commit (syncs settle in order, so offsets advance in order).
+        this.#link.syncCommitted().then(
+          () => this.#committed(runs, offsets, bases as number[], messages),
+          (e) => this.#failed(batch, offsets, e),
+        ).finally(() => {
+          this.#unsynced--;
+          // Drop the settled appends now: a promoted closure that still pointed at them
+          // would keep every message of the batch alive until the next full GC.
+          batch.length = 0;
+          runs.length = 0;
+          this.#wakeIdle();
+        });
       },
       (e) => this.#failed(batch, offsets, e),
     ).finally(() => {
       this.#inFlight = false;
       // Everything that arrived during the commit goes now, in one transaction.
+      this.#send();
+    });
+  }
+
+  #runExclusive(job: ExclusiveJob): void {
+    this.#inFlight = true;
+    job.task().then(job.done.resolve, job.done.reject).finally(() => {
+      this.#exclusive = undefined;
+      this.#inFlight = false;
       this.#send();
     });
   }

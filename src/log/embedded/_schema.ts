@@ -90,10 +90,13 @@ export function openDatabase(path: string, maxStoreBytes: number, readOnly: bool
       db.exec("PRAGMA busy_timeout = 5000");
       return db;
     }
-    // WAL: readers (the `read` CLI) run beside the writer. synchronous = FULL: the WAL is
-    // fsynced at every COMMIT, so a resolved append is on disk (DESIGN §6, PUBACK after commit).
+    // WAL: readers (the `read` CLI) run beside the writer. synchronous = NORMAL: a COMMIT
+    // writes the WAL without fsync; the main thread then fsyncs the WAL off the event loop
+    // and only then resolves the appends (_wal_sync.ts), so a resolved append is on disk
+    // (DESIGN §6, PUBACK after commit). Checkpoints still sync the WAL before and the database
+    // file after copying (SQLite's NORMAL rules).
     db.exec("PRAGMA journal_mode = WAL");
-    db.exec("PRAGMA synchronous = FULL");
+    db.exec("PRAGMA synchronous = NORMAL");
     // Short: when another process holds the write lock, an append fails fast (`failed`, no
     // PUBACK, /ready 503) instead of blocking the event loop of an in-process writer for seconds.
     db.exec(`PRAGMA busy_timeout = ${WRITER_BUSY_TIMEOUT_MS}`);

@@ -60,6 +60,8 @@ export type WriterRequest =
     readonly maxAgeMicros: number;
     readonly maxTopicBytes: number;
   }
+  /** Backfills what the checkpointer left (the tail written meanwhile); see _writer_link.ts. */
+  | { readonly type: "checkpoint"; readonly id: number }
   | { readonly type: "close"; readonly id: number };
 
 /** An error as it crosses the thread boundary. */
@@ -118,6 +120,8 @@ export class Writer {
         return null;
       case "retention":
         return this.#runRetention(request.nowMicros, request.maxAgeMicros, request.maxTopicBytes);
+      case "checkpoint":
+        return this.#checkpointTail();
       case "close":
         return this.close();
       case "open":
@@ -191,6 +195,21 @@ export class Writer {
       }
     }
     return bases;
+  }
+
+  /**
+   * Copies what is left in the WAL into the database file without SQLite's fsyncs: the caller
+   * has synced the WAL before and syncs the database file after, off the event loop
+   * (_writer_link.ts), and no transaction commits in between.
+   */
+  #checkpointTail(): null {
+    this.db.exec("PRAGMA synchronous = OFF");
+    try {
+      this.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    } finally {
+      this.db.exec("PRAGMA synchronous = NORMAL");
+    }
+    return null;
   }
 
   /** Stops retention at its next chunk boundary and closes the database. Idempotent. */

@@ -18,7 +18,7 @@ interface WorkerScope {
 
 const scope = self as unknown as WorkerScope;
 let writer: Writer | undefined;
-const KNOWN = new Set(["commit", "createTopic", "retention", "close"]);
+const KNOWN = new Set(["commit", "createTopic", "retention", "checkpoint", "close"]);
 
 scope.onmessage = (event) => {
   const request = event.data;

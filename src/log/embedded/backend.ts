@@ -264,7 +264,12 @@ export class EmbeddedBackend implements LogBackend {
   poll(address: PartitionAddress, fromOffset: number, count: number): Promise<StoredMessage[]> {
     return this.#run("poll", (s) => {
       const state = this.#partition(address, "poll");
-      return readMessages(s.reads, state, address.partition, fromOffset, count);
+      // With a writer here, stop at the last durable offset: a transaction committed but not
+      // yet fsynced (_wal_sync.ts) is not delivered before its publisher's PUBACK could be.
+      const limit = s.writer
+        ? Math.min(count, state.committedNext[address.partition] - Math.floor(fromOffset))
+        : count;
+      return readMessages(s.reads, state, address.partition, fromOffset, limit);
     });
   }
 
@@ -364,6 +369,7 @@ export class EmbeddedBackend implements LogBackend {
       },
       (e) => this.#appendError(e),
     );
+    link.betweenCommits = (task) => commits.exclusive(task);
     const timer = setInterval(() => {
       // A failing pass (e.g. disk I/O error) is retried next interval; appends report health.
       if (!this.#retention) this.runRetention().catch(() => {});
