@@ -13,15 +13,26 @@
 /** How a slot ended. */
 export type SlotEnd = "ack" | "close";
 
-interface Slot {
-  readonly packetId: number;
-  end: SlotEnd | null;
-}
+/** A slot's state in the ring. */
+const OPEN = 0;
+const ACK = 1;
+const CLOSE = 2;
 
-/** Ordered PUBACK release. */
+/** Initial ring size; it doubles when more slots are open at once (bounded by the caller). */
+const INITIAL_SLOTS = 32;
+
+/**
+ * Ordered PUBACK release. Slots are sequence numbers into a ring of packet ids and states
+ * (two typed arrays), not objects: a QoS 1 publish then allocates nothing here, and no array
+ * keeps released slots reachable (a per-publish object lived until the next full GC).
+ */
 export class AckQueue {
-  #slots: Slot[] = [];
+  // Empty until the first QoS 1 publish: an idle or QoS 0 connection holds no ring.
+  #ids = new Uint16Array(0);
+  #ends = new Uint8Array(0);
+  /** Sequence number of the oldest open slot, and of the next slot to take. */
   #head = 0;
+  #tail = 0;
   #onAck: (packetId: number) => void;
   #onClose: () => void;
 
@@ -32,35 +43,49 @@ export class AckQueue {
 
   /** Slots not yet released. */
   get pending(): number {
-    return this.#slots.length - this.#head;
+    return this.#tail - this.#head;
   }
 
   /** Takes the next slot for a QoS 1 publish; settle it later with {@link settle}. */
-  take(packetId: number): Slot {
-    const s: Slot = { packetId, end: null };
-    this.#slots.push(s);
-    return s;
+  take(packetId: number): number {
+    if (this.#tail - this.#head === this.#ids.length) this.#grow();
+    const at = this.#tail & (this.#ids.length - 1);
+    this.#ids[at] = packetId;
+    this.#ends[at] = OPEN;
+    return this.#tail++;
   }
 
   /** Ends a slot and releases every ended slot at the head, in order. */
-  settle(slot: Slot, end: SlotEnd): void {
-    slot.end = end;
-    while (this.#head < this.#slots.length) {
-      const s = this.#slots[this.#head];
-      if (s.end === null) break;
+  settle(slot: number, end: SlotEnd): void {
+    // A slot below the head was released by a "close" that emptied the queue: nothing to do.
+    if (slot < this.#head || slot >= this.#tail) return;
+    const mask = this.#ids.length - 1;
+    this.#ends[slot & mask] = end === "ack" ? ACK : CLOSE;
+    while (this.#head < this.#tail) {
+      const at = this.#head & mask;
+      const state = this.#ends[at];
+      if (state === OPEN) break;
       this.#head++;
-      if (s.end === "close") {
+      if (state === CLOSE) {
         this.#onClose();
-        this.#slots = [];
-        this.#head = 0;
+        this.#head = this.#tail;
         return;
       }
-      this.#onAck(s.packetId);
+      this.#onAck(this.#ids[at]);
     }
-    // Compact now and then so the array does not grow with the connection's lifetime.
-    if (this.#head > 1024 && this.#head * 2 > this.#slots.length) {
-      this.#slots = this.#slots.slice(this.#head);
-      this.#head = 0;
+  }
+
+  /** Doubles the ring (or makes the first), keeping open slots at their sequence numbers. */
+  #grow(): void {
+    const ids = new Uint16Array(Math.max(INITIAL_SLOTS, this.#ids.length * 2));
+    const ends = new Uint8Array(ids.length);
+    const oldMask = this.#ids.length - 1;
+    const mask = ids.length - 1;
+    for (let seq = this.#head; seq < this.#tail; seq++) {
+      ids[seq & mask] = this.#ids[seq & oldMask];
+      ends[seq & mask] = this.#ends[seq & oldMask];
     }
+    this.#ids = ids;
+    this.#ends = ends;
   }
 }

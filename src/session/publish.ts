@@ -60,6 +60,8 @@ export class PublishPreparer {
   #resolved = new Map<string, Resolution>();
   #resolvedFor: CompiledMap | null = null;
   #roundRobin = new Map<string, number>();
+  /** One address object per (resolution, partition): shared, so no allocation per publish. */
+  #addresses = new Map<Resolution, PartitionAddress[]>();
 
   constructor(maps: MapSource, topics: TopicCache) {
     this.#maps = maps;
@@ -71,12 +73,16 @@ export class PublishPreparer {
     const map = this.#maps.current;
     if (this.#resolvedFor !== map) {
       this.#resolved.clear();
+      this.#addresses.clear();
       this.#resolvedFor = map;
     }
     let r = this.#resolved.get(topic);
     if (r === undefined) {
       r = resolveTopic(map, topic);
-      if (this.#resolved.size >= MAX_RESOLUTIONS) this.#resolved.clear();
+      if (this.#resolved.size >= MAX_RESOLUTIONS) {
+        this.#resolved.clear();
+        this.#addresses.clear();
+      }
       this.#resolved.set(topic, r);
     }
     return r;
@@ -117,10 +123,16 @@ export class PublishPreparer {
     }
     return {
       kind: "append",
-      address: { stream: r.stream, topic: r.topic, partition },
+      address: this.#address(r, partition),
       message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain),
       rule: r.rule,
     };
+  }
+
+  #address(r: Resolution, partition: number): PartitionAddress {
+    let byPartition = this.#addresses.get(r);
+    if (byPartition === undefined) this.#addresses.set(r, byPartition = []);
+    return byPartition[partition] ??= { stream: r.stream, topic: r.topic, partition };
   }
 
   /** The topic cache (invalidated by the connection on not-found errors). */
