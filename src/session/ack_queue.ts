@@ -18,6 +18,9 @@ const OPEN = 0;
 const ACK = 1;
 const CLOSE = 2;
 
+const NO_IDS = new Uint16Array(0);
+const NO_ENDS = new Uint8Array(0);
+
 /** Initial ring size; it doubles when more slots are open at once (bounded by the caller). */
 const INITIAL_SLOTS = 32;
 
@@ -27,9 +30,10 @@ const INITIAL_SLOTS = 32;
  * keeps released slots reachable (a per-publish object lived until the next full GC).
  */
 export class AckQueue {
-  // Empty until the first QoS 1 publish: an idle or QoS 0 connection holds no ring.
-  #ids = new Uint16Array(0);
-  #ends = new Uint8Array(0);
+  // Shared empty arrays until the first QoS 1 publish: an idle or QoS 0 connection holds no
+  // ring of its own (memory per idle connection is a benchmark floor).
+  #ids = NO_IDS;
+  #ends = NO_ENDS;
   /** Sequence number of the oldest open slot, and of the next slot to take. */
   #head = 0;
   #tail = 0;

@@ -72,7 +72,8 @@ export class Connection implements Subscriber, DeadlineOwner {
   #principal: Principal | null = null;
   #closed = false;
   #draining = false;
-  #batch = new Map<PartitionAddress, PartitionBatch>();
+  /** This read's appends per partition; made on the first PUBLISH (idle connections: none). */
+  #batch: Map<PartitionAddress, PartitionBatch> | null = null;
   /** Messages of this connection waiting for the backend (bounded per client). */
   #inflight = 0;
   #roomWaiter: (() => void) | null = null;
@@ -348,8 +349,9 @@ export class Connection implements Subscriber, DeadlineOwner {
     ctx.metrics.ruleHit(r.rule).inc();
     // The preparer hands out one address object per partition: it is the batch key.
     const a = r.address;
-    let batch = this.#batch.get(a);
-    if (!batch) this.#batch.set(a, batch = { address: a, messages: [], slots: [] });
+    const batches = this.#batch ??= new Map();
+    let batch = batches.get(a);
+    if (!batch) batches.set(a, batch = { address: a, messages: [], slots: [] });
     batch.messages.push(r.message);
     batch.slots.push(p.qos === 1 ? this.#acks.take(p.packetId) : -1);
     this.#inflight++;
@@ -358,9 +360,10 @@ export class Connection implements Subscriber, DeadlineOwner {
 
   /** P7: one append per partition for everything this read produced. */
   #flushBatch(): void {
-    if (this.#batch.size === 0) return;
+    const batches = this.#batch;
+    if (batches === null || batches.size === 0) return;
     const ctx = this.#ctx;
-    for (const b of this.#batch.values()) {
+    for (const b of batches.values()) {
       const n = b.messages.length;
       const started = ctx.clock.now();
       ctx.appendBudget.add(n);
@@ -407,7 +410,7 @@ export class Connection implements Subscriber, DeadlineOwner {
         },
       );
     }
-    this.#batch.clear();
+    batches.clear();
   }
 
   #settled(n: number): void {

@@ -11,7 +11,7 @@
  * @module
  */
 import type { OutgoingMessage, StoredMessage } from "../port.ts";
-import { decodeHeaders, HeaderEncoder } from "./_headers.ts";
+import { decodeHeaders, headersMaxBytes, writeHeaders } from "./_headers.ts";
 
 /** Bytes of a record's fixed part. */
 export const RECORD_HEADER_BYTES = 16;
@@ -26,7 +26,6 @@ export class BatchEncoder {
   #buf = new Uint8Array(0);
   #view = new DataView(this.#buf.buffer);
   #pos = 0;
-  readonly #headers = new HeaderEncoder();
 
   /** Bytes written so far. */
   get position(): number {
@@ -42,20 +41,19 @@ export class BatchEncoder {
 
   /** Appends one record; returns its retention size (payload + encoded header bytes). */
   add(message: OutgoingMessage, timestampMicros: number): number {
-    this.#headers.reset();
-    const headers = this.#headers.encode(message.headers);
     const payload = message.payload;
-    const end = this.#pos + RECORD_HEADER_BYTES + headers.length + payload.length;
-    if (end > this.#buf.length) this.#grow(end);
-    const view = this.#view;
     const at = this.#pos;
+    const room = at + RECORD_HEADER_BYTES + headersMaxBytes(message.headers) + payload.length;
+    if (room > this.#buf.length) this.#grow(room);
+    const headersEnd = writeHeaders(this.#buf, at + RECORD_HEADER_BYTES, message.headers);
+    const headerBytes = headersEnd - at - RECORD_HEADER_BYTES;
+    const view = this.#view;
     view.setUint32(at, payload.length, true);
-    view.setUint32(at + 4, headers.length, true);
+    view.setUint32(at + 4, headerBytes, true);
     view.setFloat64(at + 8, timestampMicros, true);
-    this.#buf.set(headers, at + RECORD_HEADER_BYTES);
-    this.#buf.set(payload, at + RECORD_HEADER_BYTES + headers.length);
-    this.#pos = end;
-    return payload.length + headers.length;
+    this.#buf.set(payload, headersEnd);
+    this.#pos = headersEnd + payload.length;
+    return payload.length + headerBytes;
   }
 
   /** The buffer written so far (it belongs to the caller from now on). */

@@ -3,9 +3,9 @@
  *
  * Layout: for each entry in insertion order, `varint(keyBytes) key varint(valueBytes) value`,
  * lengths as unsigned LEB128, strings as UTF-8. No count prefix: the blob length ends it.
- * Binary rather than JSON because it is written on the append hot path: encoding goes into one
- * reused buffer (no allocation per message but a view), and the byte length needed for
- * retention accounting falls out for free.
+ * Binary rather than JSON because it is written on the append hot path: encoding goes straight
+ * into the batch buffer (no allocation per message), and the byte length needed for retention
+ * accounting falls out for free.
  *
  * @module
  */
@@ -15,66 +15,55 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 const EMPTY = new Uint8Array(0);
 
 /**
- * Encodes header maps into one reused, growing buffer and hands out views of it. Views stay
- * valid until {@link HeaderEncoder.reset}: several rows can be bound to one multi-row INSERT
- * (node:sqlite copies bound blobs, so the buffer may be reused right after the statement runs).
- * When the buffer grows, earlier views keep pointing at the old one, which is never written again.
+ * An upper bound on the bytes {@link writeHeaders} needs for `headers`: 3 UTF-8 bytes per
+ * UTF-16 unit and a 5-byte varint per string.
  */
-export class HeaderEncoder {
-  #buf = new Uint8Array(16 * 1024);
-  #pos = 0;
+export function headersMaxBytes(headers: ReadonlyMap<string, string>): number {
+  let n = 0;
+  for (const [key, value] of headers) n += 10 + (key.length + value.length) * 3;
+  return n;
+}
 
-  /** Allows the buffer to be overwritten: call only once earlier views have been bound. */
-  reset(): void {
-    this.#pos = 0;
+/**
+ * Writes `headers` into `buf` at `pos` (room for {@link headersMaxBytes} is the caller's
+ * job); returns the position after them. The batch encoder writes straight into the buffer it
+ * hands to the writer: no intermediate copy or view per message.
+ */
+export function writeHeaders(
+  buf: Uint8Array,
+  pos: number,
+  headers: ReadonlyMap<string, string>,
+): number {
+  for (const [key, value] of headers) {
+    pos = writeString(buf, key, pos);
+    pos = writeString(buf, value, pos);
   }
+  return pos;
+}
 
-  /** Encodes `headers` after the previous ones; the view is valid until reset(). */
-  encode(headers: ReadonlyMap<string, string>): Uint8Array {
-    if (headers.size === 0) return EMPTY;
-    const start = this.#pos;
-    let pos = start;
-    for (const [key, value] of headers) {
-      pos = this.#writeString(key, pos);
-      pos = this.#writeString(value, pos);
-    }
-    this.#pos = pos;
-    return this.#buf.subarray(start, pos);
+/** Writes `varint(len) utf8` at `pos`; returns the position after it. */
+function writeString(buf: Uint8Array, s: string, pos: number): number {
+  // Optimistically assume a 1-byte length (< 128 bytes, the common case) and encode in
+  // place; move the bytes right only when the length needs more varint bytes.
+  const written = writeAscii(buf, s, pos + 1) ??
+    encoder.encodeInto(s, buf.subarray(pos + 1)).written;
+  const lenBytes = varintSize(written);
+  if (lenBytes > 1) buf.copyWithin(pos + lenBytes, pos + 1, pos + 1 + written);
+  let n = written;
+  let p = pos;
+  while (n >= 0x80) {
+    buf[p++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
   }
-
-  /** Writes `varint(len) utf8` at `pos`; returns the position after it. */
-  #writeString(s: string, pos: number): number {
-    // Worst case: 3 UTF-8 bytes per UTF-16 unit, plus a 5-byte varint.
-    this.#ensure(pos + 5 + s.length * 3);
-    const buf = this.#buf;
-    // Optimistically assume a 1-byte length (< 128 bytes, the common case) and encode in
-    // place; move the bytes right only when the length needs more varint bytes.
-    const written = writeAscii(buf, s, pos + 1) ??
-      encoder.encodeInto(s, buf.subarray(pos + 1)).written;
-    const lenBytes = varintSize(written);
-    if (lenBytes > 1) buf.copyWithin(pos + lenBytes, pos + 1, pos + 1 + written);
-    let n = written;
-    let p = pos;
-    while (n >= 0x80) {
-      buf[p++] = (n & 0x7f) | 0x80;
-      n >>>= 7;
-    }
-    buf[p++] = n;
-    return p + written;
-  }
-
-  /** Grows the buffer (rare: it keeps its largest size), keeping what is written. */
-  #ensure(bytes: number): void {
-    if (bytes <= this.#buf.length) return;
-    const bigger = new Uint8Array(Math.max(bytes, this.#buf.length * 2));
-    bigger.set(this.#buf);
-    this.#buf = bigger;
-  }
+  buf[p++] = n;
+  return p + written;
 }
 
 /** Encodes headers into a fresh array (for tests and cold paths). */
 export function encodeHeaders(headers: ReadonlyMap<string, string>): Uint8Array {
-  return new HeaderEncoder().encode(headers).slice();
+  if (headers.size === 0) return EMPTY;
+  const buf = new Uint8Array(headersMaxBytes(headers));
+  return buf.slice(0, writeHeaders(buf, 0, headers));
 }
 
 /** Decodes what {@link encodeHeaders} wrote; throws on a truncated or non-UTF-8 blob. */

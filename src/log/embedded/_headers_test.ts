@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decodeHeaders, encodeHeaders, HeaderEncoder } from "./_headers.ts";
+import { decodeHeaders, encodeHeaders, headersMaxBytes, writeHeaders } from "./_headers.ts";
 
 Deno.test("encodeHeaders() round-trips UTF-8 strings exactly, in insertion order", () => {
   const headers = new Map([
@@ -25,13 +25,20 @@ Deno.test("encodeHeaders() of an empty map is an empty blob", () => {
   assert.equal(decodeHeaders(bytes).size, 0);
 });
 
-Deno.test("HeaderEncoder views stay valid until reset(), across buffer growth", () => {
-  const encoder = new HeaderEncoder();
-  const views = Array.from(
-    { length: 500 },
-    (_, i) => encoder.encode(new Map([["i", `${i}`], ["pad", "p".repeat(100)]])),
-  );
-  views.forEach((v, i) => assert.equal(decodeHeaders(v).get("i"), `${i}`));
+Deno.test("writeHeaders() stays within headersMaxBytes() for ASCII, multi-byte and long strings", () => {
+  const cases = [
+    new Map([["mqtt.topic", "a/b"], ["mqtt.qos", "1"]]),
+    new Map([["k", "ü€😀".repeat(50)]]),
+    new Map([["long", "x".repeat(300)]]),
+  ];
+  for (const headers of cases) {
+    const max = headersMaxBytes(headers);
+    const buf = new Uint8Array(max + 8).fill(0xee);
+    const end = writeHeaders(buf, 4, headers);
+    assert.ok(end - 4 <= max);
+    assert.equal(buf[end], 0xee, "nothing written past the end it returned");
+    assert.deepEqual([...decodeHeaders(buf.subarray(4, end))], [...headers]);
+  }
 });
 
 Deno.test("decodeHeaders() throws on a truncated blob", () => {

@@ -98,7 +98,9 @@ Deno.test("runRetention() uses a topic's own expiry over the backend default", a
 Deno.test("runRetention() deletes in chunks and lets appends through between them", async () => {
   const clock = manualClock();
   // One message per transaction, so one stored batch per message: three chunks of batches.
+  // In memory: no fsync and no checkpoint step may race the chunks this test counts on.
   await using store = await openTestStore({
+    path: ":memory:",
     retentionMaxAgeSeconds: 1,
     clock: clock.read,
     maxAppendBatch: 1,

@@ -24,10 +24,14 @@ export type WriterCall = WriterRequest extends infer R
   : never;
 
 /**
- * WAL bytes committed between two checkpoints by the checkpointer (SQLite's own default is
- * 1000 pages, ~4 MB).
+ * WAL bytes (estimated) committed between two checkpoints by the checkpointer (SQLite's own
+ * default is 1000 pages, ~4 MB).
  */
-const CHECKPOINT_BYTES = 512 * 1024;
+const CHECKPOINT_BYTES = 1024 * 1024;
+
+/** SQLite's default page size, and the pages a transaction rewrites besides its batch rows. */
+const PAGE_BYTES = 4096;
+const PAGES_PER_COMMIT = 2;
 
 /**
  * The writer's own auto-checkpoint when a checkpointer runs: only a backstop that bounds the
@@ -175,7 +179,9 @@ export class WriterLink {
 
   /** Counts committed bytes; asks the checkpointer for a checkpoint every few MB. */
   noteCommitted(bytes: number): void {
-    this.#walBytes += bytes;
+    // WAL frames are whole pages: besides the batch rows, every transaction rewrites at least
+    // the partition row's page and the last leaf page of the batch table.
+    this.#walBytes += bytes + PAGES_PER_COMMIT * PAGE_BYTES;
     if (this.#checkpointerWanted) {
       // Started here rather than in open(): its worker's start-up would compete with the
       // gateway's own (start to ready), and a store nobody writes to needs no checkpoints.

@@ -116,6 +116,32 @@ Deno.test("the checkpointer copies the WAL into the store file beside the writer
   }
 });
 
+Deno.test("under appends that never pause, the WAL restarts instead of growing to the backstop", async () => {
+  for (const writerThread of ["in-process", "worker"] as const) {
+    await using store = await openTestStore({ writerThread });
+    const { backend } = store;
+    await backend.createTopic("s", "t", { partitions: 1 });
+    // ~48 MB in back-to-back transactions, several always queued: the checkpointer can never
+    // copy everything by itself, only the tail step between two commits lets the WAL restart.
+    // Without it the WAL grows to the writer's 64 MB backstop.
+    const inFlight: Promise<unknown>[] = [];
+    let walMax = 0;
+    for (let i = 0; i < 480; i++) {
+      inFlight.push(backend.append({
+        ...address,
+        messages: Array.from({ length: 10 }, () => sizedMessage(10_000)),
+      }));
+      if (inFlight.length >= 4) await inFlight.shift();
+      if (i % 40 === 0) {
+        walMax = Math.max(walMax, (await Deno.stat(`${store.path}-wal`)).size);
+      }
+    }
+    await Promise.all(inFlight);
+    assert.equal(await backend.nextOffset(address), 4800);
+    assert.ok(walMax < 32 * 1024 * 1024, `${writerThread}: WAL reached ${walMax} bytes`);
+  }
+});
+
 Deno.test("an in-process writer lets timers run between back-to-back commits", async () => {
   await using store = await openTestStore({ path: ":memory:" });
   const { backend } = store;
