@@ -90,7 +90,10 @@ export class Gateway {
       maxEntries: 10_000,
     }, clock);
     const preparer = new PublishPreparer(this.maps, topics);
-    const outboundBudget = new OutboundBudget(l.max_outbound_queue_bytes);
+    const outboundBudget = new OutboundBudget(
+      l.max_outbound_queue_bytes,
+      (n) => this.metrics.bytesOut.inc({}, n),
+    );
     this.delivery = new Delivery({
       backend: this.backend,
       preparer,
@@ -162,7 +165,7 @@ export class Gateway {
     let tls: number | null = null;
     if (c.listeners.tcp !== "") {
       const a = parseAddress("listeners.tcp", c.listeners.tcp);
-      const l = listenTcp(a.hostname, a.port, accept);
+      const l = await listenTcp(a.hostname, a.port, accept);
       this.#listeners.push(l);
       tcp = l.port;
     }
@@ -224,8 +227,7 @@ export class Gateway {
       t.close();
       return;
     }
-    this.#connections.add(conn);
-    conn.run().finally(() => this.#connections.delete(conn));
+    conn.start(this.#connections);
   }
 
   /**

@@ -9,7 +9,7 @@ import mqttPacket from "mqtt-packet";
 import { type DecoderLimits, PacketDecoder } from "./decoder.ts";
 import { remainingLength as varint } from "./encoder.ts";
 import { ProtocolError } from "./errors.ts";
-import type { ClientPacket } from "./packets.ts";
+import type { ClientPacket, PublishPacket } from "./packets.ts";
 
 const LIMITS: DecoderLimits = { maxPacketBytes: 8092, maxTopicBytes: 255, maxTopicLevels: 32 };
 
@@ -475,4 +475,17 @@ for (const [name, bytes, rule, afterConnect] of MALFORMED) {
 Deno.test("PacketDecoder.push() tags a rejected PUBLISH with packet type 3", () => {
   const err = throwsRule(() => connected().push(packet(0x34, [...str("a"), 0, 1])), "MQTT-3.3.1-4");
   assert.equal(err.packetType, 3);
+});
+
+Deno.test("a repeated PUBLISH topic is reused only when its bytes match; others are checked", () => {
+  const d = connected();
+  const pub = (topic: string | number[]) => packet(0x30, [...str(topic), 0x61]);
+  const [a, b] = d.push(concat([pub("s/1"), pub("s/1")])) as PublishPacket[];
+  assert.equal(a.topic, "s/1");
+  assert.equal(b.topic, "s/1");
+  // Same length, different bytes: decoded, not reused.
+  assert.equal((d.push(pub("s/2"))[0] as PublishPacket).topic, "s/2");
+  // After a valid topic, a same-length wildcard or bad UTF-8 is still refused.
+  throwsRule(() => connected().push(concat([pub("s/1"), pub("s/#")])), "MQTT-3.3.2-2");
+  throwsRule(() => connected().push(concat([pub("ab"), pub([0xc3, 0x28])])), "MQTT-1.5.3-1");
 });

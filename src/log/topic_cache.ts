@@ -33,6 +33,14 @@ export class TopicCache {
   #clock: Clock;
   #entries = new Map<string, Entry>();
   #inflight = new Map<string, Promise<TopicInfo | null>>();
+  /**
+   * The last entry peek() found: publishers mostly repeat their target, and comparing two
+   * strings (usually the same instances) is cheaper than building the key and hashing it.
+   * Forgotten whenever the entries change.
+   */
+  #lastStream = "";
+  #lastTopic = "";
+  #lastEntry: Entry | undefined;
 
   constructor(backend: LogBackend, opts: TopicCacheOptions, clock: Clock) {
     this.#backend = backend;
@@ -42,8 +50,14 @@ export class TopicCache {
 
   /** Cached answer: info, null (known missing), or undefined (unknown or stale). */
   peek(stream: string, topic: string): TopicInfo | null | undefined {
-    const e = this.#entries.get(key(stream, topic));
-    if (!e) return undefined;
+    let e = this.#lastEntry;
+    if (e === undefined || stream !== this.#lastStream || topic !== this.#lastTopic) {
+      e = this.#entries.get(key(stream, topic));
+      if (!e) return undefined;
+      this.#lastStream = stream;
+      this.#lastTopic = topic;
+      this.#lastEntry = e;
+    }
     const age = this.#clock.now() - e.at;
     if (age > (e.info ? this.#opts.ttlMs : this.#opts.missTtlMs)) return undefined;
     return e.info;
@@ -61,6 +75,7 @@ export class TopicCache {
 
   /** Forgets a topic (after a not-found error from the backend). */
   invalidate(stream: string, topic: string): void {
+    this.#lastEntry = undefined;
     this.#entries.delete(key(stream, topic));
   }
 
@@ -69,6 +84,7 @@ export class TopicCache {
     if (info === null && this.#opts.autoCreate) {
       info = await this.#backend.createTopic(stream, topic, this.#opts.create);
     }
+    this.#lastEntry = undefined;
     if (this.#entries.size >= this.#opts.maxEntries) this.#entries.clear();
     this.#entries.set(key(stream, topic), { info, at: this.#clock.now() });
     return info;

@@ -1,10 +1,12 @@
 /**
- * The only code that touches Deno sockets for MQTT: TCP and TLS listeners that hand every
- * accepted connection to the gateway as a {@link Transport}.
+ * The only code that touches sockets for MQTT: TCP (node:net) and TLS (Deno) listeners that
+ * hand every accepted connection to the gateway as a {@link Transport}.
  *
  * @module
  */
-import type { Transport } from "../session/transport.ts";
+import net from "node:net";
+import { type PullSource, pullTransport } from "../session/pipeline.ts";
+import type { Transport, TransportSink } from "../session/transport.ts";
 
 /** A bound MQTT listener. */
 export interface MqttListener {
@@ -20,7 +22,8 @@ export interface MqttListener {
 /** Called for every accepted connection. */
 export type AcceptHandler = (t: Transport) => void;
 
-function transportOf(conn: Deno.Conn): Transport {
+/** A TLS socket as a pull source (pipeline.ts turns it into a push transport). */
+function pullSourceOf(conn: Deno.Conn): PullSource {
   const addr = conn.remoteAddr as Deno.NetAddr;
   return {
     remoteAddress: addr.hostname,
@@ -48,16 +51,105 @@ async function acceptLoop(listener: Deno.Listener, onAccept: AcceptHandler): Pro
     try {
       (conn as Deno.TcpConn).setNoDelay(true);
     } catch { /* not all transports support it */ }
-    onAccept(transportOf(conn));
+    onAccept(pullTransport(pullSourceOf(conn)));
   }
 }
 
-/** Binds a TCP listener. */
-export function listenTcp(hostname: string, port: number, onAccept: AcceptHandler): MqttListener {
-  const l = Deno.listen({ hostname, port, transport: "tcp" });
-  acceptLoop(l, onAccept);
-  const addr = l.addr as Deno.NetAddr;
-  return { kind: "tcp", hostname: addr.hostname, port: addr.port, close: () => safeClose(l) };
+/** Where a node:net socket's transport finds its sink (no closure per socket). */
+const SINK = Symbol("sink");
+type SinkedSocket = net.Socket & { [SINK]?: TransportSink | null };
+
+// One set of listener functions for every socket (`this` is the socket).
+function onData(this: SinkedSocket, chunk: Uint8Array): void {
+  this[SINK]?.data(chunk);
+}
+function onEnd(this: SinkedSocket): void {
+  endSink(this);
+}
+function onError(this: SinkedSocket, error: Error): void {
+  endSink(this, error);
+}
+function endSink(socket: SinkedSocket, error?: unknown): void {
+  const sink = socket[SINK];
+  socket[SINK] = null;
+  sink?.end(error);
+}
+
+/**
+ * A node:net socket as a push transport. node:net waits for readability and takes a buffer
+ * only when bytes arrive, so an idle socket holds no read promise or buffer: measured 4.4 KB
+ * of RSS per idle socket against 6.9 KB for `Deno.listen` with a pending 512-byte read.
+ */
+class NodeSocketTransport implements Transport {
+  readonly remoteAddress: string;
+  readonly #socket: SinkedSocket;
+
+  constructor(socket: net.Socket) {
+    this.#socket = socket;
+    this.remoteAddress = plainAddress(socket.remoteAddress ?? "");
+  }
+
+  start(sink: TransportSink): void {
+    const socket = this.#socket;
+    if (socket[SINK] !== undefined) return;
+    socket[SINK] = sink;
+    socket.on("data", onData);
+    socket.on("end", onEnd);
+    socket.on("close", onEnd);
+    socket.on("error", onError);
+  }
+
+  pause(): void {
+    this.#socket.pause();
+  }
+
+  resume(): void {
+    this.#socket.resume();
+  }
+
+  write(bytes: Uint8Array): Promise<number> {
+    const socket = this.#socket;
+    return new Promise((resolve, reject) => {
+      if (socket.destroyed) return reject(new Error("socket closed"));
+      socket.write(bytes, (err) => err ? reject(err) : resolve(bytes.length));
+    });
+  }
+
+  close(): void {
+    this.#socket.destroy();
+  }
+}
+
+/** "::ffff:10.0.0.1" (an IPv4 peer of a dual-stack socket) → "10.0.0.1". */
+function plainAddress(address: string): string {
+  return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
+}
+
+/**
+ * Binds a TCP listener (node:net: see {@link NodeSocketTransport}). Rejects with the reason
+ * when the address cannot be bound.
+ */
+export function listenTcp(
+  hostname: string,
+  port: number,
+  onAccept: AcceptHandler,
+): Promise<MqttListener> {
+  const server = net.createServer((socket) => {
+    socket.setNoDelay(true);
+    onAccept(new NodeSocketTransport(socket));
+  });
+  return new Promise((resolve, reject) => {
+    const failed = (err: Error) =>
+      reject(new Error(`Cannot listen on ${hostname}:${port}: ${err.message}`));
+    server.once("error", failed);
+    server.listen({ host: hostname, port }, () => {
+      server.off("error", failed);
+      // Later server errors (e.g. a failed accept) must not take the process down.
+      server.on("error", () => {});
+      const a = server.address() as net.AddressInfo;
+      resolve({ kind: "tcp", hostname: a.address, port: a.port, close: () => server.close() });
+    });
+  });
 }
 
 /**

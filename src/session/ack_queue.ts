@@ -13,6 +13,12 @@
 /** How a slot ended. */
 export type SlotEnd = "ack" | "close";
 
+/** Who sends the released PUBACKs, and closes when a slot ends without one. */
+export interface AckOwner {
+  pubackReady(packetId: number): void;
+  unacknowledged(): void;
+}
+
 /** A slot's state in the ring. */
 const OPEN = 0;
 const ACK = 1;
@@ -37,12 +43,10 @@ export class AckQueue {
   /** Sequence number of the oldest open slot, and of the next slot to take. */
   #head = 0;
   #tail = 0;
-  #onAck: (packetId: number) => void;
-  #onClose: () => void;
+  readonly #owner: AckOwner;
 
-  constructor(onAck: (packetId: number) => void, onClose: () => void) {
-    this.#onAck = onAck;
-    this.#onClose = onClose;
+  constructor(owner: AckOwner) {
+    this.#owner = owner;
   }
 
   /** Slots not yet released. */
@@ -71,11 +75,11 @@ export class AckQueue {
       if (state === OPEN) break;
       this.#head++;
       if (state === CLOSE) {
-        this.#onClose();
+        this.#owner.unacknowledged();
         this.#head = this.#tail;
         return;
       }
-      this.#onAck(this.#ids[at]);
+      this.#owner.pubackReady(this.#ids[at]);
     }
   }
 

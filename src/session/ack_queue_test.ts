@@ -4,7 +4,7 @@ import { AckQueue } from "./ack_queue.ts";
 function queue() {
   const acked: number[] = [];
   let closed = 0;
-  const q = new AckQueue((id) => acked.push(id), () => closed++);
+  const q = new AckQueue({ pubackReady: (id) => acked.push(id), unacknowledged: () => closed++ });
   return { q, acked, closed: () => closed };
 }
 

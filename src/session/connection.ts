@@ -1,7 +1,7 @@
 /**
  * One MQTT connection: the pipeline `read → decode → authorize → map → append` on the way
- * in (the first two are async-iterator stages in `pipeline.ts`), and the outbox on the way out. Runs over any {@link Transport}, so tests drive it in
- * memory and the listeners drive it over TCP/TLS.
+ * in (reads pushed by the {@link Transport}, decoding in `pipeline.ts`), and the outbox on the
+ * way out. The listeners drive it over TCP (node:net) and TLS (a pull loop).
  *
  * This is the one place where outcomes become wire actions (CONNACK code, SUBACK, PUBACK or
  * not, close) and counters.
@@ -27,10 +27,13 @@ import type { DeadlineOwner } from "./deadlines.ts";
 import type { Subscriber } from "./delivery_port.ts";
 import { Outbox } from "./outbox.ts";
 import type { SessionContext } from "./context.ts";
-import type { Transport } from "./transport.ts";
-import { decodePackets, readChunks } from "./pipeline.ts";
+import type { Transport, TransportSink } from "./transport.ts";
+import { decodePackets } from "./pipeline.ts";
 import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
 import { startAppendSpan, startConnectionSpan } from "../observe/tracing.ts";
+
+/** Shared empty packet list: an idle connection holds none of its own. */
+const NO_PACKETS: ClientPacket[] = [];
 
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch {
@@ -60,7 +63,7 @@ function isForbiddenClientId(id: string): boolean {
 }
 
 /** One client connection. */
-export class Connection implements Subscriber, DeadlineOwner {
+export class Connection implements Subscriber, DeadlineOwner, TransportSink {
   readonly outbox: Outbox;
   lastActivity: number;
   timeoutMs: number;
@@ -78,6 +81,18 @@ export class Connection implements Subscriber, DeadlineOwner {
   #inflight = 0;
   #roomWaiter: (() => void) | null = null;
   #span: Span | null = null;
+  /** Packets of the current read and the next one to handle. */
+  #packets: ClientPacket[] = NO_PACKETS;
+  #next = 0;
+  /** Reads that arrived while paused (rare; copies). */
+  #backlog: Uint8Array[] | null = null;
+  /** A step is waiting (reads are paused until it settles). */
+  #busy = false;
+  #paused = false;
+  /** The transport ended; close once the current packets are handled. */
+  #eof = false;
+  /** The gateway's set of open connections; this one leaves it when closed. */
+  #live: Set<Connection> | null = null;
 
   constructor(transport: Transport, ctx: SessionContext) {
     this.#ctx = ctx;
@@ -88,12 +103,8 @@ export class Connection implements Subscriber, DeadlineOwner {
       maxTopicBytes: l.max_topic_bytes,
       maxTopicLevels: l.max_topic_levels,
     });
-    this.outbox = new Outbox(transport, ctx.outboundBudget, (n) => ctx.metrics.bytesOut.inc({}, n));
-    this.outbox.onError = () => this.close("write failed");
-    this.#acks = new AckQueue(
-      (id) => this.outbox.push(encodePuback(id)),
-      () => this.#closeAfterFlush("QoS 1 publish not acknowledged [MQTT-3.3.5-2]"),
-    );
+    this.outbox = new Outbox(transport, ctx.outboundBudget, this);
+    this.#acks = new AckQueue(this);
     this.lastActivity = ctx.clock.now();
     this.timeoutMs = l.connect_timeout_ms;
   }
@@ -114,48 +125,134 @@ export class Connection implements Subscriber, DeadlineOwner {
     return this.#span?.spanContext() ?? null;
   }
 
-  /** Runs the connection until it closes. Never throws. */
-  async run(): Promise<void> {
-    const ctx = this.#ctx;
-    ctx.deadlines.add(this);
-    const gate = () => this.#readGate();
-    const onChunk = (n: number) => {
-      this.lastActivity = ctx.clock.now();
-      ctx.metrics.bytesIn.inc({}, n);
-    };
+  /**
+   * Starts the connection: the transport pushes reads into {@link data} from now on.
+   * `onClosed` runs once, when the connection has closed. Never throws.
+   */
+  start(live?: Set<Connection>): void {
+    this.#live = live ?? null;
+    this.#live?.add(this);
+    this.#ctx.deadlines.add(this);
+    this.#transport.start(this);
+  }
+
+  /**
+   * A read arrived (TransportSink): decode it and handle its packets in order. Synchronous
+   * while nothing must wait; when a packet must (CONNECT authentication, a metadata lookup,
+   * SUBSCRIBE) or the read gate is shut, the transport is paused and the rest of the packets
+   * wait here. An idle connection thus holds no promise at all (memory per connection).
+   */
+  data(chunk: Uint8Array): void {
+    if (this.#closed) return;
+    if (this.#busy || this.#packets.length > this.#next) {
+      // Read while paused (a transport may deliver what it had already read): keep a copy.
+      (this.#backlog ??= []).push(chunk.slice());
+      if (!this.#paused) {
+        this.#paused = true;
+        this.#transport.pause();
+      }
+      return;
+    }
+    this.#decode(chunk);
+    this.#drain();
+  }
+
+  /** End of stream or read error (TransportSink). */
+  end(error?: unknown): void {
+    if (error !== undefined) this.#onError(error);
+    this.#eof = true;
+    if (!this.#busy) this.#finish();
+  }
+
+  #decode(chunk: Uint8Array): void {
     try {
-      // read → decode, then authorize → map → append per packet (#handle, #onPublish).
-      for await (const chunk of readChunks(this.#transport, gate)) {
-        if (this.#closed) break;
-        const packets = decodePackets(chunk, this.#decoder, onChunk);
-        for (const p of packets) {
-          if (this.#closed) break;
+      this.lastActivity = this.#ctx.clock.now();
+      this.#ctx.metrics.bytesIn.inc({}, chunk.length);
+      this.#packets = decodePackets(chunk, this.#decoder);
+      this.#next = 0;
+    } catch (err) {
+      this.#onError(err);
+      this.#packets = NO_PACKETS;
+      this.#next = 0;
+      this.#finish();
+    }
+  }
+
+  /**
+   * Handles decoded packets until one must wait, then the read gate; resumes the transport
+   * when everything is done. Re-entered from the promise a waiting step returned.
+   */
+  #drain(): void {
+    const ctx = this.#ctx;
+    if (this.#closed) return;
+    try {
+      for (;;) {
+        while (this.#next < this.#packets.length) {
+          if (this.#closed) return;
+          const p = this.#packets[this.#next++];
           // Draining (stop, DISCONNECT, refused CONNECT): no new work, but PUBACKs still
           // settle deliveries, so acknowledged copies are not redelivered after a restart.
           if (this.#draining) {
             if (p.type === "puback" && this.#principal !== null) {
-              this.#ctx.delivery.puback(this, p.packetId);
+              ctx.delivery.puback(this, p.packetId);
             }
             continue;
           }
           const pending = this.#handle(p);
-          if (pending !== undefined) await pending;
+          if (pending !== undefined) return this.#waitFor(pending);
         }
+        this.#packets = NO_PACKETS;
+        this.#next = 0;
         this.#flushBatch();
         // A client that sends but never reads (PINGREQ or QoS 1 floods) would grow its
         // outbox without bound: past twice the per-client cap it is closed.
         if (this.outbox.queuedBytes > 2 * ctx.config.limits.max_outbound_queue_bytes_per_client) {
           ctx.metrics.evictions.inc();
           this.close("client does not read its socket: outbound queue over the hard cap");
-          break;
+          return;
         }
+        const backlog = this.#backlog;
+        if (backlog === null || backlog.length === 0) break;
+        this.#decode(backlog.shift()!);
+        if (this.#closed) return;
+      }
+      if (this.#eof) return this.#finish();
+      const gate = this.#readGate();
+      if (gate !== undefined) return this.#waitFor(gate);
+      if (this.#paused) {
+        this.#paused = false;
+        this.#transport.resume();
       }
     } catch (err) {
       this.#onError(err);
-    } finally {
-      this.#flushBatch();
-      this.close("connection ended");
+      this.#finish();
     }
+  }
+
+  /** Pauses reads until `pending` settles, then goes on draining. */
+  #waitFor(pending: Promise<void>): void {
+    this.#busy = true;
+    if (!this.#paused) {
+      this.#paused = true;
+      this.#transport.pause();
+    }
+    pending.then(
+      () => {
+        this.#busy = false;
+        this.#drain();
+      },
+      (err) => {
+        this.#busy = false;
+        this.#onError(err);
+        this.#finish();
+      },
+    );
+  }
+
+  /** The read side is over: append what this read produced, then close. */
+  #finish(): void {
+    this.#flushBatch();
+    this.close("connection ended");
   }
 
   /** Back-pressure before each read: per-client and gateway-wide bounds on waiting appends. */
@@ -195,6 +292,18 @@ export class Connection implements Subscriber, DeadlineOwner {
     if (this.#principal !== null) ctx.delivery.detach(this);
     this.#roomWaiter?.();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
+    this.#live?.delete(this);
+    this.#live = null;
+  }
+
+  /** AckQueue: the PUBACK of `packetId` may go now. */
+  pubackReady(packetId: number): void {
+    this.outbox.push(encodePuback(packetId));
+  }
+
+  /** AckQueue: a QoS 1 publish gets no PUBACK, so the connection must close. */
+  unacknowledged(): void {
+    this.#closeAfterFlush("QoS 1 publish not acknowledged [MQTT-3.3.5-2]");
   }
 
   /** Graceful stop: take no new packets, finish appends, send their PUBACKs, then close. */

@@ -10,11 +10,24 @@
 import { nextTick } from "./tick.ts";
 import { type Transport, writeAll } from "./transport.ts";
 
-/** Shared byte accounting across every outbox (the global cap). */
+/** Shared byte accounting across every outbox (the global cap), and the bytes-out counter. */
 export class OutboundBudget {
   bytes = 0;
-  constructor(readonly maxBytes: number) {}
+  constructor(
+    readonly maxBytes: number,
+    /** Counts bytes written by any outbox (metrics). */
+    readonly countWritten: (n: number) => void = NOOP,
+  ) {}
 }
+
+/** Who is told when an outbox's write fails (the connection closes itself). */
+export interface OutboxOwner {
+  close(reason: string): void;
+}
+
+function NOOP(): void {}
+
+const NO_OWNER: OutboxOwner = { close: NOOP };
 
 /** Coalescing writer for one connection. */
 export class Outbox {
@@ -26,24 +39,21 @@ export class Outbox {
   #writing = false;
   #closed = false;
   #budget: OutboundBudget;
-  #drainWaiters: (() => void)[] = [];
-  /** Called once when a write fails (peer gone). */
-  onError: (err: unknown) => void = () => {};
-  /** Called after bytes were written (the queue shrank). */
-  onWritten: () => void = () => {};
+  #drainWaiters: (() => void)[] | null = null;
+  readonly #owner: OutboxOwner;
+  /** Called after bytes were written (the queue shrank); set for subscribers. */
+  onWritten: () => void = NOOP;
   /** Bytes written in total (metrics). */
   written = 0;
 
-  #countBytes: (n: number) => void;
-
-  constructor(
-    transport: Transport,
-    budget: OutboundBudget,
-    countBytes: (n: number) => void = () => {},
-  ) {
+  /**
+   * @param owner closed ("write failed") when a write fails. No closures per outbox: memory
+   *   per idle connection is a benchmark floor.
+   */
+  constructor(transport: Transport, budget: OutboundBudget, owner: OutboxOwner = NO_OWNER) {
     this.#transport = transport;
     this.#budget = budget;
-    this.#countBytes = countBytes;
+    this.#owner = owner;
   }
 
   /** Bytes queued or being written. */
@@ -66,7 +76,7 @@ export class Outbox {
   /** Resolves when everything queued so far has been written (or the outbox closed). */
   drained(): Promise<void> {
     if (this.queuedBytes === 0 || this.#closed) return Promise.resolve();
-    return new Promise((r) => this.#drainWaiters.push(r));
+    return new Promise((r) => (this.#drainWaiters ??= []).push(r));
   }
 
   /** Drops what is queued and stops writing. The transport is closed by the owner. */
@@ -94,12 +104,12 @@ export class Outbox {
         if (this.#closed) break;
         this.#budget.bytes -= this.#inWriteBytes;
         this.written += this.#inWriteBytes;
-        this.#countBytes(this.#inWriteBytes);
+        this.#budget.countWritten(this.#inWriteBytes);
         this.#inWriteBytes = 0;
         this.onWritten();
       }
-    } catch (err) {
-      if (!this.#closed) this.onError(err);
+    } catch {
+      if (!this.#closed) this.#owner.close("write failed");
     } finally {
       this.#writing = false;
       if (this.queuedBytes === 0 || this.#closed) this.#wakeDrainWaiters();
@@ -108,7 +118,8 @@ export class Outbox {
 
   #wakeDrainWaiters(): void {
     const w = this.#drainWaiters;
-    this.#drainWaiters = [];
+    if (w === null) return;
+    this.#drainWaiters = null;
     for (const r of w) r();
   }
 }

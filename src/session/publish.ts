@@ -59,7 +59,9 @@ export class PublishPreparer {
   #topics: TopicCache;
   #resolved = new Map<string, Resolution>();
   #resolvedFor: CompiledMap | null = null;
-  #roundRobin = new Map<string, number>();
+  /** Round-robin counters, one per (stream, topic), found by resolution per publish. */
+  #roundRobin = new Map<string, { n: number }>();
+  #roundRobinOf = new Map<Resolution, { n: number }>();
   /** One address object per (resolution, partition): shared, so no allocation per publish. */
   #addresses = new Map<Resolution, PartitionAddress[]>();
 
@@ -115,11 +117,7 @@ export class PublishPreparer {
     let partition: number;
     if (r.partitionKey !== null) partition = partitionForKey(r.partitionKey, info.partitions);
     else {
-      const k = r.stream + "\u0000" + r.topic;
-      const n = this.#roundRobin.get(k) ?? 0;
-      partition = n % info.partitions;
-      this.#roundRobin.set(k, n + 1);
-      if (this.#roundRobin.size > MAX_RESOLUTIONS) this.#roundRobin.clear();
+      partition = this.#counterOf(r).n++ % info.partitions;
     }
     return {
       kind: "append",
@@ -127,6 +125,19 @@ export class PublishPreparer {
       message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain),
       rule: r.rule,
     };
+  }
+
+  /** The (stream, topic) counter, without building its key string on every publish. */
+  #counterOf(r: Resolution): { n: number } {
+    let counter = this.#roundRobinOf.get(r);
+    if (counter !== undefined) return counter;
+    if (this.#roundRobinOf.size >= MAX_RESOLUTIONS) this.#roundRobinOf.clear();
+    if (this.#roundRobin.size >= MAX_RESOLUTIONS) this.#roundRobin.clear();
+    const key = r.stream + "\u0000" + r.topic;
+    counter = this.#roundRobin.get(key);
+    if (counter === undefined) this.#roundRobin.set(key, counter = { n: 0 });
+    this.#roundRobinOf.set(r, counter);
+    return counter;
   }
 
   #address(r: Resolution, partition: number): PartitionAddress {

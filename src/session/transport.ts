@@ -1,16 +1,34 @@
 /**
- * What a connection needs of its byte transport. `Deno.Conn` and `Deno.TlsConn` satisfy it,
- * and tests use in-memory pairs, so the session logic never touches `Deno.*`.
+ * What a connection needs of its byte transport, push-style: the transport calls the
+ * connection's {@link TransportSink} with each chunk that arrives, and the connection pauses
+ * and resumes it for back-pressure. Push, not pull, because memory per idle connection is a
+ * benchmark floor: a socket with a pending `read()` promise costs ~2 KB more than one that is
+ * only watched for readability (measured with 10,000 idle sockets, see docs/BENCHMARKS.md).
+ * `node:net` sockets are driven this way directly; TLS sockets and anything else that reads
+ * by pulling go through {@link pullTransport} in pipeline.ts. The session logic never touches
+ * a socket API.
  *
  * @module
  */
+
+/** Receives what a transport reads. */
+export interface TransportSink {
+  /** Bytes read. The chunk is only valid during the call (the transport may reuse it). */
+  data(chunk: Uint8Array): void;
+  /** End of stream or a read error; called at most once, after which data() is not called. */
+  end(error?: unknown): void;
+}
 
 /** A bidirectional byte stream. */
 export interface Transport {
   /** Source IP of the peer, for anonymous rules and logs. */
   readonly remoteAddress: string;
-  /** Reads into `buf`; resolves with the byte count, or null at end of stream. */
-  read(buf: Uint8Array): Promise<number | null>;
+  /** Starts delivering reads to `sink`; called once. */
+  start(sink: TransportSink): void;
+  /** Stops delivering reads until resume() (the peer's TCP window then fills). */
+  pause(): void;
+  /** Delivers reads again after pause(). */
+  resume(): void;
   /** Writes some prefix of `bytes`; resolves with how many were written. */
   write(bytes: Uint8Array): Promise<number>;
   /** Closes both directions. Must not throw when already closed. */

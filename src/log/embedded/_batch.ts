@@ -43,16 +43,24 @@ export class BatchEncoder {
   add(message: OutgoingMessage, timestampMicros: number): number {
     const payload = message.payload;
     const at = this.#pos;
-    const room = at + RECORD_HEADER_BYTES + headersMaxBytes(message.headers) + payload.length;
-    if (room > this.#buf.length) this.#grow(room);
-    const headersEnd = writeHeaders(this.#buf, at + RECORD_HEADER_BYTES, message.headers);
-    const headerBytes = headersEnd - at - RECORD_HEADER_BYTES;
+    const headersAt = at + RECORD_HEADER_BYTES;
+    let headersEnd = headersAt > this.#buf.length
+      ? -1
+      : writeHeaders(this.#buf, headersAt, message.headers);
+    if (headersEnd < 0) {
+      // Rare: the buffer starts with a per-message guess and keeps its growth.
+      this.#grow(headersAt + headersMaxBytes(message.headers) + payload.length);
+      headersEnd = writeHeaders(this.#buf, headersAt, message.headers);
+    }
+    const end = headersEnd + payload.length;
+    if (end > this.#buf.length) this.#grow(end, headersEnd);
+    const headerBytes = headersEnd - headersAt;
     const view = this.#view;
     view.setUint32(at, payload.length, true);
     view.setUint32(at + 4, headerBytes, true);
     view.setFloat64(at + 8, timestampMicros, true);
     this.#buf.set(payload, headersEnd);
-    this.#pos = headersEnd + payload.length;
+    this.#pos = end;
     return payload.length + headerBytes;
   }
 
@@ -64,9 +72,10 @@ export class BatchEncoder {
     return buffer;
   }
 
-  #grow(bytes: number): void {
+  /** Grows to at least `bytes`, keeping the first `keep` (what is written so far). */
+  #grow(bytes: number, keep = this.#pos): void {
     const bigger = new Uint8Array(Math.max(bytes, this.#buf.length * 2));
-    bigger.set(this.#buf.subarray(0, this.#pos));
+    bigger.set(this.#buf.subarray(0, keep));
     this.#buf = bigger;
     this.#view = new DataView(bigger.buffer);
   }

@@ -25,9 +25,10 @@ export function headersMaxBytes(headers: ReadonlyMap<string, string>): number {
 }
 
 /**
- * Writes `headers` into `buf` at `pos` (room for {@link headersMaxBytes} is the caller's
- * job); returns the position after them. The batch encoder writes straight into the buffer it
- * hands to the writer: no intermediate copy or view per message.
+ * Writes `headers` into `buf` at `pos`; returns the position after them, or -1 when `buf`
+ * may be too short (the caller grows it by {@link headersMaxBytes} and writes again). The
+ * batch encoder writes straight into the buffer it hands to the writer: no intermediate copy
+ * or view per message, and no sizing pass while the buffer has room.
  */
 export function writeHeaders(
   buf: Uint8Array,
@@ -35,6 +36,8 @@ export function writeHeaders(
   headers: ReadonlyMap<string, string>,
 ): number {
   for (const [key, value] of headers) {
+    // Worst case per string: 3 UTF-8 bytes per UTF-16 unit plus a 5-byte varint.
+    if (pos + 10 + (key.length + value.length) * 3 > buf.length) return -1;
     pos = writeString(buf, key, pos);
     pos = writeString(buf, value, pos);
   }
