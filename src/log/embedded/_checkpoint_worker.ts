@@ -15,9 +15,17 @@ export type CheckpointRequest =
   | { readonly type: "checkpoint" }
   | { readonly type: "close" };
 
+/** The answer to a request; a checkpoint also says how many WAL frames it found and copied. */
+export interface CheckpointReply {
+  readonly ok: boolean;
+  readonly message?: string;
+  readonly log?: number;
+  readonly checkpointed?: number;
+}
+
 interface WorkerScope {
   onmessage: ((event: MessageEvent<CheckpointRequest>) => void) | null;
-  postMessage(message: { ok: boolean; message?: string }): void;
+  postMessage(message: CheckpointReply): void;
 }
 
 const scope = self as unknown as WorkerScope;
@@ -33,7 +41,12 @@ scope.onmessage = (event) => {
       db.exec("PRAGMA busy_timeout = 5000");
       db.exec("PRAGMA wal_autocheckpoint = 0");
     } else if (request.type === "checkpoint") {
-      db?.exec("PRAGMA wal_checkpoint(PASSIVE)");
+      // Frames in the WAL and frames copied: the link decides whether another pass is worth it.
+      const row = db?.prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as
+        | { log: number; checkpointed: number }
+        | undefined;
+      scope.postMessage({ ok: true, log: row?.log ?? 0, checkpointed: row?.checkpointed ?? 0 });
+      return;
     } else {
       db?.close();
       db = undefined;

@@ -14,7 +14,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { setImmediate } from "node:timers";
 import { BackendError } from "../port.ts";
-import type { CheckpointRequest } from "./_checkpoint_worker.ts";
+import type { CheckpointReply, CheckpointRequest } from "./_checkpoint_worker.ts";
 import { FileSync } from "./_file_sync.ts";
 import { fromWireError, Writer, type WriterReply, type WriterRequest } from "./_writer.ts";
 
@@ -28,6 +28,13 @@ export type WriterCall = WriterRequest extends infer R
  * default is 1000 pages, ~4 MB).
  */
 const CHECKPOINT_BYTES = 1024 * 1024;
+
+/**
+ * WAL frames (pages) the writer may copy itself between two commits; more left after a
+ * checkpointer pass means another pass first (at most MAX_PASSES per checkpoint).
+ */
+const TAIL_FRAMES = 64;
+const MAX_PASSES = 4;
 
 /** SQLite's default page size, and the pages a transaction rewrites besides its batch rows. */
 const PAGE_BYTES = 4096;
@@ -267,17 +274,25 @@ export class WriterLink {
     this.#checkpointer = worker;
     this.#checkpointing = true; // until "open" is answered
     let opened = false;
-    worker.onmessage = () => {
+    let passes = 0;
+    worker.onmessage = (event: MessageEvent<CheckpointReply>) => {
       if (!opened) {
         opened = true;
         this.#checkpointing = false;
         return;
       }
       // The checkpointer copied the WAL as it was when it began; the writer kept appending.
-      // SQLite restarts the WAL from its start only once every frame is copied, so the writer
-      // copies the short tail itself, between two commits: without this the WAL only grew
-      // until the writer's backstop auto-checkpoint did everything inside a COMMIT (70–85 ms
-      // on the event loop every ~2 s under QoS 1 load, the PUBACK p99.9 tail).
+      // While what is left is large, copy again beside the writer (each pass is shorter than
+      // the one before). Then the writer copies the short tail itself, between two commits:
+      // SQLite restarts the WAL from its start only once every frame is copied. Without this
+      // the WAL only grew until the writer's backstop auto-checkpoint did everything inside a
+      // COMMIT (70–85 ms on the event loop every ~2 s under QoS 1 load).
+      const left = (event.data.log ?? 0) - (event.data.checkpointed ?? 0);
+      if (event.data.ok && left > TAIL_FRAMES && ++passes < MAX_PASSES) {
+        worker.postMessage({ type: "checkpoint" } satisfies CheckpointRequest);
+        return;
+      }
+      passes = 0;
       const between = this.betweenCommits;
       const done = () => {
         this.#checkpointing = false;
