@@ -29,6 +29,7 @@ import {
   type ServerDef,
 } from "./_servers.ts";
 import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
+import { cpuPercent, cpuTicks } from "./_stats.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -102,6 +103,26 @@ async function runLoadgen(s: Running, id: string): Promise<Record<string, unknow
   return JSON.parse(text);
 }
 
+/**
+ * Waits until every server under test is quiet (< 5% CPU over 250 ms, at most 15 s): all
+ * servers share core 0, so one still cleaning up after the previous scenario (aedes closing
+ * 10,000 sockets took most of a second) would otherwise be measured as the next server's
+ * latency. Returns how long it waited.
+ */
+async function settle(): Promise<number> {
+  const t0 = performance.now();
+  const pids = Object.values(servers).map((s) => s.pid);
+  while (performance.now() - t0 < 15_000) {
+    const before = pids.map((pid) => cpuTicks(pid));
+    const w0 = performance.now();
+    await new Promise((r) => setTimeout(r, 250));
+    const wall = performance.now() - w0;
+    const busiest = Math.max(...pids.map((pid, i) => cpuPercent(cpuTicks(pid) - before[i], wall)));
+    if (busiest < 5) break;
+  }
+  return performance.now() - t0;
+}
+
 const started = performance.now();
 const results: Record<string, Record<string, unknown>> = {};
 const servers: Record<string, Running> = {};
@@ -125,6 +146,8 @@ try {
   for (const id of scenarioIds) {
     results[id] = {};
     for (const name of serverNames) {
+      const waited = await settle();
+      if (waited > 1000) console.error(`[bench] waited ${waited.toFixed(0)} ms for quiet servers`);
       const r = await runLoadgen(servers[name], id);
       results[id][name] = r;
       console.error(`[bench] ${id} on ${name}: ${JSON.stringify(r)}`);
