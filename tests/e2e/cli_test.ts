@@ -3,7 +3,7 @@
  * compiled binary embeds.
  */
 import assert from "node:assert/strict";
-import { HAS_MOSQUITTO_CLIENTS, run, waitFor } from "../helpers/gateway.ts";
+import { freeFixedPort, HAS_MOSQUITTO_CLIENTS, run, waitFor } from "../helpers/gateway.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const DENO = Deno.execPath();
@@ -184,7 +184,7 @@ Deno.test({
   async fn() {
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
     const db = `data/cli-test-${crypto.randomUUID()}.db`;
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = freeFixedPort();
     const env = {
       IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
       IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { openStoreReadOnly } from "../helpers/store.ts";
-import { connectPacket, publishPacket, waitFor } from "../helpers/gateway.ts";
+import { connectPacket, freeFixedPort, publishPacket, waitFor } from "../helpers/gateway.ts";
 
 const DENO = Deno.execPath();
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -32,8 +32,18 @@ function startGatewayProcess(db: string, port: number): Deno.ChildProcess {
       IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
     },
     stdout: "null",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+}
+
+/** Collects a child's stderr (the last 4 KB) so a failed start can say why. */
+function stderrTail(child: Deno.ChildProcess): () => string {
+  let text = "";
+  (async () => {
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stderr) text = (text + decoder.decode(chunk)).slice(-4096);
+  })().catch(() => {});
+  return () => text;
 }
 
 /** One publishing client: keeps WINDOW QoS 1 publishes in flight until its socket dies. */
@@ -110,15 +120,23 @@ Deno.test({
     // The gateway's permission set allows ./data; the store lives there.
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
     const db = `data/crash-${crypto.randomUUID()}.db`;
-    const port = 30000 + Math.floor(Math.random() * 20000);
+    // Fixed across rounds (clients reconnect to it), below Linux's ephemeral range (32768+) so
+    // no outgoing socket of a test running beside can hold it, and free when chosen.
+    const port = freeFixedPort();
     const tally: Tally = { sent: 0, acked: new Set() };
     const seqs = Array.from({ length: CLIENTS }, () => ({ n: 0 }));
     try {
       for (let round = 0; round < ROUNDS; round++) {
         const child = startGatewayProcess(db, port);
-        // Wait until it accepts connections.
+        const stderr = stderrTail(child);
+        let exited: Deno.CommandStatus | null = null;
+        child.status.then((s) => exited = s);
+        // Wait until it accepts connections; a gateway that exits instead fails the test now.
         await waitFor(
           async () => {
+            if (exited) {
+              throw new Error(`gateway exited (${exited.code}) in round ${round}: ${stderr()}`);
+            }
             try {
               (await Deno.connect({ hostname: "127.0.0.1", port })).close();
               return true;
@@ -128,7 +146,9 @@ Deno.test({
           },
           60_000,
           "gateway to listen",
-        );
+        ).catch((e) => {
+          throw new Error(`${e.message}; gateway stderr: ${stderr()}`);
+        });
         const clients = seqs.map((s, i) => publisher(port, `crash-client-${i}`, tally, s));
         await new Promise((r) => setTimeout(r, 300 + Math.random() * 1200));
         child.kill("SIGKILL");

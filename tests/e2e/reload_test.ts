@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { openStoreReadOnly } from "../helpers/store.ts";
-import { waitFor } from "../helpers/gateway.ts";
+import { freeFixedPort, waitFor } from "../helpers/gateway.ts";
 
 const DENO = Deno.execPath();
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -47,7 +47,7 @@ Deno.test({
     const mapFile = `config/.test-reload-map-${id}.toml`;
     const configFile = `config/.test-reload-${id}.toml`;
     const db = `data/reload-${id}.db`;
-    const port = 30000 + Math.floor(Math.random() * 20000);
+    const port = freeFixedPort();
     await Deno.writeTextFile(`${ROOT}${mapFile}`, MAP_V1);
     await Deno.writeTextFile(
       `${ROOT}${configFile}`,

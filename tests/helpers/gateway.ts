@@ -346,3 +346,18 @@ export async function waitFor(
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/**
+ * A port for a gateway process the test must reach at a known address (restarts, config
+ * files): free when chosen, and below Linux's ephemeral range (32768+) so that no outgoing
+ * socket of a test running beside it can take it meanwhile.
+ */
+export function freeFixedPort(): number {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch { /* taken: try another */ }
+  }
+}
