@@ -126,8 +126,9 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
   }
 
   /**
-   * Starts the connection: the transport pushes reads into {@link data} from now on.
-   * `onClosed` runs once, when the connection has closed. Never throws.
+   * Starts the connection: the transport pushes reads into {@link data} from now on. `live`
+   * is the gateway's set of open connections: this one joins it now and leaves it when closed
+   * (a set, not a callback: no closure per connection). Never throws.
    */
   start(live?: Set<Connection>): void {
     this.#live = live ?? null;

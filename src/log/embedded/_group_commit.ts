@@ -5,7 +5,7 @@
  * partition). While it commits, the next appends accumulate and go right after its reply:
  * at most one transaction in flight, everything that arrived meanwhile in the next one.
  * Each append resolves only after the COMMIT that holds it and the WAL fsync after that COMMIT
- * (_wal_sync.ts; the next transaction commits while the disk syncs); a failed transaction or
+ * (_file_sync.ts; the next transaction commits while the disk syncs); a failed transaction or
  * fsync rejects every append in it. Consumer offsets ride along with the next transaction.
  *
  * @module

@@ -92,7 +92,7 @@ export function openDatabase(path: string, maxStoreBytes: number, readOnly: bool
     }
     // WAL: readers (the `read` CLI) run beside the writer. synchronous = NORMAL: a COMMIT
     // writes the WAL without fsync; the main thread then fsyncs the WAL off the event loop
-    // and only then resolves the appends (_wal_sync.ts), so a resolved append is on disk
+    // and only then resolves the appends (_file_sync.ts), so a resolved append is on disk
     // (DESIGN §6, PUBACK after commit). Checkpoints still sync the WAL before and the database
     // file after copying (SQLite's NORMAL rules).
     db.exec("PRAGMA journal_mode = WAL");

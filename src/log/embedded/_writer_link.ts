@@ -166,7 +166,7 @@ export class WriterLink {
 
   /**
    * Resolves once every transaction committed before the call is on disk (the writer commits
-   * without fsync; see _wal_sync.ts).
+   * without fsync; see _file_sync.ts).
    */
   syncCommitted(): Promise<void> {
     return this.#walSync.sync();

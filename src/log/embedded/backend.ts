@@ -265,7 +265,7 @@ export class EmbeddedBackend implements LogBackend {
     return this.#run("poll", (s) => {
       const state = this.#partition(address, "poll");
       // With a writer here, stop at the last durable offset: a transaction committed but not
-      // yet fsynced (_wal_sync.ts) is not delivered before its publisher's PUBACK could be.
+      // yet fsynced (_file_sync.ts) is not delivered before its publisher's PUBACK could be.
       const limit = s.writer
         ? Math.min(count, state.committedNext[address.partition] - Math.floor(fromOffset))
         : count;
