@@ -3,6 +3,10 @@
  *
  * Layout: for each entry in insertion order, `varint(keyBytes) key varint(valueBytes) value`,
  * lengths as unsigned LEB128, strings as UTF-8. No count prefix: the blob length ends it.
+ * A key of the envelope (`mqtt.topic`, …) is written as the two bytes `0 code` instead (a
+ * spelled-out key is never empty, so a zero length marks a code; `0 0` is the empty key): the
+ * envelope's keys were ~45 of every message's ~70 header bytes, written to the WAL and again
+ * at checkpoint. Blobs written before keep their spelled-out keys and read the same.
  * Binary rather than JSON because it is written on the append hot path: encoding goes straight
  * into the batch buffer (no allocation per message), and the byte length needed for retention
  * accounting falls out for free.
@@ -13,6 +17,17 @@
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 const EMPTY = new Uint8Array(0);
+
+/** Keys stored as a one-byte code (index + 1); never reorder, only append. */
+const KEY_CODES = [
+  "mqtt.topic",
+  "mqtt.qos",
+  "mqtt.client_id",
+  "mqtt.packet_id",
+  "mqtt.retain",
+  "mqtt.empty",
+] as const;
+const CODE_OF = new Map<string, number>(KEY_CODES.map((k, i) => [k, i + 1]));
 
 /**
  * An upper bound on the bytes {@link writeHeaders} needs for `headers`: 3 UTF-8 bytes per
@@ -38,7 +53,12 @@ export function writeHeaders(
   for (const [key, value] of headers) {
     // Worst case per string: 3 UTF-8 bytes per UTF-16 unit plus a 5-byte varint.
     if (pos + 10 + (key.length + value.length) * 3 > buf.length) return -1;
-    pos = writeString(buf, key, pos);
+    const code = key.length === 0 ? 0 : CODE_OF.get(key);
+    if (code === undefined) pos = writeString(buf, key, pos);
+    else {
+      buf[pos++] = 0;
+      buf[pos++] = code;
+    }
     pos = writeString(buf, value, pos);
   }
   return pos;
@@ -74,7 +94,7 @@ export function decodeHeaders(bytes: Uint8Array): Map<string, string> {
   const out = new Map<string, string>();
   let pos = 0;
   while (pos < bytes.length) {
-    const [key, afterKey] = readString(bytes, pos);
+    const [key, afterKey] = readKey(bytes, pos);
     const [value, afterValue] = readString(bytes, afterKey);
     out.set(key, value);
     pos = afterValue;
@@ -95,6 +115,17 @@ function writeAscii(buf: Uint8Array, s: string, at: number): number | null {
     buf[at + i] = c;
   }
   return n;
+}
+
+/** A key: spelled out, or `0 code` for one of {@link KEY_CODES} (`0 0`: the empty key). */
+function readKey(bytes: Uint8Array, pos: number): [string, number] {
+  if (bytes[pos] !== 0) return readString(bytes, pos);
+  if (pos + 1 >= bytes.length) throw new RangeError("Corrupt header blob: truncated key code");
+  const code = bytes[pos + 1];
+  if (code === 0) return ["", pos + 2];
+  const key = KEY_CODES[code - 1];
+  if (key === undefined) throw new RangeError(`Corrupt header blob: unknown key code ${code}`);
+  return [key, pos + 2];
 }
 
 function readString(bytes: Uint8Array, pos: number): [string, number] {

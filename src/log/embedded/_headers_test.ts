@@ -45,3 +45,29 @@ Deno.test("decodeHeaders() throws on a truncated blob", () => {
   const bytes = encodeHeaders(new Map([["key", "value"]]));
   assert.throws(() => decodeHeaders(bytes.subarray(0, bytes.length - 1)), RangeError);
 });
+
+Deno.test("envelope keys are stored as two-byte codes; spelled-out keys (older blobs) read the same", () => {
+  const headers = new Map([
+    ["mqtt.topic", "a/b"],
+    ["mqtt.qos", "1"],
+    ["mqtt.client_id", "c"],
+    ["mqtt.packet_id", "7"],
+    ["custom", "x"],
+    ["", "empty key"],
+  ]);
+  const coded = encodeHeaders(headers);
+  assert.deepEqual([...decodeHeaders(coded)], [...headers]);
+  // 4 codes × 2 bytes instead of 46 key bytes + 4 lengths.
+  assert.deepEqual([...coded.subarray(0, 2)], [0, 1]);
+  // An older blob spells every key out.
+  const text = new TextEncoder();
+  const spelled: number[] = [];
+  for (const [k, v] of [["mqtt.topic", "a/b"], ["mqtt.qos", "1"]]) {
+    for (const s of [k, v]) spelled.push(s.length, ...text.encode(s));
+  }
+  assert.deepEqual(
+    [...decodeHeaders(new Uint8Array(spelled))],
+    [["mqtt.topic", "a/b"], ["mqtt.qos", "1"]],
+  );
+  assert.throws(() => decodeHeaders(new Uint8Array([0, 200, 1, 0x61])), RangeError);
+});
