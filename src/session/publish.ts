@@ -76,6 +76,7 @@ export class PublishPreparer {
     if (this.#resolvedFor !== map) {
       this.#resolved.clear();
       this.#addresses.clear();
+      this.#roundRobinOf.clear();
       this.#resolvedFor = map;
     }
     let r = this.#resolved.get(topic);
@@ -84,6 +85,7 @@ export class PublishPreparer {
       if (this.#resolved.size >= MAX_RESOLUTIONS) {
         this.#resolved.clear();
         this.#addresses.clear();
+        this.#roundRobinOf.clear();
       }
       this.#resolved.set(topic, r);
     }
