@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import type { PublishPacket } from "../codec/packets.ts";
+import { ALL_GLOBAL_PERMISSIONS } from "../log/permissions.ts";
+import type { LogBackend, Principal } from "../log/port.ts";
+import { TopicCache } from "../log/topic_cache.ts";
+import { compileMap, initPartitioner } from "../mapping/mod.ts";
+import { type PreparedAppend, PublishPreparer } from "./publish.ts";
+
+const ROOT: Principal = {
+  username: "root",
+  permissions: { global: ALL_GLOBAL_PERMISSIONS, streams: new Map() },
+};
+
+/** A preparer over a map with defaults only, whose target topic has `partitions` partitions. */
+async function preparer(partitions: number): Promise<PublishPreparer> {
+  await initPartitioner();
+  const map = compileMap(
+    'default_stream = "sensors"\ndefault_topic = "messages_default"\n',
+    "test.toml",
+  );
+  const backend = {
+    getTopic: (stream: string, topic: string) => Promise.resolve({ stream, topic, partitions }),
+  } as unknown as LogBackend;
+  const topics = new TopicCache(
+    backend,
+    {
+      autoCreate: false,
+      create: { partitions },
+      ttlMs: 60_000,
+      missTtlMs: 1_000,
+      maxEntries: 100,
+    } as ConstructorParameters<typeof TopicCache>[1],
+    { now: () => 0 },
+  );
+  return new PublishPreparer({ current: map }, topics);
+}
+
+function publish(topic: string): PublishPacket {
+  return {
+    type: "publish",
+    topic,
+    qos: 0,
+    retain: false,
+    dup: false,
+    packetId: 0,
+    payload: new Uint8Array([1]),
+  };
+}
+
+Deno.test("unkeyed publishes are spread round robin per target topic, across MQTT topics", async () => {
+  const p = await preparer(3);
+  const partitions: number[] = [];
+  // Two MQTT topics (two resolutions) share the default target: one counter for both.
+  for (const topic of ["a/1", "b/2", "a/1", "b/2", "a/1", "b/2"]) {
+    const r = (await p.prepare(publish(topic), ROOT, "c")) as PreparedAppend;
+    assert.equal(r.kind, "append");
+    partitions.push(r.address.partition);
+  }
+  assert.deepEqual(partitions, [0, 1, 2, 0, 1, 2]);
+});
+
+Deno.test("the preparer hands out one shared address object per target partition", async () => {
+  const p = await preparer(2);
+  const seen = [];
+  for (let i = 0; i < 4; i++) {
+    seen.push(((await p.prepare(publish("x"), ROOT, "c")) as PreparedAppend).address);
+  }
+  assert.equal(seen[0], seen[2]);
+  assert.equal(seen[1], seen[3]);
+  assert.notEqual(seen[0], seen[1]);
+  assert.deepEqual(seen[1], { stream: "sensors", topic: "messages_default", partition: 1 });
+});
