@@ -123,20 +123,6 @@ async function settle(): Promise<number> {
   return performance.now() - t0;
 }
 
-/**
- * Stops (SIGSTOP) or continues (SIGCONT) the servers not under test. All servers share core 0,
- * and a quiet server can still wake up mid-run: V8's memory reducer starts a full GC of a large
- * heap seconds after the load ended (aedes after fan-out), which landed in the next server's
- * window. A stopped process uses no CPU; its sockets wait in the kernel.
- */
-function signalAll(list: Running[], signal: "SIGSTOP" | "SIGCONT"): void {
-  for (const s of list) {
-    try {
-      Deno.kill(s.pid, signal);
-    } catch { /* already gone */ }
-  }
-}
-
 const started = performance.now();
 const results: Record<string, Record<string, unknown>> = {};
 const servers: Record<string, Running> = {};
@@ -162,14 +148,7 @@ try {
     for (const name of serverNames) {
       const waited = await settle();
       if (waited > 1000) console.error(`[bench] waited ${waited.toFixed(0)} ms for quiet servers`);
-      const others = Object.values(servers).filter((s) => s !== servers[name]);
-      signalAll(others, "SIGSTOP");
-      let r: Record<string, unknown> | null;
-      try {
-        r = await runLoadgen(servers[name], id);
-      } finally {
-        signalAll(others, "SIGCONT");
-      }
+      const r = await runLoadgen(servers[name], id);
       results[id][name] = r;
       console.error(`[bench] ${id} on ${name}: ${JSON.stringify(r)}`);
     }
