@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { remainingLength } from "../../src/codec/encoder.ts";
 
 const enc = new TextEncoder();
 
@@ -21,17 +22,6 @@ export const PT = {
 export const PINGREQ = new Uint8Array([0xc0, 0x00]);
 /** DISCONNECT. */
 export const DISCONNECT = new Uint8Array([0xe0, 0x00]);
-
-function remainingLength(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) b |= 0x80;
-    out.push(b);
-  } while (n > 0);
-  return out;
-}
 
 function packet(first: number, body: number[] | Uint8Array): Uint8Array {
   const rl = remainingLength(body.length);
