@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import mqttPacket from "mqtt-packet";
+import { concatBytes } from "./bytes.ts";
 import { type DecoderLimits, PacketDecoder } from "./decoder.ts";
 import { remainingLength as varint } from "./encoder.ts";
 import { ProtocolError } from "./errors.ts";
@@ -100,16 +101,6 @@ function connected(limits = LIMITS): PacketDecoder {
   const d = new PacketDecoder(limits);
   assert.equal(d.push(CONNECT).length, 1);
   return d;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** A packet from a first byte and body bytes, with a correct remaining length. */
@@ -293,7 +284,7 @@ Deno.test("PacketDecoder.push() answers MQTT 5 and MQIsdp level 3 CONNECTs as un
 
 // Chunking -----------------------------------------------------------------------------------
 
-const STREAM = concat([
+const STREAM = concatBytes([
   CONNECT,
   ...VALID_PACKETS.filter(([n]) => !n.includes("2-byte remaining")).map(([, b]) => b),
 ]);
@@ -480,12 +471,12 @@ Deno.test("PacketDecoder.push() tags a rejected PUBLISH with packet type 3", () 
 Deno.test("a repeated PUBLISH topic is reused only when its bytes match; others are checked", () => {
   const d = connected();
   const pub = (topic: string | number[]) => packet(0x30, [...str(topic), 0x61]);
-  const [a, b] = d.push(concat([pub("s/1"), pub("s/1")])) as PublishPacket[];
+  const [a, b] = d.push(concatBytes([pub("s/1"), pub("s/1")])) as PublishPacket[];
   assert.equal(a.topic, "s/1");
   assert.equal(b.topic, "s/1");
   // Same length, different bytes: decoded, not reused.
   assert.equal((d.push(pub("s/2"))[0] as PublishPacket).topic, "s/2");
   // After a valid topic, a same-length wildcard or bad UTF-8 is still refused.
-  throwsRule(() => connected().push(concat([pub("s/1"), pub("s/#")])), "MQTT-3.3.2-2");
-  throwsRule(() => connected().push(concat([pub("ab"), pub([0xc3, 0x28])])), "MQTT-1.5.3-1");
+  throwsRule(() => connected().push(concatBytes([pub("s/1"), pub("s/#")])), "MQTT-3.3.2-2");
+  throwsRule(() => connected().push(concatBytes([pub("ab"), pub([0xc3, 0x28])])), "MQTT-1.5.3-1");
 });

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { concatBytes } from "../codec/bytes.ts";
 import { nextTick } from "./tick.ts";
 import { type Transport, writeAll } from "./transport.ts";
 
@@ -96,7 +97,7 @@ export class Outbox {
     this.#writing = true;
     try {
       while (this.#pending.length > 0 && !this.#closed) {
-        const chunk = concat(this.#pending, this.#pendingBytes);
+        const chunk = concatBytes(this.#pending, this.#pendingBytes);
         this.#inWriteBytes = this.#pendingBytes;
         this.#pending = [];
         this.#pendingBytes = 0;
@@ -122,15 +123,4 @@ export class Outbox {
     this.#drainWaiters = null;
     for (const r of w) r();
   }
-}
-
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }

@@ -22,6 +22,7 @@ import mqttPacket from "mqtt-packet";
 import { type ClientPacket, PacketDecoder, ProtocolError } from "../../src/codec/mod.ts";
 import type { DecoderLimits } from "../../src/codec/mod.ts";
 import { remainingLength as varint } from "../../src/codec/mod.ts";
+import { concatBytes } from "../../src/codec/bytes.ts";
 
 /** Figures of one fuzz run. */
 export interface FuzzReport {
@@ -233,13 +234,13 @@ function mutateOnce(r: Rand, b: Uint8Array, other: Uint8Array): Uint8Array {
       const ins = new Uint8Array(1 + int(r, 4)).map(() =>
         int(r, 2) ? int(r, 256) : pick(r, INTERESTING)
       );
-      return concat([b.subarray(0, at), ins, b.subarray(at)]);
+      return concatBytes([b.subarray(0, at), ins, b.subarray(at)]);
     }
     case 3: { // delete a range
       if (b.length === 0) return b;
       const at = int(r, b.length);
       const n = 1 + int(r, Math.min(8, b.length - at));
-      return concat([b.subarray(0, at), b.subarray(at + n)]);
+      return concatBytes([b.subarray(0, at), b.subarray(at + n)]);
     }
     case 4:
       return tweakRemainingLength(r, b);
@@ -248,7 +249,7 @@ function mutateOnce(r: Rand, b: Uint8Array, other: Uint8Array): Uint8Array {
     case 6: // truncate
       return b.subarray(0, int(r, b.length + 1));
     case 7: // splice: head of one, tail of another
-      return concat([
+      return concatBytes([
         b.subarray(0, int(r, b.length + 1)),
         other.subarray(int(r, other.length + 1)),
       ]);
@@ -261,7 +262,7 @@ function mutateOnce(r: Rand, b: Uint8Array, other: Uint8Array): Uint8Array {
       if (b.length === 0) return b;
       const at = int(r, b.length);
       const n = 1 + int(r, Math.min(16, b.length - at));
-      return concat([b.subarray(0, at + n), b.subarray(at, at + n), b.subarray(at + n)]);
+      return concatBytes([b.subarray(0, at + n), b.subarray(at, at + n), b.subarray(at + n)]);
     }
   }
 }
@@ -269,18 +270,6 @@ function mutateOnce(r: Rand, b: Uint8Array, other: Uint8Array): Uint8Array {
 function mutate(r: Rand, b: Uint8Array, corpus: readonly Uint8Array[]): Uint8Array {
   let out = b;
   for (let k = 1 + int(r, 3); k > 0; k--) out = mutateOnce(r, out, pick(r, corpus));
-  return out;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
   return out;
 }
 
@@ -297,7 +286,7 @@ function makeInput(r: Rand, corpus: ReturnType<typeof buildCorpus>, clientId: st
     const p = pick(r, corpus.packets);
     parts.push(r() < 0.7 ? mutate(r, p, all) : p);
   }
-  return concat(parts);
+  return concatBytes(parts);
 }
 
 // ---------------------------------------------------------------------------------------------

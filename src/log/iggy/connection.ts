@@ -15,6 +15,7 @@ import {
   IggyTimeoutError,
   Status,
 } from "./codes.ts";
+import { concatBytes } from "../../codec/bytes.ts";
 import { FrameKind, operationFor } from "./codes.ts";
 import type { Transport } from "./dial.ts";
 import { HEADER_SIZE, readFrameKind, readFrameSize, writeRequestHeader } from "./header.ts";
@@ -227,7 +228,7 @@ export class IggyConnection {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buf = buf.length === 0 ? value : concat(buf, value);
+        buf = buf.length === 0 ? value : concatBytes([buf, value]);
         while (buf.length >= HEADER_SIZE) {
           const size = readFrameSize(buf);
           if (size < HEADER_SIZE || size > MAX_FRAME_BYTES) {
@@ -277,11 +278,4 @@ export class IggyConnection {
 
 function describe(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }
