@@ -5,7 +5,7 @@
  * @module
  */
 import net from "node:net";
-import { type PullSource, pullTransport } from "../session/pipeline.ts";
+import { type PullSource, pullTransport } from "../session/pull_transport.ts";
 import type { Transport, TransportSink } from "../session/transport.ts";
 
 /** A bound MQTT listener. */
@@ -22,7 +22,7 @@ export interface MqttListener {
 /** Called for every accepted connection. */
 export type AcceptHandler = (t: Transport) => void;
 
-/** A TLS socket as a pull source (pipeline.ts turns it into a push transport). */
+/** A TLS socket as a pull source (pull_transport.ts turns it into a push transport). */
 function pullSourceOf(conn: Deno.Conn): PullSource {
   const addr = conn.remoteAddr as Deno.NetAddr;
   return {

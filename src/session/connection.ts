@@ -1,6 +1,6 @@
 /**
  * One MQTT connection: the pipeline `read → decode → authorize → map → append` on the way
- * in (reads pushed by the {@link Transport}, decoding in `pipeline.ts`), and the outbox on the
+ * in (reads pushed by the {@link Transport}, decoded by the codec's `PacketDecoder`), and the outbox on the
  * way out. The listeners drive it over TCP (node:net) and TLS (a pull loop).
  *
  * This is the one place where outcomes become wire actions (CONNACK code, SUBACK, PUBACK or
@@ -28,7 +28,6 @@ import type { Subscriber } from "./delivery_port.ts";
 import { Outbox } from "./outbox.ts";
 import type { SessionContext } from "./context.ts";
 import type { Transport, TransportSink } from "./transport.ts";
-import { decodePackets } from "./pipeline.ts";
 import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
 import { startAppendSpan, startConnectionSpan } from "../observe/tracing.ts";
 
@@ -145,7 +144,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
    */
   data(chunk: Uint8Array): void {
     if (this.#closed) return;
-    if (this.#busy || this.#packets.length > this.#next) {
+    if (this.#busy) {
       // Read while paused (a transport may deliver what it had already read): keep a copy.
       (this.#backlog ??= []).push(chunk.slice());
       if (!this.#paused) {
@@ -169,7 +168,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
     try {
       this.lastActivity = this.#ctx.clock.now();
       this.#ctx.metrics.bytesIn.inc({}, chunk.length);
-      this.#packets = decodePackets(chunk, this.#decoder);
+      this.#packets = this.#decoder.push(chunk);
       this.#next = 0;
     } catch (err) {
       this.#onError(err);

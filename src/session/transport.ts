@@ -5,7 +5,7 @@
  * benchmark floor: a socket with a pending `read()` promise costs ~2 KB more than one that is
  * only watched for readability (measured with 10,000 idle sockets, see docs/BENCHMARKS.md).
  * `node:net` sockets are driven this way directly; TLS sockets and anything else that reads
- * by pulling go through {@link pullTransport} in pipeline.ts. The session logic never touches
+ * by pulling go through `pullTransport` (pull_transport.ts). The session logic never touches
  * a socket API.
  *
  * @module

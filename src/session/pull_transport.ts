@@ -1,18 +1,11 @@
 /**
- * The first stages of a connection's pipeline: bytes in (a {@link Transport} pushing chunks,
- * or {@link pullTransport} turning a pull-style reader into one) and `decodePackets` (chunks →
- * batches of packets). The connection consumes the packet batches and runs authorize → map →
- * append on each.
- *
- * Stages pass whole reads, not single packets, so the per-stage cost is shared by every packet
- * in the read. The read stage used to be an async generator; measured, that cost ~1.4 KB per
- * idle connection and a pending read promise another ~2 KB, so the plain TCP listener pushes
- * (node:net) and only pull-style sources keep a read loop, here.
+ * A push-style {@link Transport} over a source that reads by pulling (`Deno.Conn`,
+ * `Deno.TlsConn`): one read loop per connection that waits while paused. Plain TCP does not
+ * need it (node:net pushes, and an idle socket then holds no pending read: ~2 KB less per
+ * connection); TLS does.
  *
  * @module
  */
-import type { PacketDecoder } from "../codec/decoder.ts";
-import type { ClientPacket } from "../codec/packets.ts";
 import type { Transport, TransportSink } from "./transport.ts";
 
 /**
@@ -78,12 +71,4 @@ export function pullTransport(source: PullSource): Transport {
     write: (bytes) => source.write(bytes),
     close: () => source.close(),
   };
-}
-
-/**
- * Decodes chunks into the packets each one completes (bounded by the decoder's limits).
- * A plain (sync) mapping step: an async generator here costs ~1.4 KB per idle connection.
- */
-export function decodePackets(chunk: Uint8Array, decoder: PacketDecoder): ClientPacket[] {
-  return decoder.push(chunk);
 }
