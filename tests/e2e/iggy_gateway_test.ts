@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
+import { NO_GLOBAL_PERMISSIONS } from "../../src/log/permissions.ts";
 import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
 import {
   connectPacket,
@@ -184,18 +185,8 @@ Deno.test({
           password: "reader-pass",
           status: "active",
           permissions: {
-            global: {
-              manage_servers: false,
-              read_servers: false,
-              manage_users: false,
-              read_users: false,
-              manage_streams: false,
-              read_streams: false,
-              manage_topics: false,
-              read_topics: false,
-              poll_messages: true,
-              send_messages: false,
-            },
+            // Iggy's HTTP API takes the same flags as our permission model.
+            global: { ...NO_GLOBAL_PERMISSIONS, poll_messages: true },
             streams: null,
           },
         }),
