@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { concatBytes } from "./bytes.ts";
 import { ProtocolError } from "./errors.ts";
 import type { ClientPacket, ConnectPacket, PublishPacket, Subscription, Will } from "./packets.ts";
 import { decodeMqttString } from "./utf8.ts";
@@ -45,13 +46,7 @@ export class PacketDecoder {
 
   /** Appends a chunk and returns every complete packet in it, in order. */
   push(chunk: Uint8Array): ClientPacket[] {
-    let data: Uint8Array;
-    if (this.#buf.length === 0) data = chunk;
-    else {
-      data = new Uint8Array(this.#buf.length + chunk.length);
-      data.set(this.#buf, 0);
-      data.set(chunk, this.#buf.length);
-    }
+    const data = this.#buf.length === 0 ? chunk : concatBytes([this.#buf, chunk]);
     const out: ClientPacket[] = [];
     let pos = 0;
     while (pos < data.length) {

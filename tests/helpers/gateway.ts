@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { concatBytes } from "../../src/codec/bytes.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import type { GatewayConfig } from "../../src/config/types.ts";
 import { Gateway, type GatewayOverrides } from "../../src/gateway.ts";
@@ -96,7 +97,7 @@ export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
 /** A raw MQTT socket for byte-exact tests. */
 export class RawClient {
   #conn: Deno.TcpConn;
-  #buf = new Uint8Array(0);
+  #buf: Uint8Array = new Uint8Array(0);
   constructor(conn: Deno.TcpConn) {
     this.#conn = conn;
   }
@@ -140,10 +141,7 @@ export class RawClient {
       if (r === "timeout") return null;
       this.#pendingRead = null;
       if (r === null) return null;
-      const merged = new Uint8Array(this.#buf.length + r.length);
-      merged.set(this.#buf);
-      merged.set(r, this.#buf.length);
-      this.#buf = merged;
+      this.#buf = concatBytes([this.#buf, r]);
     }
     const out = this.#buf.slice(0, n);
     this.#buf = this.#buf.slice(n);
@@ -185,10 +183,7 @@ export class RawClient {
       if (r === "timeout") return false;
       this.#pendingRead = null;
       if (r === null) return true;
-      const merged = new Uint8Array(this.#buf.length + r.length);
-      merged.set(this.#buf);
-      merged.set(r, this.#buf.length);
-      this.#buf = merged;
+      this.#buf = concatBytes([this.#buf, r]);
     }
     return false;
   }
