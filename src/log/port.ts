@@ -29,6 +29,13 @@ export interface PartitionAddress {
 /** Append of one or more messages to one partition, in order. */
 export interface AppendRequest extends PartitionAddress {
   readonly messages: readonly OutgoingMessage[];
+  /**
+   * Called once, before the append resolves, when its messages are committed and readable but
+   * not yet confirmed durable (embedded: after COMMIT, before the fsync), with the first
+   * message's offset. Lets live subscribers get them without waiting for the disk. A backend
+   * without that distinction never calls it.
+   */
+  readonly onCommitted?: (baseOffset: number) => void;
 }
 
 /** What a confirmed append tells: the offset given to the first message of the batch. */
@@ -129,7 +136,7 @@ export interface LogBackend {
 
   /**
    * Appends messages to one partition. Resolves only when the backend confirms the append
-   * (embedded: committed to disk). Concurrent calls may be coalesced into one write.
+   * (embedded: committed and fsynced). Concurrent calls may be coalesced into one write.
    */
   append(request: AppendRequest): Promise<AppendReceipt>;
 

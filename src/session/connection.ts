@@ -484,7 +484,13 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
         b.address.partition,
         n,
       );
-      ctx.backend.append({ ...b.address, messages: b.messages }).then(
+      // Live subscribers get the messages once committed; the PUBACKs wait for the disk.
+      let offered = false;
+      const onCommitted = (baseOffset: number) => {
+        offered = true;
+        ctx.delivery.notifyAppended(b.address, baseOffset, b.messages);
+      };
+      ctx.backend.append({ ...b.address, messages: b.messages, onCommitted }).then(
         (receipt) => {
           const seconds = (ctx.clock.now() - started) / 1000;
           let acked = 0;
@@ -498,7 +504,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
           if (n - acked > 0) ctx.metrics.outcome.appended.inc(n - acked);
           span.end();
           this.#settled(n);
-          ctx.delivery.notifyAppended(b.address, receipt.baseOffset, b.messages);
+          if (!offered) ctx.delivery.notifyAppended(b.address, receipt.baseOffset, b.messages);
           release(b);
         },
         (err) => {

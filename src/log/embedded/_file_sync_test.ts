@@ -96,27 +96,35 @@ Deno.test("FileSync of no file (a :memory: store) resolves without touching a fi
   assert.equal(held.started, 0);
 });
 
-Deno.test("append() resolves, and poll() sees it, only after the WAL fsync after its COMMIT", async () => {
+Deno.test("append() resolves only after the WAL fsync after its COMMIT; readers see it at COMMIT", async () => {
   await using store = await openTestStore({ writerThread: "in-process" });
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
   using held = holdSyncs();
   const startedBefore = held.started;
   let resolved = false;
-  const append = backend.append({ ...address, messages: [textMessage("x")] }).then((r) => {
+  const committedAt: number[] = [];
+  const append = backend.append({
+    ...address,
+    messages: [textMessage("x")],
+    onCommitted: (base) => committedAt.push(base),
+  }).then((r) => {
     resolved = true;
     return r;
   });
   await held.waitStarted(startedBefore + 1);
-  // Committed to SQLite (the writer's transaction is over) but not yet on disk.
+  // Committed to SQLite (the writer's transaction is over) but not yet on disk: readable, and
+  // its hook has run, but the append (the PUBACK) waits for the fsync.
   assert.equal(backend.stats().commits, 0);
   await tick();
   assert.equal(resolved, false);
-  assert.equal(await backend.nextOffset(address), 0);
-  assert.deepEqual(await backend.poll(address, 0, 10), []);
+  assert.deepEqual(committedAt, [0]);
+  assert.equal(await backend.nextOffset(address), 1);
+  assert.equal((await backend.poll(address, 0, 10)).length, 1);
   held.release();
   assert.deepEqual(await append, { baseOffset: 0 });
-  assert.equal((await backend.poll(address, 0, 10)).length, 1);
+  assert.deepEqual(committedAt, [0], "the hook runs once");
+  assert.equal(backend.stats().commits, 1);
 });
 
 Deno.test("append() rejects when the WAL fsync fails; later appends go on", async () => {

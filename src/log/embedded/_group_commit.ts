@@ -22,6 +22,8 @@ export interface PendingAppend {
   readonly state: TopicState;
   readonly partition: number;
   readonly messages: readonly OutgoingMessage[];
+  /** Runs after the COMMIT, before the fsync (see AppendRequest.onCommitted). */
+  readonly onCommitted?: (baseOffset: number) => void;
   readonly resolve: (baseOffset: number) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -206,8 +208,9 @@ export class GroupCommit {
       (bases) => {
         this.#link.noteCommitted(bytes);
         this.#unsynced++;
+        this.#visible(runs, bases as number[]);
         // Durable only after the WAL's fsync, which runs off the event loop; meanwhile the
-        // next transaction may commit (syncs settle in order, so offsets advance in order).
+        // next transaction may commit (syncs settle in order, so appends resolve in order).
         this.#link.syncCommitted().then(
           () => this.#committed(runs, offsets, bases as number[], messages),
           (e) => this.#failed(batch, offsets, e),
@@ -237,9 +240,13 @@ export class GroupCommit {
     });
   }
 
-  #committed(runs: Run[], offsets: PendingOffset[], bases: number[], messages: number): void {
-    this.stats.commits++;
-    this.stats.appended += messages;
+  /**
+   * After the COMMIT, before its fsync: the messages become readable (poll, nextOffset, the
+   * append signals) and each append's `onCommitted` runs, so live subscribers do not wait for
+   * the disk. Readers never see a transaction that rolled back: only a committed one gets here;
+   * one whose fsync then fails stays in the log but its appends reject (no PUBACK).
+   */
+  #visible(runs: Run[], bases: number[]): void {
     const touched: (TopicState | number)[] = [];
     for (let r = 0; r < runs.length; r++) {
       const { state, partition, appends, count } = runs[r];
@@ -248,12 +255,29 @@ export class GroupCommit {
       state.next[partition] = base + count;
       touched.push(state, partition);
       for (const a of appends) {
+        if (a.onCommitted) {
+          try {
+            a.onCommitted(base);
+          } catch { /* the caller's hook must not fail the append */ }
+        }
+        base += a.messages.length;
+      }
+    }
+    this.#onCommit(touched);
+  }
+
+  /** After the fsync: the appends resolve (PUBACKs go out) and the offsets are stored. */
+  #committed(runs: Run[], offsets: PendingOffset[], bases: number[], messages: number): void {
+    this.stats.commits++;
+    this.stats.appended += messages;
+    for (let r = 0; r < runs.length; r++) {
+      let base = bases[r];
+      for (const a of runs[r].appends) {
         a.resolve(base);
         base += a.messages.length;
       }
     }
     for (const o of offsets) o.resolve();
-    this.#onCommit(touched);
   }
 
   #failed(batch: PendingAppend[], offsets: PendingOffset[], e: unknown): void {

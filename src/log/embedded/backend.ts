@@ -229,7 +229,10 @@ export class EmbeddedBackend implements LogBackend {
     return topicInfo(state);
   }
 
-  /** Queues the append for the next group commit; resolves after its COMMIT. */
+  /**
+   * Queues the append for the next group commit; `onCommitted` runs after its COMMIT (the
+   * messages are then readable), the promise resolves once that COMMIT is on disk.
+   */
   append(request: AppendRequest): Promise<AppendReceipt> {
     let state: TopicState;
     let writer: WriteSide;
@@ -255,6 +258,7 @@ export class EmbeddedBackend implements LogBackend {
         state,
         partition: request.partition,
         messages,
+        onCommitted: request.onCommitted,
         resolve: (baseOffset) => resolve({ baseOffset }),
         reject,
       });
@@ -264,8 +268,8 @@ export class EmbeddedBackend implements LogBackend {
   poll(address: PartitionAddress, fromOffset: number, count: number): Promise<StoredMessage[]> {
     return this.#run("poll", (s) => {
       const state = this.#partition(address, "poll");
-      // With a writer here, stop at the last durable offset: a transaction committed but not
-      // yet fsynced (_file_sync.ts) is not delivered before its publisher's PUBACK could be.
+      // With a writer here, stop at the offset the group commit has announced as committed
+      // (_group_commit.ts): the same point for poll(), nextOffset() and the append signals.
       const limit = s.writer
         ? Math.min(count, state.committedNext[address.partition] - Math.floor(fromOffset))
         : count;

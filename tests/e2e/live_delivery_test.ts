@@ -1,0 +1,126 @@
+/**
+ * Live delivery does not wait for the disk, PUBACK does (ARCHITECTURE "Durability and
+ * visibility"): with the store's fsync held, an MQTT.js subscriber already has the message
+ * while the MQTT.js publisher still waits for its PUBACK; releasing the fsync sends it. A
+ * failed fsync never acknowledges.
+ */
+import assert from "node:assert/strict";
+import mqtt from "mqtt";
+import { startGateway, waitFor } from "../helpers/gateway.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+/** Holds every `syncData()` (the store's fsync) until released or failed. */
+function holdSyncs() {
+  const original = Deno.FsFile.prototype.syncData;
+  const held: PromiseWithResolvers<void>[] = [];
+  let holding = true;
+  Deno.FsFile.prototype.syncData = function (this: Deno.FsFile) {
+    if (!holding) return original.call(this);
+    const h = Promise.withResolvers<void>();
+    held.push(h);
+    return h.promise.then(() => original.call(this));
+  };
+  return {
+    get count() {
+      return held.length;
+    },
+    releaseAll() {
+      holding = false;
+      for (const h of held.splice(0)) h.resolve();
+    },
+    failAll() {
+      for (const h of held.splice(0)) h.reject(new Error("EIO: input/output error"));
+    },
+    [Symbol.dispose]() {
+      Deno.FsFile.prototype.syncData = original;
+      for (const h of held.splice(0)) h.resolve();
+    },
+  };
+}
+
+Deno.test({
+  name:
+    "a subscriber gets a QoS 1 message once committed; its publisher's PUBACK waits for the fsync",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+      clientId: "live-sub",
+      reconnectPeriod: 0,
+    });
+    const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+      clientId: "live-pub",
+      reconnectPeriod: 0,
+    });
+    try {
+      const got: string[] = [];
+      sub.on("message", (_topic, payload) => got.push(payload.toString()));
+      await sub.subscribeAsync({ "sensors/live/data": { qos: 1 } });
+      // Creates the topic (its creation and first append are on disk before anything is held).
+      await pub.publishAsync("sensors/live/data", "first", { qos: 1 });
+      await waitFor(() => got.length === 1, 5000, "the first message");
+
+      using held = holdSyncs();
+      let acked = false;
+      const publish = pub.publishAsync("sensors/live/data", "second", { qos: 1 }).then(() => {
+        acked = true;
+      });
+      await waitFor(() => got.length === 2, 5000, "the second message before its fsync");
+      assert.deepEqual(got, ["first", "second"]);
+      assert.ok(held.count >= 1, "the fsync is held");
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(acked, false, "no PUBACK before the fsync");
+      held.releaseAll();
+      await publish;
+      assert.equal(acked, true);
+    } finally {
+      await sub.endAsync();
+      await pub.endAsync();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "a failed fsync sends no PUBACK, though live subscribers already had the message",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+      clientId: "live-sub-2",
+      reconnectPeriod: 0,
+    });
+    const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+      clientId: "live-pub-2",
+      reconnectPeriod: 0,
+    });
+    try {
+      const got: string[] = [];
+      sub.on("message", (_topic, payload) => got.push(payload.toString()));
+      await sub.subscribeAsync({ "sensors/live2/data": { qos: 1 } });
+      await pub.publishAsync("sensors/live2/data", "first", { qos: 1 });
+      await waitFor(() => got.length === 1, 5000, "the first message");
+
+      using held = holdSyncs();
+      let acked = false;
+      pub.publishAsync("sensors/live2/data", "second", { qos: 1 }).then(
+        () => acked = true,
+        () => {},
+      );
+      await waitFor(() => got.length === 2 && held.count >= 1, 5000, "delivery, fsync held");
+      held.failAll();
+      await waitFor(
+        () => gw.logs.some((l) => l.includes("Append failed; no PUBACK")),
+        5000,
+        "the failed append logged",
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(acked, false, "no PUBACK after a failed fsync");
+    } finally {
+      sub.end(true);
+      pub.end(true);
+      await gw.stop();
+    }
+  },
+});
