@@ -13,6 +13,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { setImmediate } from "node:timers";
 import { connectMqtt, DISCONNECT, encodePublish, publishPayloadAt, repeat } from "./_mqtt.ts";
 import { writeAll } from "./_mqtt.ts";
 import { Link, openMany } from "./_link.ts";
@@ -125,12 +126,29 @@ async function qos1(conns: number, inflight: number) {
       }
       if (!stopped) refill++;
     };
-    l.afterChunk = () => {
-      if (refill === 0) return;
+    // Refills go out once per event-loop turn, not once per read: a server that writes each
+    // PUBACK on its own (mosquitto) would otherwise cost one write per PUBACK here, and the
+    // load generator, not the server, would set the pace.
+    // One write at a time: `out` is reused, and two writeAll()s could interleave.
+    let scheduled = false;
+    let writing = false;
+    const schedule = () => {
+      if (refill === 0 || scheduled || writing) return;
+      scheduled = true;
+      setImmediate(flush);
+    };
+    const flush = () => {
+      scheduled = false;
+      if (refill === 0 || writing) return;
       const n = refill;
       refill = 0;
-      return send(n);
+      writing = true;
+      send(n).finally(() => {
+        writing = false;
+        schedule();
+      });
     };
+    l.afterChunk = schedule;
     return () => send(inflight);
   });
   await Promise.all(starts.map((s) => s()));
