@@ -141,3 +141,23 @@ Deno.test("append() rejects when the WAL fsync fails; later appends go on", asyn
   held.release();
   assert.deepEqual(await next, { baseOffset: 1 });
 });
+
+Deno.test("health stays not ready while fsyncs fail, though later transactions still commit", async () => {
+  await using store = await openTestStore({ writerThread: "in-process" });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  using held = holdSyncs();
+  const first = backend.append({ ...address, messages: [textMessage("x")] });
+  await held.waitStarted(1);
+  held.fail();
+  await assert.rejects(first, (e: unknown) => e instanceof BackendError);
+  assert.equal(backend.health().ready, false);
+  // The next transaction commits (readable) but its fsync is still held: not healthy yet.
+  const second = backend.append({ ...address, messages: [textMessage("y")] });
+  await held.waitStarted(2);
+  assert.equal(await backend.nextOffset(address), 2);
+  assert.equal(backend.health().ready, false, "a COMMIT alone does not make the disk healthy");
+  held.release();
+  assert.deepEqual(await second, { baseOffset: 1 });
+  assert.equal(backend.health().ready, true);
+});

@@ -74,6 +74,7 @@ export class GroupCommit {
   readonly #now: () => number;
   readonly #onCommit: CommitHook;
   readonly #onError: (e: unknown) => unknown;
+  readonly #onDurable: () => void;
   readonly #encoder = new BatchEncoder();
   #queue: PendingAppend[] = [];
   #offsets: PendingOffset[] = [];
@@ -92,12 +93,14 @@ export class GroupCommit {
     now: () => number,
     onCommit: CommitHook,
     onError: (e: unknown) => unknown,
+    onDurable: () => void = () => {},
   ) {
     this.#link = link;
     this.#maxBatch = Math.max(1, maxBatch);
     this.#now = now;
     this.#onCommit = onCommit;
     this.#onError = onError;
+    this.#onDurable = onDurable;
   }
 
   /** Number of append() calls waiting for a transaction. */
@@ -278,6 +281,7 @@ export class GroupCommit {
       }
     }
     for (const o of offsets) o.resolve();
+    this.#onDurable();
   }
 
   #failed(batch: PendingAppend[], offsets: PendingOffset[], e: unknown): void {

@@ -366,12 +366,14 @@ export class EmbeddedBackend implements LogBackend {
       link,
       this.#options.maxAppendBatch,
       this.#clock,
-      (grown) => {
+      (grown) => this.#signals.emit(grown),
+      (e) => this.#appendError(e),
+      // Healthy again only once a transaction is on disk, not merely committed: a disk that
+      // fails every fsync must keep /ready at 503.
+      () => {
         this.#full = false;
         this.#appendFailure = undefined;
-        this.#signals.emit(grown);
       },
-      (e) => this.#appendError(e),
     );
     link.betweenCommits = (task) => commits.exclusive(task);
     const timer = setInterval(() => {
