@@ -6,7 +6,9 @@
  * at most one transaction in flight, everything that arrived meanwhile in the next one.
  * Each append resolves only after the COMMIT that holds it and the WAL fsync after that COMMIT
  * (_file_sync.ts; the next transaction commits while the disk syncs); a failed transaction or
- * fsync rejects every append in it. Consumer offsets ride along with the next transaction.
+ * fsync rejects every append in it. A transaction is readable as soon as it is committed (the
+ * commit hook and each append's `onCommitted`), before that fsync. Consumer offsets ride along
+ * with the next transaction.
  *
  * @module
  */
@@ -49,7 +51,10 @@ interface ExclusiveJob {
   readonly done: PromiseWithResolvers<void>;
 }
 
-/** What a committed transaction changed: flattened (topic, partition) pairs that grew. */
+/**
+ * What a committed (not yet fsynced) transaction changed: flattened (topic, partition) pairs
+ * that grew.
+ */
 export type CommitHook = (grown: readonly (TopicState | number)[]) => void;
 
 /** Counters for tests and metrics. */
