@@ -107,7 +107,12 @@ Deno.test({
         `evicted ${pausedFor.toFixed(0)} ms after the pause (timeout ${TIMEOUT} ms)`,
       );
       // At the eviction the slowest good subscriber is at most ~one batch behind the publisher.
-      assert.ok(lagAtEviction >= 0 && lagAtEviction <= 30, `99 lagged ${lagAtEviction} messages`);
+      // `published` counts PUBACKed batches, and live delivery does not wait for the fsync that
+      // the PUBACKs wait for: a subscriber may be one batch (10) ahead of it.
+      assert.ok(
+        lagAtEviction >= -10 && lagAtEviction <= 30,
+        `99 lagged ${lagAtEviction} messages`,
+      );
       assert.ok(maxStuckBytes <= 2 * CAP, `stuck queue ${maxStuckBytes} B within the hard cap`);
       assert.ok(maxTotalBytes <= GLOBAL, `outbound ${maxTotalBytes} B within the global cap`);
       assert.ok(
