@@ -39,28 +39,36 @@ function holdSyncs() {
   };
 }
 
+/**
+ * A gateway with an MQTT.js subscriber to `topic` and a publisher, the topic created and one
+ * message delivered before anything is held.
+ */
+async function liveSetup(name: string, topic: string) {
+  const gw = await startGateway();
+  const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+    clientId: `${name}-sub`,
+    reconnectPeriod: 0,
+  });
+  const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+    clientId: `${name}-pub`,
+    reconnectPeriod: 0,
+  });
+  const got: string[] = [];
+  sub.on("message", (_topic, payload) => got.push(payload.toString()));
+  await sub.subscribeAsync({ [topic]: { qos: 1 } });
+  // Creates the topic (its creation and first append are on disk before anything is held).
+  await pub.publishAsync(topic, "first", { qos: 1 });
+  await waitFor(() => got.length === 1, 5000, "the first message");
+  return { gw, sub, pub, got };
+}
+
 Deno.test({
   name:
     "a subscriber gets a QoS 1 message once committed; its publisher's PUBACK waits for the fsync",
   ...opts,
   async fn() {
-    const gw = await startGateway();
-    const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
-      clientId: "live-sub",
-      reconnectPeriod: 0,
-    });
-    const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
-      clientId: "live-pub",
-      reconnectPeriod: 0,
-    });
+    const { gw, sub, pub, got } = await liveSetup("live", "sensors/live/data");
     try {
-      const got: string[] = [];
-      sub.on("message", (_topic, payload) => got.push(payload.toString()));
-      await sub.subscribeAsync({ "sensors/live/data": { qos: 1 } });
-      // Creates the topic (its creation and first append are on disk before anything is held).
-      await pub.publishAsync("sensors/live/data", "first", { qos: 1 });
-      await waitFor(() => got.length === 1, 5000, "the first message");
-
       using held = holdSyncs();
       let acked = false;
       const publish = pub.publishAsync("sensors/live/data", "second", { qos: 1 }).then(() => {
@@ -86,22 +94,8 @@ Deno.test({
   name: "a failed fsync sends no PUBACK, though live subscribers already had the message",
   ...opts,
   async fn() {
-    const gw = await startGateway();
-    const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
-      clientId: "live-sub-2",
-      reconnectPeriod: 0,
-    });
-    const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
-      clientId: "live-pub-2",
-      reconnectPeriod: 0,
-    });
+    const { gw, sub, pub, got } = await liveSetup("live2", "sensors/live2/data");
     try {
-      const got: string[] = [];
-      sub.on("message", (_topic, payload) => got.push(payload.toString()));
-      await sub.subscribeAsync({ "sensors/live2/data": { qos: 1 } });
-      await pub.publishAsync("sensors/live2/data", "first", { qos: 1 });
-      await waitFor(() => got.length === 1, 5000, "the first message");
-
       using held = holdSyncs();
       let acked = false;
       pub.publishAsync("sensors/live2/data", "second", { qos: 1 }).then(
