@@ -147,10 +147,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
     if (this.#busy) {
       // Read while paused (a transport may deliver what it had already read): keep a copy.
       (this.#backlog ??= []).push(chunk.slice());
-      if (!this.#paused) {
-        this.#paused = true;
-        this.#transport.pause();
-      }
+      this.#pauseReads();
       return;
     }
     this.#decode(chunk);
@@ -232,10 +229,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
   /** Pauses reads until `pending` settles, then goes on draining. */
   #waitFor(pending: Promise<void>): void {
     this.#busy = true;
-    if (!this.#paused) {
-      this.#paused = true;
-      this.#transport.pause();
-    }
+    this.#pauseReads();
     pending.then(
       () => {
         this.#busy = false;
@@ -247,6 +241,12 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
         this.#finish();
       },
     );
+  }
+
+  #pauseReads(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#transport.pause();
   }
 
   /** The read side is over: append what this read produced, then close. */

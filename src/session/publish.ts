@@ -74,19 +74,13 @@ export class PublishPreparer {
   resolve(topic: string): Resolution {
     const map = this.#maps.current;
     if (this.#resolvedFor !== map) {
-      this.#resolved.clear();
-      this.#addresses.clear();
-      this.#roundRobinOf.clear();
+      this.#forgetResolutions();
       this.#resolvedFor = map;
     }
     let r = this.#resolved.get(topic);
     if (r === undefined) {
       r = resolveTopic(map, topic);
-      if (this.#resolved.size >= MAX_RESOLUTIONS) {
-        this.#resolved.clear();
-        this.#addresses.clear();
-        this.#roundRobinOf.clear();
-      }
+      if (this.#resolved.size >= MAX_RESOLUTIONS) this.#forgetResolutions();
       this.#resolved.set(topic, r);
     }
     return r;
@@ -127,6 +121,13 @@ export class PublishPreparer {
       message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain),
       rule: r.rule,
     };
+  }
+
+  /** Drops the resolutions and what is keyed by them (round-robin counters stay by name). */
+  #forgetResolutions(): void {
+    this.#resolved.clear();
+    this.#addresses.clear();
+    this.#roundRobinOf.clear();
   }
 
   /** The (stream, topic) counter, without building its key string on every publish. */

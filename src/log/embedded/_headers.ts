@@ -35,8 +35,13 @@ const CODE_OF = new Map<string, number>(KEY_CODES.map((k, i) => [k, i + 1]));
  */
 export function headersMaxBytes(headers: ReadonlyMap<string, string>): number {
   let n = 0;
-  for (const [key, value] of headers) n += 10 + (key.length + value.length) * 3;
+  for (const [key, value] of headers) n += entryMaxBytes(key, value);
   return n;
+}
+
+/** Worst case of one entry: 3 UTF-8 bytes per UTF-16 unit plus a 5-byte varint per string. */
+function entryMaxBytes(key: string, value: string): number {
+  return 10 + (key.length + value.length) * 3;
 }
 
 /**
@@ -51,8 +56,7 @@ export function writeHeaders(
   headers: ReadonlyMap<string, string>,
 ): number {
   for (const [key, value] of headers) {
-    // Worst case per string: 3 UTF-8 bytes per UTF-16 unit plus a 5-byte varint.
-    if (pos + 10 + (key.length + value.length) * 3 > buf.length) return -1;
+    if (pos + entryMaxBytes(key, value) > buf.length) return -1;
     const code = key.length === 0 ? 0 : CODE_OF.get(key);
     if (code === undefined) pos = writeString(buf, key, pos);
     else {
