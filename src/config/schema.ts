@@ -53,7 +53,7 @@ export const KEY_SPECS: readonly KeySpec[] = [
     key: "gateway.backend",
     type: oneOf("embedded", "iggy"),
     default: "embedded",
-    doc: "Log backend: embedded (SQLite, local) or iggy.",
+    doc: "Log backend: embedded (local segment files and a SQLite catalog) or iggy.",
   },
   {
     key: "gateway.log_level",
@@ -204,21 +204,22 @@ export const KEY_SPECS: readonly KeySpec[] = [
     key: "embedded.path",
     type: str,
     default: "data/gateway.db",
-    doc: "SQLite file of the embedded log (created if missing).",
+    doc:
+      "SQLite catalog file of the embedded log (created if missing); messages go to segment files in the directory <path>-log beside it.",
   },
   {
     key: "embedded.writer_thread",
     type: oneOf("in-process", "worker"),
     default: "in-process",
     doc:
-      "Where SQLite commits run: in-process (no thread hop; measured faster on one core) or worker (off the event loop, for boxes with cores to spare).",
+      "Where the catalog's SQLite statements (consumer offsets, topic creation) run: in-process (no thread hop) or worker (off the event loop). Messages go to the segment files either way.",
   },
   {
     key: "embedded.max_store_bytes",
     type: int(1_048_576, MAX_SAFE),
     default: 8_589_934_592,
     doc:
-      "Largest size of the store file (bytes); when full, appends fail (no PUBACK) until retention frees room.",
+      "Largest size of the message log's segment files together (bytes); when full, appends fail (no PUBACK) until retention frees room.",
   },
 
   // [iggy]

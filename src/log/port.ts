@@ -31,7 +31,7 @@ export interface AppendRequest extends PartitionAddress {
   readonly messages: readonly OutgoingMessage[];
   /**
    * Called once, before the append resolves, when its messages are committed and readable but
-   * not yet confirmed durable (embedded: after COMMIT, before the fsync), with the first
+   * not yet confirmed durable (embedded: once written to the log, before the fsync), with the first
    * message's offset. Lets live subscribers get them without waiting for the disk. A backend
    * without that distinction never calls it.
    */

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { freeFixedPort, HAS_MOSQUITTO_CLIENTS, run, waitFor } from "../helpers/gateway.ts";
+import { removeStore } from "../helpers/store.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const DENO = Deno.execPath();
@@ -247,9 +248,7 @@ Deno.test({
         child.kill("SIGKILL");
       } catch { /* exited */ }
       await child.stderr.cancel().catch(() => {});
-      for (const suffix of ["", "-wal", "-shm"]) {
-        await Deno.remove(`${ROOT}${db}${suffix}`).catch(() => {});
-      }
+      await removeStore(`${ROOT}${db}`);
     }
   },
 });

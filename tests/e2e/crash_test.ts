@@ -6,7 +6,7 @@
  * Rounds and clients are bounded; `CRASH_ROUNDS` raises the rounds for a longer local run.
  */
 import assert from "node:assert/strict";
-import { openStoreReadOnly } from "../helpers/store.ts";
+import { openStoreReadOnly, removeStore } from "../helpers/store.ts";
 import { connectPacket, freeFixedPort, publishPacket, waitFor } from "../helpers/gateway.ts";
 
 const DENO = Deno.execPath();
@@ -192,9 +192,7 @@ Deno.test({
       // Every stored copy of a payload carries the same (client_id, packet_id) pair.
       for (const [payload, n] of found) if (n > 1) assert.ok(payload.includes(":"));
     } finally {
-      for (const suffix of ["", "-wal", "-shm"]) {
-        await Deno.remove(`${ROOT}${db}${suffix}`).catch(() => {});
-      }
+      await removeStore(`${ROOT}${db}`);
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },

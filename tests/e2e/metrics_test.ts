@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { connectRaw, pingBarrier, publishPacket, waitFor } from "../helpers/gateway.ts";
 import { spawnGateway } from "../helpers/process.ts";
+import { removeStore } from "../helpers/store.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -110,7 +111,7 @@ Deno.test({
     } finally {
       await gw.stop();
       await receiver.shutdown();
-      for (const s of ["", "-wal", "-shm"]) await Deno.remove(`${ROOT}${db}${s}`).catch(() => {});
+      await removeStore(`${ROOT}${db}`);
     }
   },
 });

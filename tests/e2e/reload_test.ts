@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { openStoreReadOnly } from "../helpers/store.ts";
+import { openStoreReadOnly, removeStore } from "../helpers/store.ts";
 import { freeFixedPort, waitFor } from "../helpers/gateway.ts";
 
 const DENO = Deno.execPath();
@@ -117,9 +117,8 @@ Deno.test({
       child.kill("SIGTERM");
       await child.status;
       await child.stderr.cancel().catch(() => {});
-      for (const f of [mapFile, configFile, db, `${db}-wal`, `${db}-shm`]) {
-        await Deno.remove(`${ROOT}${f}`).catch(() => {});
-      }
+      for (const f of [mapFile, configFile]) await Deno.remove(`${ROOT}${f}`).catch(() => {});
+      await removeStore(`${ROOT}${db}`);
     }
   },
 });

@@ -1,43 +1,80 @@
 /**
- * A real embedded-store outage: another process-level connection holds the SQLite write
- * lock. Appends fail fast (no PUBACK, `failed`), /ready says why with 503, the gateway keeps
- * answering, and everything works again when the lock is released — no restart.
+ * Real embedded-store outages, seen from a device: the message log at its size bound (appends
+ * fail: no PUBACK, `failed`, /ready 503 naming it, the gateway keeps answering, and everything
+ * works again once retention frees room — no restart), and a catalog file locked by another
+ * process (messages do not go through it: publishes keep their PUBACKs).
  */
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
+import type { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
 import { connectRaw, publishPacket, startGateway, waitFor } from "../helpers/gateway.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
 
 Deno.test({
   name:
-    "locked store: no PUBACK and /ready 503 while another connection holds the write lock; recovery after release",
-  sanitizeOps: false,
-  sanitizeResources: false,
+    "full store: no PUBACK and /ready 503 once the log reaches max_store_bytes; PUBACKs again after retention frees room",
+  ...opts,
   async fn() {
-    const gw = await startGateway();
-    const path = gw.config.embedded.path;
+    const gw = await startGateway({
+      env: {
+        IGGY_MQTT_EMBEDDED_MAX_STORE_BYTES: String(1024 * 1024),
+        IGGY_MQTT_LOG_RETENTION_MAX_TOPIC_BYTES: String(200 * 1024),
+        // Retention runs when the test says so (below), as if its timer had come round.
+        IGGY_MQTT_LOG_RETENTION_INTERVAL_MS: "3600000",
+      },
+    });
     const ready = async () => {
       const r = await fetch(`http://127.0.0.1:${gw.httpPort}/ready`);
-      const body = await r.json();
-      return { status: r.status, body: JSON.stringify(body) };
+      return { status: r.status, body: JSON.stringify(await r.json()) };
     };
-    const locker = new DatabaseSync(path);
+    try {
+      const payload = "p".repeat(7_000); // under max_packet_bytes
+      let c = await connectRaw(gw.port, "filler");
+      let acked = 0;
+      for (let id = 1; id < 1000; id++) {
+        await c.send(publishPacket("sensors/l/data", payload, 1, id));
+        const reply = await c.readPacket(5000);
+        if (!reply) break; // closed without PUBACK: the store is full
+        assert.deepEqual([...reply], [0x40, 2, id >> 8, id & 0xff]);
+        acked++;
+      }
+      assert.ok(acked > 50 && acked < 200, `${acked} PUBACKs before the store filled`);
+      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "failed" }), 1);
+      const down = await ready();
+      assert.equal(down.status, 503);
+      assert.match(down.body, /full/);
+
+      const { deleted } = await (gw.gateway.backend as EmbeddedBackend).runRetention();
+      assert.ok(deleted > 0);
+      c = await connectRaw(gw.port, "filler");
+      await c.send(publishPacket("sensors/l/data", "after", 1, 7));
+      assert.deepEqual([...(await c.readPacket(5000))!], [0x40, 2, 0, 7]);
+      await waitFor(async () => (await ready()).status === 200, 3000, "ready again");
+      c.close();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "locked catalog: publishes keep their PUBACKs while another process holds its write lock",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const locker = new DatabaseSync(gw.config.embedded.path);
     try {
       const c = await connectRaw(gw.port, "locked-1");
       await c.send(publishPacket("sensors/l/data", "before", 1, 1));
       assert.deepEqual([...(await c.readPacket())!], [0x40, 2, 0, 1]);
-      locker.exec("BEGIN IMMEDIATE"); // take the write lock and keep it
+      locker.exec("BEGIN IMMEDIATE"); // take the catalog's write lock and keep it
       await c.send(publishPacket("sensors/l/data", "locked", 1, 2));
-      assert.ok(await c.closedByPeer(5000), "closed without PUBACK");
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "failed" }), 1);
-      const down = await ready();
-      assert.equal(down.status, 503);
-      assert.match(down.body, /Appends are failing/);
-      locker.exec("ROLLBACK");
-      const d = await connectRaw(gw.port, "locked-1");
-      await d.send(publishPacket("sensors/l/data", "after", 1, 3));
-      assert.deepEqual([...(await d.readPacket())!], [0x40, 2, 0, 3]);
-      await waitFor(async () => (await ready()).status === 200, 3000, "ready again");
-      d.close();
+      assert.deepEqual([...(await c.readPacket(5000))!], [0x40, 2, 0, 2]);
+      const r = await fetch(`http://127.0.0.1:${gw.httpPort}/ready`);
+      await r.body?.cancel();
+      assert.equal(r.status, 200);
+      c.close();
     } finally {
       try {
         locker.exec("ROLLBACK");

@@ -21,3 +21,13 @@ export async function openStoreReadOnly(path: string): Promise<EmbeddedBackend> 
   await store.open();
   return store;
 }
+
+/**
+ * Removes an embedded store: the catalog file, its WAL and shared-memory files, and the
+ * message log's directory beside it (`<path>-log`). Missing parts are fine.
+ */
+export async function removeStore(path: string): Promise<void> {
+  for (const suffix of ["", "-wal", "-shm", "-log"]) {
+    await Deno.remove(`${path}${suffix}`, { recursive: true }).catch(() => {});
+  }
+}

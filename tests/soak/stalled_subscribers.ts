@@ -647,7 +647,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     } catch { /* gone */ }
     await childStatus;
     for (const e of Deno.readDirSync(`${root}data`)) {
-      if (e.name.startsWith(dbPrefix)) await Deno.remove(`${root}data/${e.name}`).catch(() => {});
+      if (e.name.startsWith(dbPrefix)) {
+        await Deno.remove(`${root}data/${e.name}`, { recursive: true }).catch(() => {});
+      }
     }
   }
 }

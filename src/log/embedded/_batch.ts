@@ -1,12 +1,11 @@
 /**
- * The stored batch: one row per (transaction, partition) holding the messages of that partition
- * back to back in one BLOB, Iggy-style (a batch with a base offset and a count). SQLite then does
- * its per-row work (b-tree insert, index entry, record encoding) once per commit and partition
- * instead of once per message.
+ * The stored batch: the messages of one partition from one transaction, back to back, Iggy-style
+ * (a batch with a base offset and a count); the message log frames each one as a record
+ * (_log_record.ts), so per-record work is paid once per commit and partition, not per message.
  *
  * A message record, little endian: `u32 payloadBytes | u32 headerBytes | f64 timestampMicros |
- * headers (see _headers.ts) | payload`. The main thread encodes records straight into the buffer
- * it transfers to the writer, which stores slices of it as they are.
+ * headers (see _headers.ts) | payload`. The group commit encodes records straight into the
+ * buffer that is written to the log as it is.
  *
  * @module
  */
@@ -37,6 +36,13 @@ export class BatchEncoder {
     this.#buf = new Uint8Array(Math.max(256, bytes));
     this.#view = new DataView(this.#buf.buffer);
     this.#pos = 0;
+  }
+
+  /** Leaves `bytes` unwritten at the current position (filled in later by the caller). */
+  reserve(bytes: number): void {
+    const end = this.#pos + bytes;
+    if (end > this.#buf.length) this.#grow(end);
+    this.#pos = end;
   }
 
   /** Appends one record; returns its retention size (payload + encoded header bytes). */

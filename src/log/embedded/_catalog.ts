@@ -1,12 +1,13 @@
 /**
  * The in-memory catalog of topics: ids, partition counts, retention settings and, per
- * partition, the next offset and retained bytes. Loaded at open so appends never
- * `SELECT max(offset)`; kept in step with the tables by the code that commits.
+ * partition, the next offset readers may see. Topics come from the tables; next offsets from
+ * the message log (_message_log.ts), set by the backend at open and by each group commit.
  *
  * @module
  */
 import type { DatabaseSync } from "node:sqlite";
 import type { CreateTopicOptions, TopicInfo } from "../port.ts";
+import { type PartitionFloor, partitionKey } from "./_message_log.ts";
 
 /** One topic with its per-partition counters. Arrays are indexed by partition. */
 export interface TopicState {
@@ -18,14 +19,8 @@ export interface TopicState {
   readonly messageExpiryMicros: number;
   /** Topic's own retention by size, bytes; 0 = the backend default. */
   readonly maxTopicBytes: number;
-  /** Next offset including what the transaction in progress staged. */
-  readonly next: number[];
-  /** Next offset as committed; `next` falls back to it when a transaction fails. */
+  /** Next offset as committed (readable), per partition. */
   readonly committedNext: number[];
-  /** Retained bytes (payload + encoded headers) including the transaction in progress. */
-  readonly bytes: number[];
-  /** Retained bytes as committed. */
-  readonly committedBytes: number[];
 }
 
 interface TopicRow {
@@ -37,10 +32,11 @@ interface TopicRow {
   max_topic_bytes: number;
 }
 
-interface PartitionRow {
+interface FloorRow {
+  topic_id: number;
   partition: number;
+  start_offset: number;
   next_offset: number;
-  bytes: number;
 }
 
 const TOPIC_SELECT = `SELECT t.id, s.name AS stream, t.name AS topic, t.partitions,
@@ -70,7 +66,7 @@ export class Catalog {
     return this.#streams.get(stream)?.get(topic);
   }
 
-  /** The topic with this numeric id (the writer's batches name topics by id). */
+  /** The topic with this numeric id (the log's records name topics by id). */
   byId(id: number): TopicState | undefined {
     return this.#byId.get(id);
   }
@@ -94,13 +90,16 @@ export class Catalog {
 
   /**
    * Creates the stream if missing and the topic if missing, in one transaction; an existing
-   * topic is returned as it is (its real partition count wins over `options`).
+   * topic is returned as it is (its real partition count wins over `options`). A new topic's
+   * id is at least `minId`: the message log names topics by id, and may hold records of an id
+   * this file never got (a store restored from copies taken at different times).
    */
   create(
     stream: string,
     topic: string,
     options: CreateTopicOptions,
     nowMicros: number,
+    minId = 1,
   ): TopicState {
     const existing = this.get(stream, topic);
     if (existing) return existing;
@@ -115,9 +114,11 @@ export class Catalog {
         stream,
       ) as { id: number };
       const { lastInsertRowid } = db.prepare(
-        `INSERT INTO topics (stream_id, name, partitions, message_expiry_micros,
-           max_topic_bytes, created_micros) VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO topics (id, stream_id, name, partitions, message_expiry_micros,
+           max_topic_bytes, created_micros)
+         VALUES (max(?, coalesce((SELECT max(id) FROM topics), 0) + 1), ?, ?, ?, ?, ?, ?)`,
       ).run(
+        minId,
         streamId,
         topic,
         options.partitions,
@@ -126,7 +127,7 @@ export class Catalog {
         nowMicros,
       );
       const insertPartition = db.prepare(
-        "INSERT INTO partitions (topic_id, partition, next_offset, bytes) VALUES (?, ?, 0, 0)",
+        "INSERT INTO partitions (topic_id, partition, start_offset, next_offset) VALUES (?, ?, 0, 0)",
       );
       for (let p = 0; p < options.partitions; p++) insertPartition.run(lastInsertRowid, p);
       db.exec("COMMIT");
@@ -139,17 +140,6 @@ export class Catalog {
 
   #stateOf(row: TopicRow): TopicState {
     const n = row.partitions;
-    const next = new Array<number>(n).fill(0);
-    const bytes = new Array<number>(n).fill(0);
-    const rows = this.#db.prepare(
-      "SELECT partition, next_offset, bytes FROM partitions WHERE topic_id = ?",
-    ).all(row.id) as unknown as PartitionRow[];
-    for (const r of rows) {
-      if (r.partition < n) {
-        next[r.partition] = r.next_offset;
-        bytes[r.partition] = r.bytes;
-      }
-    }
     return {
       id: row.id,
       stream: row.stream,
@@ -157,10 +147,7 @@ export class Catalog {
       partitions: n,
       messageExpiryMicros: row.message_expiry_micros,
       maxTopicBytes: row.max_topic_bytes,
-      next,
-      committedNext: next.slice(),
-      bytes,
-      committedBytes: bytes.slice(),
+      committedNext: new Array<number>(n).fill(0),
     };
   }
 
@@ -170,6 +157,20 @@ export class Catalog {
     topics.set(state.topic, state);
     this.#byId.set(state.id, state);
   }
+}
+
+/** Every partition's stored floors (see the `partitions` table), keyed by partitionKey(). */
+export function loadFloors(db: DatabaseSync): Map<string, PartitionFloor> {
+  const floors = new Map<string, PartitionFloor>();
+  const rows = db.prepare("SELECT topic_id, partition, start_offset, next_offset FROM partitions")
+    .all() as unknown as FloorRow[];
+  for (const r of rows) {
+    floors.set(partitionKey(r.topic_id, r.partition), {
+      start: r.start_offset,
+      next: r.next_offset,
+    });
+  }
+  return floors;
 }
 
 /** The port's view of a topic. */

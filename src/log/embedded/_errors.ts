@@ -9,8 +9,12 @@ import { BackendError } from "../port.ts";
 const SQLITE_FULL = 13;
 const SQLITE_READONLY = 8;
 
-/** True when `e` is SQLite saying the database hit `max_page_count` or the disk is full. */
+/**
+ * True when `e` says the store is full: the message log at its bound (BackendError "full"), or
+ * SQLite at `max_page_count` or a full disk.
+ */
 export function isStoreFull(e: unknown): boolean {
+  if (e instanceof BackendError) return e.code === "full";
   return sqliteCode(e) === SQLITE_FULL;
 }
 

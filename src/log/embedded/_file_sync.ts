@@ -1,17 +1,13 @@
 /**
- * Makes committed transactions durable off the event loop. The writer commits with
- * `synchronous = NORMAL` (WAL mode): a COMMIT writes its frames to the `-wal` file but does not
- * fsync it, so it costs CPU only. This module then fsyncs that file from the main thread's
- * own file handle with Deno's asynchronous `syncData()` (it runs on a blocking-I/O thread; an
- * fsync covers the file's data whichever descriptor wrote it). An append resolves — and its
- * PUBACK goes out — only after a sync that started after its COMMIT has finished, so "PUBACK
- * after durable commit" (DESIGN §6) holds as with `synchronous = FULL`, but the event loop keeps
- * reading sockets and committing the next batch while the disk works, and one fsync covers
- * every transaction committed before it started (group commit across transactions).
- *
- * The same coalescing fsync serves the database file around the writer's checkpoints
- * (_writer_link.ts), which must never copy WAL frames that are not yet on disk, and must be on
- * disk themselves before SQLite reuses the WAL from its start.
+ * Makes written data durable off the event loop: fsyncs one file from its own handle with
+ * Deno's asynchronous `syncData()` (it runs on a blocking-I/O thread; an fsync covers the file's
+ * data whichever descriptor wrote it). Used for the message log's active segment
+ * (_log_segment.ts) and the catalog's `-wal` file (the catalog commits with `synchronous =
+ * NORMAL`, so a COMMIT writes its WAL frames without fsync). An append resolves — and its PUBACK
+ * goes out — only after a sync that started after its write has finished, so "PUBACK after
+ * durable commit" (DESIGN §6) holds, but the event loop keeps reading sockets and writing the
+ * next batch while the disk works, and one fsync covers every transaction written before it
+ * started (group commit across transactions).
  *
  * @module
  */

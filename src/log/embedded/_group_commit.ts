@@ -1,14 +1,16 @@
 /**
  * Group commit, pipelined: append() calls queue here; whenever no transaction is in flight the
- * queue (at most `maxBatch` messages) is encoded into one buffer, transferred to the writer
- * (_writer.ts) and committed there as ONE transaction (one fsync, one stored batch per
- * partition). While it commits, the next appends accumulate and go right after its reply:
- * at most one transaction in flight, everything that arrived meanwhile in the next one.
- * Each append resolves only after the COMMIT that holds it and the WAL fsync after that COMMIT
- * (_file_sync.ts; the next transaction commits while the disk syncs); a failed transaction or
- * fsync rejects every append in it. A transaction is readable as soon as it is committed (the
- * commit hook and each append's `onCommitted`), before that fsync. Consumer offsets ride along
- * with the next transaction.
+ * queue (at most `maxBatch` messages) is encoded into one buffer, one log record per partition,
+ * and appended to the message log (_message_log.ts) in ONE write. While it is written, the next
+ * appends accumulate and go right after it: at most one transaction in flight, everything that
+ * arrived meanwhile in the next one. Each append resolves only after the fsync that followed
+ * its write (the next transaction is written while the disk syncs; one fsync covers every
+ * transaction written before it started); a failed write or fsync rejects every append in it.
+ * A transaction is readable as soon as it is written (the commit hook and each append's
+ * `onCommitted`), before that fsync.
+ *
+ * Consumer offsets go to the catalog's writer (_writer.ts), one transaction at a time beside
+ * the log's, each acknowledged after the catalog's WAL is on disk.
  *
  * @module
  */
@@ -16,7 +18,8 @@ import { clearImmediate, setImmediate } from "node:timers";
 import type { OutgoingMessage } from "../port.ts";
 import type { TopicState } from "./_catalog.ts";
 import { BatchEncoder, RECORD_HEADER_BYTES } from "./_batch.ts";
-import { RUN_FIELDS } from "./_writer.ts";
+import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
+import type { LogRun, MessageLog } from "./_message_log.ts";
 import type { WriterLink } from "./_writer_link.ts";
 
 /** One queued append() call. */
@@ -24,7 +27,7 @@ export interface PendingAppend {
   readonly state: TopicState;
   readonly partition: number;
   readonly messages: readonly OutgoingMessage[];
-  /** Runs after the COMMIT, before the fsync (see AppendRequest.onCommitted). */
+  /** Runs after the write, before the fsync (see AppendRequest.onCommitted). */
   readonly onCommitted?: (baseOffset: number) => void;
   readonly resolve: (baseOffset: number) => void;
   readonly reject: (error: unknown) => void;
@@ -45,23 +48,17 @@ interface Run {
   count: number;
 }
 
-/** A task run while no transaction commits. */
-interface ExclusiveJob {
-  readonly task: () => Promise<void>;
-  readonly done: PromiseWithResolvers<void>;
-}
-
 /**
- * What a committed (not yet fsynced) transaction changed: flattened (topic, partition) pairs
+ * What a written (not yet fsynced) transaction changed: flattened (topic, partition) pairs
  * that grew.
  */
 export type CommitHook = (grown: readonly (TopicState | number)[]) => void;
 
 /** Counters for tests and metrics. */
 export interface GroupCommitStats {
-  /** Transactions committed. */
+  /** Transactions written and synced. */
   commits: number;
-  /** Messages committed. */
+  /** Messages written and synced. */
   appended: number;
 }
 
@@ -75,6 +72,7 @@ const HEADER_GUESS_BYTES = 64;
 export class GroupCommit {
   readonly stats: GroupCommitStats = { commits: 0, appended: 0 };
   readonly #link: WriterLink;
+  readonly #log: MessageLog;
   readonly #maxBatch: number;
   readonly #now: () => number;
   readonly #onCommit: CommitHook;
@@ -85,15 +83,16 @@ export class GroupCommit {
   #offsets: PendingOffset[] = [];
   #timer: ReturnType<typeof setImmediate> | undefined;
   #inFlight = false;
-  /** Transactions committed whose fsync has not finished yet. */
+  /** A consumer-offset transaction is under way. */
+  #offsetsInFlight = false;
+  /** Transactions written whose fsync has not finished yet. */
   #unsynced = 0;
   #idle: (() => void)[] = [];
-  /** A task to run alone between two transactions (see {@link exclusive}). */
-  #exclusive: ExclusiveJob | undefined;
 
   /** @param onError maps a failed transaction's error to what each append rejects with. */
   constructor(
     link: WriterLink,
+    log: MessageLog,
     maxBatch: number,
     now: () => number,
     onCommit: CommitHook,
@@ -101,6 +100,7 @@ export class GroupCommit {
     onDurable: () => void = () => {},
   ) {
     this.#link = link;
+    this.#log = log;
     this.#maxBatch = Math.max(1, maxBatch);
     this.#now = now;
     this.#onCommit = onCommit;
@@ -119,24 +119,12 @@ export class GroupCommit {
     this.#schedule();
   }
 
-  /** Queues a consumer-offset store; it commits with the next transaction. */
+  /** Queues a consumer-offset store; it commits with the next offsets transaction. */
   storeOffset(consumer: string, state: TopicState, partition: number, offset: number) {
     return new Promise<void>((resolve, reject) => {
       this.#offsets.push({ entry: [consumer, state.id, partition, offset], resolve, reject });
-      this.#schedule();
+      this.#sendOffsets();
     });
-  }
-
-  /**
-   * Runs `task` while no transaction commits: after the one in flight, before the next
-   * (the checkpoint's tail, _writer_link.ts). One at a time; a second call while one waits
-   * shares it.
-   */
-  exclusive(task: () => Promise<void>): Promise<void> {
-    if (this.#exclusive) return this.#exclusive.done.promise;
-    this.#exclusive = { task, done: Promise.withResolvers<void>() };
-    this.#schedule();
-    return this.#exclusive.done.promise;
   }
 
   /** Resolves once everything queued so far has been committed (or failed). */
@@ -159,8 +147,8 @@ export class GroupCommit {
   }
 
   #isIdle(): boolean {
-    return !this.#inFlight && this.#unsynced === 0 && this.#queue.length === 0 &&
-      this.#offsets.length === 0 && this.#exclusive === undefined;
+    return !this.#inFlight && !this.#offsetsInFlight && this.#unsynced === 0 &&
+      this.#queue.length === 0 && this.#offsets.length === 0;
   }
 
   #schedule(): void {
@@ -175,16 +163,13 @@ export class GroupCommit {
     this.#send();
   };
 
-  /** Sends the next transaction if there is something to send and nothing in flight. */
+  /** Writes the next transaction if there is something to write and nothing in flight. */
   #send(): void {
-    if (!this.#inFlight && this.#exclusive) return this.#runExclusive(this.#exclusive);
-    if (this.#inFlight || (this.#queue.length === 0 && this.#offsets.length === 0)) {
+    if (this.#inFlight || this.#queue.length === 0) {
       this.#wakeIdle();
       return;
     }
     const batch = this.#take();
-    const offsets = this.#offsets;
-    this.#offsets = [];
     const runs = groupRuns(batch);
     const timestampMicros = this.#now();
     const encoder = this.#encoder;
@@ -194,34 +179,40 @@ export class GroupCommit {
       messages += a.messages.length;
       for (const m of a.messages) payloadBytes += m.payload.length;
     }
-    encoder.begin(payloadBytes + messages * (RECORD_HEADER_BYTES + HEADER_GUESS_BYTES));
-    const fields = new Float64Array(runs.length * RUN_FIELDS);
-    for (let r = 0; r < runs.length; r++) {
-      const run = runs[r];
+    encoder.begin(
+      payloadBytes + messages * (RECORD_HEADER_BYTES + HEADER_GUESS_BYTES) +
+        runs.length * LOG_RECORD_HEADER_BYTES,
+    );
+    const logRuns: LogRun[] = [];
+    for (const run of runs) {
+      const at = encoder.position;
+      encoder.reserve(LOG_RECORD_HEADER_BYTES);
       let size = 0;
       for (const a of run.appends) {
         for (let j = 0; j < a.messages.length; j++) {
           size += encoder.add(a.messages[j], timestampMicros);
         }
       }
-      fields.set([run.state.id, run.partition, run.count, encoder.position, size], r * RUN_FIELDS);
+      logRuns.push({
+        topicId: run.state.id,
+        partition: run.partition,
+        count: run.count,
+        size,
+        at,
+        dataBytes: encoder.position - at - LOG_RECORD_HEADER_BYTES,
+      });
     }
-    const bytes = encoder.position;
-    const data = encoder.take();
+    const data = new Uint8Array(encoder.take(), 0, encoder.position);
     this.#inFlight = true;
-    this.#link.request(
-      { type: "commit", data, runs: fields, timestampMicros, offsets: offsets.map((o) => o.entry) },
-      [data, fields.buffer],
-    ).then(
+    this.#log.append(data, logRuns, timestampMicros).then(
       (bases) => {
-        this.#link.noteCommitted(bytes);
         this.#unsynced++;
-        this.#visible(runs, bases as number[]);
-        // Durable only after the WAL's fsync, which runs off the event loop; meanwhile the
-        // next transaction may commit (syncs settle in order, so appends resolve in order).
-        this.#link.syncCommitted().then(
-          () => this.#committed(runs, offsets, bases as number[], messages),
-          (e) => this.#failed(batch, offsets, e),
+        this.#visible(runs, bases);
+        // Durable only after the fsync, which runs off the event loop; meanwhile the next
+        // transaction may be written (syncs settle in order, so appends resolve in order).
+        this.#log.sync().then(
+          () => this.#committed(runs, bases, messages),
+          (e) => this.#failed(batch, e),
         ).finally(() => {
           this.#unsynced--;
           // Drop the settled appends now: a promoted closure that still pointed at them
@@ -231,27 +222,43 @@ export class GroupCommit {
           this.#wakeIdle();
         });
       },
-      (e) => this.#failed(batch, offsets, e),
+      (e) => this.#failed(batch, e),
     ).finally(() => {
       this.#inFlight = false;
-      // Everything that arrived during the commit goes now, in one transaction.
+      // Everything that arrived during the write goes now, in one transaction.
       this.#send();
     });
   }
 
-  #runExclusive(job: ExclusiveJob): void {
-    this.#inFlight = true;
-    job.task().then(job.done.resolve, job.done.reject).finally(() => {
-      this.#exclusive = undefined;
-      this.#inFlight = false;
-      this.#send();
-    });
+  /** Sends the queued consumer offsets as one catalog transaction if none is in flight. */
+  #sendOffsets(): void {
+    if (this.#offsetsInFlight) return;
+    if (this.#offsets.length === 0) return this.#wakeIdle();
+    const offsets = this.#offsets;
+    this.#offsets = [];
+    this.#offsetsInFlight = true;
+    const link = this.#link;
+    link.request({ type: "offsets", offsets: offsets.map((o) => o.entry) })
+      .then(() => link.syncCommitted())
+      .then(() => {
+        for (const o of offsets) o.resolve();
+      }, (e) => {
+        const error = this.#onError(e);
+        for (const o of offsets) o.reject(error);
+      })
+      .finally(() => this.#offsetsDone());
+  }
+
+  #offsetsDone(): void {
+    this.#offsetsInFlight = false;
+    this.#sendOffsets();
+    this.#wakeIdle();
   }
 
   /**
-   * After the COMMIT, before its fsync: the messages become readable (poll, nextOffset, the
+   * After the write, before its fsync: the messages become readable (poll, nextOffset, the
    * append signals) and each append's `onCommitted` runs, so live subscribers do not wait for
-   * the disk. Readers never see a transaction that rolled back: only a committed one gets here;
+   * the disk. Readers never see a transaction whose write failed: only a written one gets here;
    * one whose fsync then fails stays in the log but its appends reject (no PUBACK).
    */
   #visible(runs: Run[], bases: number[]): void {
@@ -260,7 +267,6 @@ export class GroupCommit {
       const { state, partition, appends, count } = runs[r];
       let base = bases[r];
       state.committedNext[partition] = base + count;
-      state.next[partition] = base + count;
       touched.push(state, partition);
       for (const a of appends) {
         if (a.onCommitted) {
@@ -274,8 +280,8 @@ export class GroupCommit {
     this.#onCommit(touched);
   }
 
-  /** After the fsync: the appends resolve (PUBACKs go out) and the offsets are stored. */
-  #committed(runs: Run[], offsets: PendingOffset[], bases: number[], messages: number): void {
+  /** After the fsync: the appends resolve (PUBACKs go out). */
+  #committed(runs: Run[], bases: number[], messages: number): void {
     this.stats.commits++;
     this.stats.appended += messages;
     for (let r = 0; r < runs.length; r++) {
@@ -285,14 +291,12 @@ export class GroupCommit {
         base += a.messages.length;
       }
     }
-    for (const o of offsets) o.resolve();
     this.#onDurable();
   }
 
-  #failed(batch: PendingAppend[], offsets: PendingOffset[], e: unknown): void {
+  #failed(batch: PendingAppend[], e: unknown): void {
     const error = this.#onError(e);
     for (const a of batch) a.reject(error);
-    for (const o of offsets) o.reject(error);
   }
 
   #wakeIdle(): void {

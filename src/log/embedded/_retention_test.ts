@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { CHUNK_ROWS } from "./_retention.ts";
+import { CHUNK_RECORDS } from "./_retention.ts";
 import { openTestStore, sizedMessage, textMessage } from "./_testing.ts";
 
 const HOUR_MICROS = 3_600_000_000;
@@ -23,6 +23,21 @@ Deno.test("runRetention() deletes messages older than the age limit and keeps ne
   assert.deepEqual(await backend.runRetention(), { deleted: 3 });
   assert.deepEqual((await backend.poll(address, 0, 10)).map((m) => m.offset), [2]);
   assert.deepEqual(await backend.poll({ ...address, partition: 1 }, 0, 10), []);
+});
+
+Deno.test("runRetention() drops for good: a reopened store does not bring the messages back", async () => {
+  const clock = manualClock();
+  await using store = await openTestStore({ retentionMaxAgeSeconds: 60, clock: clock.read });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  await backend.append({ ...address, messages: [textMessage("old")] });
+  clock.now += HOUR_MICROS;
+  await backend.append({ ...address, messages: [textMessage("new")] });
+  assert.deepEqual(await backend.runRetention(), { deleted: 1 });
+  await backend.close();
+  const reopened = store.reopen();
+  await reopened.open();
+  assert.deepEqual((await reopened.poll(address, 0, 10)).map((m) => m.offset), [1]);
 });
 
 Deno.test("runRetention() keeps next offsets when it empties a partition, also after reopen", async () => {
@@ -107,7 +122,7 @@ Deno.test("runRetention() deletes in chunks and lets appends through between the
   });
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
-  const total = CHUNK_ROWS * 2 + 10;
+  const total = CHUNK_RECORDS * 2 + 10;
   await Promise.all(
     Array.from(
       { length: total },

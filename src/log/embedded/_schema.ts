@@ -15,18 +15,17 @@ import { DatabaseSync } from "node:sqlite";
 /**
  * Bumped when the tables change; a file of another version is refused rather than misread
  * (nothing is migrated). 1: one row per message (no `meta` table, version in `user_version`);
- * 2: one row per stored batch (_batch.ts).
+ * 2: one row per stored batch (_batch.ts); 3: messages in the message log beside the file
+ * (_message_log.ts), each partition's floors here.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Cap on the WAL file after a checkpoint, so the journal does not keep a burst's size. */
 const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
-// Messages are stored in batches (_batch.ts): one row per (transaction, partition), so SQLite's
-// per-row work is paid per commit, not per message. A rowid table plus an index rather than
-// WITHOUT ROWID because rows are large (SQLite recommends rowid tables above ~1/20 of a page).
-// Columns read by retention (count, timestamp, size) come before the blob so reading them
-// stays in the row's first page. `timestamp_micros` is the newest message's append time.
+// Messages are not here: they are in the message log (_message_log.ts). A partition's row holds
+// its floors: the first retained offset and a lower bound of the next offset, stored before
+// retention deletes a segment, so neither goes backwards when the log no longer shows them.
 const TABLES = `
 CREATE TABLE IF NOT EXISTS meta (
   key TEXT PRIMARY KEY,
@@ -50,20 +49,10 @@ CREATE TABLE IF NOT EXISTS topics (
 CREATE TABLE IF NOT EXISTS partitions (
   topic_id INTEGER NOT NULL,
   partition INTEGER NOT NULL,
+  start_offset INTEGER NOT NULL,
   next_offset INTEGER NOT NULL,
-  bytes INTEGER NOT NULL,
   PRIMARY KEY (topic_id, partition)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS batches (
-  topic_id INTEGER NOT NULL,
-  partition INTEGER NOT NULL,
-  base_offset INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  timestamp_micros INTEGER NOT NULL,
-  size INTEGER NOT NULL,
-  data BLOB NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS batches_by_offset ON batches (topic_id, partition, base_offset);
 CREATE TABLE IF NOT EXISTS consumer_offsets (
   consumer TEXT NOT NULL,
   topic_id INTEGER NOT NULL,
@@ -92,13 +81,13 @@ export function openDatabase(path: string, maxStoreBytes: number, readOnly: bool
     }
     // WAL: readers (the `read` CLI) run beside the writer. synchronous = NORMAL: a COMMIT
     // writes the WAL without fsync; the main thread then fsyncs the WAL off the event loop
-    // and only then resolves the appends (_file_sync.ts), so a resolved append is on disk
-    // (DESIGN §6, PUBACK after commit). Checkpoints still sync the WAL before and the database
-    // file after copying (SQLite's NORMAL rules).
+    // and only then counts a stored offset or a created topic as done (_file_sync.ts).
+    // Checkpoints still sync the WAL before and the database file after copying (SQLite's
+    // NORMAL rules).
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
-    // Short: when another process holds the write lock, an append fails fast (`failed`, no
-    // PUBACK, /ready 503) instead of blocking the event loop of an in-process writer for seconds.
+    // Short: when another process holds the write lock, an offset store or topic creation fails
+    // fast instead of blocking the event loop of an in-process writer for seconds.
     db.exec(`PRAGMA busy_timeout = ${WRITER_BUSY_TIMEOUT_MS}`);
     db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     db.exec("PRAGMA foreign_keys = ON");

@@ -1,5 +1,5 @@
 /**
- * In-process append signals: after each COMMIT the shared readers hear which partitions grew,
+ * In-process append signals: after each group commit the shared readers hear which partitions grew,
  * instead of polling the store on a timer.
  *
  * @module

@@ -1,36 +1,24 @@
 /**
- * The writer: the one connection that writes the store — group commits of stored batches,
- * consumer-offset stores, topic creation, retention, and (through SQLite's auto-checkpoint)
- * checkpoints. It runs in a Worker (_writer_worker.ts) so that INSERTs and the fsync of each
- * COMMIT never block the gateway's event loop; for ":memory:" stores it runs in-process.
+ * The writer: the one connection that writes the catalog file — consumer-offset stores, topic
+ * creation, each partition's floors, and (through SQLite's auto-checkpoint) checkpoints.
+ * Messages do not come here: they go to the message log (_message_log.ts). It runs in a
+ * Worker (_writer_worker.ts) so that no statement or fsync blocks the gateway's event loop;
+ * for ":memory:" stores it runs in-process.
  *
- * It speaks plain messages ({@link WriterRequest} in, {@link WriterReply} out) and owns the
- * authoritative next offsets and byte counters (the writer's catalog).
+ * It speaks plain messages ({@link WriterRequest} in, {@link WriterReply} out).
  *
  * @module
  */
 import type { DatabaseSync } from "node:sqlite";
 import { BackendError, type CreateTopicOptions } from "../port.ts";
-import { Catalog, type TopicState } from "./_catalog.ts";
-import { runRetentionPass } from "./_retention.ts";
+import { Catalog } from "./_catalog.ts";
 import { openDatabase } from "./_schema.ts";
 import { prepareWriteStatements, type WriteStatements } from "./_statements.ts";
 
-/** Numbers per partition run in {@link CommitRequest.runs}. */
-export const RUN_FIELDS = 5;
-
-/**
- * One transaction: for each partition run `[topicId, partition, count, byteEnd, size]` (the
- * run's records are `data[previous run's byteEnd, byteEnd)`), and the consumer offsets to store.
- */
-export interface CommitRequest {
-  readonly type: "commit";
+/** Consumer offsets to store, `[consumer, topicId, partition, offset]`, in one transaction. */
+export interface OffsetsRequest {
+  readonly type: "offsets";
   readonly id: number;
-  readonly data: ArrayBuffer;
-  readonly runs: Float64Array;
-  /** Append time of every message of the transaction, µs. */
-  readonly timestampMicros: number;
-  /** `[consumer, topicId, partition, offset]` upserts committed with the batch. */
   readonly offsets: readonly (readonly [string, number, number, number])[];
 }
 
@@ -41,10 +29,8 @@ export type WriterRequest =
     readonly id: number;
     readonly path: string;
     readonly maxStoreBytes: number;
-    /** Overrides SQLite's auto-checkpoint (1000 pages) when a checkpointer runs beside. */
-    readonly autoCheckpointPages?: number;
   }
-  | CommitRequest
+  | OffsetsRequest
   | {
     readonly type: "createTopic";
     readonly id: number;
@@ -52,16 +38,15 @@ export type WriterRequest =
     readonly topic: string;
     readonly options: CreateTopicOptions;
     readonly nowMicros: number;
+    /** Lowest id the topic may get (one above any the message log has seen). */
+    readonly minId: number;
   }
+  /** Raises partitions' floors, `[topicId, partition, start, next]`; before segments go. */
   | {
-    readonly type: "retention";
+    readonly type: "floors";
     readonly id: number;
-    readonly nowMicros: number;
-    readonly maxAgeMicros: number;
-    readonly maxTopicBytes: number;
+    readonly floors: readonly (readonly [number, number, number, number])[];
   }
-  /** Backfills what the checkpointer left (the tail written meanwhile); see _writer_link.ts. */
-  | { readonly type: "checkpoint"; readonly id: number }
   | { readonly type: "close"; readonly id: number };
 
 /** An error as it crosses the thread boundary. */
@@ -73,7 +58,7 @@ export interface WireError {
   readonly code?: BackendError["code"];
 }
 
-/** The answer to one request (commit: base offset per run; retention: messages deleted). */
+/** The answer to one request. */
 export type WriterReply =
   | { readonly id: number; readonly ok: true; readonly value: unknown }
   | { readonly id: number; readonly ok: false; readonly error: WireError };
@@ -84,14 +69,10 @@ export class Writer {
   readonly #stmts: WriteStatements;
   readonly #catalog: Catalog;
   #closed = false;
-  #retention: Promise<number> | undefined;
 
-  constructor(path: string, maxStoreBytes: number, autoCheckpointPages?: number) {
+  constructor(path: string, maxStoreBytes: number) {
     this.db = openDatabase(path, maxStoreBytes, false);
     try {
-      if (autoCheckpointPages !== undefined) {
-        this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.floor(autoCheckpointPages)}`);
-      }
       this.#stmts = prepareWriteStatements(this.db);
       this.#catalog = new Catalog(this.db);
       this.#catalog.load();
@@ -113,15 +94,19 @@ export class Writer {
   #dispatch(request: WriterRequest): unknown {
     if (this.#closed) throw new BackendError("unavailable", "the writer is closed");
     switch (request.type) {
-      case "commit":
-        return this.commit(request);
+      case "offsets":
+        return this.storeOffsets(request);
       case "createTopic":
-        this.#catalog.create(request.stream, request.topic, request.options, request.nowMicros);
+        this.#catalog.create(
+          request.stream,
+          request.topic,
+          request.options,
+          request.nowMicros,
+          request.minId,
+        );
         return null;
-      case "retention":
-        return this.#runRetention(request.nowMicros, request.maxAgeMicros, request.maxTopicBytes);
-      case "checkpoint":
-        return this.#checkpointTail();
+      case "floors":
+        return this.#storeFloors(request.floors);
       case "close":
         return this.close();
       case "open":
@@ -133,54 +118,31 @@ export class Writer {
     }
   }
 
-  /** One transaction; returns the base offset of each run. */
-  commit(request: CommitRequest): number[] {
-    const { runs, timestampMicros, offsets } = request;
-    const data = new Uint8Array(request.data);
-    const stmts = this.#stmts;
-    const catalog = this.#catalog;
-    const bases: number[] = [];
-    const touched: TopicState[] = [];
+  /** One transaction of consumer-offset upserts. */
+  storeOffsets(request: OffsetsRequest): null {
+    this.#transaction(() => {
+      for (const [consumer, topicId, p, offset] of request.offsets) {
+        this.#stmts.upsertConsumerOffset.run(consumer, topicId, p, offset);
+      }
+    });
+    return null;
+  }
+
+  #storeFloors(floors: readonly (readonly [number, number, number, number])[]): null {
+    this.#transaction(() => {
+      for (const [topicId, p, start, next] of floors) {
+        this.#stmts.updateFloors.run(start, next, topicId, p);
+      }
+    });
+    return null;
+  }
+
+  #transaction(body: () => void): void {
     try {
-      stmts.begin.run();
-      let start = 0;
-      for (let i = 0; i < runs.length; i += RUN_FIELDS) {
-        const state = catalog.byId(runs[i]);
-        const p = runs[i + 1];
-        const count = runs[i + 2];
-        const end = runs[i + 3];
-        const size = runs[i + 4];
-        if (!state || p >= state.partitions) {
-          throw new BackendError("not_found", `topic id ${runs[i]} partition ${p} does not exist`);
-        }
-        const base = state.next[p];
-        stmts.insertBatch.run(
-          state.id,
-          p,
-          base,
-          count,
-          timestampMicros,
-          size,
-          data.subarray(start, end),
-        );
-        state.next[p] = base + count;
-        state.bytes[p] += size;
-        stmts.updatePartition.run(state.next[p], state.bytes[p], state.id, p);
-        touched.push(state);
-        bases.push(base);
-        start = end;
-      }
-      for (const [consumer, topicId, p, offset] of offsets) {
-        stmts.upsertConsumerOffset.run(consumer, topicId, p, offset);
-      }
-      stmts.commit.run();
+      this.#stmts.begin.run();
+      body();
+      this.#stmts.commit.run();
     } catch (e) {
-      for (const state of touched) {
-        for (let p = 0; p < state.partitions; p++) {
-          state.next[p] = state.committedNext[p];
-          state.bytes[p] = state.committedBytes[p];
-        }
-      }
       // SQLite rolls back by itself on some errors (SQLITE_FULL among them); ROLLBACK only if
       // the transaction is still open, and never let a rollback failure hide the first error.
       try {
@@ -188,54 +150,14 @@ export class Writer {
       } catch { /* the original error is what the callers need */ }
       throw e;
     }
-    for (const state of touched) {
-      for (let p = 0; p < state.partitions; p++) {
-        state.committedNext[p] = state.next[p];
-        state.committedBytes[p] = state.bytes[p];
-      }
-    }
-    return bases;
   }
 
-  /**
-   * Copies what is left in the WAL into the database file without SQLite's fsyncs: the caller
-   * has synced the WAL before and syncs the database file after, off the event loop
-   * (_writer_link.ts), and no transaction commits in between.
-   */
-  #checkpointTail(): null {
-    this.db.exec("PRAGMA synchronous = OFF");
-    try {
-      this.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
-    } finally {
-      this.db.exec("PRAGMA synchronous = NORMAL");
-    }
-    return null;
-  }
-
-  /** Stops retention at its next chunk boundary and closes the database. Idempotent. */
-  async close(): Promise<null> {
+  /** Closes the database. Idempotent. */
+  close(): null {
     if (this.#closed) return null;
     this.#closed = true;
-    await this.#retention?.catch(() => 0);
     this.db.close();
     return null;
-  }
-
-  async #runRetention(nowMicros: number, maxAgeMicros: number, maxTopicBytes: number) {
-    while (this.#retention) await this.#retention.catch(() => 0);
-    this.#retention = runRetentionPass(
-      this.db,
-      this.#stmts,
-      this.#catalog.topics(),
-      { maxAgeMicros, maxTopicBytes },
-      nowMicros,
-      () => this.#closed,
-    );
-    try {
-      return await this.#retention;
-    } finally {
-      this.#retention = undefined;
-    }
   }
 }
 

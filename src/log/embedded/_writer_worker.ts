@@ -18,7 +18,7 @@ interface WorkerScope {
 
 const scope = self as unknown as WorkerScope;
 let writer: Writer | undefined;
-const KNOWN = new Set(["commit", "createTopic", "retention", "checkpoint", "close"]);
+const KNOWN = new Set(["offsets", "createTopic", "floors", "close"]);
 
 scope.onmessage = (event) => {
   const request = event.data;
@@ -27,7 +27,7 @@ scope.onmessage = (event) => {
       throw new Error(`Writer request "${request.type}" before "open"`);
     }
     try {
-      writer = new Writer(request.path, request.maxStoreBytes, request.autoCheckpointPages);
+      writer = new Writer(request.path, request.maxStoreBytes);
       scope.postMessage({ id: request.id, ok: true, value: null });
     } catch (e) {
       scope.postMessage({ id: request.id, ok: false, error: toWireError(e) });

@@ -1,6 +1,7 @@
 /**
- * The embedded log backend: Iggy's data model on one SQLite file through Deno's built-in
- * `node:sqlite` (DESIGN §6). The default backend, so the gateway runs with nothing else.
+ * The embedded log backend: Iggy's data model in a message log of preallocated segment files
+ * (_message_log.ts) beside a SQLite catalog file through Deno's built-in `node:sqlite`
+ * (DESIGN §6). The default backend, so the gateway runs with nothing else.
  *
  * @module
  */
@@ -20,10 +21,12 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { Catalog, topicInfo, type TopicState } from "./_catalog.ts";
+import { loadHashes } from "../iggy/hash.ts";
+import { Catalog, loadFloors, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
-import { readMessages } from "./_reads.ts";
+import { MessageLog } from "./_message_log.ts";
+import { runRetentionPass } from "./_retention.ts";
 import { openDatabase } from "./_schema.ts";
 import { prepareReadStatements, type ReadStatements } from "./_statements.ts";
 import { AppendSignals } from "./_signals.ts";
@@ -41,6 +44,7 @@ interface WriteSide {
 interface OpenState {
   /** The main thread's reading connection (the writer's own for ":memory:"). */
   readonly db: DatabaseSync;
+  readonly log: MessageLog;
   readonly reads: ReadStatements;
   readonly catalog: Catalog;
   readonly writer: WriteSide | undefined;
@@ -49,10 +53,11 @@ interface OpenState {
 /**
  * The embedded backend. See {@link EmbeddedOptions}.
  *
- * Writes (group commits, consumer offsets, topic creation, retention) run in a writer Worker
- * (_writer.ts) so that no INSERT or fsync blocks the event loop; reads (poll, offsets) run here
- * on a read-only connection to the same WAL-mode file, which sees every commit the writer has
- * confirmed. Read-only mode (the `read` CLI) starts no writer.
+ * Messages are appended to the message log by the group commit (_group_commit.ts) on this
+ * thread, its fsyncs off the event loop; polls read the log here. Catalog writes (consumer
+ * offsets, topic creation, floors) run in a writer Worker (_writer.ts); consumer offsets are
+ * read here on a read-only connection to the same WAL-mode file. Read-only mode (the `read`
+ * CLI) starts no writer and scans the log once at open.
  */
 export class EmbeddedBackend implements LogBackend {
   readonly kind = "embedded";
@@ -70,6 +75,7 @@ export class EmbeddedBackend implements LogBackend {
   /** Set when the writer died; the backend stays unavailable until reopened. */
   #writerFailure: BackendError | undefined;
   #retention: Promise<number> | undefined;
+  #retentionStopped = false;
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
 
   constructor(options: EmbeddedOptions) {
@@ -92,7 +98,9 @@ export class EmbeddedBackend implements LogBackend {
     const { path, maxStoreBytes, readOnly = false } = this.#options;
     let link: WriterLink | undefined;
     let db: DatabaseSync | undefined;
+    let log: MessageLog | undefined;
     try {
+      await loadHashes(); // the log's record checksums
       // The writer first: it creates the file and the tables the reader then opens.
       if (!readOnly) {
         link = await WriterLink.start(
@@ -106,11 +114,24 @@ export class EmbeddedBackend implements LogBackend {
       const reads = prepareReadStatements(db);
       const catalog = new Catalog(db);
       catalog.load();
-      this.#state = { db, reads, catalog, writer: link && this.#writeSide(link) };
+      log = await MessageLog.open({
+        dir: path === ":memory:" ? path : `${path}-log`,
+        maxBytes: maxStoreBytes,
+        readOnly,
+        floors: loadFloors(db),
+      });
+      for (const state of catalog.topics()) {
+        for (let p = 0; p < state.partitions; p++) {
+          state.committedNext[p] = log.partition(state.id, p).next;
+        }
+      }
+      this.#retentionStopped = false;
+      this.#state = { db, log, reads, catalog, writer: link && this.#writeSide(link, log) };
       this.#writerFailure = undefined;
       this.#closing = undefined;
       this.#phase = "open";
     } catch (e) {
+      await log?.close();
       if (db && db !== link?.inlineDb) db.close();
       await link?.close().catch(() => {});
       const reason = e instanceof Error ? e.message : String(e);
@@ -137,12 +158,14 @@ export class EmbeddedBackend implements LogBackend {
     const writer = state.writer;
     if (writer) {
       clearInterval(writer.timer);
+      // A retention pass stops at its next chunk boundary.
+      this.#retentionStopped = true;
+      await this.#retention?.catch(() => 0);
       await writer.commits.drain();
       this.#lastStats = { ...writer.commits.stats };
-      // The writer stops a retention pass at its next chunk boundary, then closes its file.
-      await writer.link.close().catch(() => {});
-      await this.#retention?.catch(() => 0);
     }
+    await state.log.close();
+    await writer?.link.close().catch(() => {});
     if (state.db !== writer?.link.inlineDb) state.db.close();
   }
 
@@ -217,7 +240,10 @@ export class EmbeddedBackend implements LogBackend {
           maxTopicBytes: options.maxTopicBytes,
         },
         nowMicros: this.#clock(),
+        minId: s.log.maxTopicId() + 1,
       });
+      // On disk before any message names it: the log refers to topics by id.
+      await writer.link.syncCommitted();
     } catch (e) {
       throw toBackendError(action, this.#options.path, e);
     }
@@ -230,8 +256,8 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   /**
-   * Queues the append for the next group commit; `onCommitted` runs after its COMMIT (the
-   * messages are then readable), the promise resolves once that COMMIT is on disk.
+   * Queues the append for the next group commit; `onCommitted` runs once it is written (the
+   * messages are then readable), the promise resolves once it is on disk.
    */
   append(request: AppendRequest): Promise<AppendReceipt> {
     let state: TopicState;
@@ -270,10 +296,11 @@ export class EmbeddedBackend implements LogBackend {
       const state = this.#partition(address, "poll");
       // With a writer here, stop at the offset the group commit has announced as committed
       // (_group_commit.ts): the same point for poll(), nextOffset() and the append signals.
+      if (!s.writer) s.log.refresh();
       const limit = s.writer
         ? Math.min(count, state.committedNext[address.partition] - Math.floor(fromOffset))
         : count;
-      return readMessages(s.reads, state, address.partition, fromOffset, limit);
+      return s.log.read(state.id, address.partition, fromOffset, limit);
     });
   }
 
@@ -281,15 +308,13 @@ export class EmbeddedBackend implements LogBackend {
     return this.#run("read next offset", (s) => {
       const state = this.#partition(address, "read next offset of");
       if (s.writer) return state.committedNext[address.partition];
-      // Read-only: the writer is another process; ask the table.
-      const row = s.reads.selectNextOffset.get(state.id, address.partition) as {
-        next_offset: number;
-      } | undefined;
-      return row?.next_offset ?? 0;
+      // Read-only: the writer is another process; scan what it added.
+      s.log.refresh();
+      return s.log.partition(state.id, address.partition).next;
     });
   }
 
-  /** Stores the offset with the next group commit; resolves after that COMMIT. */
+  /** Stores the offset in the catalog; resolves once it is on disk. */
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void> {
     const action = "store consumer offset";
     try {
@@ -319,20 +344,16 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   /**
-   * Runs one retention pass in the writer now, as of `now` (µs; tests pass one). The timer
-   * calls it too. Resolves with the number of messages deleted.
+   * Runs one retention pass now, as of `now` (µs; tests pass one); the timer calls it too.
+   * Drops what the limits say in the log, stores every partition's floors, then deletes the
+   * segments nothing needs any more. Resolves with the number of messages dropped.
    */
   async runRetention(now: number = this.#clock()): Promise<{ deleted: number }> {
     while (this.#retention) await this.#retention.catch(() => 0);
-    const writer = this.#state?.writer;
-    if (!writer) return { deleted: 0 };
-    const { retentionMaxAgeSeconds, retentionMaxTopicBytes } = this.#options;
-    this.#retention = writer.link.request({
-      type: "retention",
-      nowMicros: now,
-      maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
-      maxTopicBytes: retentionMaxTopicBytes,
-    }) as Promise<number>;
+    const s = this.#state;
+    const writer = s?.writer;
+    if (!s || !writer) return { deleted: 0 };
+    this.#retention = this.#retentionPass(s, writer, now);
     try {
       return { deleted: await this.#retention };
     } catch (e) {
@@ -340,6 +361,28 @@ export class EmbeddedBackend implements LogBackend {
     } finally {
       this.#retention = undefined;
     }
+  }
+
+  async #retentionPass(s: OpenState, writer: WriteSide, now: number): Promise<number> {
+    const { retentionMaxAgeSeconds, retentionMaxTopicBytes } = this.#options;
+    const deleted = await runRetentionPass(
+      s.log,
+      s.catalog.topics(),
+      { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
+      now,
+      () => this.#retentionStopped,
+    );
+    if ((deleted > 0 || s.log.hasRetainedOut()) && !this.#retentionStopped) {
+      // Floors first: the dropped batches stay on disk until their segment goes (a reopened
+      // log must skip them), and once a segment is gone only the floors say how far each
+      // partition's offsets went.
+      const floors: [number, number, number, number][] = [];
+      for (const p of s.log.partitions()) floors.push([p.topicId, p.partition, p.start, p.next]);
+      await writer.link.request({ type: "floors", floors });
+      await writer.link.syncCommitted();
+      await s.log.deleteRetainedOut();
+    }
+    return deleted;
   }
 
   /** Transactions committed and messages appended since open (kept after close). */
@@ -361,9 +404,10 @@ export class EmbeddedBackend implements LogBackend {
     this.#state?.writer?.link.crashForTest();
   }
 
-  #writeSide(link: WriterLink): WriteSide {
+  #writeSide(link: WriterLink, log: MessageLog): WriteSide {
     const commits = new GroupCommit(
       link,
+      log,
       this.#options.maxAppendBatch,
       this.#clock,
       (grown) => this.#signals.emit(grown),
@@ -375,7 +419,6 @@ export class EmbeddedBackend implements LogBackend {
         this.#appendFailure = undefined;
       },
     );
-    link.betweenCommits = (task) => commits.exclusive(task);
     const timer = setInterval(() => {
       // A failing pass (e.g. disk I/O error) is retried next interval; appends report health.
       if (!this.#retention) this.runRetention().catch(() => {});

@@ -7,11 +7,17 @@ import type { UserConfig } from "../../config/types.ts";
 
 /** Settings of the embedded backend (from `[embedded]`, `[log]`, `[limits]` and `users`). */
 export interface EmbeddedOptions {
-  /** SQLite file; ":memory:" for tests; parent directories are created. */
+  /**
+   * SQLite catalog file; the message log's segments go in the directory `<path>-log`.
+   * ":memory:" (tests) keeps both in memory. Parent directories are created.
+   */
   readonly path: string;
   /** Users that authenticate() checks (salted hashes, `verifyPassword`). */
   readonly users: readonly UserConfig[];
-  /** Bound on the database file; appends then fail with BackendError("full"). */
+  /**
+   * Bound on the message log's segments together (and on the catalog file); appends then fail
+   * with BackendError("full").
+   */
   readonly maxStoreBytes: number;
   /** Messages older than this are deleted; 0 keeps them forever. */
   readonly retentionMaxAgeSeconds: number;
@@ -24,9 +30,9 @@ export interface EmbeddedOptions {
   /** Opens the file read-only (the `read` CLI beside a running gateway; WAL allows it). */
   readonly readOnly?: boolean;
   /**
-   * Where commits run: "worker" (off the event loop; helps when the gateway has cores to
-   * spare) or "in-process" (no thread hop; measured better on one pinned core). Default
-   * "worker".
+   * Where the catalog's statements (consumer offsets, topic creation, floors) run: "worker"
+   * (off the event loop) or "in-process" (no thread hop). Default "worker". Messages go to
+   * the message log on the main thread either way.
    */
   readonly writerThread?: "worker" | "in-process";
   /** Clock for append timestamps and retention, µs since the epoch; tests inject one. */
@@ -35,7 +41,7 @@ export interface EmbeddedOptions {
 
 /** Counters for tests and metrics. */
 export interface EmbeddedStats {
-  /** Transactions committed (one fsync each). */
+  /** Group commits written and synced. */
   readonly commits: number;
   /** Messages committed. */
   readonly appended: number;

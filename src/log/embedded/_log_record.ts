@@ -1,0 +1,89 @@
+/**
+ * The message log's record: one stored batch (_batch.ts) of one partition, framed so that a
+ * scan of a segment file can find where the valid log ends after a crash.
+ *
+ * Layout, little endian, {@link LOG_RECORD_HEADER_BYTES} bytes then the batch:
+ * `u32 magic | u32 dataBytes | u32 checksum | u32 epoch | u32 topicId | u32 partition |
+ * u32 count | u32 size | f64 baseOffset | f64 timestampMicros`. The checksum is XXH32 of
+ * everything after it (the rest of the header and the batch), so a torn write, a zeroed
+ * (preallocated) tail or a stray block never reads as a record. The epoch grows by one each
+ * time a writer opens the log: after a crash the writer overwrites the torn tail, and a record
+ * of the earlier epoch that happens to follow its new records (written before the crash, past
+ * the torn one) must not be read as part of the log.
+ *
+ * @module
+ */
+import { xxh32 } from "../iggy/hash.ts";
+
+/** Bytes before a record's batch. */
+export const LOG_RECORD_HEADER_BYTES = 48;
+
+/** "IGL1": a record of this layout. Zeroes (a preallocated tail) never match. */
+const MAGIC = 0x314c4749;
+
+/** A record's header as read back. */
+export interface LogRecordHeader {
+  readonly dataBytes: number;
+  readonly epoch: number;
+  readonly topicId: number;
+  readonly partition: number;
+  readonly count: number;
+  readonly baseOffset: number;
+  /** Append time of the batch's messages, µs. */
+  readonly timestampMicros: number;
+  /** Retention bytes of the batch (payloads + encoded headers). */
+  readonly size: number;
+}
+
+/**
+ * Fills the header in front of a batch already written at `at + LOG_RECORD_HEADER_BYTES`
+ * (`dataBytes` long), checksum last.
+ */
+export function sealLogRecord(
+  buf: Uint8Array,
+  at: number,
+  header: LogRecordHeader,
+): void {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  view.setUint32(at, MAGIC, true);
+  view.setUint32(at + 4, header.dataBytes, true);
+  view.setUint32(at + 12, header.epoch, true);
+  view.setUint32(at + 16, header.topicId, true);
+  view.setUint32(at + 20, header.partition, true);
+  view.setUint32(at + 24, header.count, true);
+  view.setUint32(at + 28, header.size, true);
+  view.setFloat64(at + 32, header.baseOffset, true);
+  view.setFloat64(at + 40, header.timestampMicros, true);
+  const end = at + LOG_RECORD_HEADER_BYTES + header.dataBytes;
+  view.setUint32(at + 8, xxh32(buf.subarray(at + 12, end)), true);
+}
+
+/**
+ * Bytes a record starting at `at` occupies, judged from its header alone: 0 when there is no
+ * record there (zeroes, another magic, or a length running past `limit`).
+ */
+export function logRecordBytes(view: DataView, at: number, limit: number): number {
+  if (at + LOG_RECORD_HEADER_BYTES > limit) return 0;
+  if (view.getUint32(at, true) !== MAGIC) return 0;
+  const total = LOG_RECORD_HEADER_BYTES + view.getUint32(at + 4, true);
+  return at + total <= limit ? total : 0;
+}
+
+/** True when the record at `at` (of `bytes`, from {@link logRecordBytes}) checks out. */
+export function logRecordIntact(buf: Uint8Array, view: DataView, at: number, bytes: number) {
+  return view.getUint32(at + 8, true) === xxh32(buf.subarray(at + 12, at + bytes));
+}
+
+/** Reads the header of the record at `at` (call after {@link logRecordBytes}). */
+export function readLogRecordHeader(view: DataView, at: number): LogRecordHeader {
+  return {
+    dataBytes: view.getUint32(at + 4, true),
+    epoch: view.getUint32(at + 12, true),
+    topicId: view.getUint32(at + 16, true),
+    partition: view.getUint32(at + 20, true),
+    count: view.getUint32(at + 24, true),
+    size: view.getUint32(at + 28, true),
+    baseOffset: view.getFloat64(at + 32, true),
+    timestampMicros: view.getFloat64(at + 40, true),
+  };
+}
