@@ -19,13 +19,23 @@ const NAME_DIGITS = 16;
 const SUFFIX = ".log";
 /** Size of each zero write while preallocating. */
 /**
- * Zero-filling writes and syncs this much at a time, then pauses: one big fsync at the end
- * (32 MiB: ~60 ms) held every fdatasync of the active segment behind it (PUBACK p99.9 45–56
- * ms under QoS 1 load); small synced steps keep each wait to about a millisecond (p99.9
- * 12 ms) and still fill 32 MiB in under a second.
+ * Zero-filling writes and syncs this much at a time, then pauses unless the log needs the
+ * segment soon: one big fsync at the end (32 MiB: ~60 ms) held every fdatasync of the active
+ * segment behind it (PUBACK p99.9 45–56 ms under QoS 1 load); small synced steps keep each
+ * wait to about a millisecond (p99.9 12 ms).
  */
 const FILL_CHUNK_BYTES = 128 * 1024;
 const FILL_PAUSE_MS = 1;
+
+/** How the log steers a segment's zero-filling. */
+export interface FillControl {
+  /** True once the log closes: stop, remove the file, reject. */
+  cancelled(): boolean;
+  /** True while the active segment is close to full: no pauses between steps. */
+  urgent(): boolean;
+}
+
+const UNSTEERED: FillControl = { cancelled: () => false, urgent: () => false };
 
 /** A segment's bytes, on disk or in memory. */
 export interface Segment {
@@ -82,14 +92,13 @@ export class FileSegment implements Segment {
 
   /**
    * Creates a zero-filled segment of `capacity` bytes and makes it and its name durable
-   * (the file's data, then the directory). A leftover file of that name is replaced. When
-   * `cancelled()` turns true (the log closes), stops, removes the file and rejects.
+   * (the file's data, then the directory). A leftover file of that name is replaced.
    */
   static async create(
     dir: string,
     base: number,
     capacity: number,
-    cancelled: () => boolean = () => false,
+    control: FillControl = UNSTEERED,
   ): Promise<FileSegment> {
     const path = `${dir}/${segmentName(base)}`;
     const file = await Deno.open(path, { write: true, create: true, truncate: true });
@@ -102,8 +111,10 @@ export class FileSegment implements Segment {
         }
         done += chunk.length;
         await file.sync(); // the size grows as it fills: fsync, not fdatasync
-        if (cancelled()) throw new Error(`Zero-filling ${path} was cancelled`);
-        if (done < capacity) await new Promise((r) => setTimeout(r, FILL_PAUSE_MS));
+        if (control.cancelled()) throw new Error(`Zero-filling ${path} was cancelled`);
+        if (done < capacity && !control.urgent()) {
+          await new Promise((r) => setTimeout(r, FILL_PAUSE_MS));
+        }
       }
     } catch (e) {
       file.close();
