@@ -52,7 +52,9 @@ export const MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
 const MIN_SEGMENT_BYTES = 16 * 1024;
 /**
  * A new log's first segment: small, so that zero-filling it does not delay the first append
- * (a 32 MiB segment took up to half a second); the next ones have the full size.
+ * (a 32 MiB segment took up to half a second). Each next one is twice the one before, up to
+ * the full size: a 32 MiB spare behind a 1 MiB segment held the first roll under QoS 1 load
+ * for 171 ms.
  */
 const FIRST_SEGMENT_BYTES = 1024 * 1024;
 
@@ -455,8 +457,7 @@ export class MessageLog {
     const active = this.#segments.at(-1);
     if (active && active.written + bytes <= active.segment.capacity) return active;
     const base = active ? active.segment.base + active.segment.capacity : 0;
-    const usual = active ? this.#segmentBytes : Math.min(this.#segmentBytes, FIRST_SEGMENT_BYTES);
-    const capacity = Math.max(usual, roundUp(bytes, 4096));
+    const capacity = Math.max(this.#nextCapacity(active), roundUp(bytes, 4096));
     if (this.bytes + capacity > this.#maxBytes) {
       throw new BackendError(
         "full",
@@ -495,10 +496,18 @@ export class MessageLog {
     const after = Math.min(SPARE_AFTER_BYTES, active ? active.segment.capacity / 4 : 0);
     if (!active || active.written < after) return;
     const base = active.segment.base + active.segment.capacity;
-    if (this.bytes + this.#segmentBytes > this.#maxBytes) return;
-    const segment = this.#create(base, this.#segmentBytes);
+    const capacity = this.#nextCapacity(active);
+    if (this.bytes + capacity > this.#maxBytes) return;
+    const segment = this.#create(base, capacity);
     segment.catch(() => {}); // a failure shows when the roll awaits it
     this.#spare = { base, segment };
+  }
+
+  /** Size of the segment after `active` (the first one when there is none). */
+  #nextCapacity(active: SegmentState | undefined): number {
+    const full = this.#segmentBytes;
+    if (!active) return Math.min(full, FIRST_SEGMENT_BYTES);
+    return Math.min(full, Math.max(active.segment.capacity * 2, FIRST_SEGMENT_BYTES));
   }
 
   #create(base: number, capacity: number): Promise<Segment> {
@@ -530,7 +539,7 @@ export class MessageLog {
     const nextBase = last ? last.segment.base + last.segment.capacity : 0;
     for (const s of empty) {
       const base = s.segment.base;
-      if (!this.#spare && base === nextBase && s.segment.capacity === this.#segmentBytes) {
+      if (!this.#spare && base === nextBase && s.segment.capacity === this.#nextCapacity(last)) {
         this.#spare = { base, segment: Promise.resolve(s.segment) };
       } else {
         await s.segment.remove();

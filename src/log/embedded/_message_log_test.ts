@@ -183,3 +183,16 @@ Deno.test("MessageLog reopened again and again keeps one spare segment, not one 
   assert.deepEqual(await append(last, [[1, 0, ["two"]]]), [1]);
   assert.deepEqual(bodies(last, 1, 0), ["0:one", "1:two"]);
 });
+
+Deno.test("MessageLog segments start at 1 MiB and double up to the segment size", async () => {
+  await using t = await tempLog({ segmentBytes: 4 * 1024 * 1024, maxBytes: 64 * 1024 * 1024 });
+  const body = "s".repeat(60_000);
+  for (let i = 0; i < 70; i++) await append(t.log, [[1, 0, [body]]]); // ~4.2 MB
+  const sizes = [...Deno.readDirSync(t.dir)].map((e) => e.name).sort().map((name) =>
+    Deno.statSync(`${t.dir}/${name}`).size / (1024 * 1024)
+  );
+  // 1 + 2 MiB filled, the 4 MiB one in use; a spare of 4 MiB may be on its way.
+  assert.deepEqual(sizes.slice(0, 3), [1, 2, 4]);
+  assert.ok(sizes.length <= 4 && sizes.slice(3).every((s) => s <= 4), `sizes ${sizes}`);
+  assert.equal(bodies(t.log, 1, 0).length, 70);
+});
