@@ -243,8 +243,8 @@ export class GroupCommit {
       .then(() => {
         for (const o of offsets) o.resolve();
       }, (e) => {
-        const error = this.#onError(e);
-        for (const o of offsets) o.reject(error);
+        // As it came: a catalog failure says nothing about appends (the backend words it).
+        for (const o of offsets) o.reject(e);
       })
       .finally(() => this.#offsetsDone());
   }

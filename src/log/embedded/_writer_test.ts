@@ -145,3 +145,27 @@ Deno.test("an in-process writer lets timers run between back-to-back commits", a
   await loop;
   assert.ok(appended > 0);
 });
+
+Deno.test("a locked catalog fails offset stores without touching append health", async () => {
+  await using store = await openTestStore({ writerThread: "in-process" });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  const locker = new DatabaseSync(store.path);
+  try {
+    locker.exec("BEGIN IMMEDIATE"); // another process holds the catalog's write lock
+    await assert.rejects(
+      backend.storeOffset("gw", address, 0),
+      (e: unknown) => e instanceof BackendError && e.code === "unavailable",
+    );
+    assert.deepEqual(backend.health(), { ready: true });
+    assert.deepEqual(await backend.append({ ...address, messages: [textMessage("a")] }), {
+      baseOffset: 0,
+    });
+    locker.exec("ROLLBACK");
+    await backend.storeOffset("gw", address, 0);
+    assert.equal(await backend.getOffset("gw", address), 0);
+  } finally {
+    if (locker.isTransaction) locker.exec("ROLLBACK");
+    locker.close();
+  }
+});

@@ -57,7 +57,7 @@ interface OpenState {
  * thread, its fsyncs off the event loop; polls read the log here. Catalog writes (consumer
  * offsets, topic creation, floors) run in a writer Worker (_writer.ts); consumer offsets are
  * read here on a read-only connection to the same WAL-mode file. Read-only mode (the `read`
- * CLI) starts no writer and scans the log once at open.
+ * CLI) starts no writer and scans what the writer added to the log before each read.
  */
 export class EmbeddedBackend implements LogBackend {
   readonly kind = "embedded";
@@ -323,7 +323,9 @@ export class EmbeddedBackend implements LogBackend {
       if (!Number.isSafeInteger(offset) || offset < 0) {
         throw new BackendError("invalid", `Cannot store consumer offset ${offset}: not an offset`);
       }
-      return writer.commits.storeOffset(consumer, state, address.partition, offset);
+      return writer.commits.storeOffset(consumer, state, address.partition, offset).catch((e) => {
+        throw toBackendError(action, this.#options.path, e);
+      });
     } catch (e) {
       return Promise.reject(toBackendError(action, this.#options.path, e));
     }
