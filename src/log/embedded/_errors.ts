@@ -1,5 +1,6 @@
 /**
- * Turns SQLite failures into the port's {@link BackendError}s, in one place.
+ * Turns store failures (SQLite's, the message log's, the disk's) into the port's
+ * {@link BackendError}s, in one place.
  *
  * @module
  */
@@ -15,6 +16,8 @@ const SQLITE_READONLY = 8;
  */
 export function isStoreFull(e: unknown): boolean {
   if (e instanceof BackendError) return e.code === "full";
+  // ENOSPC from a segment write or zero-fill: the disk itself is full.
+  if ((e as { code?: unknown } | null)?.code === "ENOSPC") return true;
   return sqliteCode(e) === SQLITE_FULL;
 }
 

@@ -457,8 +457,10 @@ export class MessageLog {
     const active = this.#segments.at(-1);
     if (active && active.written + bytes <= active.segment.capacity) return active;
     const base = active ? active.segment.base + active.segment.capacity : 0;
-    const capacity = Math.max(this.#nextCapacity(active), roundUp(bytes, 4096));
-    if (this.bytes + capacity > this.#maxBytes) {
+    // The last segment that fits under the bound may be smaller than usual.
+    const room = Math.floor((this.#maxBytes - this.bytes) / 4096) * 4096;
+    const capacity = Math.min(Math.max(this.#nextCapacity(active), roundUp(bytes, 4096)), room);
+    if (capacity < bytes) {
       throw new BackendError(
         "full",
         `The message log is full: ${this.bytes} of ${this.#maxBytes} bytes in segments`,

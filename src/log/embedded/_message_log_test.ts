@@ -116,8 +116,9 @@ Deno.test("MessageLog drops a torn last record at open and never reads an older 
   assert.equal(third.partition(1, 0).next, 2);
 });
 
-Deno.test("MessageLog refuses an append that needs a segment past the bound with full", async () => {
-  await using t = await tempLog({ maxBytes: 3 * SEGMENT });
+Deno.test("MessageLog fills its bound exactly and refuses what would pass it with full", async () => {
+  // Three segments and half of one: the last segment is made to fit.
+  await using t = await tempLog({ maxBytes: 3 * SEGMENT + 8192 });
   let appended = 0;
   const body = "y".repeat(1000);
   for (;;) {
@@ -132,7 +133,7 @@ Deno.test("MessageLog refuses an append that needs a segment past the bound with
     assert.ok(appended < 1000, "never full");
   }
   assert.ok(appended >= 30, `only ${appended} fitted`);
-  assert.ok(t.log.bytes <= 3 * SEGMENT);
+  assert.equal(t.log.bytes, 3 * SEGMENT + 8192);
   // Nothing of the refused append is visible.
   assert.equal(t.log.partition(1, 0).next, appended);
   assert.equal(bodies(t.log, 1, 0).length, appended);
