@@ -197,3 +197,31 @@ Deno.test("MessageLog segments start at 1 MiB and double up to the segment size"
   assert.ok(sizes.length <= 4 && sizes.slice(3).every((s) => s <= 4), `sizes ${sizes}`);
   assert.equal(bodies(t.log, 1, 0).length, 70);
 });
+
+Deno.test("MessageLog's sparse index stays bounded and finds every offset", async () => {
+  await using t = await tempLog({ segmentBytes: 1024 * 1024, maxBytes: 64 * 1024 * 1024 });
+  const busy = "b".repeat(500);
+  // Partition 0 writes ~2.6 MB in small records; partition 1 one record in 50, interleaved.
+  for (let i = 0; i < 5000; i++) {
+    const runs: [number, number, string[]][] = [[1, 0, [`${i}:${busy}`]]];
+    if (i % 50 === 0) runs.push([1, 1, [`slow-${i}`]]);
+    await append(t.log, runs);
+  }
+  const logBytes = t.log.partition(1, 0).endPos;
+  const entries = (p: number) => {
+    const part = t.log.partition(1, p);
+    return part.indexOffsets.length - part.indexHead;
+  };
+  // One entry per 16 KiB of a partition's own records, or per 256 KiB of log, plus the first.
+  assert.ok(entries(0) <= logBytes / (16 * 1024) + 2, `${entries(0)} entries for partition 0`);
+  assert.ok(entries(1) <= logBytes / (256 * 1024) + 2, `${entries(1)} entries for partition 1`);
+  for (const offset of [0, 1, 17, 999, 2500, 4321, 4999]) {
+    const [m] = t.log.read(1, 0, offset, 1);
+    assert.equal(m.offset, offset);
+    assert.ok(new TextDecoder().decode(m.payload).startsWith(`${offset}:`));
+  }
+  for (const offset of [0, 33, 99]) {
+    const [m] = t.log.read(1, 1, offset, 1);
+    assert.equal(new TextDecoder().decode(m.payload), `slow-${offset * 50}`);
+  }
+});
