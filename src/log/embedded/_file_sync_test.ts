@@ -96,7 +96,7 @@ Deno.test("FileSync of no file (a :memory: store) resolves without touching a fi
   assert.equal(held.started, 0);
 });
 
-Deno.test("append() resolves only after the WAL fsync after its COMMIT; readers see it at COMMIT", async () => {
+Deno.test("append() resolves only after the fsync after its write; readers see it at the write", async () => {
   await using store = await openTestStore({ writerThread: "in-process" });
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
@@ -113,7 +113,7 @@ Deno.test("append() resolves only after the WAL fsync after its COMMIT; readers 
     return r;
   });
   await held.waitStarted(startedBefore + 1);
-  // Committed to SQLite (the writer's transaction is over) but not yet on disk: readable, and
+  // Written to the log (in the page cache) but not yet on disk: readable, and
   // its hook has run, but the append (the PUBACK) waits for the fsync.
   assert.equal(backend.stats().commits, 0);
   await tick();
@@ -127,7 +127,7 @@ Deno.test("append() resolves only after the WAL fsync after its COMMIT; readers 
   assert.equal(backend.stats().commits, 1);
 });
 
-Deno.test("append() rejects when the WAL fsync fails; later appends go on", async () => {
+Deno.test("append() rejects when the log's fsync fails; later appends go on", async () => {
   await using store = await openTestStore({ writerThread: "in-process" });
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
@@ -142,7 +142,7 @@ Deno.test("append() rejects when the WAL fsync fails; later appends go on", asyn
   assert.deepEqual(await next, { baseOffset: 1 });
 });
 
-Deno.test("health stays not ready while fsyncs fail, though later transactions still commit", async () => {
+Deno.test("health stays not ready while fsyncs fail, though later transactions are still written", async () => {
   await using store = await openTestStore({ writerThread: "in-process" });
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
@@ -156,7 +156,7 @@ Deno.test("health stays not ready while fsyncs fail, though later transactions s
   const second = backend.append({ ...address, messages: [textMessage("y")] });
   await held.waitStarted(2);
   assert.equal(await backend.nextOffset(address), 2);
-  assert.equal(backend.health().ready, false, "a COMMIT alone does not make the disk healthy");
+  assert.equal(backend.health().ready, false, "a write alone does not make the disk healthy");
   held.release();
   assert.deepEqual(await second, { baseOffset: 1 });
   assert.equal(backend.health().ready, true);

@@ -47,7 +47,7 @@ Deno.test("append() of one batch larger than maxAppendBatch commits it whole, al
   assert.equal(backend.stats().commits - before, 2);
 });
 
-Deno.test("append() resolves only after the COMMIT that holds it", async () => {
+Deno.test("append() resolves only after the group commit that holds it", async () => {
   await using store = await openTestStore();
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
@@ -59,7 +59,7 @@ Deno.test("append() resolves only after the COMMIT that holds it", async () => {
   assert.equal(committedWhenResolved, 1);
 });
 
-Deno.test("append() keeps offsets contiguous across more than 64 rows (multi-row inserts)", async () => {
+Deno.test("append() keeps offsets contiguous per partition when many appends share transactions", async () => {
   await using store = await openTestStore();
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 3 });
