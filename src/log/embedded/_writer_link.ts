@@ -6,8 +6,9 @@
  * The writer runs in-process, behind the same interface, when it cannot run in a worker: a
  * ":memory:" store cannot be shared between threads, and under `deno run` a worker's modules
  * need read permission on their files (`deno run -P=gateway` must allow reading `./src/log`;
- * a `deno compile`d binary loads them from inside itself). Then every commit blocks the event
- * loop again, which {@link WriterLink.mode} and the backend's stats() make visible.
+ * a `deno compile`d binary loads them from inside itself). Then every catalog statement runs
+ * on the event loop (messages never do: they go to the message log), which
+ * {@link WriterLink.mode} and the backend's stats() make visible.
  *
  * @module
  */

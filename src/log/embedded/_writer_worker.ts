@@ -1,7 +1,6 @@
 /**
- * Worker entry of the writer (_writer.ts). The first request opens the store; every later one
- * is answered in order of arrival, one at a time for commits (they are synchronous), while a
- * retention pass yields between its chunks so commits go through.
+ * Worker entry of the catalog's writer (_writer.ts). The first request opens the catalog; every
+ * later one is answered in order of arrival, one at a time (they are synchronous).
  *
  * Loaded by `new Worker(new URL("./_writer_worker.ts", import.meta.url))` from
  * _writer_link.ts, a form `deno compile` follows from main.ts's module graph.
