@@ -56,6 +56,42 @@ Deno.test("runRetention() keeps next offsets when it empties a partition, also a
   assert.equal(baseOffset, 2);
 });
 
+Deno.test("runRetention() deletes whole segments; after reopen offsets go on and nothing comes back", async () => {
+  const clock = manualClock();
+  // 1 MiB store: 128 KiB segments; ~60 KB messages fill one in about two appends.
+  await using store = await openTestStore({
+    maxStoreBytes: 1024 * 1024,
+    retentionMaxAgeSeconds: 60,
+    clock: clock.read,
+  });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 2 });
+  for (let i = 0; i < 12; i++) {
+    await backend.append({ ...address, partition: i % 2, messages: [sizedMessage(60_000)] });
+  }
+  const segments = () => [...Deno.readDirSync(`${store.path}-log`)].length;
+  const before = segments();
+  assert.ok(before >= 5, `${before} segments`);
+  clock.now += HOUR_MICROS;
+  // Too big for what is left of the active segment: it opens a new one, so every segment that
+  // held partition 1's records (its newest included) can go, and only the floors remember 6.
+  await backend.append({ ...address, messages: [sizedMessage(120_000)] });
+  assert.deepEqual(await backend.runRetention(), { deleted: 12 });
+  assert.ok(segments() <= 2, `${segments()} segments left of ${before}`);
+  await backend.close();
+  const reopened = store.reopen();
+  await reopened.open();
+  assert.deepEqual((await reopened.poll(address, 0, 100)).map((m) => m.offset), [6]);
+  assert.deepEqual(await reopened.poll({ ...address, partition: 1 }, 0, 100), []);
+  assert.equal(await reopened.nextOffset({ ...address, partition: 1 }), 6);
+  assert.deepEqual(
+    await reopened.append({ ...address, partition: 1, messages: [textMessage("x")] }),
+    {
+      baseOffset: 6,
+    },
+  );
+});
+
 Deno.test("runRetention() trims a topic over its byte limit, oldest first across partitions", async () => {
   const clock = manualClock();
   // 100-byte payloads, no headers: 100 bytes each; keep at most 250 bytes → 2 messages.
