@@ -1,7 +1,6 @@
 /**
- * The in-memory catalog of topics: ids, partition counts, retention settings and, per
- * partition, the next offset readers may see. Topics come from the tables; next offsets from
- * the message log (_message_log.ts), set by the backend at open and by each group commit.
+ * The in-memory catalog of topics: ids, partition counts, retention settings, from the tables.
+ * Offsets are the message log's (_message_log.ts).
  *
  * @module
  */
@@ -19,8 +18,6 @@ export interface TopicState {
   readonly messageExpiryMicros: number;
   /** Topic's own retention by size, bytes; 0 = the backend default. */
   readonly maxTopicBytes: number;
-  /** Next offset as committed (readable), per partition. */
-  readonly committedNext: number[];
 }
 
 interface TopicRow {
@@ -139,15 +136,13 @@ export class Catalog {
   }
 
   #stateOf(row: TopicRow): TopicState {
-    const n = row.partitions;
     return {
       id: row.id,
       stream: row.stream,
       topic: row.topic,
-      partitions: n,
+      partitions: row.partitions,
       messageExpiryMicros: row.message_expiry_micros,
       maxTopicBytes: row.max_topic_bytes,
-      committedNext: new Array<number>(n).fill(0),
     };
   }
 

@@ -49,8 +49,8 @@ interface Run {
 }
 
 /**
- * What a written (not yet fsynced) transaction changed: flattened (topic, partition) pairs
- * that grew.
+ * What a written (not yet fsynced) transaction changed: flattened (topic, partition, next
+ * offset) triples of the partitions that grew.
  */
 export type CommitHook = (grown: readonly (TopicState | number)[]) => void;
 
@@ -266,8 +266,7 @@ export class GroupCommit {
     for (let r = 0; r < runs.length; r++) {
       const { state, partition, appends, count } = runs[r];
       let base = bases[r];
-      state.committedNext[partition] = base + count;
-      touched.push(state, partition);
+      touched.push(state, partition, base + count);
       for (const a of appends) {
         if (a.onCommitted) {
           try {

@@ -1,12 +1,13 @@
 /**
- * Compact binary encoding of message headers for the `headers` BLOB column.
+ * Compact binary encoding of message headers, stored in each message record of a batch
+ * (_batch.ts).
  *
  * Layout: for each entry in insertion order, `varint(keyBytes) key varint(valueBytes) value`,
  * lengths as unsigned LEB128, strings as UTF-8. No count prefix: the blob length ends it.
  * A key of the envelope (`mqtt.topic`, …) is written as the two bytes `0 code` instead (a
  * spelled-out key is never empty, so a zero length marks a code; `0 0` is the empty key): the
- * envelope's keys were ~45 of every message's ~70 header bytes, written to the WAL and again
- * at checkpoint. Blobs written before keep their spelled-out keys and read the same.
+ * envelope's keys were ~45 of every message's ~70 header bytes, written with every message.
+ * Headers with spelled-out keys read the same.
  * Binary rather than JSON because it is written on the append hot path: encoding goes straight
  * into the batch buffer (no allocation per message), and the byte length needed for retention
  * accounting falls out for free.

@@ -48,7 +48,7 @@ import {
 } from "./_log_segment.ts";
 
 /** Largest segment; smaller stores get smaller ones (see {@link segmentBytesFor}). */
-export const MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
+const MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
 const MIN_SEGMENT_BYTES = 16 * 1024;
 /**
  * A new log's first segment: small, so that zero-filling it does not delay the first append
@@ -195,12 +195,6 @@ export interface MessageLogOptions {
   readonly floors: ReadonlyMap<string, PartitionFloor>;
 }
 
-/** What the scan at open found, for logs and tests. */
-export interface LogRecovery {
-  readonly segments: number;
-  readonly records: number;
-}
-
 /** The key of a partition in {@link MessageLogOptions.floors}. */
 export function partitionKey(topicId: number, partition: number): string {
   return `${topicId}/${partition}`;
@@ -230,7 +224,6 @@ export class MessageLog {
   /** Highest epoch scanned so far. */
   #maxEpoch = 0;
   #closed = false;
-  recovery: LogRecovery = { segments: 0, records: 0 };
 
   private constructor(options: MessageLogOptions) {
     this.#dir = options.dir;
@@ -302,10 +295,12 @@ export class MessageLog {
       throw new BackendError("unavailable", "The message log is not open for writing");
     }
     const bases: number[] = [];
+    const parts: PartitionLog[] = [];
     for (const run of runs) {
       const p = this.partition(run.topicId, run.partition);
       // Offsets within one transaction: a partition may appear in one run only.
       bases.push(p.next);
+      parts.push(p);
       sealLogRecord(buffer, run.at, {
         dataBytes: run.dataBytes,
         epoch: this.#epoch,
@@ -333,7 +328,7 @@ export class MessageLog {
     const logPos = active.segment.base + pos;
     for (let r = 0; r < runs.length; r++) {
       const run = runs[r];
-      const p = this.partition(run.topicId, run.partition);
+      const p = parts[r];
       const recordBytes = LOG_RECORD_HEADER_BYTES + run.dataBytes;
       const at = logPos + run.at;
       p.noteRecord(at, recordBytes, bases[r], run.count, run.size);
@@ -355,8 +350,9 @@ export class MessageLog {
   read(topicId: number, partition: number, fromOffset: number, limit: number): StoredMessage[] {
     const out: StoredMessage[] = [];
     const p = this.#partitions.get(topicId)?.[partition];
-    if (!p || limit <= 0) return out;
-    const from = Math.max(fromOffset, p.start);
+    if (!p || !(limit > 0)) return out;
+    limit = Math.floor(limit);
+    const from = Math.max(Math.floor(fromOffset), p.start);
     if (from >= p.next) return out;
     this.#scan(p.scanStart(from), p.endPos, (header, _pos, buf, at) => {
       if (header.topicId !== topicId || header.partition !== partition) return true;
@@ -384,9 +380,7 @@ export class MessageLog {
   ): { messages: number; records: number } {
     let dropped = 0;
     let records = 0;
-    this.#scan(p.startPos, p.endPos, (header, pos) => {
-      if (header.topicId !== p.topicId || header.partition !== p.partition) return true;
-      if (header.baseOffset + header.count <= p.start) return true;
+    this.#scanRetained(p, (header, pos) => {
       if (records >= maxRecords || !drop(header.timestampMicros)) return false;
       records++;
       const end = header.baseOffset + header.count;
@@ -400,13 +394,20 @@ export class MessageLog {
   /** Position and timestamp of a partition's oldest retained record, if it has one. */
   oldest(p: PartitionLog): { pos: number; timestampMicros: number; size: number } | undefined {
     let found: { pos: number; timestampMicros: number; size: number } | undefined;
-    this.#scan(p.startPos, p.endPos, (header, pos) => {
-      if (header.topicId !== p.topicId || header.partition !== p.partition) return true;
-      if (header.baseOffset + header.count <= p.start) return true;
+    this.#scanRetained(p, (header, pos) => {
       found = { pos, timestampMicros: header.timestampMicros, size: header.size };
       return false;
     });
     return found;
+  }
+
+  /** Visits a partition's retained records, oldest first, until `visit` returns false. */
+  #scanRetained(p: PartitionLog, visit: (header: LogRecordHeader, pos: number) => boolean) {
+    this.#scan(p.startPos, p.endPos, (header, pos) => {
+      if (header.topicId !== p.topicId || header.partition !== p.partition) return true;
+      if (header.baseOffset + header.count <= p.start) return true;
+      return visit(header, pos);
+    });
   }
 
   /** True when {@link deleteRetainedOut} would delete a segment. */
@@ -582,14 +583,12 @@ export class MessageLog {
         partitions: new Map(),
       });
     }
-    let records = this.recovery.records;
     for (let i = first; i < this.#segments.length; i++) {
       const state = this.#segments[i];
       const base = state.segment.base;
       this.#scanSegment(state, state.written, state.segment.capacity, (h, pos) => {
         if (h.epoch < this.#maxEpoch) return false; // stale: past an earlier crash's torn tail
         this.#maxEpoch = h.epoch;
-        records++;
         const recordBytes = LOG_RECORD_HEADER_BYTES + h.dataBytes;
         state.written = pos - base + recordBytes;
         const p = this.partition(h.topicId, h.partition);
@@ -599,7 +598,6 @@ export class MessageLog {
         return true;
       });
     }
-    this.recovery = { segments: this.#segments.length, records };
   }
 
   /**

@@ -21,14 +21,17 @@ export class AppendSignals {
     return () => this.#listeners.delete(entry);
   }
 
-  /** Tells every listener the committed next offset of each (topic, partition) pair that grew. */
+  /**
+   * Tells every listener the next offset of each partition that grew: `grown` is flattened
+   * (topic, partition, next offset) triples.
+   */
   emit(grown: readonly (TopicState | number)[]): void {
     if (this.#listeners.size === 0) return;
-    for (let i = 0; i < grown.length; i += 2) {
+    for (let i = 0; i < grown.length; i += 3) {
       const state = grown[i] as TopicState;
       const partition = grown[i + 1] as number;
       const address = { stream: state.stream, topic: state.topic, partition };
-      const next = state.committedNext[partition];
+      const next = grown[i + 2] as number;
       for (const listener of this.#listeners) {
         // A listener's bug must not turn a committed append into a failed one.
         try {

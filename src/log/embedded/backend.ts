@@ -120,11 +120,6 @@ export class EmbeddedBackend implements LogBackend {
         readOnly,
         floors: loadFloors(db),
       });
-      for (const state of catalog.topics()) {
-        for (let p = 0; p < state.partitions; p++) {
-          state.committedNext[p] = log.partition(state.id, p).next;
-        }
-      }
       this.#retentionStopped = false;
       this.#state = { db, log, reads, catalog, writer: link && this.#writeSide(link, log) };
       this.#writerFailure = undefined;
@@ -294,22 +289,16 @@ export class EmbeddedBackend implements LogBackend {
   poll(address: PartitionAddress, fromOffset: number, count: number): Promise<StoredMessage[]> {
     return this.#run("poll", (s) => {
       const state = this.#partition(address, "poll");
-      // With a writer here, stop at the offset the group commit has announced as committed
-      // (_group_commit.ts): the same point for poll(), nextOffset() and the append signals.
+      // Read-only: the writer is another process; scan what it added first.
       if (!s.writer) s.log.refresh();
-      const limit = s.writer
-        ? Math.min(count, state.committedNext[address.partition] - Math.floor(fromOffset))
-        : count;
-      return s.log.read(state.id, address.partition, fromOffset, limit);
+      return s.log.read(state.id, address.partition, fromOffset, count);
     });
   }
 
   nextOffset(address: PartitionAddress): Promise<number> {
     return this.#run("read next offset", (s) => {
       const state = this.#partition(address, "read next offset of");
-      if (s.writer) return state.committedNext[address.partition];
-      // Read-only: the writer is another process; scan what it added.
-      s.log.refresh();
+      if (!s.writer) s.log.refresh();
       return s.log.partition(state.id, address.partition).next;
     });
   }
