@@ -173,7 +173,14 @@ export class Gateway {
       const a = parseAddress("listeners.tls", c.listeners.tls);
       const cert = await readKeyFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
       const key = await readKeyFile("listeners.tls_key_file", c.listeners.tls_key_file);
-      const l = listenTls(a.hostname, a.port, cert, key, accept);
+      const l = await listenTls(a.hostname, a.port, cert, key, {
+        handshakeTimeoutMs: c.limits.connect_timeout_ms,
+        maxConnections: c.limits.max_connections,
+        onHandshakeFailed: (timedOut) => {
+          if (timedOut) this.metrics.keepAliveExpired.inc();
+          else this.metrics.connectionsRefused.inc({ reason: "tls_handshake" });
+        },
+      }, accept);
       this.#listeners.push(l);
       tls = l.port;
     }

@@ -5,7 +5,7 @@
  * @module
  */
 import net from "node:net";
-import { type PullSource, pullTransport } from "../session/pull_transport.ts";
+import tls from "node:tls";
 import type { Transport, TransportSink } from "../session/transport.ts";
 
 /** A bound MQTT listener. */
@@ -21,39 +21,6 @@ export interface MqttListener {
 
 /** Called for every accepted connection. */
 export type AcceptHandler = (t: Transport) => void;
-
-/** A TLS socket as a pull source (pull_transport.ts turns it into a push transport). */
-function pullSourceOf(conn: Deno.Conn): PullSource {
-  const addr = conn.remoteAddr as Deno.NetAddr;
-  return {
-    remoteAddress: addr.hostname,
-    read: (buf) => conn.read(buf),
-    write: (bytes) => conn.write(bytes),
-    close: () => {
-      try {
-        conn.close();
-      } catch { /* already closed */ }
-    },
-  };
-}
-
-async function acceptLoop(listener: Deno.Listener, onAccept: AcceptHandler): Promise<void> {
-  for (;;) {
-    let conn: Deno.Conn;
-    try {
-      conn = await listener.accept();
-    } catch (err) {
-      if (err instanceof Deno.errors.BadResource || err instanceof Deno.errors.Interrupted) return;
-      // Transient accept errors (EMFILE, ECONNABORTED): back off briefly, keep serving.
-      await new Promise((r) => setTimeout(r, 50));
-      continue;
-    }
-    try {
-      (conn as Deno.TcpConn).setNoDelay(true);
-    } catch { /* not all transports support it */ }
-    onAccept(pullTransport(pullSourceOf(conn)));
-  }
-}
 
 /** Where a node:net socket's transport finds its sink (no closure per socket). */
 const SINK = Symbol("sink");
@@ -82,11 +49,13 @@ function endSink(socket: SinkedSocket, error?: unknown): void {
  */
 class NodeSocketTransport implements Transport {
   readonly remoteAddress: string;
+  readonly acceptedAt: number | undefined;
   readonly #socket: SinkedSocket;
 
-  constructor(socket: net.Socket) {
+  constructor(socket: net.Socket, acceptedAt?: number) {
     this.#socket = socket;
     this.remoteAddress = plainAddress(socket.remoteAddress ?? "");
+    this.acceptedAt = acceptedAt;
   }
 
   start(sink: TransportSink): void {
@@ -152,66 +121,81 @@ export function listenTcp(
   });
 }
 
+/** Bounds and hooks of a TLS listener. */
+export interface TlsListenOptions {
+  /** A handshake not done by then is dropped (`limits.connect_timeout_ms`). */
+  readonly handshakeTimeoutMs: number;
+  /** Sockets of this listener at once, handshaking or not (`limits.max_connections`). */
+  readonly maxConnections: number;
+  /** A handshake failed (`timedOut`: it did not finish in time); for the counters. */
+  onHandshakeFailed(timedOut: boolean): void;
+}
+
+/** When a TLS listener accepted the TCP socket under a TLS socket (`performance.now()`). */
+const ACCEPTED_AT = Symbol("acceptedAt");
+type TimedSocket = net.Socket & { [ACCEPTED_AT]?: number };
+
 /**
- * Binds a TLS listener. Certificate reload replaces the listener socket on the same port
- * (Deno fixes the certificate per listener); connections already open are not touched.
+ * Binds a TLS listener (node:tls). The connect deadline includes the handshake: node:tls
+ * drops a handshake that takes longer than `handshakeTimeoutMs`, and the connection's own
+ * deadline then runs from the TCP accept, not from the end of the handshake. (Deno's
+ * `listenTls` could not do this: closing a `TlsConn` whose handshake is in progress left the
+ * TCP socket open until the peer went, denoland/deno#14547, so a trickled ClientHello held a
+ * socket forever.) A certificate reload swaps the secure context for new handshakes;
+ * connections already open are not touched.
  */
 export function listenTls(
   hostname: string,
   port: number,
   cert: string,
   key: string,
+  o: TlsListenOptions,
   onAccept: AcceptHandler,
-): MqttListener {
-  let l = Deno.listenTls({ hostname, port, cert, key, transport: "tcp", alpnProtocols: ["mqtt"] });
-  let current = { cert, key };
-  const bound = l.addr as Deno.NetAddr;
-  acceptLoop(l, onAccept);
-  return {
-    kind: "tls",
-    hostname: bound.hostname,
-    port: bound.port,
-    close: () => safeClose(l),
-    async reloadTls(newCert: string, newKey: string) {
-      // Deno fixes the certificate per listener, so the socket is rebound (SO_REUSEPORT is
-      // unstable in Deno 2.9, hence close-then-bind, retried while the old socket is released).
-      // The new material is proven first on a throwaway loopback listener, so a bad
-      // certificate throws here with the old listener untouched; open connections are never
-      // touched. If the port cannot be bound again, the old certificate is put back.
-      const probe = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: newCert, key: newKey });
-      safeClose(probe);
-      safeClose(l);
-      const bind = async (c: { cert: string; key: string }) => {
-        for (let attempt = 0;; attempt++) {
-          try {
-            return Deno.listenTls({
-              hostname: bound.hostname,
-              port: bound.port,
-              ...c,
-              transport: "tcp",
-              alpnProtocols: ["mqtt"],
-            });
-          } catch (err) {
-            if (!(err instanceof Deno.errors.AddrInUse) || attempt >= 100) throw err;
-            await new Promise((r) => setTimeout(r, 10));
-          }
-        }
-      };
-      try {
-        l = await bind({ cert: newCert, key: newKey });
-        current = { cert: newCert, key: newKey };
-      } catch (err) {
-        l = await bind(current);
-        throw err;
-      } finally {
-        acceptLoop(l, onAccept);
-      }
-    },
-  };
-}
-
-function safeClose(l: Deno.Listener): void {
-  try {
-    l.close();
-  } catch { /* already closed */ }
+): Promise<MqttListener> {
+  const server = tls.createServer({
+    cert,
+    key,
+    minVersion: "TLSv1.2",
+    ALPNProtocols: ["mqtt"],
+    handshakeTimeout: o.handshakeTimeoutMs,
+  });
+  // Sockets still in their handshake hold no connection slot yet: this bounds them too.
+  server.maxConnections = o.maxConnections;
+  server.on("connection", (raw: TimedSocket) => {
+    raw[ACCEPTED_AT] = performance.now();
+    raw.setNoDelay(true);
+  });
+  server.on("secureConnection", (socket: tls.TLSSocket) => {
+    // node:tls keeps the TCP socket under the TLS one as `_parent` (not typed).
+    const raw = (socket as unknown as { _parent?: TimedSocket })._parent;
+    onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT]));
+  });
+  // A failed or timed-out handshake: the socket must go now (Deno's node:tls leaves it open).
+  server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
+    socket.destroy();
+    o.onHandshakeFailed(/timeout/i.test(err.message));
+  });
+  return new Promise((resolve, reject) => {
+    const failed = (err: Error) =>
+      reject(new Error(`Cannot listen on ${hostname}:${port}: ${err.message}`));
+    server.once("error", failed);
+    server.listen({ host: hostname, port }, () => {
+      server.off("error", failed);
+      server.on("error", () => {});
+      const a = server.address() as net.AddressInfo;
+      resolve({
+        kind: "tls",
+        hostname: a.address,
+        port: a.port,
+        close: () => server.close(),
+        reloadTls(newCert: string, newKey: string) {
+          // Proven first on a throwaway loopback listener (node:tls here accepts any PEM
+          // text and fails only at the next handshake): a bad pair throws, the old stays.
+          Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: newCert, key: newKey }).close();
+          server.setSecureContext({ cert: newCert, key: newKey, minVersion: "TLSv1.2" });
+          return Promise.resolve();
+        },
+      });
+    });
+  });
 }

@@ -104,7 +104,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
     });
     this.outbox = new Outbox(transport, ctx.outboundBudget, this);
     this.#acks = new AckQueue(this);
-    this.lastActivity = ctx.clock.now();
+    this.lastActivity = transport.acceptedAt ?? ctx.clock.now();
     this.timeoutMs = l.connect_timeout_ms;
   }
 
@@ -163,7 +163,9 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
 
   #decode(chunk: Uint8Array): void {
     try {
-      this.lastActivity = this.#ctx.clock.now();
+      // Before CONNECT, bytes do not extend the deadline: connect_timeout_ms runs from
+      // accept to a complete CONNECT, however slowly it trickles in (slowloris).
+      if (this.#clientId !== null) this.lastActivity = this.#ctx.clock.now();
       this.#ctx.metrics.bytesIn.inc({}, chunk.length);
       this.#packets = this.#decoder.push(chunk);
       this.#next = 0;

@@ -4,9 +4,8 @@
  * and resumes it for back-pressure. Push, not pull, because memory per idle connection is a
  * benchmark floor: a socket with a pending `read()` promise costs ~2 KB more than one that is
  * only watched for readability (measured with 10,000 idle sockets, see docs/BENCHMARKS.md).
- * `node:net` sockets are driven this way directly; TLS sockets and anything else that reads
- * by pulling go through `pullTransport` (pull_transport.ts). The session logic never touches
- * a socket API.
+ * `node:net` and `node:tls` sockets are driven this way directly. The session logic never
+ * touches a socket API.
  *
  * @module
  */
@@ -23,6 +22,11 @@ export interface TransportSink {
 export interface Transport {
   /** Source IP of the peer, for anonymous rules and logs. */
   readonly remoteAddress: string;
+  /**
+   * When the socket was accepted (`performance.now()`), if before the transport was made (a
+   * TLS handshake came first): the connect deadline runs from then.
+   */
+  readonly acceptedAt?: number;
   /** Starts delivering reads to `sink`; called once. */
   start(sink: TransportSink): void;
   /** Stops delivering reads until resume() (the peer's TCP window then fills). */
