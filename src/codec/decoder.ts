@@ -16,7 +16,7 @@
 import { concatBytes } from "./bytes.ts";
 import { ProtocolError } from "./errors.ts";
 import type { ClientPacket, ConnectPacket, PublishPacket, Subscription, Will } from "./packets.ts";
-import { decodeMqttString } from "./utf8.ts";
+import { decodeMqttString, isControlChar } from "./utf8.ts";
 
 /** Bounds the decoder enforces. */
 export interface DecoderLimits {
@@ -339,7 +339,15 @@ function decodePublish(
   };
 }
 
-/** Topic name rules for PUBLISH and wills: non-empty, no wildcards, bounded levels. */
+/**
+ * MQTT strings SHOULD NOT carry control characters [MQTT-1.5.3], and a topic travels on into
+ * Iggy headers and log lines, so topics and filters with them close the connection.
+ */
+function controlCharError(what: string): ProtocolError {
+  return new ProtocolError("MQTT-1.5.3-control", `${what} contains a control character`);
+}
+
+/** Topic name rules for PUBLISH and wills: non-empty, no wildcards or controls, bounded levels. */
 function checkTopicName(topic: string, limits: DecoderLimits): void {
   if (topic.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic name");
   let levels = 1;
@@ -348,12 +356,24 @@ function checkTopicName(topic: string, limits: DecoderLimits): void {
     if (c === 0x23 || c === 0x2b) {
       throw new ProtocolError("MQTT-3.3.2-2", `Wildcard in topic name "${topic}"`);
     }
+    if (isControlChar(c)) throw controlCharError("Topic name");
     if (c === 0x2f && ++levels > limits.maxTopicLevels) {
       throw new ProtocolError(
         "MQTT-4.7.3-3",
         `Topic has more than max_topic_levels ${limits.maxTopicLevels} levels`,
       );
     }
+  }
+}
+
+/**
+ * What every SUBSCRIBE/UNSUBSCRIBE filter must be before anything looks at it: non-empty
+ * [MQTT-4.7.3-1] and free of control characters. Wildcard placement is the delivery's call.
+ */
+function checkTopicFilter(filter: string): void {
+  if (filter.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic filter");
+  for (let i = 0; i < filter.length; i++) {
+    if (isControlChar(filter.charCodeAt(i))) throw controlCharError("Topic filter");
   }
 }
 
@@ -364,6 +384,7 @@ function decodeSubscribe(b: Uint8Array, start: number, end: number): ClientPacke
   const subscriptions: Subscription[] = [];
   while (r.left > 0) {
     const filter = r.string();
+    checkTopicFilter(filter);
     const qosByte = r.u8();
     if (qosByte & 0xfc) throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE reserved bits set");
     if (qosByte === 3) throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE requested QoS 3");
@@ -382,7 +403,11 @@ function decodeUnsubscribe(b: Uint8Array, start: number, end: number): ClientPac
     throw new ProtocolError("MQTT-2.3.1-1", "UNSUBSCRIBE with packet identifier 0");
   }
   const filters: string[] = [];
-  while (r.left > 0) filters.push(r.string());
+  while (r.left > 0) {
+    const filter = r.string();
+    checkTopicFilter(filter);
+    filters.push(filter);
+  }
   if (filters.length === 0) {
     throw new ProtocolError("MQTT-3.10.3-2", "UNSUBSCRIBE without topic filters");
   }

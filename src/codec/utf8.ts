@@ -55,3 +55,8 @@ export function utf8Length(s: string): number {
   }
   return n;
 }
+
+/** U+0001..U+001F and U+007F..U+009F (U+0000 is refused by every decode already). */
+export function isControlChar(c: number): boolean {
+  return c < 0x20 || (c >= 0x7f && c <= 0x9f);
+}

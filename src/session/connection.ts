@@ -18,7 +18,7 @@ import {
 } from "../codec/encoder.ts";
 import { PacketDecoder } from "../codec/decoder.ts";
 import { ProtocolError } from "../codec/errors.ts";
-import { utf8Length } from "../codec/utf8.ts";
+import { isControlChar, utf8Length } from "../codec/utf8.ts";
 import type { ClientPacket, ConnectPacket, PublishPacket } from "../codec/packets.ts";
 import { BackendError, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
 import type { Principal } from "../log/port.ts";
@@ -56,7 +56,7 @@ function release(b: PartitionBatch): void {
 function isForbiddenClientId(id: string): boolean {
   for (let i = 0; i < id.length; i++) {
     const c = id.charCodeAt(i);
-    if (c === 0x23 || c === 0x2b || c < 0x20 || c === 0x7f) return true;
+    if (c === 0x23 || c === 0x2b || isControlChar(c)) return true;
   }
   return false;
 }
