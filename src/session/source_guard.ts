@@ -10,6 +10,13 @@ import type { Clock } from "./clock.ts";
 /** Most source addresses tracked at once. */
 const MAX_SOURCES = 10_000;
 
+/**
+ * Each stretch this long without a failed login halves a source's failure count, so a source
+ * that stops failing (a device whose password was fixed, a NAT shared with one bad client)
+ * is back at full speed within minutes instead of never.
+ */
+export const FAILURE_HALF_LIFE_MS = 30_000;
+
 /** Options, from `[limits]` and `[auth]`. */
 export interface SourceGuardOptions {
   /** New connections per second per source; 0 disables the limit. Burst = 2× rate. */
@@ -26,12 +33,18 @@ interface Bucket {
   at: number;
 }
 
+/** Failed logins of one source, and when the last one happened. */
+interface Failures {
+  count: number;
+  at: number;
+}
+
 /** Connection-rate limiting and login back-off per source. */
 export class SourceGuard {
   #o: SourceGuardOptions;
   #clock: Clock;
   #buckets = new Map<string, Bucket>();
-  #failures = new Map<string, number>();
+  #failures = new Map<string, Failures>();
 
   constructor(o: SourceGuardOptions, clock: Clock) {
     this.#o = o;
@@ -58,8 +71,13 @@ export class SourceGuard {
 
   /** Delay (ms) to apply before answering a failed login from `source`. Records the failure. */
   failed(source: string): number {
-    const n = (this.#failures.get(source) ?? 0) + 1;
-    remember(this.#failures, source, n);
+    const now = this.#clock.now();
+    const f = this.#failures.get(source) ?? { count: 0, at: now };
+    const halvings = Math.floor((now - f.at) / FAILURE_HALF_LIFE_MS);
+    f.count = Math.floor(f.count / 2 ** Math.min(halvings, 31)) + 1;
+    f.at = now;
+    remember(this.#failures, source, f);
+    const n = f.count;
     if (this.#o.failureBackoffMs <= 0 || n <= this.#o.freeFailures) return 0;
     const exp = Math.min(n - this.#o.freeFailures - 1, 20);
     return Math.min(this.#o.failureBackoffMaxMs, this.#o.failureBackoffMs * 2 ** exp);
