@@ -29,6 +29,7 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
 import { SourceGuard } from "./session/source_guard.ts";
 import type { Transport } from "./session/transport.ts";
+import { WillPublisher } from "./session/will.ts";
 
 /** Replacements for tests. */
 export interface GatewayOverrides {
@@ -130,6 +131,7 @@ export class Gateway {
       clock,
       outboundBudget,
       appendBudget: new AppendBudget(l.max_pending_appends),
+      wills: new WillPublisher(),
       sourceGuard: new SourceGuard({
         connectionsPerSecond: l.max_connection_rate_per_source,
         failureBackoffMs: config.auth.failure_backoff_ms,
@@ -283,6 +285,8 @@ export class Gateway {
     const timeout = new Promise((r) => setTimeout(r, this.config.gateway.drain_timeout_ms));
     await Promise.race([Promise.all(drains), timeout]);
     for (const c of this.#connections) c.close("gateway stopped");
+    // The closed connections' wills go into the log before it closes.
+    await this.#ctx.wills.idle();
     await this.delivery.stop();
     this.#deadlines.stop();
     await this.backend.close();

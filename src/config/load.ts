@@ -41,6 +41,10 @@ export function loadConfig(input: LoadInput): GatewayConfig {
       usersRaw = body;
       continue;
     }
+    if (table === "mqtt") {
+      // Before wills were published, `[mqtt] will = "refuse" | "accept"` held the policy.
+      throw new ConfigError("mqtt.will", 'moved to session.will ("publish" | "refuse")');
+    }
     if (!TABLES.has(table)) throw new ConfigError(table, `unknown table in ${input.source}`);
     if (!isPlainObject(body)) throw new ConfigError(table, "must be a table");
     for (const [name, raw] of Object.entries(body)) {
@@ -149,7 +153,7 @@ function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfi
   return {
     gateway: table("gateway"),
     listeners: table("listeners"),
-    mqtt: table("mqtt"),
+    session: table("session"),
     auth: table("auth"),
     mapping: table("mapping"),
     log: table("log"),

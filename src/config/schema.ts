@@ -100,12 +100,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "Health, readiness and metrics HTTP, host:port; empty disables it.",
   },
 
-  // [mqtt]
+  // [session]
   {
-    key: "mqtt.will",
-    type: oneOf("refuse", "accept"),
-    default: "refuse",
-    doc: "CONNECT with a will: refuse (CONNACK 5) or accept and never publish it.",
+    key: "session.will",
+    type: oneOf("publish", "refuse"),
+    default: "publish",
+    doc:
+      "CONNECT with a will: publish it when the connection ends without DISCONNECT, or refuse (CONNACK 5).",
   },
 
   // [auth]
@@ -138,7 +139,7 @@ export const KEY_SPECS: readonly KeySpec[] = [
     type: int(0, 60_000),
     default: 250,
     doc:
-      "After auth.failure_free_attempts failed logins from one source, CONNACK is delayed by this, doubling per failure (ms); 0 = off.",
+      "After auth.failure_free_attempts failed logins from one source, CONNACK is delayed by this, doubling per failure (ms); 0 = off. Every 30 s without a failure halves the source's count.",
   },
   {
     key: "auth.failure_backoff_max_ms",

@@ -28,7 +28,7 @@ export interface GatewayConfig {
     readonly tls_key_file: string;
     readonly http: string;
   };
-  readonly mqtt: { readonly will: "refuse" | "accept" };
+  readonly session: { readonly will: "publish" | "refuse" };
   readonly auth: {
     readonly allow_anonymous: boolean;
     readonly anonymous_sources: readonly string[];

@@ -13,6 +13,8 @@ export const H_CLIENT_ID = "mqtt.client_id";
 export const H_PACKET_ID = "mqtt.packet_id";
 export const H_RETAIN = "mqtt.retain";
 export const H_EMPTY = "mqtt.empty";
+/** Set on a connection's will, published when it ended without DISCONNECT. */
+export const H_WILL = "mqtt.will";
 
 /** Iggy refuses empty messages; an empty MQTT payload is stored as this one byte + H_EMPTY. */
 const EMPTY_STAND_IN = new Uint8Array([0]);
@@ -25,13 +27,16 @@ export function envelope(
   clientId: string,
   packetId: number,
   retain: boolean,
+  will = false,
 ): OutgoingMessage {
   const headers = new Map<string, string>();
   headers.set(H_TOPIC, topic);
   headers.set(H_QOS, qos === 1 ? "1" : "0");
   headers.set(H_CLIENT_ID, clientId);
-  if (qos === 1) headers.set(H_PACKET_ID, String(packetId));
+  // A will has no packet id (0): nothing to stamp.
+  if (qos === 1 && packetId !== 0) headers.set(H_PACKET_ID, String(packetId));
   if (retain) headers.set(H_RETAIN, "true");
+  if (will) headers.set(H_WILL, "true");
   if (payload.length === 0) {
     headers.set(H_EMPTY, "true");
     return { payload: EMPTY_STAND_IN, headers };

@@ -28,6 +28,7 @@ import type { Subscriber } from "./delivery_port.ts";
 import { Outbox } from "./outbox.ts";
 import type { SessionContext } from "./context.ts";
 import type { Transport, TransportSink } from "./transport.ts";
+import { type HeldWill, refuseWill } from "./will.ts";
 import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
 import { startAppendSpan, startConnectionSpan } from "../observe/tracing.ts";
 
@@ -72,6 +73,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
   #acks: AckQueue;
   #clientId: string | null = null;
   #principal: Principal | null = null;
+  /** The will to publish if this connection ends without DISCONNECT. */
+  #will: HeldWill | null = null;
   #closed = false;
   #draining = false;
   /** This read's appends per partition; made on the first PUBLISH (idle connections: none). */
@@ -292,6 +295,12 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
     ctx.registry.release(this, this.#clientId);
     this.#span?.end();
     if (this.#principal !== null) ctx.delivery.detach(this);
+    // Ended without DISCONNECT (that clears the will): keep-alive, error, takeover, stop.
+    const will = this.#will;
+    if (will !== null) {
+      this.#will = null;
+      ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!);
+    }
     this.#roomWaiter?.();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
     this.#live?.delete(this);
@@ -368,7 +377,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
         this.outbox.push(encodePingresp());
         return;
       case "disconnect":
-        // The will is discarded on DISCONNECT [MQTT-3.14.4-3]; we never publish wills anyway.
+        // The will is discarded on DISCONNECT [MQTT-3.14.4-3].
+        this.#will = null;
         this.#closeAfterFlush("client disconnected");
         return;
     }
@@ -401,9 +411,10 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
         "client id has forbidden characters or is too long",
       );
     }
-    if (p.will !== null && (ctx.config.mqtt.will === "refuse" || p.will.qos === 2)) {
-      return refuse(ConnackCode.NOT_AUTHORIZED, "will messages are not accepted");
+    if (p.will !== null && ctx.config.session.will === "refuse") {
+      return refuse(ConnackCode.NOT_AUTHORIZED, "will messages are not accepted (session.will)");
     }
+    if (p.will?.qos === 2) return refuse(ConnackCode.NOT_AUTHORIZED, "QoS 2 wills are refused");
     const source = this.#transport.remoteAddress;
     const decision = await ctx.authenticator.authenticate(p, source);
     if (this.#closed) return;
@@ -417,6 +428,11 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
       return refuse(decision.connackCode, decision.reason);
     }
     if (p.username !== null) ctx.sourceGuard.succeeded(source);
+    if (p.will !== null) {
+      const why = refuseWill(ctx, p.will, decision.principal);
+      if (why !== null) return refuse(ConnackCode.NOT_AUTHORIZED, why);
+      this.#will = p.will as HeldWill;
+    }
     this.#principal = decision.principal;
     this.#clientId = clientId;
     this.#span = startConnectionSpan(clientId, this.#transport.remoteAddress);

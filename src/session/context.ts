@@ -17,6 +17,7 @@ import type { OutboundBudget } from "./outbox.ts";
 import type { PublishPreparer } from "./publish.ts";
 import type { ConnectionRegistry } from "./registry.ts";
 import type { SourceGuard } from "./source_guard.ts";
+import type { WillPublisher } from "./will.ts";
 
 /** Shared services of every connection. */
 export interface SessionContext {
@@ -33,4 +34,5 @@ export interface SessionContext {
   readonly outboundBudget: OutboundBudget;
   readonly appendBudget: AppendBudget;
   readonly sourceGuard: SourceGuard;
+  readonly wills: WillPublisher;
 }

@@ -88,8 +88,14 @@ export class PublishPreparer {
 
   /**
    * Runs P2–P6. Returns synchronously when the target's metadata is cached, else a promise.
+   * `will`: the message is a connection's will (stamped `mqtt.will`).
    */
-  prepare(p: PublishPacket, principal: Principal, clientId: string): Prepared | Promise<Prepared> {
+  prepare(
+    p: PublishPacket,
+    principal: Principal,
+    clientId: string,
+    will = false,
+  ): Prepared | Promise<Prepared> {
     // $SYS topics are the server's own namespace: refused (DESIGN §3 edge cases).
     if (p.topic.startsWith("$SYS")) return denied(`topic "${p.topic}" is reserved ($SYS)`);
     const r = this.resolve(p.topic);
@@ -100,14 +106,20 @@ export class PublishPreparer {
       return denied(`user "${principal.username}" may not send to ${r.stream}/${r.topic}`);
     }
     const cached = this.#topics.peek(r.stream, r.topic);
-    if (cached !== undefined) return this.#finish(p, clientId, r, cached);
+    if (cached !== undefined) return this.#finish(p, clientId, r, cached, will);
     return this.#topics.lookup(r.stream, r.topic).then(
-      (info) => this.#finish(p, clientId, r, info),
+      (info) => this.#finish(p, clientId, r, info, will),
       (err) => ({ kind: "failed", reason: `topic lookup failed: ${String(err?.message ?? err)}` }),
     );
   }
 
-  #finish(p: PublishPacket, clientId: string, r: Resolution, info: TopicInfo | null): Prepared {
+  #finish(
+    p: PublishPacket,
+    clientId: string,
+    r: Resolution,
+    info: TopicInfo | null,
+    will: boolean,
+  ): Prepared {
     if (info === null) return denied(`target ${r.stream}/${r.topic} does not exist`);
     // P5: keyed → the hash Iggy uses; unkeyed → balanced round robin per topic.
     let partition: number;
@@ -118,7 +130,7 @@ export class PublishPreparer {
     return {
       kind: "append",
       address: this.#address(r, partition),
-      message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain),
+      message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain, will),
       rule: r.rule,
     };
   }

@@ -210,10 +210,10 @@ Deno.test({
 
 Deno.test({
   name:
-    "CONNECT level 5 or MQIsdp 3 gets CONNACK 1; empty client id with clean session gets an id; will refused with CONNACK 5",
+    "CONNECT level 5 or MQIsdp 3 gets CONNACK 1; empty client id with clean session gets an id; session.will = refuse gets CONNACK 5",
   ...opts,
   async fn() {
-    const gw = await startGateway();
+    const gw = await startGateway({ env: { IGGY_MQTT_SESSION_WILL: "refuse" } });
     try {
       const v5 = await RawClient.connect(gw.port);
       // MQTT 5 CONNECT: "MQTT", level 5, clean, keepalive 60, properties length 0, id "x".
