@@ -7,7 +7,7 @@
 import { parseAddress } from "./config/load.ts";
 import { readKeyFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
-import { type CompiledMap, compileMap, initPartitioner } from "./mapping/mod.ts";
+import { type CompiledMap, compileMap, constantTargets, initPartitioner } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
 import type { LogBackend } from "./log/port.ts";
 import { TopicCache } from "./log/topic_cache.ts";
@@ -30,6 +30,7 @@ import { ConnectionRegistry } from "./session/registry.ts";
 import { SourceGuard } from "./session/source_guard.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
+import { DurabilityWatch } from "./log/durability_watch.ts";
 
 /** Replacements for tests. */
 export interface GatewayOverrides {
@@ -62,6 +63,8 @@ export class Gateway {
   readonly registry: ConnectionRegistry;
   readonly delivery: Delivery;
   readonly maps: { current: CompiledMap } & MapSource;
+  /** Topics that acknowledge before their disk (Iggy without fsync). */
+  readonly durability: DurabilityWatch;
   #ctx: SessionContext;
   #deadlines: DeadlineWheel;
   #listeners: MqttListener[] = [];
@@ -75,6 +78,7 @@ export class Gateway {
     this.logger = o.logger ?? new Logger(config.gateway.log_level);
     this.backend = o.backend ?? createBackend(config);
     this.maps = { current: map };
+    this.durability = new DurabilityWatch(this.logger);
     const clock = o.clock ?? systemClock;
     const l = config.limits;
     this.registry = new ConnectionRegistry(l.max_connections);
@@ -85,10 +89,12 @@ export class Gateway {
         partitions: config.log.auto_create_partitions,
         messageExpiryMicros: config.log.retention_max_age_s * 1_000_000,
         maxTopicBytes: config.log.retention_max_topic_bytes,
+        durable: config.log.auto_create_durability === "fsync",
       },
       ttlMs: 60_000,
       missTtlMs: 1_000,
       maxEntries: 10_000,
+      onFound: (info) => this.durability.note(info),
     }, clock);
     const preparer = new PublishPreparer(this.maps, topics);
     const outboundBudget = new OutboundBudget(
@@ -162,6 +168,7 @@ export class Gateway {
       });
     }
     await this.backend.open();
+    await this.#checkDurability(this.maps.current);
     const accept = (t: Transport) => this.#accept(t);
     let tcp: number | null = null;
     let tls: number | null = null;
@@ -210,7 +217,19 @@ export class Gateway {
       listenersBound: this.#started && this.#listeners.length > 0,
       stopping: this.#stopping,
       backend: this.backend.health(),
+      warnings: this.durability.warnings(),
     });
+  }
+
+  /**
+   * Warns about mapped topics that already exist and acknowledge before their disk: the
+   * default target and every rule whose stream and topic are constants (templates with
+   * captures are seen when first published to). A backend that cannot answer is skipped.
+   */
+  async #checkDurability(map: CompiledMap): Promise<void> {
+    for (const t of constantTargets(map)) {
+      this.durability.note(await this.backend.getTopic(t.stream, t.topic).catch(() => null));
+    }
   }
 
   /** Accepts one transport (listeners and in-memory tests). */
@@ -261,6 +280,7 @@ export class Gateway {
     this.#ctx.authenticator.reload(next.auth);
     const previous = this.maps.current;
     this.maps.current = map;
+    await this.#checkDurability(map);
     const moved = await this.delivery.reresolve(previous);
     this.logger.info("Configuration reloaded", {
       rules: map.rules.length,

@@ -182,6 +182,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "Partitions of an auto-created topic.",
   },
   {
+    key: "log.auto_create_durability",
+    type: oneOf("fsync", "server_default"),
+    default: "fsync",
+    doc:
+      "Iggy mode: topics the gateway creates acknowledge sends only once on disk (fsync), or use the server's defaults (acknowledged before the disk).",
+  },
+  {
     key: "log.retention_max_age_s",
     type: int(0, MAX_I32),
     default: 604_800,

@@ -43,6 +43,7 @@ export interface GatewayConfig {
   readonly log: {
     readonly auto_create: boolean;
     readonly auto_create_partitions: number;
+    readonly auto_create_durability: "fsync" | "server_default";
     readonly retention_max_age_s: number;
     readonly retention_max_topic_bytes: number;
     readonly retention_interval_ms: number;

@@ -11,12 +11,15 @@ export interface ReadinessInputs {
   readonly listenersBound: boolean;
   readonly stopping: boolean;
   readonly backend: BackendHealth;
+  /** Conditions that do not stop readiness but an operator must know (durability). */
+  readonly warnings?: readonly string[];
 }
 
 /** A readiness verdict with a reason an operator can act on. */
 export interface Readiness {
   readonly ready: boolean;
   readonly reasons: readonly string[];
+  readonly warnings: readonly string[];
 }
 
 /** Ready only when listeners are bound, the backend is ready, and we are not stopping. */
@@ -25,5 +28,5 @@ export function readiness(i: ReadinessInputs): Readiness {
   if (!i.listenersBound) reasons.push("MQTT listeners are not bound");
   if (i.stopping) reasons.push("gateway is stopping");
   if (!i.backend.ready) reasons.push(`backend not ready: ${i.backend.reason ?? "unknown"}`);
-  return { ready: reasons.length === 0, reasons };
+  return { ready: reasons.length === 0, reasons, warnings: i.warnings ?? [] };
 }

@@ -30,7 +30,11 @@ export function handleHttp(req: Request, s: HttpSources): Response {
       return json(200, { status: "ok" });
     case "/ready": {
       const r = s.readiness();
-      return json(r.ready ? 200 : 503, { ready: r.ready, reasons: r.reasons });
+      return json(r.ready ? 200 : 503, {
+        ready: r.ready,
+        reasons: r.reasons,
+        warnings: r.warnings,
+      });
     }
     case "/metrics":
       return new Response(s.metricsText(), {

@@ -59,7 +59,11 @@ export interface StatusSource {
       }[];
     };
   };
-  readiness(): { readonly ready: boolean; readonly reasons: readonly string[] };
+  readiness(): {
+    readonly ready: boolean;
+    readonly reasons: readonly string[];
+    readonly warnings: readonly string[];
+  };
 }
 
 /** Publish outcomes, exactly as the design names them (DESIGN §3). */
@@ -81,6 +85,7 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
     time_ms: now,
     ready: readiness.ready,
     not_ready_reasons: [...readiness.reasons],
+    warnings: [...readiness.warnings],
     connections: g.registry.size,
     connections_accepted_total: sum(m.connectionsAccepted),
     auth_failures_total: sum(m.authFailures),
@@ -162,7 +167,7 @@ body { margin: 0; font: 15px/1.4 system-ui, sans-serif; color: var(--fg); backgr
 header { display: flex; gap: 1rem; align-items: baseline; padding: .8rem 1.2rem;
   border-bottom: 1px solid var(--line); background: var(--card); }
 header h1 { font-size: 1.15rem; margin: 0; }
-#state { font-weight: 600; } .ok { color: var(--ok); } .bad { color: var(--bad); }
+#state { font-weight: 600; } .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
 .warn { color: var(--warn); }
 main { padding: 1rem 1.2rem; display: grid; gap: 1rem; }
 .tiles { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: .7rem; }
@@ -225,8 +230,10 @@ function row(cells) {
 }
 function render(s) {
   $("gw").textContent = s.gateway.id + " · " + s.gateway.backend + " backend";
-  $("state").textContent = s.ready ? "ready" : "not ready: " + s.not_ready_reasons.join("; ");
-  $("state").className = s.ready ? "ok" : "bad";
+  const warned = s.warnings.length > 0 ? " · warning: " + s.warnings.join("; ") : "";
+  $("state").textContent = (s.ready ? "ready" : "not ready: " + s.not_ready_reasons.join("; ")) +
+    warned;
+  $("state").className = s.ready ? (warned ? "warn" : "ok") : "bad";
   $("updated").textContent = "updated " + new Date(s.time_ms).toLocaleTimeString();
   $("connections").textContent = fmt(s.connections);
   const dt = prev ? (s.time_ms - prev.time_ms) / 1000 : 0;

@@ -39,7 +39,7 @@ function fakeSource(): StatusSource & { metrics: GatewayMetrics } {
         ],
       },
     },
-    readiness: () => ({ ready: true, reasons: [] }),
+    readiness: () => ({ ready: true, reasons: [], warnings: [] }),
   };
 }
 
@@ -76,6 +76,7 @@ Deno.test("statusJson() reports connections, outcome totals, readers and rule hi
     time_ms: 1_700_000_000_000,
     ready: true,
     not_ready_reasons: [],
+    warnings: [],
     connections: 3,
     connections_accepted_total: 0,
     auth_failures_total: 1,
@@ -114,10 +115,18 @@ Deno.test("statusJson() reports connections, outcome totals, readers and rule hi
 });
 
 Deno.test("statusJson() is JSON-serialisable and says why the gateway is not ready", () => {
-  const g = { ...fakeSource(), readiness: () => ({ ready: false, reasons: ["stopping"] }) };
+  const g = {
+    ...fakeSource(),
+    readiness: () => ({
+      ready: false,
+      reasons: ["stopping"],
+      warnings: ["PUBACK before disk on s/t"],
+    }),
+  };
   const s = JSON.parse(JSON.stringify(statusJson(g)));
   assert.equal(s.ready, false);
   assert.deepEqual(s.not_ready_reasons, ["stopping"]);
+  assert.deepEqual(s.warnings, ["PUBACK before disk on s/t"]);
 });
 
 Deno.test("handleStatusRoute() serves the page and status.json with a strict CSP", async () => {

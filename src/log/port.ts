@@ -59,6 +59,11 @@ export interface TopicInfo {
   readonly stream: string;
   readonly topic: string;
   readonly partitions: number;
+  /**
+   * The backend confirms an append before it is on disk (an Iggy topic without fsync
+   * enforced): a PUBACK then means "accepted", not "on disk". Absent = on disk.
+   */
+  readonly acksBeforeDisk?: boolean;
 }
 
 /** Options for creating a topic when `auto_create` is on. */
@@ -68,6 +73,8 @@ export interface CreateTopicOptions {
   readonly messageExpiryMicros?: number;
   /** Retention by size, bytes; 0 = the backend's default. */
   readonly maxTopicBytes?: number;
+  /** Confirm appends only once on disk (Iggy: enforce fsync); the embedded log always does. */
+  readonly durable?: boolean;
 }
 
 /** A principal the backend vouches for. */

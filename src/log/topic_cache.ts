@@ -19,6 +19,8 @@ export interface TopicCacheOptions {
   readonly ttlMs: number;
   readonly missTtlMs: number;
   readonly maxEntries: number;
+  /** Sees every topic looked up or created (durability warnings). */
+  readonly onFound?: (info: TopicInfo | null) => void;
 }
 
 interface Entry {
@@ -84,6 +86,7 @@ export class TopicCache {
     if (info === null && this.#opts.autoCreate) {
       info = await this.#backend.createTopic(stream, topic, this.#opts.create);
     }
+    this.#opts.onFound?.(info);
     this.#lastEntry = undefined;
     if (this.#entries.size >= this.#opts.maxEntries) this.#entries.clear();
     this.#entries.set(key(stream, topic), { info, at: this.#clock.now() });

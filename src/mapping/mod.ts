@@ -23,3 +23,4 @@ export { type Resolution, resolveTopic } from "./resolve.ts";
 export { checkResolution, isValidIggyName } from "./names.ts";
 export { initPartitioner, partitionForKey } from "./partition.ts";
 export { explainJson } from "./explain.ts";
+export { constantTargets, type Target } from "./targets.ts";

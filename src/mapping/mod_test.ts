@@ -6,6 +6,7 @@ Deno.test("mod.ts exports exactly the mapping API", () => {
     "MapError",
     "checkResolution",
     "compileMap",
+    "constantTargets",
     "explainJson",
     "initPartitioner",
     "isValidIggyName",

@@ -75,9 +75,19 @@ export function runBackendContract(
 
   test("createTopic() creates stream and topic with their partition count", async (b, n) => {
     const info = await b.createTopic(n.stream, n.topic, { partitions: 3 });
-    assert.deepEqual(info, { stream: n.stream, topic: n.topic, partitions: 3 });
+    const { acksBeforeDisk: _, ...fields } = info;
+    assert.deepEqual(fields, { stream: n.stream, topic: n.topic, partitions: 3 });
     assert.deepEqual(await b.getTopic(n.stream, n.topic), info);
   });
+
+  test(
+    "createTopic() with durable: true makes a topic that confirms appends on disk",
+    async (b, n) => {
+      const info = await b.createTopic(n.stream, n.topic, { partitions: 1, durable: true });
+      assert.ok(!info.acksBeforeDisk, "a durable topic confirms only once on disk");
+      assert.ok(!(await b.getTopic(n.stream, n.topic))!.acksBeforeDisk, "as read back");
+    },
+  );
 
   test(
     "createTopic() of an existing topic returns it with its real partition count",

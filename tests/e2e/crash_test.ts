@@ -7,18 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { openStoreReadOnly, removeStore } from "../helpers/store.ts";
-import { connectPacket, freeFixedPort, publishPacket, waitFor } from "../helpers/gateway.ts";
+import { freeFixedPort, waitFor } from "../helpers/gateway.ts";
+import { publisher, type Tally } from "../helpers/qos1_load.ts";
 
 const DENO = Deno.execPath();
 const ROOT = new URL("../../", import.meta.url).pathname;
 const ROUNDS = Number(Deno.env.get("CRASH_ROUNDS") ?? 5);
 const CLIENTS = 8;
-const WINDOW = 20;
-
-interface Tally {
-  sent: number;
-  acked: Set<string>;
-}
 
 function startGatewayProcess(db: string, port: number): Deno.ChildProcess {
   return new Deno.Command(DENO, {
@@ -44,70 +39,6 @@ function stderrTail(child: Deno.ChildProcess): () => string {
     for await (const chunk of child.stderr) text = (text + decoder.decode(chunk)).slice(-4096);
   })().catch(() => {});
   return () => text;
-}
-
-/** One publishing client: keeps WINDOW QoS 1 publishes in flight until its socket dies. */
-async function publisher(
-  port: number,
-  id: string,
-  tally: Tally,
-  seqStart: { n: number },
-): Promise<void> {
-  let conn: Deno.TcpConn;
-  try {
-    conn = await Deno.connect({ hostname: "127.0.0.1", port });
-  } catch {
-    return;
-  }
-  const inflight = new Map<number, string>();
-  try {
-    await conn.write(connectPacket(id));
-    const buf = new Uint8Array(65536);
-    let pending = new Uint8Array(0);
-    let connacked = false;
-    const fill = async () => {
-      const out: number[] = [];
-      while (inflight.size < WINDOW) {
-        const seq = seqStart.n++;
-        const pid = (seq % 65535) + 1;
-        if (inflight.has(pid)) break;
-        const payload = `${id}:${seq}`;
-        inflight.set(pid, payload);
-        out.push(...publishPacket("crash/test/topic", payload, 1, pid));
-        tally.sent++;
-      }
-      if (out.length) await conn.write(new Uint8Array(out));
-    };
-    for (;;) {
-      const n = await conn.read(buf);
-      if (n === null) return;
-      const merged = new Uint8Array(pending.length + n);
-      merged.set(pending);
-      merged.set(buf.subarray(0, n), pending.length);
-      let pos = 0;
-      while (merged.length - pos >= 4) {
-        const type = merged[pos] >> 4;
-        if (type === 2) connacked = true;
-        if (type === 4) {
-          const pid = (merged[pos + 2] << 8) | merged[pos + 3];
-          const payload = inflight.get(pid);
-          if (payload !== undefined) {
-            tally.acked.add(payload);
-            inflight.delete(pid);
-          }
-        }
-        pos += 4;
-      }
-      pending = merged.slice(pos);
-      if (connacked) await fill();
-    }
-  } catch {
-    // killed gateway: connection reset
-  } finally {
-    try {
-      conn.close();
-    } catch { /* closed */ }
-  }
 }
 
 Deno.test({
@@ -149,7 +80,9 @@ Deno.test({
         ).catch((e) => {
           throw new Error(`${e.message}; gateway stderr: ${stderr()}`);
         });
-        const clients = seqs.map((s, i) => publisher(port, `crash-client-${i}`, tally, s));
+        const clients = seqs.map((s, i) =>
+          publisher(port, `crash-client-${i}`, "crash/test/topic", tally, s)
+        );
         await new Promise((r) => setTimeout(r, 300 + Math.random() * 1200));
         child.kill("SIGKILL");
         await child.status;

@@ -8,11 +8,13 @@
 import { ByteReader, ByteWriter } from "./bytes.ts";
 import {
   PollingKind,
+  writeBoolOption,
   writeConsumer,
   writeIdentifier,
   writeName,
   writePartition,
   writePollingStrategy,
+  writeU32Option,
   writeU64Option,
 } from "./encoding.ts";
 
@@ -39,7 +41,13 @@ export interface TopicOptions {
   readonly partitions: number;
   readonly messageExpiryMicros?: number;
   readonly maxTopicBytes?: number;
+  /** Acknowledge sends only once on disk: fsync, and persist every batch (no journal wait). */
+  readonly durable?: boolean;
 }
+
+/** Topic option keys of Iggy 0.9 (protocol 0.11) that decide when a send is on disk. */
+export const FSYNC_OPTION = "enforce_fsync";
+export const FLUSH_COUNT_OPTION = "messages_required_to_save";
 
 /** CREATE_TOPIC body: `[stream Id][partitions:u32][name][options TLV]`. */
 export function createTopicBody(stream: string, topic: string, o: TopicOptions): Uint8Array {
@@ -49,6 +57,12 @@ export function createTopicBody(stream: string, topic: string, o: TopicOptions):
   writeName(w, topic, "Topic name");
   if (o.messageExpiryMicros) writeU64Option(w, "message_expiry", o.messageExpiryMicros);
   if (o.maxTopicBytes) writeU64Option(w, "max_topic_size", o.maxTopicBytes);
+  if (o.durable) {
+    // Iggy 0.9 keeps sends in a journal until 1,024 messages or 1 MiB (its defaults) and then
+    // writes without fsync; a kill -9 then loses acknowledged messages. One message flushes.
+    writeBoolOption(w, FSYNC_OPTION, true);
+    writeU32Option(w, FLUSH_COUNT_OPTION, 1);
+  }
   return w.finish();
 }
 

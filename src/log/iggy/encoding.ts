@@ -113,6 +113,20 @@ export function writeU64Option(w: ByteWriter, key: string, value: number): ByteW
   return w;
 }
 
+/** Options TLV entry with a string key and a u32 value. */
+export function writeU32Option(w: ByteWriter, key: string, value: number): ByteWriter {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, value, true);
+  writeTlv(w, key, ValueKind.UINT32, b);
+  return w;
+}
+
+/** Options TLV entry with a string key and a bool value. */
+export function writeBoolOption(w: ByteWriter, key: string, value: boolean): ByteWriter {
+  writeTlv(w, key, ValueKind.BOOL, new Uint8Array([value ? 1 : 0]));
+  return w;
+}
+
 const FIXED_SIZES: Record<number, number> = {
   3: 1,
   4: 1,

@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { TopicCache } from "./metadata.ts";
 import type { TopicRecord } from "./records.ts";
 
-const rec = (n: number): TopicRecord => ({ id: 0, name: "t", partitionsCount: n, partitions: [] });
+const rec = (n: number): TopicRecord => ({
+  id: 0,
+  name: "t",
+  partitionsCount: n,
+  partitions: [],
+  options: new Map(),
+});
 
 Deno.test("TopicCache serves a fresh entry without a read and re-reads after the TTL", async () => {
   let now = 0;

@@ -6,7 +6,7 @@
  */
 
 import { ByteReader } from "./bytes.ts";
-import { readName } from "./encoding.ts";
+import { decodeUserHeaders, readName } from "./encoding.ts";
 
 /** A stream record (GET_STREAM / GET_STREAMS / CREATE_STREAM). */
 export interface StreamRecord {
@@ -29,6 +29,12 @@ export interface TopicRecord {
   readonly name: string;
   readonly partitionsCount: number;
   readonly partitions: PartitionRecord[];
+  /** Explicit options over the server-derived ones, as text (`decodeUserHeaders`). */
+  readonly options: ReadonlyMap<string, string>;
+}
+
+function readOptions(r: ByteReader, what: string): Map<string, string> {
+  return decodeUserHeaders(r.bytes(r.u32(`${what} length`), what));
 }
 
 function skipOptions(r: ByteReader, what: string): void {
@@ -53,9 +59,10 @@ export function readTopicHeader(r: ByteReader): TopicRecord {
   const partitionsCount = r.u32("topic partitions_count");
   r.skip(8 + 1 + 8 + 8 + 8, "topic expiry, compression, max size, size, messages");
   const name = readName(r, "topic name");
-  skipOptions(r, "topic options");
-  skipOptions(r, "topic derived options");
-  return { id, name, partitionsCount, partitions: [] };
+  const explicit = readOptions(r, "topic options");
+  const options = readOptions(r, "topic derived options");
+  for (const [k, v] of explicit) options.set(k, v);
+  return { id, name, partitionsCount, partitions: [], options };
 }
 
 /** GET_STREAMS body: stream records to the end. */

@@ -1,0 +1,175 @@
+/**
+ * Iggy dies under load: with `IGGY_TEST_SERVER_BIN` pointing at an Iggy 0.9 server binary,
+ * this test starts that server on a temporary data directory, runs QoS 1 load through an
+ * Iggy-mode gateway with the default auto-create (fsync enforced), kills the server with
+ * SIGKILL several times and restarts it, then reads every partition back through Iggy (not
+ * through the gateway) and checks that every PUBACKed message is there.
+ *
+ * `IGGY_KILL_ROUNDS` (default 5) sets the rounds; `IGGY_KILL_DURABILITY=server_default` runs
+ * the same test against the server's default topics (expected to lose messages: the figure
+ * is printed, the assertion then only runs for fsync).
+ */
+import assert from "node:assert/strict";
+import { IggyBackend } from "../../src/log/iggy/mod.ts";
+import { freeFixedPort, startGateway, waitFor } from "../helpers/gateway.ts";
+import { publisher, type Tally } from "../helpers/qos1_load.ts";
+
+const BIN = Deno.env.get("IGGY_TEST_SERVER_BIN") ?? "";
+const ROUNDS = Number(Deno.env.get("IGGY_KILL_ROUNDS") ?? 5);
+const DURABILITY = Deno.env.get("IGGY_KILL_DURABILITY") ?? "fsync";
+const CLIENTS = 10;
+const WINDOW = 20;
+const TOPIC = "kill/test/topic";
+if (BIN === "") {
+  console.warn(
+    "WARNING: IGGY_TEST_SERVER_BIN is not set; the kill -9 test of an Iggy server is SKIPPED.",
+  );
+}
+
+/** One Iggy server process on a fixed TCP port and data directory. */
+function startIggy(dataDir: string, port: number): Deno.ChildProcess {
+  return new Deno.Command(BIN, {
+    cwd: dataDir,
+    env: {
+      IGGY_ROOT_USERNAME: "iggy",
+      IGGY_ROOT_PASSWORD: "iggy",
+      IGGY_SYSTEM_PATH: `${dataDir}/local_data`,
+      IGGY_TCP_ADDRESS: `127.0.0.1:${port}`,
+      IGGY_HTTP_ENABLED: "false",
+      IGGY_QUIC_ENABLED: "false",
+      IGGY_WEBSOCKET_ENABLED: "false",
+      IGGY_SYSTEM_SHARDING_CPU_ALLOCATION: "1",
+    },
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+}
+
+function reader(address: string): IggyBackend {
+  return new IggyBackend({
+    address,
+    username: "iggy",
+    password: "iggy",
+    token: "",
+    tls: false,
+    tls_ca_file: "",
+    tls_server_name: "",
+    request_timeout_ms: 5000,
+    pool_size: 1,
+    heartbeat_interval_ms: 5000,
+    reconnect_max_ms: 500,
+    batch_max_messages: 100,
+    batch_max_bytes: 1 << 20,
+    batch_linger_ms: 0,
+    metadata_refresh_ms: 5000,
+  }, { patUsername: "__pat__", cacheTtlMs: 0 });
+}
+
+/** Every payload stored in stream/topic, with its count, read through Iggy. */
+async function readBack(address: string, stream: string, topic: string) {
+  const b = reader(address);
+  await b.open();
+  try {
+    const info = await b.getTopic(stream, topic);
+    assert.ok(info, `${stream}/${topic} exists in Iggy`);
+    const found = new Map<string, number>();
+    for (let p = 0; p < info.partitions; p++) {
+      for (let from = 0;;) {
+        const msgs = await b.poll({ stream, topic, partition: p }, from, 1000);
+        if (msgs.length === 0) break;
+        for (const m of msgs) {
+          const payload = new TextDecoder().decode(m.payload);
+          found.set(payload, (found.get(payload) ?? 0) + 1);
+        }
+        from = msgs[msgs.length - 1].offset + 1;
+      }
+    }
+    return found;
+  } finally {
+    await b.close();
+  }
+}
+
+Deno.test({
+  name: `iggy kill -9: ${ROUNDS} rounds of SIGKILL of the Iggy server under QoS 1 load lose no ` +
+    `PUBACKed message (auto-create durability ${DURABILITY})`,
+  ignore: BIN === "",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const dataDir = await Deno.makeTempDir({ prefix: "iggy-kill-" });
+    const iggyPort = freeFixedPort();
+    const address = `127.0.0.1:${iggyPort}`;
+    const stream = `kill_${crypto.randomUUID().slice(0, 8)}`;
+    let iggy = startIggy(dataDir, iggyPort);
+    const up = () =>
+      waitFor(
+        async () => {
+          try {
+            (await Deno.connect({ hostname: "127.0.0.1", port: iggyPort })).close();
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        30_000,
+        "the Iggy server to listen",
+      );
+    await up();
+    const gw = await startGateway({
+      map: `default_stream = "${stream}"\ndefault_topic = "messages"\n`,
+      env: {
+        IGGY_MQTT_GATEWAY_BACKEND: "iggy",
+        IGGY_MQTT_IGGY_ADDRESS: address,
+        IGGY_MQTT_IGGY_USERNAME: "iggy",
+        IGGY_MQTT_IGGY_PASSWORD: "iggy",
+        IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
+        IGGY_MQTT_IGGY_RECONNECT_MAX_MS: "500",
+        IGGY_MQTT_IGGY_REQUEST_TIMEOUT_MS: "3000",
+        IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn",
+        IGGY_MQTT_LOG_AUTO_CREATE_DURABILITY: DURABILITY,
+      },
+    });
+    const tally: Tally = { sent: 0, acked: new Set() };
+    const seqs = Array.from({ length: CLIENTS }, () => ({ n: 0 }));
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        await waitFor(() => gw.gateway.readiness().ready, 30_000, "the gateway to be ready");
+        const stop = new AbortController();
+        const clients = seqs.map((s, i) =>
+          publisher(gw.port, `kill-${round}-${i}`, TOPIC, tally, s, WINDOW, stop.signal)
+        );
+        await new Promise((r) => setTimeout(r, 1000 + Math.random() * 1500));
+        iggy.kill("SIGKILL");
+        await iggy.status;
+        // PUBACKs that were on their way still count; then the publishers stop.
+        await new Promise((r) => setTimeout(r, 500));
+        stop.abort();
+        await Promise.all(clients);
+        iggy = startIggy(dataDir, iggyPort);
+        await up();
+      }
+      await waitFor(() => gw.gateway.readiness().ready, 30_000, "the gateway to be ready");
+      await gw.stop();
+      const found = await readBack(address, stream, "messages");
+      const lost = [...tally.acked].filter((p) => !found.has(p));
+      const duplicates = [...found.values()].filter((n) => n > 1).length;
+      console.log(
+        `iggy kill test (${DURABILITY}): rounds=${ROUNDS} sent=${tally.sent} ` +
+          `acked=${tally.acked.size} found=${found.size} duplicates=${duplicates} ` +
+          `lost_acknowledged=${lost.length}`,
+      );
+      assert.ok(tally.acked.size > 0, "some messages were acknowledged");
+      if (DURABILITY === "fsync") {
+        assert.equal(lost.length, 0, `lost acknowledged messages: ${lost.slice(0, 5)}`);
+      }
+    } finally {
+      await gw.stop();
+      try {
+        iggy.kill("SIGKILL");
+      } catch { /* gone */ }
+      await iggy.status;
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+});
