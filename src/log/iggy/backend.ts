@@ -16,23 +16,17 @@ import {
   type BackendHealth,
   type CreateTopicOptions,
   type LogBackend,
+  type OutgoingMessage,
   type PartitionAddress,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import {
-  type BatchMessage,
-  decodePollReply,
-  decodeSendReply,
-  encodeSendMessages,
-  randomMessageId,
-} from "./batch.ts";
-import { FRAME_HEADER_SIZE } from "./batch.ts";
+import { decodePollReply, decodeSendReply, FRAME_HEADER_SIZE } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
 import * as cmd from "./commands.ts";
 import { type Dialer, tcpDialer } from "./dial.ts";
-import { decodeUserHeaders, encodeUserHeaders } from "./encoding.ts";
+import { decodeUserHeaders } from "./encoding.ts";
 import { toBackendError } from "./errors.ts";
 import { loadHashes } from "./hash.ts";
 import type { Credentials } from "./login.ts";
@@ -40,6 +34,7 @@ import { TopicCache } from "./metadata.ts";
 import { IggyPool } from "./pool.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
 import { decodeTopic, nextOffsetOf, type TopicRecord } from "./records.ts";
+import { SendEncoder } from "./send_encoder.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
 export const POLL_CONSUMER = "mqtt-gateway-poll";
@@ -53,7 +48,23 @@ export interface IggyBackendDeps {
 }
 
 function info(stream: string, topic: string, r: TopicRecord): TopicInfo {
-  return { stream, topic, partitions: r.partitionsCount };
+  return { stream, topic, partitions: r.partitionsCount, acksBeforeDisk: acksBeforeDisk(r) };
+}
+
+/**
+ * Iggy 0.9 answers a send once it is in the partition's journal; the journal reaches the disk
+ * only every `messages_required_to_save` messages, fsynced only with `enforce_fsync`.
+ */
+/** A message's size on the wire, near enough for the batch bounds (ASCII headers). */
+function wireSizeOf(m: OutgoingMessage): number {
+  let n = FRAME_HEADER_SIZE + m.payload.length;
+  for (const [k, v] of m.headers) n += 10 + k.length + v.length;
+  return n;
+}
+
+function acksBeforeDisk(r: TopicRecord): boolean {
+  return r.options.get(cmd.FSYNC_OPTION) !== "true" ||
+    r.options.get(cmd.FLUSH_COUNT_OPTION) !== "1";
 }
 
 /**
@@ -66,7 +77,8 @@ export class IggyBackend implements LogBackend {
   readonly kind = "iggy";
   readonly #config: GatewayConfig["iggy"];
   readonly #pool: IggyPool;
-  readonly #batcher: AppendBatcher<BatchMessage>;
+  readonly #batcher: AppendBatcher<OutgoingMessage>;
+  readonly #encoder = new SendEncoder();
   readonly #topics: TopicCache;
   readonly #principals: PrincipalAuthenticator;
   #state: "new" | "open" | "failed" | "closed" = "new";
@@ -97,9 +109,9 @@ export class IggyBackend implements LogBackend {
       reconnectMaxMs: config.reconnect_max_ms,
       random: deps.random,
     });
-    this.#batcher = new AppendBatcher<BatchMessage>(
+    this.#batcher = new AppendBatcher<OutgoingMessage>(
       (a, m) => this.#send(a, m),
-      (m) => FRAME_HEADER_SIZE + m.payload.length + m.userHeaders.length,
+      wireSizeOf,
       {
         maxMessages: config.batch_max_messages,
         maxBytes: config.batch_max_bytes,
@@ -213,29 +225,20 @@ export class IggyBackend implements LogBackend {
       throw new BackendError("unavailable", `Cannot append to ${where}: Iggy backend is closed`);
     }
     if (request.messages.length === 0) return { baseOffset: null };
-    const nowMicros = BigInt(Date.now()) * 1000n;
-    let messages: BatchMessage[];
-    try {
-      messages = request.messages.map((m) => {
-        // the envelope replaces empty payloads (DESIGN §3): an empty one here is a bug upstream
-        if (m.payload.length === 0) throw new RangeError("a message payload is empty");
-        return {
-          id: randomMessageId(),
-          payload: m.payload,
-          userHeaders: encodeUserHeaders(m.headers),
-          originTimestampMicros: nowMicros,
-        };
-      });
-    } catch (e) {
-      throw toBackendError(e, `append to ${where}`);
-    }
-    return await this.#batcher.append({ ...request, messages });
+    return await this.#batcher.append(request);
   }
 
-  async #send(a: PartitionAddress, messages: readonly BatchMessage[]): Promise<number | null> {
+  async #send(a: PartitionAddress, messages: readonly OutgoingMessage[]): Promise<number | null> {
     try {
-      const body = encodeSendMessages(a.stream, a.topic, a.partition, messages);
-      return decodeSendReply(await this.#pool.request(Code.SEND_MESSAGES, body));
+      // The envelope replaces empty payloads (DESIGN §3): the encoder refuses one as a bug.
+      const frame = this.#encoder.encode(
+        a.stream,
+        a.topic,
+        a.partition,
+        messages,
+        Date.now() * 1000,
+      );
+      return decodeSendReply(await this.#pool.request(Code.SEND_MESSAGES, frame, true));
     } catch (e) {
       const err = toBackendError(
         e,

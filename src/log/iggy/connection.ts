@@ -109,7 +109,7 @@ export class IggyConnection {
   async register(credentials: Credentials): Promise<RegisterReply> {
     const { code, body } = encodeRegister(credentials);
     this.#client = randomMessageId(); // fresh non-zero u128 per Register
-    const reply = decodeRegisterReply(await this.#send(code, body, "register"));
+    const reply = decodeRegisterReply(await this.#send(code, body, "register", false));
     if (reply.session === 0n) throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound no session");
     this.#session = reply.session;
     this.#ids = new RequestIds();
@@ -119,14 +119,22 @@ export class IggyConnection {
 
   /** Sends a command on the registered session and resolves with its reply payload. */
   request(code: number, body: Uint8Array = new Uint8Array(0)): Promise<Uint8Array> {
+    return this.requestFramed(code, body, false);
+  }
+
+  /**
+   * As {@link request}; with `framed`, `body` is the whole frame: its first HEADER_SIZE bytes
+   * are room for the request header, written there in place (no copy of a large batch).
+   */
+  requestFramed(code: number, body: Uint8Array, framed = true): Promise<Uint8Array> {
     if (this.#session === 0n && code !== 1) {
       return Promise.reject(new NotSentError(`Iggy connection ${this.#label} is not logged in`));
     }
     const kind = classOf(operationFor(code));
-    return this.#send(code, body, kind === "register" ? "read" : kind);
+    return this.#send(code, body, kind === "register" ? "read" : kind, framed);
   }
 
-  #send(code: number, body: Uint8Array, kind: string): Promise<Uint8Array> {
+  #send(code: number, body: Uint8Array, kind: string, framed: boolean): Promise<Uint8Array> {
     this.#queued++;
     const run = async (): Promise<Uint8Array> => {
       if (this.#closedWith) {
@@ -134,17 +142,21 @@ export class IggyConnection {
       }
       const operation = operationFor(code);
       const request = kind === "register" ? 0n : this.#ids.next(kind as "read");
+      const bodyLength = framed ? body.length - HEADER_SIZE : body.length;
       const header = writeRequestHeader({
-        bodyLength: body.length,
+        bodyLength,
         client: this.#client,
         request,
         operation,
         session: kind === "register" ? 0n : this.#session,
         code: operation === 2 ? code : undefined,
       });
-      const frame = new Uint8Array(HEADER_SIZE + body.length);
+      let frame = body;
+      if (!framed) {
+        frame = new Uint8Array(HEADER_SIZE + body.length);
+        frame.set(body, HEADER_SIZE);
+      }
       frame.set(header);
-      frame.set(body, HEADER_SIZE);
       const started = Date.now();
       for (;;) {
         const reply = this.#nextFrame(code);

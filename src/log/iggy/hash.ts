@@ -50,3 +50,21 @@ export function xxh32(bytes: Uint8Array): number {
   h.update(bytes);
   return Number(digestBigEndian(h));
 }
+
+/**
+ * XXH3-64, seed 0, of `data` (then `more`), written little-endian at `out[at..at+8]`: the
+ * frame and batch seals, without a BigInt per hash.
+ */
+export function xxh3_64Into(
+  data: Uint8Array,
+  out: Uint8Array,
+  at: number,
+  more?: Uint8Array,
+): void {
+  const h = ready(hasher3);
+  h.init();
+  h.update(data);
+  if (more !== undefined) h.update(more);
+  const d = h.digest("binary"); // big-endian
+  for (let i = 0; i < 8; i++) out[at + i] = d[7 - i];
+}

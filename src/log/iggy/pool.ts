@@ -157,7 +157,7 @@ export class IggyPool {
    * the socket (its connection died first) is tried once more on another connection; a
    * request that was sent is never repeated.
    */
-  async request(code: number, body?: Uint8Array): Promise<Uint8Array> {
+  async request(code: number, body?: Uint8Array, framed = false): Promise<Uint8Array> {
     let exclude: IggyConnection | undefined;
     for (let attempt = 0;; attempt++) {
       const conn = this.#pick(exclude);
@@ -170,7 +170,7 @@ export class IggyPool {
         );
       }
       try {
-        return await conn.request(code, body);
+        return await (framed ? conn.requestFramed(code, body!) : conn.request(code, body));
       } catch (e) {
         if (!(e instanceof NotSentError) || attempt >= 1) throw e;
         exclude = conn;

@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { type BatchMessage, encodeSendMessages } from "./batch.ts";
+import { encodeUserHeaders } from "./encoding.ts";
+import { loadHashes } from "./hash.ts";
+import { HEADER_SIZE } from "./header.ts";
+import { MAX_CACHED_STRINGS, SendEncoder } from "./send_encoder.ts";
+import type { OutgoingMessage } from "../port.ts";
+
+await loadHashes();
+
+const BASE = Uint8Array.from({ length: 16 }, (_, i) => 0xf0 - i * 7);
+const fixedIds = (out: Uint8Array) => out.set(BASE);
+
+/** The id SendEncoder gives message `i` of a batch with the fixed base (LE u128). */
+function idOf(i: number): bigint {
+  const b = BASE.slice();
+  const v = new DataView(b.buffer);
+  v.setUint32(0, (v.getUint32(0, true) + i) >>> 0, true);
+  b[15] |= 0x80;
+  let id = 0n;
+  for (let k = 15; k >= 0; k--) id = (id << 8n) | BigInt(b[k]);
+  return id;
+}
+
+const enc = new TextEncoder();
+const msg = (payload: string, headers: [string, string][]): OutgoingMessage => ({
+  payload: enc.encode(payload),
+  headers: new Map(headers),
+});
+
+Deno.test("SendEncoder writes the same body as encodeSendMessages (the golden-vector path)", () => {
+  const now = 1_764_000_000_123_456;
+  const messages = [
+    msg("21.5", [["mqtt.topic", "building/north/room/42/temp"], ["mqtt.qos", "1"], [
+      "mqtt.client_id",
+      "sensor-42",
+    ], ["mqtt.packet_id", "7"]]),
+    msg("x".repeat(300), [["mqtt.topic", "building/north/room/42/temp"], ["mqtt.qos", "0"]]),
+    msg("é", [["mqtt.topic", "tëst/ünïcode/" + "ä".repeat(40)], ["mqtt.client_id", "Grüße"]]),
+  ];
+  const encoder = new SendEncoder(fixedIds);
+  // Twice: the second time the strings come from the cache.
+  for (let round = 0; round < 2; round++) {
+    const frame = encoder.encode("building_north", "telemetry", 2, messages, now);
+    const expected = encodeSendMessages(
+      "building_north",
+      "telemetry",
+      2,
+      messages.map((m, i): BatchMessage => ({
+        id: idOf(i),
+        payload: m.payload,
+        userHeaders: encodeUserHeaders(m.headers),
+        originTimestampMicros: BigInt(now),
+      })),
+    );
+    assert.deepEqual(frame.subarray(HEADER_SIZE), expected);
+  }
+});
+
+Deno.test("SendEncoder: ids differ within a batch and across batches; never zero", () => {
+  const encoder = new SendEncoder();
+  const ids = new Set<string>();
+  for (let b = 0; b < 3; b++) {
+    const frame = encoder.encode("s", "t", 0, [msg("a", []), msg("b", [])], 1);
+    let at = HEADER_SIZE + 4 + 3 + 3 + 6 + 4 + 256;
+    for (let i = 0; i < 2; i++) {
+      const id = frame.subarray(at + 8, at + 24);
+      assert.ok(id.some((x) => x !== 0));
+      ids.add(id.join(","));
+      at += 48 + 1;
+    }
+  }
+  assert.equal(ids.size, 6);
+});
+
+Deno.test("SendEncoder refuses an empty payload, an over-long header value and bad names", () => {
+  const encoder = new SendEncoder(fixedIds);
+  assert.throws(() => encoder.encode("s", "t", 0, [msg("", [])], 1), /payload is empty/);
+  assert.throws(
+    () => encoder.encode("s", "t", 0, [msg("a", [["k", "v".repeat(256)]])], 1),
+    /1\.\.255 bytes, got 256/,
+  );
+  assert.throws(() => encoder.encode("", "t", 0, [msg("a", [])], 1), /Identifier/);
+  assert.throws(() => encoder.encode("s", "t", 0, [msg("a", [["k", ""]])], 1), /got 0/);
+});
+
+Deno.test("SendEncoder's string cache is bounded", () => {
+  const encoder = new SendEncoder(fixedIds);
+  for (let i = 0; i < MAX_CACHED_STRINGS + 10; i++) {
+    encoder.encode("s", `topic-${i}`, 0, [msg("a", [["mqtt.topic", `a/long/topic/name/${i}`]])], 1);
+  }
+  assert.ok(encoder.cachedStrings <= MAX_CACHED_STRINGS, `${encoder.cachedStrings} cached`);
+  assert.ok(encoder.encode("s", "t", 0, [msg("a", [])], 1).length > 0);
+});
