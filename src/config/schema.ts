@@ -309,8 +309,8 @@ export const KEY_SPECS: readonly KeySpec[] = [
   {
     key: "iggy.batch_linger_ms",
     type: int(0, 1000),
-    default: 1,
-    doc: "How long a send waits for more messages (ms).",
+    default: 0,
+    doc: "How long a send waits for more messages (ms); 0 = only those of the same tick.",
   },
   {
     key: "iggy.metadata_refresh_ms",

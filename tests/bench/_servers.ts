@@ -139,9 +139,14 @@ function connackReady(port: number): () => Promise<boolean> {
 }
 
 /** The gateway: `deno run -P=gateway main.ts run`, ready = HTTP `/ready` 200. */
-export function gatewayServer(dataDir: string, denoFlags: string[] = []): ServerDef {
+export function gatewayServer(
+  dataDir: string,
+  denoFlags: string[] = [],
+  name = "gateway",
+  extraEnv: Record<string, string> = {},
+): ServerDef {
   return {
-    name: "gateway",
+    name,
     start(o) {
       const port = freePort();
       const http = freePort();
@@ -155,10 +160,11 @@ export function gatewayServer(dataDir: string, denoFlags: string[] = []): Server
         IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "20000",
         // One loopback source opens all 10,000 idle connections: no per-source rate bound.
         IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
+        ...extraEnv,
       };
       const cmd = [Deno.execPath(), "run", "-P=gateway", ...denoFlags, "main.ts", "run"];
       cmd.push("--config", "config/gateway.toml");
-      return spawnUntilReady("gateway", launchArgv(o, 0, cmd), port, async () => {
+      return spawnUntilReady(name, launchArgv(o, 0, cmd), port, async () => {
         try {
           const r = await fetch(`http://127.0.0.1:${http}/ready`);
           await r.body?.cancel();

@@ -9,6 +9,10 @@
  *   --servers=gateway,mosquitto     subset of servers   --scenarios=qos1,qos0_10   subset
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
  *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
+ *   --backend=iggy                  QoS 0 and QoS 1 through a real Iggy server (IGGY_TEST_ADDRESS,
+ *                                   IGGY_TEST_USERNAME/PASSWORD) beside the embedded log, for
+ *                                   fsync-enforced and server-default topics; says it skipped
+ *                                   when IGGY_TEST_ADDRESS is unset
  *
  * All three servers run at once, each pinned to core 0 (idle when not under test); the load
  * generator runs in its own process pinned to core 1. Scenarios go one at a time, each against
@@ -30,6 +34,7 @@ import {
 } from "./_servers.ts";
 import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
 import { cpuPercent, cpuTicks } from "./_stats.ts";
+import { IGGY_VARIANTS, iggyGateways, renderIggyTable } from "./_iggy.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -39,6 +44,7 @@ const { values: a } = parseArgs({
     scenarios: { type: "string", default: "" },
     "no-priority": { type: "boolean", default: false },
     "gateway-deno-flags": { type: "string", default: "" },
+    backend: { type: "string", default: "embedded" },
     out: { type: "string", default: `${ROOT}tests/bench/results/latest.json` },
   },
 });
@@ -55,7 +61,17 @@ const SCENARIOS: Record<string, string[]> = {
   qos0_1: ["--scenario=qos0", "--conns=1"],
   qos0_10: ["--scenario=qos0", "--conns=10"],
 };
-const scenarioIds = a.scenarios ? a.scenarios.split(",") : Object.keys(SCENARIOS);
+const IGGY = a.backend === "iggy";
+const IGGY_ADDRESS = Deno.env.get("IGGY_TEST_ADDRESS") ?? "";
+if (IGGY && IGGY_ADDRESS === "") {
+  console.log("[bench] --backend=iggy needs IGGY_TEST_ADDRESS (a running Iggy server): SKIPPED");
+  Deno.exit(0);
+}
+const scenarioIds = a.scenarios
+  ? a.scenarios.split(",")
+  : IGGY
+  ? ["qos1", "qos0_10"]
+  : Object.keys(SCENARIOS);
 
 const launch: LaunchOptions = {
   taskset: has("taskset", ["-c", "0", "true"]),
@@ -70,8 +86,11 @@ const defs: Record<string, ServerDef> = {
   gateway: gatewayServer(dataDir, gwFlags),
   mosquitto: mosquittoServer(tmpDir),
   aedes: aedesServer(),
+  ...(IGGY ? await iggyGateways(dataDir, gwFlags, stamp) : {}),
 };
-const serverNames = a.servers.split(",").filter((n) => n in defs);
+const serverNames = IGGY
+  ? ["gateway", ...IGGY_VARIANTS.map((v) => v.name)]
+  : a.servers.split(",").filter((n) => n in defs);
 
 /** Runs one scenario's load generator against one server; null (and a message) on failure. */
 async function runLoadgen(s: Running, id: string): Promise<Record<string, unknown> | null> {
@@ -165,6 +184,12 @@ try {
 }
 
 const rows = figureRows(results, serverNames);
+if (IGGY) {
+  console.log(renderIggyTable(rows));
+  await Deno.writeTextFile(a.out, JSON.stringify({ mode: "iggy", rows, raw: results }, null, 2));
+  console.log(`\ndeno task bench --backend=iggy: JSON in ${a.out}`);
+  Deno.exit(0);
+}
 const report = {
   mode: SMOKE ? "smoke" : "full",
   date: new Date().toISOString(),

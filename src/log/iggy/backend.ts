@@ -55,10 +55,13 @@ function info(stream: string, topic: string, r: TopicRecord): TopicInfo {
  * Iggy 0.9 answers a send once it is in the partition's journal; the journal reaches the disk
  * only every `messages_required_to_save` messages, fsynced only with `enforce_fsync`.
  */
-/** A message's size on the wire, near enough for the batch bounds (ASCII headers). */
+/**
+ * An upper bound of a message's frame size (UTF-8 is at most 3 bytes per UTF-16 unit): the
+ * batch bounds, and the encoder's buffer size.
+ */
 function wireSizeOf(m: OutgoingMessage): number {
   let n = FRAME_HEADER_SIZE + m.payload.length;
-  for (const [k, v] of m.headers) n += 10 + k.length + v.length;
+  for (const [k, v] of m.headers) n += 10 + 3 * (k.length + v.length);
   return n;
 }
 
@@ -110,7 +113,7 @@ export class IggyBackend implements LogBackend {
       random: deps.random,
     });
     this.#batcher = new AppendBatcher<OutgoingMessage>(
-      (a, m) => this.#send(a, m),
+      (a, m, bytes) => this.#send(a, m, bytes),
       wireSizeOf,
       {
         maxMessages: config.batch_max_messages,
@@ -228,7 +231,11 @@ export class IggyBackend implements LogBackend {
     return await this.#batcher.append(request);
   }
 
-  async #send(a: PartitionAddress, messages: readonly OutgoingMessage[]): Promise<number | null> {
+  async #send(
+    a: PartitionAddress,
+    messages: readonly OutgoingMessage[],
+    bytes: number,
+  ): Promise<number | null> {
     try {
       // The envelope replaces empty payloads (DESIGN §3): the encoder refuses one as a bug.
       const frame = this.#encoder.encode(
@@ -237,6 +244,7 @@ export class IggyBackend implements LogBackend {
         a.partition,
         messages,
         Date.now() * 1000,
+        bytes,
       );
       return decodeSendReply(await this.#pool.request(Code.SEND_MESSAGES, frame, true));
     } catch (e) {

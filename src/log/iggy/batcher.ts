@@ -12,10 +12,14 @@
 
 import type { AppendReceipt, PartitionAddress } from "../port.ts";
 
-/** Sends messages to one partition; resolves with the first offset (null if unknown). */
+/**
+ * Sends messages to one partition; resolves with the first offset (null if unknown). `bytes`
+ * is the sum of their `sizeOf`.
+ */
 export type SendFn<M> = (
   address: PartitionAddress,
   messages: readonly M[],
+  bytes: number,
 ) => Promise<number | null>;
 
 /** Bounds of one send. */
@@ -125,8 +129,10 @@ export class AppendBatcher<M> {
     while (lane.queue.length > 0) {
       const entries = this.#take(lane);
       const messages = entries.flatMap((e) => e.messages);
+      let bytes = 0;
+      for (const e of entries) bytes += e.bytes;
       try {
-        const base = await this.#send(lane.address, messages);
+        const base = await this.#send(lane.address, messages, bytes);
         let at = 0;
         for (const e of entries) {
           e.resolve({ baseOffset: base === null ? null : base + at });

@@ -47,7 +47,9 @@ export class SendEncoder {
 
   /**
    * The frame for `messages` to one partition: a buffer whose first HEADER_SIZE bytes are
-   * left for the request header, then the body. `nowMicros` is every message's origin time.
+   * left for the request header, then the body. `nowMicros` is every message's origin time;
+   * `framesBound`, when the caller has it, bounds the frames' bytes (48 + payload + headers
+   * with 3 bytes per UTF-16 unit of keys and values, 10 per header), saving a pass.
    */
   encode(
     stream: string,
@@ -55,14 +57,18 @@ export class SendEncoder {
     partition: number,
     messages: readonly OutgoingMessage[],
     nowMicros: number,
+    framesBound?: number,
   ): Uint8Array {
     if (messages.length === 0) throw new RangeError("A batch must hold at least one message");
     const s = this.#name(stream, "Identifier");
     const t = this.#name(topic, "Identifier");
     let bound = HEADER_SIZE + 4 + 2 + s.length + 2 + t.length + 6 + 4 + BATCH_HEADER_SIZE;
-    for (const m of messages) {
-      bound += FRAME_HEADER_SIZE + m.payload.length;
-      for (const [k, v] of m.headers) bound += 10 + k.length * 3 + v.length * 3;
+    if (framesBound !== undefined) bound += framesBound;
+    else {
+      for (const m of messages) {
+        bound += FRAME_HEADER_SIZE + m.payload.length;
+        for (const [k, v] of m.headers) bound += 10 + 3 * (k.length + v.length);
+      }
     }
     const out = new Uint8Array(bound);
     const dv = new DataView(out.buffer);
