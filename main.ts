@@ -11,13 +11,14 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { loadConfigFile } from "./src/config/files.ts";
-import { ConfigError } from "./src/config/errors.ts";
+import { loadConfigFile, readOperatorFile } from "./src/config/files.ts";
+import { ConfigError, OperatorError } from "./src/config/errors.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
 import { compileMap, explainJson, initPartitioner, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { EmbeddedBackend } from "./src/log/embedded/mod.ts";
+import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/session/password.ts";
 import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/mod.ts";
 import { formatRead } from "./src/cli/read_format.ts";
@@ -98,7 +99,9 @@ async function mapFrom(
   mapPath: string | undefined,
   config: GatewayConfig | null,
 ): Promise<CompiledMap> {
-  if (mapPath !== undefined) return compileMap(await Deno.readTextFile(mapPath), mapPath);
+  if (mapPath !== undefined) {
+    return compileMap(await readOperatorFile("topic map", mapPath), mapPath);
+  }
   return await loadMap(config!);
 }
 
@@ -187,11 +190,20 @@ async function read(
   }
 }
 
+/**
+ * Errors that say what the operator must fix, printed as their one-line message: a stack
+ * would only bury it. Anything else is a bug and keeps its stack.
+ */
+function isOperatorFacing(err: unknown): err is Error {
+  return err instanceof ConfigError || err instanceof MapError ||
+    err instanceof OperatorError || err instanceof BackendError;
+}
+
 if (import.meta.main) {
   try {
     Deno.exit(await main(Deno.args));
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof MapError) {
+    if (isOperatorFacing(err)) {
       console.error(err.message);
       Deno.exit(1);
     }

@@ -5,7 +5,7 @@
  * @module
  */
 import { parseAddress } from "./config/load.ts";
-import { readKeyFile } from "./config/files.ts";
+import { fileAccessError, readOperatorFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, compileMap, initPartitioner } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
@@ -49,7 +49,7 @@ export interface BoundPorts {
 /** Reads and compiles the topic map named by the config. */
 export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
   const path = config.mapping.map_file;
-  return compileMap(await readKeyFile("mapping.map_file", path), path);
+  return compileMap(await readOperatorFile("mapping.map_file", path), path);
 }
 
 /** The gateway. */
@@ -147,8 +147,25 @@ export class Gateway {
     return new Gateway(config, map, o);
   }
 
-  /** Opens the backend, binds listeners and HTTP; resolves with the bound ports. */
+  /**
+   * Opens the backend, binds listeners and HTTP; resolves with the bound ports. An operator's
+   * problem (port in use, unreadable file, store outside the permission set) rejects with a
+   * one-line OperatorError; whatever had opened by then is closed again.
+   */
   async start(): Promise<BoundPorts> {
+    try {
+      return await this.#start();
+    } catch (err) {
+      for (const l of this.#listeners) l.close();
+      this.#listeners = [];
+      await this.#http?.close();
+      this.#http = null;
+      await this.backend.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  async #start(): Promise<BoundPorts> {
     const c = this.config;
     // HTTP first, so /health answers (and /ready says why not) while the backend opens.
     if (c.listeners.http !== "") {
@@ -159,7 +176,7 @@ export class Gateway {
         extra: (_req, url) => handleStatusRoute(url, this),
       });
     }
-    await this.backend.open();
+    await this.#openBackend();
     const accept = (t: Transport) => this.#accept(t);
     let tcp: number | null = null;
     let tls: number | null = null;
@@ -171,9 +188,16 @@ export class Gateway {
     }
     if (c.listeners.tls !== "") {
       const a = parseAddress("listeners.tls", c.listeners.tls);
-      const cert = await readKeyFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
-      const key = await readKeyFile("listeners.tls_key_file", c.listeners.tls_key_file);
-      const l = listenTls(a.hostname, a.port, cert, key, accept);
+      const cert = await readOperatorFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
+      const key = await readOperatorFile("listeners.tls_key_file", c.listeners.tls_key_file);
+      const l = listenTls(
+        a.hostname,
+        a.port,
+        cert,
+        key,
+        accept,
+        `listeners.tls_cert_file "${c.listeners.tls_cert_file}" or listeners.tls_key_file "${c.listeners.tls_key_file}"`,
+      );
       this.#listeners.push(l);
       tls = l.port;
     }
@@ -193,6 +217,24 @@ export class Gateway {
       });
     }
     return ports;
+  }
+
+  /**
+   * Opens the backend, turning what the operator must fix into one line: an embedded store
+   * outside the permission set or on a path the OS refuses, an Iggy CA file that cannot be
+   * read (read here first because the Iggy client would report it as "cannot connect").
+   */
+  async #openBackend(): Promise<void> {
+    const c = this.config;
+    if (c.gateway.backend === "iggy" && c.iggy.tls && c.iggy.tls_ca_file !== "") {
+      await readOperatorFile("iggy.tls_ca_file", c.iggy.tls_ca_file);
+    }
+    try {
+      await this.backend.open();
+    } catch (err) {
+      if (this.backend.kind !== "embedded") throw err;
+      throw fileAccessError(err, "write", "embedded store", c.embedded.path) ?? err;
+    }
   }
 
   /** Readiness for /ready. */
@@ -241,8 +283,8 @@ export class Gateway {
     let tls: { cert: string; key: string } | null = null;
     if (next.listeners.tls !== "" && this.#listeners.some((l) => l.kind === "tls")) {
       tls = {
-        cert: await readKeyFile("listeners.tls_cert_file", next.listeners.tls_cert_file),
-        key: await readKeyFile("listeners.tls_key_file", next.listeners.tls_key_file),
+        cert: await readOperatorFile("listeners.tls_cert_file", next.listeners.tls_cert_file),
+        key: await readOperatorFile("listeners.tls_key_file", next.listeners.tls_key_file),
       };
     }
     const tlsListener = this.#listeners.find((l) => l.kind === "tls");

@@ -5,6 +5,8 @@
  * @module
  */
 import net from "node:net";
+import { OperatorError } from "../config/errors.ts";
+import { bindError, formatAddress } from "./bind_error.ts";
 import { type PullSource, pullTransport } from "../session/pull_transport.ts";
 import type { Transport, TransportSink } from "../session/transport.ts";
 
@@ -126,8 +128,8 @@ function plainAddress(address: string): string {
 }
 
 /**
- * Binds a TCP listener (node:net: see {@link NodeSocketTransport}). Rejects with the reason
- * when the address cannot be bound.
+ * Binds a TCP listener (node:net: see {@link NodeSocketTransport}). Rejects with an
+ * OperatorError naming the address when it cannot be bound (port in use, not ours, privileged).
  */
 export function listenTcp(
   hostname: string,
@@ -139,8 +141,7 @@ export function listenTcp(
     onAccept(new NodeSocketTransport(socket));
   });
   return new Promise((resolve, reject) => {
-    const failed = (err: Error) =>
-      reject(new Error(`Cannot listen on ${hostname}:${port}: ${err.message}`));
+    const failed = (err: Error) => reject(bindError("MQTT listener", hostname, port, err));
     server.once("error", failed);
     server.listen({ host: hostname, port }, () => {
       server.off("error", failed);
@@ -155,6 +156,8 @@ export function listenTcp(
 /**
  * Binds a TLS listener. Certificate reload replaces the listener socket on the same port
  * (Deno fixes the certificate per listener); connections already open are not touched.
+ * Throws an OperatorError naming the address when it cannot be bound or when the certificate
+ * or key is not usable PEM; `source` says where they came from, for that message.
  */
 export function listenTls(
   hostname: string,
@@ -162,8 +165,24 @@ export function listenTls(
   cert: string,
   key: string,
   onAccept: AcceptHandler,
+  source = "",
 ): MqttListener {
-  let l = Deno.listenTls({ hostname, port, cert, key, transport: "tcp", alpnProtocols: ["mqtt"] });
+  let l: Deno.TlsListener;
+  try {
+    l = Deno.listenTls({ hostname, port, cert, key, transport: "tcp", alpnProtocols: ["mqtt"] });
+  } catch (err) {
+    if (!(err instanceof Deno.errors.InvalidData)) {
+      throw bindError("MQTT TLS listener", hostname, port, err);
+    }
+    // Deno's message says which half failed ("No keys found in key data").
+    throw new OperatorError(
+      "invalid_file",
+      `MQTT TLS listener ${
+        formatAddress(hostname, port)
+      }: unusable certificate or key (${err.message})${source === "" ? "" : ` in ${source}`}`,
+      { cause: err },
+    );
+  }
   let current = { cert, key };
   const bound = l.addr as Deno.NetAddr;
   acceptLoop(l, onAccept);
