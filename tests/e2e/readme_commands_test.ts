@@ -107,8 +107,11 @@ async function startGateway(line: string, cwd: string) {
   const collect = async (s: ReadableStream<Uint8Array>, into: string[]) => {
     for await (const chunk of s.pipeThrough(new TextDecoderStream())) into.push(chunk);
   };
-  collect(child.stdout, out).catch(() => {});
-  collect(child.stderr, err).catch(() => {});
+  // The pipes end when every process of the group has closed them: the gateway included,
+  // which may still be draining after npx and deno task have gone.
+  const closed = Promise.all([collect(child.stdout, out), collect(child.stderr, err)]).catch(
+    () => {},
+  );
   const started = () =>
     out.join("").split("\n").find((l) => l.includes('"msg":"Gateway started"')) ?? null;
   const stop = async () => {
@@ -116,6 +119,7 @@ async function startGateway(line: string, cwd: string) {
       Deno.kill(-child.pid, "SIGTERM"); // npx, deno task and the gateway together
     } catch { /* already gone */ }
     await child.status;
+    await closed;
   };
   try {
     await waitFor(() => started() !== null, 120_000, "the README's gateway to start");
