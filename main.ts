@@ -1,5 +1,6 @@
 /**
- * Iggy MQTT Gateway command line. The only place that calls `Deno.exit`.
+ * Iggy MQTT Gateway command line. The only place that calls `Deno.exit`. Commands, their
+ * options and usage text live in src/cli/; `--help` lists them.
  *
  *   run [--config FILE]                         start the gateway (default command)
  *   check [--config FILE | --map FILE]          compile config and topic map
@@ -8,25 +9,30 @@
  *   hash-password                               read a password on stdin, print its hash
  *   --version
  *
+ * Exit codes: 0 done, 1 an operator's problem (one line, no stack) or a bug (with a stack),
+ * 2 a command line the command does not accept (the message, then its usage).
+ *
  * @module
  */
-import { parseArgs } from "node:util";
-import { loadConfigFile } from "./src/config/files.ts";
-import { ConfigError } from "./src/config/errors.ts";
+import { loadConfigFile, readOperatorFile } from "./src/config/files.ts";
+import { ConfigError, OperatorError } from "./src/config/errors.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
 import { compileMap, explainJson, initPartitioner, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
-import { EmbeddedBackend } from "./src/log/embedded/mod.ts";
+import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/session/password.ts";
 import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/mod.ts";
-import { formatRead } from "./src/cli/read_format.ts";
+import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts";
+import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
+import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
+import { readMessages } from "./src/cli/read.ts";
 
 const VERSION = "0.1.0";
-const DEFAULT_CONFIG = "config/gateway.toml";
 
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === "--version" || argv[0] === "version") {
+  const first = argv[0];
+  if (first === "--version" || first === "version") {
     console.log(
       `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1; Iggy binary protocol ${
         formatVersion(PROTOCOL_VERSION)
@@ -34,72 +40,85 @@ async function main(argv: string[]): Promise<number> {
     );
     return 0;
   }
-  const command = argv.length === 0 || argv[0].startsWith("-") ? "run" : argv[0];
-  const rest = command === argv[0] ? argv.slice(1) : argv;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      config: { type: "string" },
-      map: { type: "string" },
-      json: { type: "boolean", default: false },
-      stream: { type: "string" },
-      topic: { type: "string" },
-      partition: { type: "string" },
-      from: { type: "string" },
-      count: { type: "string" },
-    },
-  });
-  const configPath = values.config ?? DEFAULT_CONFIG;
-  const config = () => loadConfigFile(configPath, values.config !== undefined);
-  switch (command) {
+  if (first === "--help" || first === "-h" || first === "help") {
+    console.log(overviewUsage());
+    return 0;
+  }
+  // No command, or options first ("--config F"): run, as `deno task start` and the unit do.
+  const name = first === undefined || first.startsWith("-") ? "run" : first;
+  const spec = commandSpec(name);
+  if (!spec) {
+    console.error(`Unknown command "${name}"\n\n${overviewUsage()}`);
+    return 2;
+  }
+  const args = parseCommandArgs(spec, name === first ? argv.slice(1) : argv);
+  if (args.help) {
+    console.log(commandUsage(spec));
+    return 0;
+  }
+  // Only for the commands that have --config (hash-password has none).
+  const configFile = () => {
+    const path = args.string("config");
+    return { path: path ?? DEFAULT_CONFIG, given: path !== undefined };
+  };
+  const config = () => loadConfigFile(configFile().path, configFile().given);
+  switch (name) {
     case "run":
-      return await run(await config(), configPath, values.config !== undefined);
+      return await run(await config(), configFile().path, configFile().given);
     case "check": {
-      const map = await mapFrom(values.map, values.map ? null : await config());
+      const map = await mapFrom(args, config);
       console.log(
         `OK: ${map.source}: ${map.rules.length} rule(s), default ${map.defaultStream}/${map.defaultTopic}`,
       );
       return 0;
     }
-    case "explain": {
-      await initPartitioner();
-      const map = await mapFrom(values.map, values.map ? null : await config());
-      for (const t of positionals) {
-        const e = explainJson(map, t);
-        if (values.json) console.log(JSON.stringify(e));
-        else {
-          console.log(
-            `${t} → stream "${e.stream}", topic "${e.iggy_topic}", key ${
-              e.partition_key === null ? "(none: balanced)" : `"${e.partition_key}"`
-            } (${e.rule === null ? "default" : `rule ${e.rule}`})`,
-          );
-        }
-      }
-      return 0;
-    }
+    case "explain":
+      return await explain(args, await mapFrom(args, config));
     case "read":
-      return await read(await config(), values);
+      await readMessages(await config(), {
+        stream: args.string("stream")!,
+        topic: args.string("topic")!,
+        partition: args.integer("partition") ?? null,
+        from: args.integer("from") ?? 0,
+        count: args.integer("count") ?? 100,
+        json: args.flag("json"),
+      }, (line) => console.log(line));
+      return 0;
     case "hash-password": {
       const password = (await new Response(Deno.stdin.readable).text()).replace(/\r?\n$/, "");
-      if (password.length === 0) throw new ConfigError("password", "empty password on stdin");
+      if (password.length === 0) throw new UsageError(spec, "no password on stdin");
       console.log(await hashPassword(password));
       return 0;
     }
     default:
-      console.error(
-        `Unknown command "${command}". Commands: run, check, explain, read, hash-password.`,
-      );
-      return 2;
+      throw new Error(`Command "${name}" has a spec but no implementation`);
   }
 }
 
+async function explain(args: ParsedArgs, map: CompiledMap): Promise<number> {
+  await initPartitioner();
+  for (const t of args.positionals) {
+    const e = explainJson(map, t);
+    if (args.flag("json")) console.log(JSON.stringify(e));
+    else {
+      console.log(
+        `${t} → stream "${e.stream}", topic "${e.iggy_topic}", key ${
+          e.partition_key === null ? "(none: balanced)" : `"${e.partition_key}"`
+        } (${e.rule === null ? "default" : `rule ${e.rule}`})`,
+      );
+    }
+  }
+  return 0;
+}
+
+/** `--map FILE` alone, or the map the config names. */
 async function mapFrom(
-  mapPath: string | undefined,
-  config: GatewayConfig | null,
+  args: ParsedArgs,
+  config: () => Promise<GatewayConfig>,
 ): Promise<CompiledMap> {
-  if (mapPath !== undefined) return compileMap(await Deno.readTextFile(mapPath), mapPath);
-  return await loadMap(config!);
+  const mapPath = args.string("map");
+  if (mapPath === undefined) return await loadMap(await config());
+  return compileMap(await readOperatorFile("topic map", mapPath), mapPath);
 }
 
 async function run(
@@ -137,61 +156,24 @@ async function run(
   return 0;
 }
 
-async function read(
-  config: GatewayConfig,
-  v: {
-    stream?: string;
-    topic?: string;
-    partition?: string;
-    from?: string;
-    count?: string;
-    json?: boolean;
-  },
-): Promise<number> {
-  if (!v.stream || !v.topic) throw new ConfigError("read", "--stream and --topic are required");
-  if (config.gateway.backend !== "embedded") {
-    throw new ConfigError(
-      "gateway.backend",
-      "read works on the embedded store; use Iggy's own tools for iggy",
-    );
-  }
-  const backend = new EmbeddedBackend({
-    path: config.embedded.path,
-    users: [],
-    maxStoreBytes: config.embedded.max_store_bytes,
-    retentionMaxAgeSeconds: 0,
-    retentionMaxTopicBytes: 0,
-    retentionIntervalMs: 86_400_000,
-    maxAppendBatch: 1,
-    readOnly: true,
-  });
-  await backend.open();
-  try {
-    const info = await backend.getTopic(v.stream, v.topic);
-    if (info === null) {
-      console.error(`No topic "${v.topic}" in stream "${v.stream}" in ${config.embedded.path}`);
-      return 1;
-    }
-    const partitions = v.partition !== undefined
-      ? [Number(v.partition)]
-      : Array.from({ length: info.partitions }, (_, i) => i);
-    const from = Number(v.from ?? 0);
-    const count = Number(v.count ?? 100);
-    for (const partition of partitions) {
-      const msgs = await backend.poll({ stream: v.stream, topic: v.topic, partition }, from, count);
-      for (const m of msgs) console.log(formatRead(m, v.json ?? false));
-    }
-    return 0;
-  } finally {
-    await backend.close();
-  }
+/**
+ * Errors that say what the operator must fix, printed as their one-line message: a stack
+ * would only bury it. Anything else is a bug and keeps its stack.
+ */
+function isOperatorFacing(err: unknown): err is Error {
+  return err instanceof ConfigError || err instanceof MapError ||
+    err instanceof OperatorError || err instanceof BackendError;
 }
 
 if (import.meta.main) {
   try {
     Deno.exit(await main(Deno.args));
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof MapError) {
+    if (err instanceof UsageError) {
+      console.error(`${err.message}\n\n${commandUsage(err.spec)}`);
+      Deno.exit(2);
+    }
+    if (isOperatorFacing(err)) {
       console.error(err.message);
       Deno.exit(1);
     }

@@ -5,7 +5,7 @@
  * @module
  */
 import { parseAddress } from "./config/load.ts";
-import { readKeyFile } from "./config/files.ts";
+import { fileAccessError, readOperatorFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, compileMap, constantTargets, initPartitioner } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
@@ -51,7 +51,7 @@ export interface BoundPorts {
 /** Reads and compiles the topic map named by the config. */
 export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
   const path = config.mapping.map_file;
-  return compileMap(await readKeyFile("mapping.map_file", path), path);
+  return compileMap(await readOperatorFile("mapping.map_file", path), path);
 }
 
 /** The gateway. */
@@ -155,8 +155,25 @@ export class Gateway {
     return new Gateway(config, map, o);
   }
 
-  /** Opens the backend, binds listeners and HTTP; resolves with the bound ports. */
+  /**
+   * Opens the backend, binds listeners and HTTP; resolves with the bound ports. An operator's
+   * problem (port in use, unreadable file, store outside the permission set) rejects with a
+   * one-line OperatorError; whatever had opened by then is closed again.
+   */
   async start(): Promise<BoundPorts> {
+    try {
+      return await this.#start();
+    } catch (err) {
+      for (const l of this.#listeners) l.close();
+      this.#listeners = [];
+      await this.#http?.close();
+      this.#http = null;
+      await this.backend.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  async #start(): Promise<BoundPorts> {
     const c = this.config;
     // HTTP first, so /health answers (and /ready says why not) while the backend opens.
     if (c.listeners.http !== "") {
@@ -167,7 +184,7 @@ export class Gateway {
         extra: (_req, url) => handleStatusRoute(url, this),
       });
     }
-    await this.backend.open();
+    await this.#openBackend();
     await this.#checkDurability(this.maps.current);
     const accept = (t: Transport) => this.#accept(t);
     let tcp: number | null = null;
@@ -180,8 +197,8 @@ export class Gateway {
     }
     if (c.listeners.tls !== "") {
       const a = parseAddress("listeners.tls", c.listeners.tls);
-      const cert = await readKeyFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
-      const key = await readKeyFile("listeners.tls_key_file", c.listeners.tls_key_file);
+      const cert = await readOperatorFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
+      const key = await readOperatorFile("listeners.tls_key_file", c.listeners.tls_key_file);
       const l = await listenTls(a.hostname, a.port, cert, key, {
         handshakeTimeoutMs: c.limits.connect_timeout_ms,
         maxConnections: c.limits.max_connections,
@@ -189,6 +206,8 @@ export class Gateway {
           if (timedOut) this.metrics.keepAliveExpired.inc();
           else this.metrics.connectionsRefused.inc({ reason: "tls_handshake" });
         },
+        source:
+          `listeners.tls_cert_file "${c.listeners.tls_cert_file}" or listeners.tls_key_file "${c.listeners.tls_key_file}"`,
       }, accept);
       this.#listeners.push(l);
       tls = l.port;
@@ -209,6 +228,24 @@ export class Gateway {
       });
     }
     return ports;
+  }
+
+  /**
+   * Opens the backend, turning what the operator must fix into one line: an embedded store
+   * outside the permission set or on a path the OS refuses, an Iggy CA file that cannot be
+   * read (read here first because the Iggy client would report it as "cannot connect").
+   */
+  async #openBackend(): Promise<void> {
+    const c = this.config;
+    if (c.gateway.backend === "iggy" && c.iggy.tls && c.iggy.tls_ca_file !== "") {
+      await readOperatorFile("iggy.tls_ca_file", c.iggy.tls_ca_file);
+    }
+    try {
+      await this.backend.open();
+    } catch (err) {
+      if (this.backend.kind !== "embedded") throw err;
+      throw fileAccessError(err, "write", "embedded store", c.embedded.path) ?? err;
+    }
   }
 
   /** Readiness for /ready. */
@@ -269,8 +306,8 @@ export class Gateway {
     let tls: { cert: string; key: string } | null = null;
     if (next.listeners.tls !== "" && this.#listeners.some((l) => l.kind === "tls")) {
       tls = {
-        cert: await readKeyFile("listeners.tls_cert_file", next.listeners.tls_cert_file),
-        key: await readKeyFile("listeners.tls_key_file", next.listeners.tls_key_file),
+        cert: await readOperatorFile("listeners.tls_cert_file", next.listeners.tls_cert_file),
+        key: await readOperatorFile("listeners.tls_key_file", next.listeners.tls_key_file),
       };
     }
     const tlsListener = this.#listeners.find((l) => l.kind === "tls");

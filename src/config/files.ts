@@ -1,13 +1,14 @@
 /**
- * Reading the files the configuration names (config, topic map, TLS material), with errors
- * that name the key and the file.
+ * Reading the files the configuration names (config, topic map, TLS material, Iggy CA), with
+ * errors that name the file's role and path in one line ({@link OperatorError}).
  *
  * @module
  */
-import { ConfigError } from "./errors.ts";
+import { OperatorError, type OperatorErrorCode } from "./errors.ts";
 import { loadConfig } from "./load.ts";
 import type { GatewayConfig } from "./types.ts";
 import { envNameOf, KEY_SPECS } from "./schema.ts";
+import { type FileAccess, notCapableMessage } from "./permission_set.ts";
 
 /**
  * The gateway's own environment variables. With full env access every IGGY_MQTT_* name is
@@ -27,14 +28,63 @@ function readOwnEnv(): Record<string, string> {
   }
 }
 
-/** Reads a file named by config key `key`; throws ConfigError naming key and path. */
-export async function readKeyFile(key: string, path: string): Promise<string> {
+/** The operator-facing errors of file access, by Deno error class. */
+const FS_REASONS: [new (...a: never[]) => Error, OperatorErrorCode, string][] = [
+  [Deno.errors.NotFound, "not_found", "not found"],
+  [Deno.errors.PermissionDenied, "permission_denied", "permission denied"],
+  [Deno.errors.IsADirectory, "invalid_file", "is a directory"],
+];
+
+/**
+ * Turns an error of accessing `path` into a one-line {@link OperatorError}, looking through
+ * `cause` chains (a BackendError wraps what the store's open hit). Returns null for anything
+ * else: that is not the operator's to fix, so the caller rethrows it and main.ts prints a stack.
+ */
+export function fileAccessError(
+  err: unknown,
+  access: FileAccess,
+  what: string,
+  path: string,
+): OperatorError | null {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof Deno.errors.NotCapable) {
+      return new OperatorError("not_capable", notCapableMessage(access, what, path), {
+        cause: err,
+      });
+    }
+    for (const [kind, code, reason] of FS_REASONS) {
+      if (e instanceof kind) {
+        return new OperatorError(code, `Cannot ${access} ${what} "${path}": ${reason}`, {
+          cause: err,
+        });
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * Reads a file the operator named; `what` says its role in messages (`topic map`,
+ * `listeners.tls_cert_file`). Throws {@link OperatorError} naming role and path.
+ */
+export async function readOperatorFile(what: string, path: string): Promise<string> {
   try {
     return await Deno.readTextFile(path);
   } catch (err) {
-    throw new ConfigError(key, `cannot read "${path}": ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw fileAccessError(err, "read", what, path) ?? err;
+  }
+}
+
+/**
+ * Whether `path` exists. Anything but "not found" (a permission wall, say) counts as existing,
+ * so that the caller's own open reports it.
+ */
+export async function fileExists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (err) {
+    return !(err instanceof Deno.errors.NotFound);
   }
 }
 
@@ -52,7 +102,7 @@ export async function loadConfigFile(
     text = await Deno.readTextFile(path);
   } catch (err) {
     if (mustExist || !(err instanceof Deno.errors.NotFound)) {
-      throw new ConfigError("--config", `cannot read "${path}": ${(err as Error).message}`);
+      throw fileAccessError(err, "read", "config file", path) ?? err;
     }
   }
   const ours: Record<string, string> = {};

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { bindError } from "../net/bind_error.ts";
 import type { Readiness } from "./health.ts";
 
 /** What the HTTP server shows. */
@@ -45,12 +46,17 @@ export function handleHttp(req: Request, s: HttpSources): Response {
   }
 }
 
-/** Starts the HTTP server on hostname:port (port 0 = any free port). */
+/**
+ * Starts the HTTP server on hostname:port (port 0 = any free port). Throws an OperatorError
+ * naming the address when it cannot be bound.
+ */
 export function serveHttp(hostname: string, port: number, s: HttpSources): HttpServer {
-  const server = Deno.serve(
-    { hostname, port, onListen: () => {} },
-    (req) => handleHttp(req, s),
-  );
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({ hostname, port, onListen: () => {} }, (req) => handleHttp(req, s));
+  } catch (err) {
+    throw bindError("HTTP listener", hostname, port, err);
+  }
   return {
     port: server.addr.port,
     // Graceful shutdown waits for idle keep-alive connections (a scraper's, say); bound it.

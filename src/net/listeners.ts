@@ -6,6 +6,8 @@
  */
 import net from "node:net";
 import tls from "node:tls";
+import { OperatorError } from "../config/errors.ts";
+import { bindError, formatAddress } from "./bind_error.ts";
 import type { Transport, TransportSink } from "../session/transport.ts";
 
 /** A bound MQTT listener. */
@@ -95,8 +97,8 @@ function plainAddress(address: string): string {
 }
 
 /**
- * Binds a TCP listener (node:net: see {@link NodeSocketTransport}). Rejects with the reason
- * when the address cannot be bound.
+ * Binds a TCP listener (node:net: see {@link NodeSocketTransport}). Rejects with an
+ * OperatorError naming the address when it cannot be bound (port in use, not ours, privileged).
  */
 export function listenTcp(
   hostname: string,
@@ -108,8 +110,7 @@ export function listenTcp(
     onAccept(new NodeSocketTransport(socket));
   });
   return new Promise((resolve, reject) => {
-    const failed = (err: Error) =>
-      reject(new Error(`Cannot listen on ${hostname}:${port}: ${err.message}`));
+    const failed = (err: Error) => reject(bindError("MQTT listener", hostname, port, err));
     server.once("error", failed);
     server.listen({ host: hostname, port }, () => {
       server.off("error", failed);
@@ -129,6 +130,16 @@ export interface TlsListenOptions {
   readonly maxConnections: number;
   /** A handshake failed (`timedOut`: it did not finish in time); for the counters. */
   onHandshakeFailed(timedOut: boolean): void;
+  /** Where the certificate and key came from, for the error on unusable ones. */
+  readonly source?: string;
+}
+
+/**
+ * Throws when `cert`/`key` is not a usable PEM pair: node:tls here accepts any text and fails
+ * only at the next handshake, so the pair is proven on a throwaway loopback listener.
+ */
+function proveTlsMaterial(cert: string, key: string): void {
+  Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert, key }).close();
 }
 
 /** When a TLS listener accepted the TCP socket under a TLS socket (`performance.now()`). */
@@ -142,7 +153,9 @@ type TimedSocket = net.Socket & { [ACCEPTED_AT]?: number };
  * `listenTls` could not do this: closing a `TlsConn` whose handshake is in progress left the
  * TCP socket open until the peer went, denoland/deno#14547, so a trickled ClientHello held a
  * socket forever.) A certificate reload swaps the secure context for new handshakes;
- * connections already open are not touched.
+ * connections already open are not touched. Rejects with an OperatorError naming the address
+ * when it cannot be bound or when the certificate or key is not usable PEM (`o.source` says
+ * where they came from).
  */
 export function listenTls(
   hostname: string,
@@ -152,6 +165,19 @@ export function listenTls(
   o: TlsListenOptions,
   onAccept: AcceptHandler,
 ): Promise<MqttListener> {
+  try {
+    proveTlsMaterial(cert, key);
+  } catch (err) {
+    return Promise.reject(
+      new OperatorError(
+        "invalid_file",
+        `MQTT TLS listener ${formatAddress(hostname, port)}: unusable certificate or key (${
+          (err as Error).message
+        })${o.source ? ` in ${o.source}` : ""}`,
+        { cause: err },
+      ),
+    );
+  }
   const server = tls.createServer({
     cert,
     key,
@@ -176,8 +202,7 @@ export function listenTls(
     o.onHandshakeFailed(/timeout/i.test(err.message));
   });
   return new Promise((resolve, reject) => {
-    const failed = (err: Error) =>
-      reject(new Error(`Cannot listen on ${hostname}:${port}: ${err.message}`));
+    const failed = (err: Error) => reject(bindError("MQTT TLS listener", hostname, port, err));
     server.once("error", failed);
     server.listen({ host: hostname, port }, () => {
       server.off("error", failed);
@@ -189,9 +214,7 @@ export function listenTls(
         port: a.port,
         close: () => server.close(),
         reloadTls(newCert: string, newKey: string) {
-          // Proven first on a throwaway loopback listener (node:tls here accepts any PEM
-          // text and fails only at the next handshake): a bad pair throws, the old stays.
-          Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: newCert, key: newKey }).close();
+          proveTlsMaterial(newCert, newKey); // a bad pair throws here: the old one stays
           server.setSecureContext({ cert: newCert, key: newKey, minVersion: "TLSv1.2" });
           return Promise.resolve();
         },

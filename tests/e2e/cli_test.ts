@@ -4,19 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { freeFixedPort, HAS_MOSQUITTO_CLIENTS, run, waitFor } from "../helpers/gateway.ts";
+import { cli, ROOT } from "../helpers/cli.ts";
 import { removeStore } from "../helpers/store.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const DENO = Deno.execPath();
-const ROOT = new URL("../../", import.meta.url).pathname;
-
-function cli(args: string[], o: { env?: Record<string, string>; stdin?: string } = {}) {
-  return run(DENO, ["run", "-P=gateway", "main.ts", ...args], {
-    cwd: ROOT,
-    env: o.env,
-    stdin: o.stdin,
-  });
-}
 
 async function tempMap(text: string, ext = "toml"): Promise<string> {
   const f = await Deno.makeTempFile({

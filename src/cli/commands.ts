@@ -1,0 +1,79 @@
+/**
+ * The CLI's commands and the options each accepts: one table that both the argument check
+ * (args.ts) and the usage text (usage.ts) read, so they cannot disagree.
+ *
+ * @module
+ */
+import type { CommandSpec, OptionSpec } from "./args.ts";
+
+/** Where the config is read from when `--config` is not given. */
+export const DEFAULT_CONFIG = "config/gateway.toml";
+
+const CONFIG: OptionSpec = {
+  name: "config",
+  kind: "string",
+  value: "FILE",
+  help: `config file (default ${DEFAULT_CONFIG}; a missing default file means built-in defaults)`,
+};
+const MAP: OptionSpec = {
+  name: "map",
+  kind: "string",
+  value: "FILE",
+  help: "topic map to use instead of the config's mapping.map_file (.toml, or Strimzi .json)",
+};
+const JSON_LINES: OptionSpec = { name: "json", kind: "boolean", help: "one JSON object per line" };
+
+/** Every command, in the order the overview lists them. `run` is the default command. */
+export const COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "run",
+    summary: "Start the gateway (the default command; SIGTERM/SIGINT drain, SIGHUP reloads).",
+    options: [CONFIG],
+  },
+  {
+    name: "check",
+    summary: "Compile the config and its topic map (or only --map FILE); start nothing.",
+    options: [CONFIG, MAP],
+    exclusive: [["config", "map"]],
+  },
+  {
+    name: "explain",
+    summary: "Print each topic's stream, Iggy topic, partition key and rule.",
+    options: [CONFIG, MAP, JSON_LINES],
+    exclusive: [["config", "map"]],
+    positionals: { value: "TOPIC", help: "MQTT topic names to resolve", min: 1 },
+  },
+  {
+    name: "read",
+    summary: "Print stored messages of the embedded store (works while the gateway runs).",
+    options: [
+      { name: "stream", kind: "string", value: "S", help: "stream to read", required: true },
+      { name: "topic", kind: "string", value: "T", help: "topic to read", required: true },
+      {
+        name: "partition",
+        kind: "offset",
+        value: "P",
+        help: "only this partition (default: every partition)",
+      },
+      { name: "from", kind: "offset", value: "O", help: "first offset (default 0)" },
+      {
+        name: "count",
+        kind: "positive",
+        value: "N",
+        help: "at most N messages per partition (default 100)",
+      },
+      JSON_LINES,
+      CONFIG,
+    ],
+  },
+  {
+    name: "hash-password",
+    summary: "Read a password on stdin, print its hash for [[users]] password_hash.",
+    options: [],
+  },
+];
+
+/** The spec of command `name`, or undefined for an unknown command. */
+export function commandSpec(name: string): CommandSpec | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}

@@ -1,0 +1,95 @@
+/**
+ * The `read` command: stored messages of the embedded store, opened read-only beside a running
+ * gateway. What the operator can get wrong (no store yet, a topic or partition that does not
+ * exist, the iggy backend) ends in one-line errors.
+ *
+ * @module
+ */
+import { ConfigError, OperatorError } from "../config/errors.ts";
+import { fileAccessError, fileExists } from "../config/files.ts";
+import type { GatewayConfig } from "../config/types.ts";
+import { EmbeddedBackend } from "../log/embedded/mod.ts";
+import { formatRead } from "./read_format.ts";
+
+/** What to read; `partition` null means every partition of the topic. */
+export interface ReadRequest {
+  readonly stream: string;
+  readonly topic: string;
+  readonly partition: number | null;
+  readonly from: number;
+  /** At most this many messages per partition. */
+  readonly count: number;
+  readonly json: boolean;
+}
+
+/** Messages per poll: bounds memory whatever --count asks for. */
+const PAGE = 1000;
+
+/** Prints the requested messages through `print`, one line each. */
+export async function readMessages(
+  config: GatewayConfig,
+  r: ReadRequest,
+  print: (line: string) => void,
+): Promise<void> {
+  if (config.gateway.backend !== "embedded") {
+    throw new ConfigError(
+      "gateway.backend",
+      "read works on the embedded store; use Iggy's own tools for iggy",
+    );
+  }
+  const path = config.embedded.path;
+  if (!(await fileExists(path))) {
+    throw new OperatorError(
+      "not_found",
+      `read: no embedded store at "${path}" (embedded.path); the gateway creates it on its first run`,
+    );
+  }
+  const backend = new EmbeddedBackend({
+    path,
+    users: [],
+    maxStoreBytes: config.embedded.max_store_bytes,
+    retentionMaxAgeSeconds: 0,
+    retentionMaxTopicBytes: 0,
+    retentionIntervalMs: 86_400_000,
+    maxAppendBatch: 1,
+    readOnly: true,
+  });
+  try {
+    await backend.open();
+  } catch (err) {
+    throw fileAccessError(err, "read", "embedded store", path) ?? err;
+  }
+  try {
+    const info = await backend.getTopic(r.stream, r.topic);
+    if (info === null) {
+      throw new OperatorError(
+        "not_found",
+        `read: no topic "${r.topic}" in stream "${r.stream}" in "${path}"`,
+      );
+    }
+    if (r.partition !== null && r.partition >= info.partitions) {
+      throw new OperatorError(
+        "out_of_range",
+        `read: partition ${r.partition} does not exist; topic ${r.stream}/${r.topic} has ${
+          info.partitions === 1 ? "only partition 0" : `partitions 0-${info.partitions - 1}`
+        }`,
+      );
+    }
+    const partitions = r.partition !== null
+      ? [r.partition]
+      : Array.from({ length: info.partitions }, (_, i) => i);
+    for (const partition of partitions) {
+      const address = { stream: r.stream, topic: r.topic, partition };
+      let next = r.from;
+      for (let left = r.count; left > 0;) {
+        const page = await backend.poll(address, next, Math.min(left, PAGE));
+        if (page.length === 0) break;
+        for (const m of page) print(formatRead(m, r.json));
+        left -= page.length;
+        next = page[page.length - 1].offset + 1;
+      }
+    }
+  } finally {
+    await backend.close();
+  }
+}
