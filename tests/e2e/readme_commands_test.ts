@@ -52,6 +52,7 @@ const READ = /^npx --yes deno@2\.9\.6 task read --stream building_north --topic 
 /** Commands not run here, and why (they are checked by hand; see the commit that lists them). */
 const SKIPPED: [RegExp, string][] = [
   [/^npx --yes deno@2\.9\.6 task test(\s+#.*)?$/, "the suite this test belongs to"],
+  [/^\.ci\/run(\s+#.*)?$/, "CI itself: runs this suite, then the aarch64 smoke (apt installs)"],
   [
     /^mosquitto_(sub|pub) /,
     "MQTT on the fixed port 1883; here MQTT.js publishes to the gateway's port",
