@@ -27,6 +27,7 @@ import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages } from "./src/cli/read.ts";
+import { durabilityLines } from "./src/cli/check_durability.ts";
 
 const VERSION = "0.1.0";
 
@@ -70,6 +71,10 @@ async function main(argv: string[]): Promise<number> {
       console.log(
         `OK: ${map.source}: ${map.rules.length} rule(s), default ${map.defaultStream}/${map.defaultTopic}`,
       );
+      // With a config (not a bare --map): in Iggy mode, the mapped topics' durability.
+      if (args.string("map") === undefined) {
+        for (const line of await durabilityLines(await config(), map)) console.log(line);
+      }
       return 0;
     }
     case "explain":

@@ -370,3 +370,56 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "iggy mode: durability — auto-created topics confirm on disk, a server-default topic is named by check and /ready",
+  ...opts,
+  async fn() {
+    const probe = probeBackend();
+    await probe.open();
+    const stream = `durability_${SUFFIX}`;
+    try {
+      // Made elsewhere with the server's defaults: acknowledges before its disk.
+      await probe.createTopic(stream, "loose", { partitions: 1 });
+      const root = new URL("../../", import.meta.url).pathname;
+      const dir = `${root}data/durability-${SUFFIX}`;
+      await Deno.mkdir(dir, { recursive: true });
+      const mapFile = `data/durability-${SUFFIX}/map.toml`;
+      await Deno.writeTextFile(
+        `${root}${mapFile}`,
+        `default_stream = "${stream}"\ndefault_topic = "loose"\n[[rule]]\nmqtt_topic = 'tight/.*'\nstream = '${stream}'\ntopic = 'tight'\n`,
+      );
+      try {
+        const r = await run(Deno.execPath(), ["run", "-P=gateway", "main.ts", "check"], {
+          cwd: root,
+          env: { ...iggyEnv("durability-check"), IGGY_MQTT_MAPPING_MAP_FILE: mapFile },
+        });
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, new RegExp(`WARNING ${stream}/loose: acknowledges sends before`));
+        assert.match(r.stdout, new RegExp(`${stream}/tight: missing`));
+      } finally {
+        await Deno.remove(dir, { recursive: true }).catch(() => {});
+      }
+      const gw = await startGateway({
+        map:
+          `default_stream = "${stream}"\ndefault_topic = "loose"\n[[rule]]\nmqtt_topic = 'tight/.*'\nstream = '${stream}'\ntopic = 'tight'\n`,
+        env: { ...iggyEnv("durability-gw"), IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true" },
+      });
+      try {
+        assert.deepEqual(gw.gateway.readiness().warnings.length, 1);
+        assert.match(gw.gateway.readiness().warnings[0], new RegExp(`${stream}/loose`));
+        const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
+        await c.publishAsync("tight/1", "x", { qos: 1 });
+        await c.endAsync();
+        const tight = await probe.getTopic(stream, "tight");
+        assert.ok(tight && !tight.acksBeforeDisk, "the auto-created topic enforces fsync");
+        assert.equal(gw.gateway.readiness().warnings[0].includes("tight"), false);
+      } finally {
+        await gw.stop();
+      }
+    } finally {
+      await probe.close();
+    }
+  },
+});
