@@ -133,11 +133,14 @@ async function run(
 ): Promise<number> {
   const gateway = await Gateway.create(config);
   await gateway.start();
-  let stopping: Promise<void> | null = null;
+  // Settled by the first SIGTERM/SIGINT once the gateway has stopped: run() awaits it.
+  const stopped = Promise.withResolvers<void>();
+  let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
+    stopping = true;
     gateway.logger.info("Stopping on signal", { signal });
-    stopping = gateway.stop();
+    gateway.stop().then(stopped.resolve, stopped.reject);
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
@@ -150,14 +153,7 @@ async function run(
         })
       );
   });
-  await new Promise<void>((resolve) => {
-    const t = setInterval(() => {
-      if (stopping) {
-        clearInterval(t);
-        stopping.then(resolve);
-      }
-    }, 50);
-  });
+  await stopped.promise;
   return 0;
 }
 

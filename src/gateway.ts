@@ -32,6 +32,9 @@ import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
 
+/** One shared reader's numbers, as the gauges read them. */
+type ReaderStat = ReturnType<Delivery["readerStats"]>[number];
+
 /** Replacements for tests. */
 export interface GatewayOverrides {
   readonly backend?: LogBackend;
@@ -269,6 +272,14 @@ export class Gateway {
     }
   }
 
+  /**
+   * Hands the gateway one transport, as a listener does on accept: the seam for session tests
+   * over in-memory transports (`session/memory_transport.ts`).
+   */
+  accept(t: Transport): void {
+    this.#accept(t);
+  }
+
   /** Accepts one transport (listeners and in-memory tests). */
   #accept(t: Transport): void {
     this.metrics.connectionsAccepted.inc();
@@ -364,50 +375,26 @@ export class Gateway {
       "Messages waiting for the backend",
       () => this.#ctx.appendBudget.pending,
     );
-    m.gauge(
+    const perTriple = (name: string, help: string, value: (s: ReaderStat) => number) =>
+      m.gauge(
+        name,
+        help,
+        () =>
+          this.delivery.readerStats().map((s): [Record<string, string>, number] => {
+            const t = s.triple;
+            return [{ stream: t.stream, topic: t.topic, partition: String(t.partition) }, value(s)];
+          }),
+      );
+    perTriple(
       "reader_lag_messages",
       "Messages between a reader's position and its committed offset",
-      () =>
-        this.delivery.readerStats().map((s) =>
-          [
-            {
-              stream: s.triple.stream,
-              topic: s.triple.topic,
-              partition: String(s.triple.partition),
-            },
-            s.position - 1 - s.committed,
-          ] as [Record<string, string>, number]
-        ),
+      (s) => s.position - 1 - s.committed,
     );
-    m.gauge(
+    perTriple(
       "ledger_pending_entries",
       "Polled messages not yet settled, per triple",
-      () =>
-        this.delivery.readerStats().map((s) =>
-          [
-            {
-              stream: s.triple.stream,
-              topic: s.triple.topic,
-              partition: String(s.triple.partition),
-            },
-            s.unsettled,
-          ] as [Record<string, string>, number]
-        ),
+      (s) => s.unsettled,
     );
-    m.gauge(
-      "reader_committed_offset",
-      "Stored consumer offset per triple",
-      () =>
-        this.delivery.readerStats().map((s) =>
-          [
-            {
-              stream: s.triple.stream,
-              topic: s.triple.topic,
-              partition: String(s.triple.partition),
-            },
-            s.committed,
-          ] as [Record<string, string>, number]
-        ),
-    );
+    perTriple("reader_committed_offset", "Stored consumer offset per triple", (s) => s.committed);
   }
 }

@@ -1,87 +1,54 @@
 /**
- * One MQTT connection: the pipeline `read → decode → authorize → map → append` on the way
- * in (reads pushed by the {@link Transport}, decoded by the codec's `PacketDecoder`), and the outbox on the
- * way out. The listeners drive it over TCP (node:net) and TLS (a pull loop).
+ * One MQTT connection: the read loop (reads pushed by the {@link Transport}, decoded by the
+ * codec's `PacketDecoder`), a small dispatcher that hands each packet to its handler
+ * (`connect.ts`, `publish_batch.ts`, `subscribe.ts`, `control.ts`), and the outbox on the way
+ * out. The listeners drive it over TCP (node:net) and TLS.
  *
- * This is the one place where outcomes become wire actions (CONNACK code, SUBACK, PUBACK or
- * not, close) and counters.
+ * Handlers return outcomes; `wire.ts` `act()` is the one place that turns them into wire
+ * actions (CONNACK code, SUBACK, UNSUBACK, PINGRESP, close) and counters. PUBACKs leave through
+ * the ack queue's `pubackReady` below (the fast path allocates no outcome).
  *
  * @module
  */
-import {
-  ConnackCode,
-  encodeConnack,
-  encodePingresp,
-  encodePuback,
-  encodeSuback,
-  encodeUnsuback,
-} from "../codec/encoder.ts";
+import { encodePuback } from "../codec/encoder.ts";
 import { PacketDecoder } from "../codec/decoder.ts";
 import { ProtocolError } from "../codec/errors.ts";
-import { isControlChar, utf8Length } from "../codec/utf8.ts";
-import type { ClientPacket, ConnectPacket, PublishPacket } from "../codec/packets.ts";
-import { BackendError, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
+import { type ClientPacket, PacketType } from "../codec/packets.ts";
 import type { Principal } from "../log/port.ts";
-import { AckQueue } from "./ack_queue.ts";
+import { startConnectionSpan } from "../observe/tracing.ts";
+import { type AcceptedConnect, type ConnectResult, handleConnect } from "./connect.ts";
+import type { SessionContext } from "./context.ts";
+import { handleDisconnect, handlePingreq, handleUnsupportedConnect } from "./control.ts";
 import type { DeadlineOwner } from "./deadlines.ts";
 import type { Subscriber } from "./delivery_port.ts";
+import { CONNACK_ACCEPTED } from "./outcome.ts";
 import { Outbox } from "./outbox.ts";
-import type { SessionContext } from "./context.ts";
+import { ConnectionPublisher, type PublishSite } from "./publish_batch.ts";
+import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
 import type { Transport, TransportSink } from "./transport.ts";
-import { type HeldWill, refuseWill } from "./will.ts";
-import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
-import { startAppendSpan, startConnectionSpan } from "../observe/tracing.ts";
+import type { HeldWill } from "./will.ts";
+import { act, type WireSite } from "./wire.ts";
+import type { Span, SpanContext } from "@opentelemetry/api";
 
 /** Shared empty packet list: an idle connection holds none of its own. */
 const NO_PACKETS: ClientPacket[] = [];
 
-/** Messages of one read bound for one partition, appended together. */
-interface PartitionBatch {
-  readonly address: PartitionAddress;
-  readonly messages: OutgoingMessage[];
-  /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
-  readonly slots: number[];
-}
-
-/**
- * Empties a settled batch. Measured: without this, a promoted closure context kept each
- * batch's messages reachable until the next full GC, and young-generation GC copied ~4 MB of
- * dead messages per scavenge under QoS 1 load (20 ms pauses, the PUBACK p99 tail).
- */
-function release(b: PartitionBatch): void {
-  b.messages.length = 0;
-  b.slots.length = 0;
-}
-
-/** Client ids with wildcards or control characters get CONNACK 2 (they travel in headers). */
-function isForbiddenClientId(id: string): boolean {
-  for (let i = 0; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    if (c === 0x23 || c === 0x2b || isControlChar(c)) return true;
-  }
-  return false;
-}
-
 /** One client connection. */
-export class Connection implements Subscriber, DeadlineOwner, TransportSink {
+export class Connection implements Subscriber, DeadlineOwner, TransportSink, PublishSite, WireSite {
   readonly outbox: Outbox;
   lastActivity: number;
   timeoutMs: number;
   #ctx: SessionContext;
   #transport: Transport;
   #decoder: PacketDecoder;
-  #acks: AckQueue;
   #clientId: string | null = null;
   #principal: Principal | null = null;
   /** The will to publish if this connection ends without DISCONNECT. */
   #will: HeldWill | null = null;
   #closed = false;
   #draining = false;
-  /** This read's appends per partition; made on the first PUBLISH (idle connections: none). */
-  #batch: Map<PartitionAddress, PartitionBatch> | null = null;
-  /** Messages of this connection waiting for the backend (bounded per client). */
-  #inflight = 0;
-  #roomWaiter: (() => void) | null = null;
+  /** The PUBLISH pipeline; made on the first PUBLISH (idle connections: none). */
+  #publisher: ConnectionPublisher | null = null;
   #span: Span | null = null;
   /** Packets of the current read and the next one to handle. */
   #packets: ClientPacket[] = NO_PACKETS;
@@ -106,7 +73,6 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
       maxTopicLevels: l.max_topic_levels,
     });
     this.outbox = new Outbox(transport, ctx.outboundBudget, this);
-    this.#acks = new AckQueue(this);
     this.lastActivity = transport.acceptedAt ?? ctx.clock.now();
     this.timeoutMs = l.connect_timeout_ms;
   }
@@ -205,7 +171,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
         }
         this.#packets = NO_PACKETS;
         this.#next = 0;
-        this.#flushBatch();
+        this.#publisher?.flush();
         // A client that sends but never reads (PINGREQ or QoS 1 floods) would grow its
         // outbox without bound: past twice the per-client cap it is closed.
         if (this.outbox.queuedBytes > 2 * ctx.config.limits.max_outbound_queue_bytes_per_client) {
@@ -256,15 +222,16 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
 
   /** The read side is over: append what this read produced, then close. */
   #finish(): void {
-    this.#flushBatch();
+    this.#publisher?.flush();
     this.close("connection ended");
   }
 
   /** Back-pressure before each read: per-client and gateway-wide bounds on waiting appends. */
   #readGate(): Promise<void> | undefined {
     if (this.#closed) return undefined;
-    if (this.#inflight >= this.#ctx.config.limits.max_inflight_publishes_per_client) {
-      return new Promise<void>((r) => this.#roomWaiter = r).then(() => this.#readGate());
+    const pub = this.#publisher;
+    if (pub !== null && pub.inflight >= this.#ctx.config.limits.max_inflight_publishes_per_client) {
+      return pub.room().then(() => this.#readGate());
     }
     if (this.#ctx.appendBudget.full) {
       return this.#ctx.appendBudget.room().then(() => this.#readGate());
@@ -301,7 +268,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
       this.#will = null;
       ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!);
     }
-    this.#roomWaiter?.();
+    this.#publisher?.wake();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
     this.#live?.delete(this);
     this.#live = null;
@@ -314,21 +281,24 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
 
   /** AckQueue: a QoS 1 publish gets no PUBACK, so the connection must close. */
   unacknowledged(): void {
-    this.#closeAfterFlush("QoS 1 publish not acknowledged [MQTT-3.3.5-2]");
+    this.closeAfterFlush("QoS 1 publish not acknowledged [MQTT-3.3.5-2]");
   }
 
   /** Graceful stop: take no new packets, finish appends, send their PUBACKs, then close. */
   async drain(): Promise<void> {
     this.#draining = true;
-    this.#flushBatch();
-    while (!this.#closed && (this.#inflight > 0 || this.#acks.pending > 0)) {
-      await new Promise((r) => setTimeout(r, 5));
+    const pub = this.#publisher;
+    if (pub !== null) {
+      pub.flush();
+      // Settled on the event: the last append's answer or PUBACK release (or close) resolves it.
+      if (!this.#closed) await pub.idle();
     }
     await this.outbox.drained();
     this.close("gateway stopping");
   }
 
-  #closeAfterFlush(reason: string): void {
+  /** Takes no new packets and closes once what is queued has been written (WireSite). */
+  closeAfterFlush(reason: string): void {
     if (this.#closed) return;
     this.#draining = true;
     this.outbox.drained().then(() => this.close(reason));
@@ -338,7 +308,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
     const ctx = this.#ctx;
     if (err instanceof ProtocolError) {
       ctx.metrics.protocolErrors.inc({ rule: err.rule });
-      if (err.packetType === 3) ctx.metrics.outcome.rejected.inc();
+      if (err.packetType === PacketType.PUBLISH) ctx.metrics.outcome.rejected.inc();
       ctx.logger.limited("warn", "Protocol violation; closing connection", {
         client_id: this.#clientId,
         remote: this.#transport.remoteAddress,
@@ -349,208 +319,71 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink {
     }
   }
 
-  /** Dispatches one packet; returns a promise only when the next packet must wait. */
+  /**
+   * The dispatcher: one handler per packet. Returns a promise only when the next packet must
+   * wait. PUBLISH and PUBACK, the hot paths, allocate no outcome.
+   */
   #handle(p: ClientPacket): Promise<void> | undefined {
+    const ctx = this.#ctx;
     switch (p.type) {
-      case "connect":
-        return this.#onConnect(p);
-      case "connect_unsupported":
-        // [MQTT-3.1.2-2]: unacceptable protocol level → CONNACK 1, then close.
-        this.#ctx.metrics.connectionsRefused.inc({ reason: "protocol_version" });
-        this.outbox.push(encodeConnack(false, ConnackCode.UNACCEPTABLE_PROTOCOL_VERSION));
-        this.#closeAfterFlush(`unsupported protocol ${p.protocolName} level ${p.level}`);
-        return;
       case "publish":
-        return this.#onPublish(p);
+        return (this.#publisher ??= this.#newPublisher()).publish(p);
       case "puback":
-        this.#ctx.delivery.puback(this, p.packetId);
+        ctx.delivery.puback(this, p.packetId);
         return;
+      case "connect":
+        return handleConnect(ctx, p, this).then((r) => this.#connected(r));
+      case "connect_unsupported":
+        return act(this.#ctx, this, handleUnsupportedConnect(p));
       case "subscribe":
-        return this.#ctx.delivery.subscribe(this, p.subscriptions).then((codes) => {
-          this.outbox.push(encodeSuback(p.packetId, codes));
-        });
+        return handleSubscribe(ctx, this, p).then((o) => act(this.#ctx, this, o));
       case "unsubscribe":
-        this.#ctx.delivery.unsubscribe(this, p.filters);
-        this.outbox.push(encodeUnsuback(p.packetId));
-        return;
+        return act(this.#ctx, this, handleUnsubscribe(ctx, this, p));
       case "pingreq":
-        this.outbox.push(encodePingresp());
-        return;
+        return act(this.#ctx, this, handlePingreq());
       case "disconnect":
-        // The will is discarded on DISCONNECT [MQTT-3.14.4-3].
-        this.#will = null;
-        this.#closeAfterFlush("client disconnected");
-        return;
+        return act(this.#ctx, this, handleDisconnect());
     }
   }
 
-  async #onConnect(p: ConnectPacket): Promise<void> {
+  /** The CONNECT was decided (null: the connection closed meanwhile). */
+  #connected(r: ConnectResult | null): void {
+    if (r === null || this.#closed) return;
+    if (r.kind === "accepted") {
+      this.#establish(r);
+      r = CONNACK_ACCEPTED;
+    }
+    act(this.#ctx, this, r);
+  }
+
+  /** Takes the accepted session: client id (takeover), will, keep-alive deadline, trace. */
+  #establish(s: AcceptedConnect): void {
     const ctx = this.#ctx;
-    const refuse = (code: number, reason: string) => {
-      ctx.metrics.connectionsRefused.inc({ reason: `connack_${code}` });
-      if (code === ConnackCode.BAD_USERNAME_OR_PASSWORD || code === ConnackCode.NOT_AUTHORIZED) {
-        ctx.metrics.authFailures.inc();
-      }
-      ctx.logger.limited("info", "CONNECT refused", {
-        code,
-        reason,
-        remote: this.#transport.remoteAddress,
-      });
-      this.outbox.push(encodeConnack(false, code));
-      this.#closeAfterFlush(reason);
-    };
-    let clientId = p.clientId;
-    if (clientId === "") {
-      // [MQTT-3.1.3-8] an empty id needs a clean session; [MQTT-3.1.3-6] we then assign one.
-      if (!p.cleanSession) return refuse(ConnackCode.IDENTIFIER_REJECTED, "empty client id");
-      clientId = `auto-${crypto.randomUUID()}`;
-    }
-    if (isForbiddenClientId(clientId) || utf8Length(clientId) > 255) {
-      return refuse(
-        ConnackCode.IDENTIFIER_REJECTED,
-        "client id has forbidden characters or is too long",
-      );
-    }
-    if (p.will !== null && ctx.config.session.will === "refuse") {
-      return refuse(ConnackCode.NOT_AUTHORIZED, "will messages are not accepted (session.will)");
-    }
-    if (p.will?.qos === 2) return refuse(ConnackCode.NOT_AUTHORIZED, "QoS 2 wills are refused");
-    const source = this.#transport.remoteAddress;
-    const decision = await ctx.authenticator.authenticate(p, source);
-    if (this.#closed) return;
-    if (!decision.ok) {
-      // Repeated failures from one source are slowed down (the connect timeout still applies).
-      const delay = decision.connackCode === ConnackCode.BAD_USERNAME_OR_PASSWORD
-        ? ctx.sourceGuard.failed(source)
-        : 0;
-      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
-      if (this.#closed) return;
-      return refuse(decision.connackCode, decision.reason);
-    }
-    if (p.username !== null) ctx.sourceGuard.succeeded(source);
-    if (p.will !== null) {
-      const why = refuseWill(ctx, p.will, decision.principal);
-      if (why !== null) return refuse(ConnackCode.NOT_AUTHORIZED, why);
-      this.#will = p.will as HeldWill;
-    }
-    this.#principal = decision.principal;
-    this.#clientId = clientId;
-    this.#span = startConnectionSpan(clientId, this.#transport.remoteAddress);
-    const old = ctx.registry.claim(clientId, this);
+    this.#will = s.will;
+    this.#principal = s.principal;
+    this.#clientId = s.clientId;
+    this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
+    const old = ctx.registry.claim(s.clientId, this);
     if (old !== null) {
       ctx.metrics.takeovers.inc();
       old.close("taken over by a new connection with the same client id");
     }
-    // Keep-alive: 0 (none) or above the cap is clamped to the cap; 1.5× grace [MQTT-3.1.2-24].
-    const max = ctx.config.limits.max_keep_alive_s;
-    const ka = p.keepAliveSeconds === 0 || p.keepAliveSeconds > max ? max : p.keepAliveSeconds;
-    this.timeoutMs = ka * 1500;
+    this.timeoutMs = s.timeoutMs;
     this.lastActivity = ctx.clock.now();
     ctx.deadlines.add(this);
-    // Clean sessions only: session present is always 0 (DESIGN §2).
-    this.outbox.push(encodeConnack(false, ConnackCode.ACCEPTED));
   }
 
-  #onPublish(p: PublishPacket): Promise<void> | undefined {
-    const prepared = this.#ctx.preparer.prepare(p, this.#principal!, this.#clientId!);
-    if (prepared instanceof Promise) {
-      // Metadata not cached: wait (this connection only) so per-partition order holds.
-      this.#flushBatch();
-      return prepared.then((r) => this.#route(p, r));
-    }
-    this.#route(p, prepared);
-    return undefined;
+  #newPublisher(): ConnectionPublisher {
+    return new ConnectionPublisher(this.#ctx, this, this.#principal!, this.#clientId!);
   }
 
-  #route(p: PublishPacket, r: Awaited<ReturnType<SessionContext["preparer"]["prepare"]>>): void {
-    const ctx = this.#ctx;
-    if (r.kind !== "append") {
-      ctx.metrics.outcome[r.kind].inc();
-      ctx.logger.limited("warn", `Publish ${r.kind}`, {
-        client_id: this.#clientId,
-        reason: r.reason,
-      });
-      if (p.qos === 1) this.#acks.settle(this.#acks.take(p.packetId), "close");
-      return;
-    }
-    ctx.metrics.ruleHit(r.rule).inc();
-    // The preparer hands out one address object per partition: it is the batch key.
-    const a = r.address;
-    const batches = this.#batch ??= new Map();
-    let batch = batches.get(a);
-    if (!batch) batches.set(a, batch = { address: a, messages: [], slots: [] });
-    batch.messages.push(r.message);
-    batch.slots.push(p.qos === 1 ? this.#acks.take(p.packetId) : -1);
-    this.#inflight++;
-    if (batch.messages.length >= ctx.config.limits.max_append_batch) this.#flushBatch();
+  /** DISCONNECT: the will is not published (WireSite). */
+  discardWill(): void {
+    this.#will = null;
   }
 
-  /** P7: one append per partition for everything this read produced. */
-  #flushBatch(): void {
-    const batches = this.#batch;
-    if (batches === null || batches.size === 0) return;
-    const ctx = this.#ctx;
-    for (const b of batches.values()) {
-      const n = b.messages.length;
-      const started = ctx.clock.now();
-      ctx.appendBudget.add(n);
-      ctx.metrics.appendBatch.observe(n);
-      const span = startAppendSpan(
-        this.spanContext,
-        b.address.stream,
-        b.address.topic,
-        b.address.partition,
-        n,
-      );
-      // Live subscribers get the messages once committed; the PUBACKs wait for the disk.
-      let offered = false;
-      const onCommitted = (baseOffset: number) => {
-        offered = true;
-        ctx.delivery.notifyAppended(b.address, baseOffset, b.messages);
-      };
-      ctx.backend.append({ ...b.address, messages: b.messages, onCommitted }).then(
-        (receipt) => {
-          const seconds = (ctx.clock.now() - started) / 1000;
-          let acked = 0;
-          for (const slot of b.slots) {
-            if (slot < 0) continue;
-            acked++;
-            ctx.metrics.pubackLatency.observe(seconds);
-            this.#acks.settle(slot, "ack");
-          }
-          if (acked > 0) ctx.metrics.outcome.acked.inc(acked);
-          if (n - acked > 0) ctx.metrics.outcome.appended.inc(n - acked);
-          span.end();
-          this.#settled(n);
-          if (!offered) ctx.delivery.notifyAppended(b.address, receipt.baseOffset, b.messages);
-          release(b);
-        },
-        (err) => {
-          ctx.metrics.outcome.failed.inc(n);
-          if (err instanceof BackendError && err.code === "not_found") {
-            ctx.preparer.topics.invalidate(b.address.stream, b.address.topic);
-          }
-          ctx.logger.limited("error", "Append failed; no PUBACK", {
-            stream: b.address.stream,
-            topic: b.address.topic,
-            error: err,
-          });
-          span.setStatus({ code: SpanStatusCode.ERROR, message: String(err?.message ?? err) });
-          span.end();
-          for (const slot of b.slots) if (slot >= 0) this.#acks.settle(slot, "close");
-          this.#settled(n);
-          release(b);
-        },
-      );
-    }
-    batches.clear();
-  }
-
-  #settled(n: number): void {
-    this.#inflight -= n;
-    this.#ctx.appendBudget.release(n);
-    const w = this.#roomWaiter;
-    this.#roomWaiter = null;
-    w?.();
+  /** The peer's address (ConnectSite, WireSite). */
+  get remoteAddress(): string {
+    return this.#transport.remoteAddress;
   }
 }

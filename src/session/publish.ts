@@ -1,7 +1,8 @@
 /**
- * The produce algorithm's decision steps for one PUBLISH (DESIGN §3): P2 match and P3
- * resolve through the topic map, P4 permission and target check, P5 partition, P6 envelope.
- * P1 (frame validation) happened in the decoder; P7 (append) is the connection's job, so
+ * The produce algorithm's decision steps for one PUBLISH (DESIGN §3), as named steps:
+ * P2 match and P3 resolve through the topic map ({@link PublishPreparer.resolve}), P4 permission
+ * (`permit`) and target check, P5 partition (`#partition`), P6 envelope (`envelope`).
+ * P1 (frame validation) happened in the decoder; P7 (append) is `publish_batch.ts`, so
  * that appends of one read can be grouped per partition.
  *
  * Expected outcomes are values: `denied` carries its reason. No backend call is made before
@@ -87,8 +88,8 @@ export class PublishPreparer {
   }
 
   /**
-   * Runs P2–P6. Returns synchronously when the target's metadata is cached, else a promise.
-   * `will`: the message is a connection's will (stamped `mqtt.will`).
+   * Runs P2–P6, in the design's order. Returns synchronously when the target's metadata is
+   * cached, else a promise. `will`: the message is a connection's will (stamped `mqtt.will`).
    */
   prepare(
     p: PublishPacket,
@@ -98,22 +99,19 @@ export class PublishPreparer {
   ): Prepared | Promise<Prepared> {
     // $SYS topics are the server's own namespace: refused (DESIGN §3 edge cases).
     if (p.topic.startsWith("$SYS")) return denied(`topic "${p.topic}" is reserved ($SYS)`);
-    const r = this.resolve(p.topic);
-    const invalid = checkResolution(r);
-    if (invalid !== null) return denied(invalid);
-    // P4: permission before any backend call.
-    if (!canSend(principal.permissions, r.stream, r.topic)) {
-      return denied(`user "${principal.username}" may not send to ${r.stream}/${r.topic}`);
-    }
+    const r = this.resolve(p.topic); // P2 match, P3 resolve
+    const refused = permit(r, principal); // P4, first half: before any backend call
+    if (refused !== null) return refused;
     const cached = this.#topics.peek(r.stream, r.topic);
-    if (cached !== undefined) return this.#finish(p, clientId, r, cached, will);
+    if (cached !== undefined) return this.#place(p, clientId, r, cached, will);
     return this.#topics.lookup(r.stream, r.topic).then(
-      (info) => this.#finish(p, clientId, r, info, will),
+      (info) => this.#place(p, clientId, r, info, will),
       (err) => ({ kind: "failed", reason: `topic lookup failed: ${String(err?.message ?? err)}` }),
     );
   }
 
-  #finish(
+  /** P4 second half (the target exists), P5 partition, P6 envelope. */
+  #place(
     p: PublishPacket,
     clientId: string,
     r: Resolution,
@@ -121,18 +119,18 @@ export class PublishPreparer {
     will: boolean,
   ): Prepared {
     if (info === null) return denied(`target ${r.stream}/${r.topic} does not exist`);
-    // P5: keyed → the hash Iggy uses; unkeyed → balanced round robin per topic.
-    let partition: number;
-    if (r.partitionKey !== null) partition = partitionForKey(r.partitionKey, info.partitions);
-    else {
-      partition = this.#counterOf(r).n++ % info.partitions;
-    }
     return {
       kind: "append",
-      address: this.#address(r, partition),
+      address: this.#address(r, this.#partition(r, info)),
       message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain, will),
       rule: r.rule,
     };
+  }
+
+  /** P5: keyed → the hash Iggy uses; unkeyed → balanced round robin per topic. */
+  #partition(r: Resolution, info: TopicInfo): number {
+    if (r.partitionKey !== null) return partitionForKey(r.partitionKey, info.partitions);
+    return this.#counterOf(r).n++ % info.partitions;
   }
 
   /** Drops the resolutions and what is keyed by them (round-robin counters stay by name). */
@@ -165,6 +163,16 @@ export class PublishPreparer {
   get topics(): TopicCache {
     return this.#topics;
   }
+}
+
+/** P4, first half: the resolved names are valid and the principal may send there. */
+function permit(r: Resolution, principal: Principal): Denied | null {
+  const invalid = checkResolution(r);
+  if (invalid !== null) return denied(invalid);
+  if (!canSend(principal.permissions, r.stream, r.topic)) {
+    return denied(`user "${principal.username}" may not send to ${r.stream}/${r.topic}`);
+  }
+  return null;
 }
 
 function denied(reason: string): Denied {

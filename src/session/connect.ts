@@ -1,0 +1,126 @@
+/**
+ * CONNECT handling (DESIGN §2 steps 2–4): client-id rules, will policy, authentication with
+ * per-source back-off, the will's mapping and ACL check, keep-alive. Returns a value: a refusal
+ * (CONNACK code and reason) or the accepted session; the connection applies it (takeover,
+ * deadlines, CONNACK 0) and sends what it says.
+ *
+ * @module
+ */
+import { ConnackCode } from "../codec/encoder.ts";
+import type { ConnectPacket } from "../codec/packets.ts";
+import { isControlChar, utf8Length } from "../codec/utf8.ts";
+import type { Principal } from "../log/port.ts";
+import type { SessionContext } from "./context.ts";
+import { type ConnackOutcome, type ConnackReturnCode, refuseConnect } from "./outcome.ts";
+import { type HeldWill, refuseWill } from "./will.ts";
+
+/** A CONNECT that passed every check: the session to establish. */
+export interface AcceptedConnect {
+  readonly kind: "accepted";
+  readonly clientId: string;
+  readonly principal: Principal;
+  /** The will to publish if the connection ends without DISCONNECT. */
+  readonly will: HeldWill | null;
+  /** Silence after which the connection is closed (1.5× the clamped keep-alive). */
+  readonly timeoutMs: number;
+}
+
+/** What {@link handleConnect} decides. */
+export type ConnectResult = AcceptedConnect | ConnackOutcome;
+
+/** What the handler may see of the connection while it waits for authentication. */
+export interface ConnectSite {
+  /** The peer's address (anonymous rules, back-off, logs). */
+  readonly remoteAddress: string;
+  /** The connection closed meanwhile (deadline, takeover, stop): decide nothing more. */
+  readonly closed: boolean;
+}
+
+/**
+ * Decides a CONNECT. Resolves with null when the connection closed while authentication ran
+ * (nothing is to be sent then).
+ */
+export async function handleConnect(
+  ctx: SessionContext,
+  p: ConnectPacket,
+  site: ConnectSite,
+): Promise<ConnectResult | null> {
+  const clientId = assignClientId(p);
+  if (typeof clientId !== "string") return clientId;
+  const refused = refuseByPolicy(ctx, p);
+  if (refused !== null) return refused;
+  const source = site.remoteAddress;
+  const decision = await ctx.authenticator.authenticate(p, source);
+  if (site.closed) return null;
+  if (!decision.ok) {
+    // Repeated failures from one source are slowed down (the connect timeout still applies).
+    const delay = decision.connackCode === ConnackCode.BAD_USERNAME_OR_PASSWORD
+      ? ctx.sourceGuard.failed(source)
+      : 0;
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    if (site.closed) return null;
+    return refuseConnect(decision.connackCode as ConnackReturnCode, decision.reason);
+  }
+  if (p.username !== null) ctx.sourceGuard.succeeded(source);
+  let will: HeldWill | null = null;
+  if (p.will !== null) {
+    const why = refuseWill(ctx, p.will, decision.principal);
+    if (why !== null) return refuseConnect(ConnackCode.NOT_AUTHORIZED, why);
+    will = p.will as HeldWill;
+  }
+  return {
+    kind: "accepted",
+    clientId,
+    principal: decision.principal,
+    will,
+    timeoutMs: keepAliveTimeoutMs(p.keepAliveSeconds, ctx.config.limits.max_keep_alive_s),
+  };
+}
+
+/** The client id to use, or the refusal [MQTT-3.1.3-6], [MQTT-3.1.3-8]. */
+function assignClientId(p: ConnectPacket): string | ConnackOutcome {
+  let clientId = p.clientId;
+  if (clientId === "") {
+    // [MQTT-3.1.3-8] an empty id needs a clean session; [MQTT-3.1.3-6] we then assign one.
+    if (!p.cleanSession) return refuseConnect(ConnackCode.IDENTIFIER_REJECTED, "empty client id");
+    clientId = `auto-${crypto.randomUUID()}`;
+  }
+  if (isForbiddenClientId(clientId) || utf8Length(clientId) > 255) {
+    return refuseConnect(
+      ConnackCode.IDENTIFIER_REJECTED,
+      "client id has forbidden characters or is too long",
+    );
+  }
+  return clientId;
+}
+
+/** Client ids with wildcards or control characters get CONNACK 2 (they travel in headers). */
+function isForbiddenClientId(id: string): boolean {
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    if (c === 0x23 || c === 0x2b || isControlChar(c)) return true;
+  }
+  return false;
+}
+
+/** The will policy, before any backend call: `session.will = refuse`, QoS 2 wills. */
+function refuseByPolicy(ctx: SessionContext, p: ConnectPacket): ConnackOutcome | null {
+  if (p.will !== null && ctx.config.session.will === "refuse") {
+    return refuseConnect(
+      ConnackCode.NOT_AUTHORIZED,
+      "will messages are not accepted (session.will)",
+    );
+  }
+  if (p.will?.qos === 2) {
+    return refuseConnect(ConnackCode.NOT_AUTHORIZED, "QoS 2 wills are refused");
+  }
+  return null;
+}
+
+/** Keep-alive: 0 (none) or above the cap is clamped to the cap; 1.5× grace [MQTT-3.1.2-24]. */
+export function keepAliveTimeoutMs(keepAliveSeconds: number, maxSeconds: number): number {
+  const ka = keepAliveSeconds === 0 || keepAliveSeconds > maxSeconds
+    ? maxSeconds
+    : keepAliveSeconds;
+  return ka * 1500;
+}

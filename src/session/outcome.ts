@@ -1,0 +1,71 @@
+/**
+ * What a packet handler decides, as a value. Handlers (`connect.ts`, `subscribe.ts`,
+ * `control.ts`) return outcomes; the connection's `act()` is the one place that turns them into
+ * wire actions (encode, outbox push, close) and counters. Encoding lives there, not in the
+ * handlers, so a second protocol version (MQTT 5 reason codes and properties) changes one
+ * place.
+ *
+ * PUBLISH is the exception, for speed: the QoS 0/1 fast path allocates no outcome object per
+ * message (`publish_batch.ts` counts `appended | acked | denied | failed` itself, and its PUBACKs
+ * leave through the connection's ack queue).
+ *
+ * @module
+ */
+import { ConnackCode } from "../codec/encoder.ts";
+
+/** A CONNACK return code (MQTT 3.1.1 §3.2.2.3). */
+export type ConnackReturnCode = typeof ConnackCode[keyof typeof ConnackCode];
+
+/** Answer a CONNECT: `code` 0 accepts; any other code refuses and closes once written. */
+export interface ConnackOutcome {
+  readonly kind: "connack";
+  readonly code: ConnackReturnCode;
+  /** Why it was refused (logs and close reason); "" when accepted. */
+  readonly reason: string;
+}
+
+/** Answer a SUBSCRIBE with one return code per filter (0, 1 or 0x80). */
+export interface SubackOutcome {
+  readonly kind: "suback";
+  readonly packetId: number;
+  readonly codes: readonly number[];
+}
+
+/** Answer an UNSUBSCRIBE. */
+export interface UnsubackOutcome {
+  readonly kind: "unsuback";
+  readonly packetId: number;
+}
+
+/** Answer a PINGREQ. */
+export interface PingrespOutcome {
+  readonly kind: "pingresp";
+}
+
+/** Close the connection once what is queued has been written. */
+export interface CloseOutcome {
+  readonly kind: "close";
+  readonly reason: string;
+  /** DISCONNECT discards the will [MQTT-3.14.4-3]; other closes publish it. */
+  readonly discardWill: boolean;
+}
+
+/** Every outcome a handler can return. */
+export type Outcome =
+  | ConnackOutcome
+  | SubackOutcome
+  | UnsubackOutcome
+  | PingrespOutcome
+  | CloseOutcome;
+
+/** CONNACK 0 (shared: nothing to allocate per accepted CONNECT). */
+export const CONNACK_ACCEPTED: ConnackOutcome = Object.freeze({
+  kind: "connack",
+  code: ConnackCode.ACCEPTED,
+  reason: "",
+});
+
+/** A refused CONNECT. */
+export function refuseConnect(code: ConnackReturnCode, reason: string): ConnackOutcome {
+  return { kind: "connack", code, reason };
+}

@@ -1,0 +1,71 @@
+/**
+ * Test harness for session logic without sockets: the real gateway over a temporary embedded
+ * store, with no listener bound; each client is an in-memory transport pair handed to
+ * `Gateway.accept`.
+ *
+ * @module
+ */
+import { loadConfig } from "../../src/config/load.ts";
+import { Gateway } from "../../src/gateway.ts";
+import { compileMap } from "../../src/mapping/mod.ts";
+import { Logger } from "../../src/observe/logger.ts";
+import { type MemoryClient, memoryTransportPair } from "../../src/session/memory_transport.ts";
+import { DESIGN_MAP } from "./gateway.ts";
+
+/** A started gateway reachable only through memory transports. */
+export interface MemoryGateway {
+  readonly gateway: Gateway;
+  readonly logs: string[];
+  /** A new client connection from `remoteAddress` (no CONNECT sent yet). */
+  open(remoteAddress?: string): MemoryClient;
+  stop(): Promise<void>;
+}
+
+/** Options for {@link startMemoryGateway}. */
+export interface MemoryGatewayOptions {
+  /** Extra TOML for the config (e.g. `[[users]]`). */
+  readonly toml?: string;
+  /** Env overlay (IGGY_MQTT_*). */
+  readonly env?: Record<string, string>;
+  readonly map?: string;
+}
+
+/** Starts a gateway with anonymous access from loopback and auto_create on, no listeners. */
+export async function startMemoryGateway(o: MemoryGatewayOptions = {}): Promise<MemoryGateway> {
+  const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-memory-" });
+  const env: Record<string, string> = {
+    IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
+    IGGY_MQTT_LISTENERS_HTTP: "",
+    IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
+    IGGY_MQTT_LOG_AUTO_CREATE: "true",
+    IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,
+    IGGY_MQTT_GATEWAY_LOG_LEVEL: "debug",
+    IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
+    ...o.env,
+  };
+  const loaded = loadConfig({ text: o.toml ?? "", source: "test.toml", env });
+  // A valid config names a listener; this gateway binds none (clients come through accept()).
+  const config = { ...loaded, listeners: { ...loaded.listeners, tcp: "", tls: "" } };
+  const logs: string[] = [];
+  const gateway = await Gateway.create(config, {
+    logger: new Logger(config.gateway.log_level, (l) => logs.push(l)),
+    map: compileMap(o.map ?? DESIGN_MAP, "test-map.toml"),
+  });
+  await gateway.start();
+  let stopped = false;
+  return {
+    gateway,
+    logs,
+    open(remoteAddress = "127.0.0.1") {
+      const { transport, client } = memoryTransportPair(remoteAddress);
+      gateway.accept(transport);
+      return client;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await gateway.stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
