@@ -7,7 +7,6 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import type { UserConfig } from "../../config/types.ts";
-import { verifyPassword } from "../../session/password.ts";
 import {
   type AppendListener,
   type AppendReceipt,
@@ -26,11 +25,12 @@ import { Catalog, loadFloors, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
 import { MessageLog } from "./_message_log.ts";
-import { runRetentionPass } from "./_retention.ts";
+import { RetentionRunner } from "./_retention_runner.ts";
 import { openDatabase } from "./_schema.ts";
 import { prepareReadStatements, type ReadStatements } from "./_statements.ts";
 import { AppendSignals } from "./_signals.ts";
-import { dummyPasswordHash, validateName } from "./_validate.ts";
+import { EmbeddedUsers } from "./_users.ts";
+import { validateName } from "./_validate.ts";
 import { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 
@@ -38,7 +38,7 @@ import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 interface WriteSide {
   readonly link: WriterLink;
   readonly commits: GroupCommit;
-  readonly timer: ReturnType<typeof setInterval>;
+  readonly retention: RetentionRunner;
 }
 
 interface OpenState {
@@ -62,7 +62,7 @@ interface OpenState {
 export class EmbeddedBackend implements LogBackend {
   readonly kind = "embedded";
   readonly #options: EmbeddedOptions;
-  #users: ReadonlyMap<string, UserConfig>;
+  readonly #users: EmbeddedUsers;
   readonly #signals = new AppendSignals();
   readonly #clock: () => number;
   #state: OpenState | undefined;
@@ -74,14 +74,12 @@ export class EmbeddedBackend implements LogBackend {
   #appendFailure: string | undefined;
   /** Set when the writer died; the backend stays unavailable until reopened. */
   #writerFailure: BackendError | undefined;
-  #retention: Promise<number> | undefined;
-  #retentionStopped = false;
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
 
   constructor(options: EmbeddedOptions) {
     this.#options = options;
     this.#clock = options.clock ?? wallClockMicros;
-    this.#users = new Map(options.users.map((u) => [u.username, u]));
+    this.#users = new EmbeddedUsers(options.users);
   }
 
   /**
@@ -89,7 +87,7 @@ export class EmbeddedBackend implements LogBackend {
    * connections keep the permissions they were granted.
    */
   setUsers(users: readonly UserConfig[]): void {
-    this.#users = new Map(users.map((u) => [u.username, u]));
+    this.#users.set(users);
   }
 
   /** Opens (creating if missing) the store; rejects with BackendError("unavailable"). */
@@ -120,8 +118,13 @@ export class EmbeddedBackend implements LogBackend {
         readOnly,
         floors: loadFloors(db),
       });
-      this.#retentionStopped = false;
-      this.#state = { db, log, reads, catalog, writer: link && this.#writeSide(link, log) };
+      this.#state = {
+        db,
+        log,
+        reads,
+        catalog,
+        writer: link && this.#writeSide(link, log, catalog),
+      };
       this.#writerFailure = undefined;
       this.#closing = undefined;
       this.#phase = "open";
@@ -152,10 +155,8 @@ export class EmbeddedBackend implements LogBackend {
     this.#state = undefined;
     const writer = state.writer;
     if (writer) {
-      clearInterval(writer.timer);
       // A retention pass stops at its next chunk boundary.
-      this.#retentionStopped = true;
-      await this.#retention?.catch(() => 0);
+      await writer.retention.stop();
       await writer.commits.drain();
       this.#lastStats = { ...writer.commits.stats };
     }
@@ -188,14 +189,8 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   /** Checks a configured user's password; unknown users cost the same hash work as known ones. */
-  async authenticate(username: string, password: string): Promise<AuthResult> {
-    const user = this.#users.get(username);
-    const ok = await verifyPassword(
-      password,
-      user?.passwordHash ?? dummyPasswordHash(this.#options.users),
-    );
-    if (!user || !ok) return { ok: false, reason: "bad_credentials" };
-    return { ok: true, principal: { username: user.username, permissions: user.permissions } };
+  authenticate(username: string, password: string): Promise<AuthResult> {
+    return this.#users.authenticate(username, password);
   }
 
   getTopic(stream: string, topic: string): Promise<TopicInfo | null> {
@@ -340,40 +335,13 @@ export class EmbeddedBackend implements LogBackend {
    * segments nothing needs any more. Resolves with the number of messages dropped.
    */
   async runRetention(now: number = this.#clock()): Promise<{ deleted: number }> {
-    while (this.#retention) await this.#retention.catch(() => 0);
-    const s = this.#state;
-    const writer = s?.writer;
-    if (!s || !writer) return { deleted: 0 };
-    this.#retention = this.#retentionPass(s, writer, now);
+    const writer = this.#state?.writer;
+    if (!writer) return { deleted: 0 };
     try {
-      return { deleted: await this.#retention };
+      return { deleted: await writer.retention.run(now) };
     } catch (e) {
       throw toBackendError("run retention", this.#options.path, e);
-    } finally {
-      this.#retention = undefined;
     }
-  }
-
-  async #retentionPass(s: OpenState, writer: WriteSide, now: number): Promise<number> {
-    const { retentionMaxAgeSeconds, retentionMaxTopicBytes } = this.#options;
-    const deleted = await runRetentionPass(
-      s.log,
-      s.catalog.topics(),
-      { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
-      now,
-      () => this.#retentionStopped,
-    );
-    if ((deleted > 0 || s.log.hasRetainedOut()) && !this.#retentionStopped) {
-      // Floors first: the dropped batches stay on disk until their segment goes (a reopened
-      // log must skip them), and once a segment is gone only the floors say how far each
-      // partition's offsets went.
-      const floors: [number, number, number, number][] = [];
-      for (const p of s.log.partitions()) floors.push([p.topicId, p.partition, p.start, p.next]);
-      await writer.link.request({ type: "floors", floors });
-      await writer.link.syncCommitted();
-      await s.log.deleteRetainedOut();
-    }
-    return deleted;
   }
 
   /** Transactions committed and messages appended since open (kept after close). */
@@ -395,7 +363,7 @@ export class EmbeddedBackend implements LogBackend {
     this.#state?.writer?.link.crashForTest();
   }
 
-  #writeSide(link: WriterLink, log: MessageLog): WriteSide {
+  #writeSide(link: WriterLink, log: MessageLog, catalog: Catalog): WriteSide {
     const commits = new GroupCommit(
       link,
       log,
@@ -410,11 +378,13 @@ export class EmbeddedBackend implements LogBackend {
         this.#appendFailure = undefined;
       },
     );
-    const timer = setInterval(() => {
-      // A failing pass (e.g. disk I/O error) is retried next interval; appends report health.
-      if (!this.#retention) this.runRetention().catch(() => {});
-    }, Math.max(1, this.#options.retentionIntervalMs));
-    return { link, commits, timer };
+    const { retentionMaxAgeSeconds, retentionMaxTopicBytes, retentionIntervalMs } = this.#options;
+    const retention = new RetentionRunner(log, catalog, link, {
+      maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
+      maxTopicBytes: retentionMaxTopicBytes,
+    });
+    retention.schedule(retentionIntervalMs, () => this.runRetention());
+    return { link, commits, retention };
   }
 
   /** The writer died: everything queued fails now, and health says why until reopened. */
