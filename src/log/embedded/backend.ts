@@ -5,7 +5,6 @@
  *
  * @module
  */
-import type { DatabaseSync } from "node:sqlite";
 import type { UserConfig } from "../../config/types.ts";
 import {
   type AppendListener,
@@ -20,18 +19,17 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { loadHashes } from "../iggy/hash.ts";
-import { Catalog, loadFloors, topicInfo, type TopicState } from "./_catalog.ts";
+import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
-import { MessageLog } from "./_message_log.ts";
+import type { MessageLog } from "./_message_log.ts";
 import { RetentionRunner } from "./_retention_runner.ts";
-import { openDatabase } from "./_schema.ts";
-import { prepareReadStatements, type ReadStatements } from "./_statements.ts";
+import { type OpenedStore, openStore } from "./_open_store.ts";
 import { AppendSignals } from "./_signals.ts";
 import { EmbeddedUsers } from "./_users.ts";
-import { validateName } from "./_validate.ts";
-import { WriterLink } from "./_writer_link.ts";
+import { checkAppendBatch, validateName } from "./_validate.ts";
+import { storeHealth } from "./_health.ts";
+import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 
 /** The writing side: absent in read-only mode. */
@@ -41,12 +39,8 @@ interface WriteSide {
   readonly retention: RetentionRunner;
 }
 
-interface OpenState {
-  /** The main thread's reading connection (the writer's own for ":memory:"). */
-  readonly db: DatabaseSync;
-  readonly log: MessageLog;
-  readonly reads: ReadStatements;
-  readonly catalog: Catalog;
+/** An open store's files (see {@link OpenedStore}) and its write side. */
+interface OpenState extends Omit<OpenedStore, "link"> {
   readonly writer: WriteSide | undefined;
 }
 
@@ -93,50 +87,12 @@ export class EmbeddedBackend implements LogBackend {
   /** Opens (creating if missing) the store; rejects with BackendError("unavailable"). */
   async open(): Promise<void> {
     if (this.#phase === "open") return;
-    const { path, maxStoreBytes, readOnly = false } = this.#options;
-    let link: WriterLink | undefined;
-    let db: DatabaseSync | undefined;
-    let log: MessageLog | undefined;
-    try {
-      await loadHashes(); // the log's record checksums
-      // The writer first: it creates the file and the tables the reader then opens.
-      if (!readOnly) {
-        link = await WriterLink.start(
-          path,
-          maxStoreBytes,
-          (e) => this.#writerFailed(e),
-          this.#options.writerThread,
-        );
-      }
-      db = link?.inlineDb ?? openDatabase(path, maxStoreBytes, true);
-      const reads = prepareReadStatements(db);
-      const catalog = new Catalog(db);
-      catalog.load();
-      log = await MessageLog.open({
-        dir: path === ":memory:" ? path : `${path}-log`,
-        maxBytes: maxStoreBytes,
-        readOnly,
-        floors: loadFloors(db),
-      });
-      this.#state = {
-        db,
-        log,
-        reads,
-        catalog,
-        writer: link && this.#writeSide(link, log, catalog),
-      };
-      this.#writerFailure = undefined;
-      this.#closing = undefined;
-      this.#phase = "open";
-    } catch (e) {
-      await log?.close();
-      if (db && db !== link?.inlineDb) db.close();
-      await link?.close().catch(() => {});
-      const reason = e instanceof Error ? e.message : String(e);
-      throw new BackendError("unavailable", `Cannot open embedded store "${path}": ${reason}`, {
-        cause: e,
-      });
-    }
+    const o = await openStore(this.#options, (e) => this.#writerFailed(e));
+    const writer = o.link && this.#writeSide(o.link, o.log, o.catalog);
+    this.#state = { db: o.db, log: o.log, reads: o.reads, catalog: o.catalog, writer };
+    this.#writerFailure = undefined;
+    this.#closing = undefined;
+    this.#phase = "open";
   }
 
   /**
@@ -168,24 +124,11 @@ export class EmbeddedBackend implements LogBackend {
   /** Ready when open and not full. */
   health(): BackendHealth {
     const { path, maxStoreBytes } = this.#options;
-    if (this.#phase === "new") {
-      return { ready: false, reason: `Embedded store "${path}" is not open` };
-    }
-    if (this.#phase === "closed") {
-      return { ready: false, reason: `Embedded store "${path}" is closed` };
-    }
-    if (this.#writerFailure) return { ready: false, reason: this.#writerFailure.message };
-    if (this.#full) {
-      return {
-        ready: false,
-        reason: `Embedded store "${path}" is full (max_store_bytes ${maxStoreBytes}); ` +
-          "appends fail until retention frees room or the bound is raised",
-      };
-    }
-    if (this.#appendFailure !== undefined) {
-      return { ready: false, reason: `Appends are failing: ${this.#appendFailure}` };
-    }
-    return { ready: true };
+    return storeHealth(path, maxStoreBytes, this.#phase, {
+      writerFailure: this.#writerFailure,
+      full: this.#full,
+      appendFailure: this.#appendFailure,
+    });
   }
 
   /** Checks a configured user's password; unknown users cost the same hash work as known ones. */
@@ -259,16 +202,8 @@ export class EmbeddedBackend implements LogBackend {
       return Promise.reject(e);
     }
     const { messages } = request;
-    if (messages.length === 0) {
-      return Promise.reject(
-        new BackendError("invalid", "Cannot append: the batch has no messages"),
-      );
-    }
-    for (let i = 0; i < messages.length; i++) {
-      if (messages[i].payload.length === 0) {
-        return Promise.reject(new BackendError("invalid", "Cannot append: a payload is empty"));
-      }
-    }
+    const invalid = checkAppendBatch(messages);
+    if (invalid !== null) return Promise.reject(invalid);
     return new Promise((resolve, reject) => {
       writer.commits.enqueue({
         state,
