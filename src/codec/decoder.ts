@@ -14,16 +14,19 @@
  * @module
  */
 import { concatBytes } from "./bytes.ts";
+import {
+  checkTopicFilter,
+  checkTopicName,
+  type DecoderLimits,
+  Reader,
+  truncated,
+} from "./_fields.ts";
+import { decodeConnect } from "./decode_connect.ts";
 import { ProtocolError } from "./errors.ts";
-import type { ClientPacket, ConnectPacket, PublishPacket, Subscription, Will } from "./packets.ts";
-import { decodeMqttString, isControlChar } from "./utf8.ts";
+import { type ClientPacket, PacketType, type PublishPacket, type Subscription } from "./packets.ts";
+import { decodeMqttString } from "./utf8.ts";
 
-/** Bounds the decoder enforces. */
-export interface DecoderLimits {
-  readonly maxPacketBytes: number;
-  readonly maxTopicBytes: number;
-  readonly maxTopicLevels: number;
-}
+export type { DecoderLimits } from "./_fields.ts";
 
 const EMPTY = new Uint8Array(0);
 
@@ -71,49 +74,49 @@ export class PacketDecoder {
   #decodeBody(byte1: number, b: Uint8Array, start: number, end: number): ClientPacket {
     const type = byte1 >> 4;
     const flags = byte1 & 0x0f;
-    if (!this.#connected && type !== 1) {
+    if (!this.#connected && type !== PacketType.CONNECT) {
       throw new ProtocolError("MQTT-3.1.0-1", "First packet is not CONNECT");
     }
     switch (type) {
-      case 1: {
+      case PacketType.CONNECT: {
         if (this.#connected) throw new ProtocolError("MQTT-3.1.0-2", "Second CONNECT");
         expectFlags(flags, 0, "CONNECT", "MQTT-2.2.2-2");
         const p = decodeConnect(b, start, end, this.#limits);
         this.#connected = true;
         return p;
       }
-      case 3:
+      case PacketType.PUBLISH:
         this.#lastTopic ??= { bytes: EMPTY, topic: "" };
         return decodePublish(flags, b, start, end, this.#limits, this.#lastTopic);
-      case 4:
+      case PacketType.PUBACK:
         expectFlags(flags, 0, "PUBACK", "MQTT-2.2.2-2");
         return { type: "puback", packetId: decodeIdOnly(b, start, end, "PUBACK") };
-      case 5:
-      case 6:
-      case 7:
+      case PacketType.PUBREC:
+      case PacketType.PUBREL:
+      case PacketType.PUBCOMP:
         // The gateway never grants QoS 2, so a QoS 2 flow packet is a violation.
         throw new ProtocolError(
           "MQTT-3.3.1-4",
           "QoS 2 flow packet received; QoS 2 is not supported",
         );
-      case 8:
+      case PacketType.SUBSCRIBE:
         expectFlags(flags, 2, "SUBSCRIBE", "MQTT-3.8.1-1");
         return decodeSubscribe(b, start, end);
-      case 10:
+      case PacketType.UNSUBSCRIBE:
         expectFlags(flags, 2, "UNSUBSCRIBE", "MQTT-3.10.1-1");
         return decodeUnsubscribe(b, start, end);
-      case 12:
+      case PacketType.PINGREQ:
         expectFlags(flags, 0, "PINGREQ", "MQTT-2.2.2-2");
         expectEmpty(start, end, "PINGREQ");
         return { type: "pingreq" };
-      case 14:
+      case PacketType.DISCONNECT:
         expectFlags(flags, 0, "DISCONNECT", "MQTT-2.2.2-2");
         expectEmpty(start, end, "DISCONNECT");
         return { type: "disconnect" };
-      case 2:
-      case 9:
-      case 11:
-      case 13:
+      case PacketType.CONNACK:
+      case PacketType.SUBACK:
+      case PacketType.UNSUBACK:
+      case PacketType.PINGRESP:
         throw new ProtocolError("MQTT-2.2.1", `Server-only packet type ${type} sent by a client`);
       default:
         throw new ProtocolError("MQTT-2.2.1", `Reserved packet type ${type}`);
@@ -175,103 +178,11 @@ function expectEmpty(start: number, end: number, name: string): void {
   if (end !== start) throw new ProtocolError("MQTT-2.2.3", `${name} must have no body`);
 }
 
-/** A cursor over one packet body. Every read is bounds-checked. */
-class Reader {
-  constructor(readonly b: Uint8Array, public pos: number, readonly end: number) {}
-  u8(): number {
-    if (this.pos >= this.end) throw truncated();
-    return this.b[this.pos++];
-  }
-  u16(): number {
-    if (this.pos + 2 > this.end) throw truncated();
-    const v = (this.b[this.pos] << 8) | this.b[this.pos + 1];
-    this.pos += 2;
-    return v;
-  }
-  bytes(): Uint8Array {
-    const n = this.u16();
-    if (this.pos + n > this.end) throw truncated();
-    const v = this.b.slice(this.pos, this.pos + n);
-    this.pos += n;
-    return v;
-  }
-  string(): string {
-    const n = this.u16();
-    if (this.pos + n > this.end) throw truncated();
-    const s = decodeMqttString(this.b, this.pos, this.pos + n);
-    this.pos += n;
-    return s;
-  }
-  get left(): number {
-    return this.end - this.pos;
-  }
-}
-
-function truncated(): ProtocolError {
-  return new ProtocolError("MQTT-2.2.3", "Packet body shorter than its fields");
-}
-
 function decodeIdOnly(b: Uint8Array, start: number, end: number, name: string): number {
   if (end - start !== 2) throw new ProtocolError("MQTT-2.2.3", `${name} must be 2 bytes`);
   const id = (b[start] << 8) | b[start + 1];
   if (id === 0) throw new ProtocolError("MQTT-2.3.1-1", `${name} with packet identifier 0`);
   return id;
-}
-
-function decodeConnect(
-  b: Uint8Array,
-  start: number,
-  end: number,
-  limits: DecoderLimits,
-): ClientPacket {
-  const r = new Reader(b, start, end);
-  const protocolName = r.string();
-  const level = r.u8();
-  if (!(protocolName === "MQTT" && level === 4)) {
-    if ((protocolName === "MQTT" && level === 5) || (protocolName === "MQIsdp" && level === 3)) {
-      return { type: "connect_unsupported", protocolName, level };
-    }
-    if (protocolName === "MQTT") return { type: "connect_unsupported", protocolName, level };
-    throw new ProtocolError("MQTT-3.1.2-1", `Unknown protocol name "${protocolName}"`);
-  }
-  const flags = r.u8();
-  if (flags & 0x01) throw new ProtocolError("MQTT-3.1.2-3", "CONNECT reserved flag is set");
-  const cleanSession = (flags & 0x02) !== 0;
-  const willFlag = (flags & 0x04) !== 0;
-  const willQos = (flags >> 3) & 0x03;
-  const willRetain = (flags & 0x20) !== 0;
-  const hasPassword = (flags & 0x40) !== 0;
-  const hasUsername = (flags & 0x80) !== 0;
-  if (!willFlag && (willQos !== 0 || willRetain)) {
-    throw new ProtocolError("MQTT-3.1.2-11", "Will QoS or retain set without the will flag");
-  }
-  if (willQos === 3) throw new ProtocolError("MQTT-3.1.2-14", "Will QoS 3");
-  if (!hasUsername && hasPassword) {
-    throw new ProtocolError("MQTT-3.1.2-22", "Password flag set without username flag");
-  }
-  const keepAliveSeconds = r.u16();
-  const clientId = r.string();
-  let will: Will | null = null;
-  if (willFlag) {
-    const topic = r.string();
-    checkTopicName(topic, limits);
-    will = { topic, payload: r.bytes(), qos: willQos as 0 | 1 | 2, retain: willRetain };
-  }
-  const username = hasUsername ? r.string() : null;
-  const password = hasPassword ? r.bytes() : null;
-  if (r.left !== 0) throw new ProtocolError("MQTT-3.1.3", "Unexpected bytes after CONNECT payload");
-  const p: ConnectPacket = {
-    type: "connect",
-    protocolName,
-    protocolLevel: level,
-    cleanSession,
-    keepAliveSeconds,
-    clientId,
-    will,
-    username,
-    password,
-  };
-  return p;
 }
 
 /** A decoded, validated topic name and the bytes it came from. */
@@ -337,44 +248,6 @@ function decodePublish(
     packetId,
     payload: b.slice(pos, end),
   };
-}
-
-/**
- * MQTT strings SHOULD NOT carry control characters [MQTT-1.5.3], and a topic travels on into
- * Iggy headers and log lines, so topics and filters with them close the connection.
- */
-function controlCharError(what: string): ProtocolError {
-  return new ProtocolError("MQTT-1.5.3-control", `${what} contains a control character`);
-}
-
-/** Topic name rules for PUBLISH and wills: non-empty, no wildcards or controls, bounded levels. */
-function checkTopicName(topic: string, limits: DecoderLimits): void {
-  if (topic.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic name");
-  let levels = 1;
-  for (let i = 0; i < topic.length; i++) {
-    const c = topic.charCodeAt(i);
-    if (c === 0x23 || c === 0x2b) {
-      throw new ProtocolError("MQTT-3.3.2-2", `Wildcard in topic name "${topic}"`);
-    }
-    if (isControlChar(c)) throw controlCharError("Topic name");
-    if (c === 0x2f && ++levels > limits.maxTopicLevels) {
-      throw new ProtocolError(
-        "MQTT-4.7.3-3",
-        `Topic has more than max_topic_levels ${limits.maxTopicLevels} levels`,
-      );
-    }
-  }
-}
-
-/**
- * What every SUBSCRIBE/UNSUBSCRIBE filter must be before anything looks at it: non-empty
- * [MQTT-4.7.3-1] and free of control characters. Wildcard placement is the delivery's call.
- */
-function checkTopicFilter(filter: string): void {
-  if (filter.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic filter");
-  for (let i = 0; i < filter.length; i++) {
-    if (isControlChar(filter.charCodeAt(i))) throw controlCharError("Topic filter");
-  }
 }
 
 function decodeSubscribe(b: Uint8Array, start: number, end: number): ClientPacket {

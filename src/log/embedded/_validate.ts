@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { BackendError } from "../port.ts";
+import { BackendError, type OutgoingMessage } from "../port.ts";
 import { DEFAULT_ITERATIONS } from "../../session/password.ts";
 import type { UserConfig } from "../../config/types.ts";
 
@@ -25,4 +25,17 @@ export function validateName(kind: "stream" | "topic", name: string): void {
 export function dummyPasswordHash(users: readonly UserConfig[]): string {
   const iterations = Number(users[0]?.passwordHash.split("$")[1]) || DEFAULT_ITERATIONS;
   return `pbkdf2-sha256$${iterations}$${btoa("\0".repeat(16))}$${btoa("\0".repeat(32))}`;
+}
+
+/** Why an append batch is refused before it is queued, or null when it may be appended. */
+export function checkAppendBatch(messages: readonly OutgoingMessage[]): BackendError | null {
+  if (messages.length === 0) {
+    return new BackendError("invalid", "Cannot append: the batch has no messages");
+  }
+  for (let i = 0; i < messages.length; i++) {
+    if (messages[i].payload.length === 0) {
+      return new BackendError("invalid", "Cannot append: a payload is empty");
+    }
+  }
+  return null;
 }

@@ -5,9 +5,7 @@
  *
  * @module
  */
-import type { DatabaseSync } from "node:sqlite";
 import type { UserConfig } from "../../config/types.ts";
-import { verifyPassword } from "../../session/password.ts";
 import {
   type AppendListener,
   type AppendReceipt,
@@ -21,32 +19,28 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { loadHashes } from "../iggy/hash.ts";
-import { Catalog, loadFloors, topicInfo, type TopicState } from "./_catalog.ts";
+import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
-import { MessageLog } from "./_message_log.ts";
-import { runRetentionPass } from "./_retention.ts";
-import { openDatabase } from "./_schema.ts";
-import { prepareReadStatements, type ReadStatements } from "./_statements.ts";
+import type { MessageLog } from "./_message_log.ts";
+import { RetentionRunner } from "./_retention_runner.ts";
+import { type OpenedStore, openStore } from "./_open_store.ts";
 import { AppendSignals } from "./_signals.ts";
-import { dummyPasswordHash, validateName } from "./_validate.ts";
-import { WriterLink } from "./_writer_link.ts";
+import { EmbeddedUsers } from "./_users.ts";
+import { checkAppendBatch, validateName } from "./_validate.ts";
+import { storeHealth } from "./_health.ts";
+import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 
 /** The writing side: absent in read-only mode. */
 interface WriteSide {
   readonly link: WriterLink;
   readonly commits: GroupCommit;
-  readonly timer: ReturnType<typeof setInterval>;
+  readonly retention: RetentionRunner;
 }
 
-interface OpenState {
-  /** The main thread's reading connection (the writer's own for ":memory:"). */
-  readonly db: DatabaseSync;
-  readonly log: MessageLog;
-  readonly reads: ReadStatements;
-  readonly catalog: Catalog;
+/** An open store's files (see {@link OpenedStore}) and its write side. */
+interface OpenState extends Omit<OpenedStore, "link"> {
   readonly writer: WriteSide | undefined;
 }
 
@@ -62,7 +56,7 @@ interface OpenState {
 export class EmbeddedBackend implements LogBackend {
   readonly kind = "embedded";
   readonly #options: EmbeddedOptions;
-  #users: ReadonlyMap<string, UserConfig>;
+  readonly #users: EmbeddedUsers;
   readonly #signals = new AppendSignals();
   readonly #clock: () => number;
   #state: OpenState | undefined;
@@ -74,14 +68,12 @@ export class EmbeddedBackend implements LogBackend {
   #appendFailure: string | undefined;
   /** Set when the writer died; the backend stays unavailable until reopened. */
   #writerFailure: BackendError | undefined;
-  #retention: Promise<number> | undefined;
-  #retentionStopped = false;
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
 
   constructor(options: EmbeddedOptions) {
     this.#options = options;
     this.#clock = options.clock ?? wallClockMicros;
-    this.#users = new Map(options.users.map((u) => [u.username, u]));
+    this.#users = new EmbeddedUsers(options.users);
   }
 
   /**
@@ -89,51 +81,18 @@ export class EmbeddedBackend implements LogBackend {
    * connections keep the permissions they were granted.
    */
   setUsers(users: readonly UserConfig[]): void {
-    this.#users = new Map(users.map((u) => [u.username, u]));
+    this.#users.set(users);
   }
 
   /** Opens (creating if missing) the store; rejects with BackendError("unavailable"). */
   async open(): Promise<void> {
     if (this.#phase === "open") return;
-    const { path, maxStoreBytes, readOnly = false } = this.#options;
-    let link: WriterLink | undefined;
-    let db: DatabaseSync | undefined;
-    let log: MessageLog | undefined;
-    try {
-      await loadHashes(); // the log's record checksums
-      // The writer first: it creates the file and the tables the reader then opens.
-      if (!readOnly) {
-        link = await WriterLink.start(
-          path,
-          maxStoreBytes,
-          (e) => this.#writerFailed(e),
-          this.#options.writerThread,
-        );
-      }
-      db = link?.inlineDb ?? openDatabase(path, maxStoreBytes, true);
-      const reads = prepareReadStatements(db);
-      const catalog = new Catalog(db);
-      catalog.load();
-      log = await MessageLog.open({
-        dir: path === ":memory:" ? path : `${path}-log`,
-        maxBytes: maxStoreBytes,
-        readOnly,
-        floors: loadFloors(db),
-      });
-      this.#retentionStopped = false;
-      this.#state = { db, log, reads, catalog, writer: link && this.#writeSide(link, log) };
-      this.#writerFailure = undefined;
-      this.#closing = undefined;
-      this.#phase = "open";
-    } catch (e) {
-      await log?.close();
-      if (db && db !== link?.inlineDb) db.close();
-      await link?.close().catch(() => {});
-      const reason = e instanceof Error ? e.message : String(e);
-      throw new BackendError("unavailable", `Cannot open embedded store "${path}": ${reason}`, {
-        cause: e,
-      });
-    }
+    const o = await openStore(this.#options, (e) => this.#writerFailed(e));
+    const writer = o.link && this.#writeSide(o.link, o.log, o.catalog);
+    this.#state = { db: o.db, log: o.log, reads: o.reads, catalog: o.catalog, writer };
+    this.#writerFailure = undefined;
+    this.#closing = undefined;
+    this.#phase = "open";
   }
 
   /**
@@ -152,10 +111,8 @@ export class EmbeddedBackend implements LogBackend {
     this.#state = undefined;
     const writer = state.writer;
     if (writer) {
-      clearInterval(writer.timer);
       // A retention pass stops at its next chunk boundary.
-      this.#retentionStopped = true;
-      await this.#retention?.catch(() => 0);
+      await writer.retention.stop();
       await writer.commits.drain();
       this.#lastStats = { ...writer.commits.stats };
     }
@@ -167,35 +124,16 @@ export class EmbeddedBackend implements LogBackend {
   /** Ready when open and not full. */
   health(): BackendHealth {
     const { path, maxStoreBytes } = this.#options;
-    if (this.#phase === "new") {
-      return { ready: false, reason: `Embedded store "${path}" is not open` };
-    }
-    if (this.#phase === "closed") {
-      return { ready: false, reason: `Embedded store "${path}" is closed` };
-    }
-    if (this.#writerFailure) return { ready: false, reason: this.#writerFailure.message };
-    if (this.#full) {
-      return {
-        ready: false,
-        reason: `Embedded store "${path}" is full (max_store_bytes ${maxStoreBytes}); ` +
-          "appends fail until retention frees room or the bound is raised",
-      };
-    }
-    if (this.#appendFailure !== undefined) {
-      return { ready: false, reason: `Appends are failing: ${this.#appendFailure}` };
-    }
-    return { ready: true };
+    return storeHealth(path, maxStoreBytes, this.#phase, {
+      writerFailure: this.#writerFailure,
+      full: this.#full,
+      appendFailure: this.#appendFailure,
+    });
   }
 
   /** Checks a configured user's password; unknown users cost the same hash work as known ones. */
-  async authenticate(username: string, password: string): Promise<AuthResult> {
-    const user = this.#users.get(username);
-    const ok = await verifyPassword(
-      password,
-      user?.passwordHash ?? dummyPasswordHash(this.#options.users),
-    );
-    if (!user || !ok) return { ok: false, reason: "bad_credentials" };
-    return { ok: true, principal: { username: user.username, permissions: user.permissions } };
+  authenticate(username: string, password: string): Promise<AuthResult> {
+    return this.#users.authenticate(username, password);
   }
 
   getTopic(stream: string, topic: string): Promise<TopicInfo | null> {
@@ -264,16 +202,8 @@ export class EmbeddedBackend implements LogBackend {
       return Promise.reject(e);
     }
     const { messages } = request;
-    if (messages.length === 0) {
-      return Promise.reject(
-        new BackendError("invalid", "Cannot append: the batch has no messages"),
-      );
-    }
-    for (let i = 0; i < messages.length; i++) {
-      if (messages[i].payload.length === 0) {
-        return Promise.reject(new BackendError("invalid", "Cannot append: a payload is empty"));
-      }
-    }
+    const invalid = checkAppendBatch(messages);
+    if (invalid !== null) return Promise.reject(invalid);
     return new Promise((resolve, reject) => {
       writer.commits.enqueue({
         state,
@@ -340,40 +270,13 @@ export class EmbeddedBackend implements LogBackend {
    * segments nothing needs any more. Resolves with the number of messages dropped.
    */
   async runRetention(now: number = this.#clock()): Promise<{ deleted: number }> {
-    while (this.#retention) await this.#retention.catch(() => 0);
-    const s = this.#state;
-    const writer = s?.writer;
-    if (!s || !writer) return { deleted: 0 };
-    this.#retention = this.#retentionPass(s, writer, now);
+    const writer = this.#state?.writer;
+    if (!writer) return { deleted: 0 };
     try {
-      return { deleted: await this.#retention };
+      return { deleted: await writer.retention.run(now) };
     } catch (e) {
       throw toBackendError("run retention", this.#options.path, e);
-    } finally {
-      this.#retention = undefined;
     }
-  }
-
-  async #retentionPass(s: OpenState, writer: WriteSide, now: number): Promise<number> {
-    const { retentionMaxAgeSeconds, retentionMaxTopicBytes } = this.#options;
-    const deleted = await runRetentionPass(
-      s.log,
-      s.catalog.topics(),
-      { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
-      now,
-      () => this.#retentionStopped,
-    );
-    if ((deleted > 0 || s.log.hasRetainedOut()) && !this.#retentionStopped) {
-      // Floors first: the dropped batches stay on disk until their segment goes (a reopened
-      // log must skip them), and once a segment is gone only the floors say how far each
-      // partition's offsets went.
-      const floors: [number, number, number, number][] = [];
-      for (const p of s.log.partitions()) floors.push([p.topicId, p.partition, p.start, p.next]);
-      await writer.link.request({ type: "floors", floors });
-      await writer.link.syncCommitted();
-      await s.log.deleteRetainedOut();
-    }
-    return deleted;
   }
 
   /** Transactions committed and messages appended since open (kept after close). */
@@ -395,7 +298,7 @@ export class EmbeddedBackend implements LogBackend {
     this.#state?.writer?.link.crashForTest();
   }
 
-  #writeSide(link: WriterLink, log: MessageLog): WriteSide {
+  #writeSide(link: WriterLink, log: MessageLog, catalog: Catalog): WriteSide {
     const commits = new GroupCommit(
       link,
       log,
@@ -410,11 +313,13 @@ export class EmbeddedBackend implements LogBackend {
         this.#appendFailure = undefined;
       },
     );
-    const timer = setInterval(() => {
-      // A failing pass (e.g. disk I/O error) is retried next interval; appends report health.
-      if (!this.#retention) this.runRetention().catch(() => {});
-    }, Math.max(1, this.#options.retentionIntervalMs));
-    return { link, commits, timer };
+    const { retentionMaxAgeSeconds, retentionMaxTopicBytes, retentionIntervalMs } = this.#options;
+    const retention = new RetentionRunner(log, catalog, link, {
+      maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
+      maxTopicBytes: retentionMaxTopicBytes,
+    });
+    retention.schedule(retentionIntervalMs, () => this.runRetention());
+    return { link, commits, retention };
   }
 
   /** The writer died: everything queued fails now, and health says why until reopened. */

@@ -1,0 +1,89 @@
+/**
+ * What the decoder's packet parsers share: the bounds, a bounds-checked cursor over a packet
+ * body, and the topic name and filter rules.
+ *
+ * @module
+ */
+import { ProtocolError } from "./errors.ts";
+import { decodeMqttString, isControlChar } from "./utf8.ts";
+
+/** Bounds the decoder enforces. */
+export interface DecoderLimits {
+  readonly maxPacketBytes: number;
+  readonly maxTopicBytes: number;
+  readonly maxTopicLevels: number;
+}
+
+/** A cursor over one packet body. Every read is bounds-checked. */
+export class Reader {
+  constructor(readonly b: Uint8Array, public pos: number, readonly end: number) {}
+  u8(): number {
+    if (this.pos >= this.end) throw truncated();
+    return this.b[this.pos++];
+  }
+  u16(): number {
+    if (this.pos + 2 > this.end) throw truncated();
+    const v = (this.b[this.pos] << 8) | this.b[this.pos + 1];
+    this.pos += 2;
+    return v;
+  }
+  bytes(): Uint8Array {
+    const n = this.u16();
+    if (this.pos + n > this.end) throw truncated();
+    const v = this.b.slice(this.pos, this.pos + n);
+    this.pos += n;
+    return v;
+  }
+  string(): string {
+    const n = this.u16();
+    if (this.pos + n > this.end) throw truncated();
+    const s = decodeMqttString(this.b, this.pos, this.pos + n);
+    this.pos += n;
+    return s;
+  }
+  get left(): number {
+    return this.end - this.pos;
+  }
+}
+
+export function truncated(): ProtocolError {
+  return new ProtocolError("MQTT-2.2.3", "Packet body shorter than its fields");
+}
+
+/**
+ * MQTT strings SHOULD NOT carry control characters [MQTT-1.5.3], and a topic travels on into
+ * Iggy headers and log lines, so topics and filters with them close the connection.
+ */
+function controlCharError(what: string): ProtocolError {
+  return new ProtocolError("MQTT-1.5.3-control", `${what} contains a control character`);
+}
+
+/** Topic name rules for PUBLISH and wills: non-empty, no wildcards or controls, bounded levels. */
+export function checkTopicName(topic: string, limits: DecoderLimits): void {
+  if (topic.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic name");
+  let levels = 1;
+  for (let i = 0; i < topic.length; i++) {
+    const c = topic.charCodeAt(i);
+    if (c === 0x23 || c === 0x2b) {
+      throw new ProtocolError("MQTT-3.3.2-2", `Wildcard in topic name "${topic}"`);
+    }
+    if (isControlChar(c)) throw controlCharError("Topic name");
+    if (c === 0x2f && ++levels > limits.maxTopicLevels) {
+      throw new ProtocolError(
+        "MQTT-4.7.3-3",
+        `Topic has more than max_topic_levels ${limits.maxTopicLevels} levels`,
+      );
+    }
+  }
+}
+
+/**
+ * What every SUBSCRIBE/UNSUBSCRIBE filter must be before anything looks at it: non-empty
+ * [MQTT-4.7.3-1] and free of control characters. Wildcard placement is the delivery's call.
+ */
+export function checkTopicFilter(filter: string): void {
+  if (filter.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic filter");
+  for (let i = 0; i < filter.length; i++) {
+    if (isControlChar(filter.charCodeAt(i))) throw controlCharError("Topic filter");
+  }
+}

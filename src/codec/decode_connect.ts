@@ -1,0 +1,65 @@
+/**
+ * CONNECT decoding [MQTT-3.1]: protocol name and level, connect flags, keep-alive, then the
+ * payload (client id, will, username, password) in that order.
+ *
+ * @module
+ */
+import { checkTopicName, type DecoderLimits, Reader } from "./_fields.ts";
+import { ProtocolError } from "./errors.ts";
+import type { ClientPacket, ConnectPacket, Will } from "./packets.ts";
+
+export function decodeConnect(
+  b: Uint8Array,
+  start: number,
+  end: number,
+  limits: DecoderLimits,
+): ClientPacket {
+  const r = new Reader(b, start, end);
+  const protocolName = r.string();
+  const level = r.u8();
+  if (!(protocolName === "MQTT" && level === 4)) {
+    if ((protocolName === "MQTT" && level === 5) || (protocolName === "MQIsdp" && level === 3)) {
+      return { type: "connect_unsupported", protocolName, level };
+    }
+    if (protocolName === "MQTT") return { type: "connect_unsupported", protocolName, level };
+    throw new ProtocolError("MQTT-3.1.2-1", `Unknown protocol name "${protocolName}"`);
+  }
+  const flags = r.u8();
+  if (flags & 0x01) throw new ProtocolError("MQTT-3.1.2-3", "CONNECT reserved flag is set");
+  const cleanSession = (flags & 0x02) !== 0;
+  const willFlag = (flags & 0x04) !== 0;
+  const willQos = (flags >> 3) & 0x03;
+  const willRetain = (flags & 0x20) !== 0;
+  const hasPassword = (flags & 0x40) !== 0;
+  const hasUsername = (flags & 0x80) !== 0;
+  if (!willFlag && (willQos !== 0 || willRetain)) {
+    throw new ProtocolError("MQTT-3.1.2-11", "Will QoS or retain set without the will flag");
+  }
+  if (willQos === 3) throw new ProtocolError("MQTT-3.1.2-14", "Will QoS 3");
+  if (!hasUsername && hasPassword) {
+    throw new ProtocolError("MQTT-3.1.2-22", "Password flag set without username flag");
+  }
+  const keepAliveSeconds = r.u16();
+  const clientId = r.string();
+  let will: Will | null = null;
+  if (willFlag) {
+    const topic = r.string();
+    checkTopicName(topic, limits);
+    will = { topic, payload: r.bytes(), qos: willQos as 0 | 1 | 2, retain: willRetain };
+  }
+  const username = hasUsername ? r.string() : null;
+  const password = hasPassword ? r.bytes() : null;
+  if (r.left !== 0) throw new ProtocolError("MQTT-3.1.3", "Unexpected bytes after CONNECT payload");
+  const p: ConnectPacket = {
+    type: "connect",
+    protocolName,
+    protocolLevel: level,
+    cleanSession,
+    keepAliveSeconds,
+    clientId,
+    will,
+    username,
+    password,
+  };
+  return p;
+}

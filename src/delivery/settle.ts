@@ -1,0 +1,102 @@
+/**
+ * The client side of delivery (DESIGN §4): one {@link ClientQueue} per subscriber, PUBACK
+ * settlement, resends of unacknowledged copies, pausing and eviction of slow consumers.
+ *
+ * @module
+ */
+import type { Logger } from "../observe/logger.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import type { Clock } from "../session/clock.ts";
+import type { DeadlineWheel } from "../session/deadlines.ts";
+import type { Subscriber } from "../session/delivery_port.ts";
+import type { OutboundBudget } from "../session/outbox.ts";
+import { ClientQueue, type QueueLimits } from "./client_queue.ts";
+
+/** Every subscriber's queue, and the one resend timer they share. */
+export class ClientQueues {
+  #queues = new Map<Subscriber, ClientQueue>();
+  #limits: QueueLimits;
+  #budget: OutboundBudget;
+  #deadlines: DeadlineWheel;
+  #clock: Clock;
+  #metrics: GatewayMetrics;
+  #logger: Logger;
+  #resendTimer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(deps: {
+    limits: QueueLimits;
+    budget: OutboundBudget;
+    deadlines: DeadlineWheel;
+    clock: Clock;
+    metrics: GatewayMetrics;
+    logger: Logger;
+  }) {
+    this.#limits = deps.limits;
+    this.#budget = deps.budget;
+    this.#deadlines = deps.deadlines;
+    this.#clock = deps.clock;
+    this.#metrics = deps.metrics;
+    this.#logger = deps.logger;
+    const resend = deps.limits.resendAfterMs ?? 0;
+    if (resend > 0) {
+      // One timer for every client's resends (not one per copy).
+      this.#resendTimer = setInterval(() => {
+        const now = this.#clock.now();
+        let n = 0;
+        for (const q of this.#queues.values()) n += q.resendDue(now);
+        if (n > 0) this.#metrics.resent.inc({}, n);
+      }, Math.max(100, Math.min(1000, resend / 4)));
+      Deno.unrefTimer(this.#resendTimer as unknown as number);
+    }
+  }
+
+  /** The subscriber's queue, if it has one. */
+  get(sub: Subscriber): ClientQueue | undefined {
+    return this.#queues.get(sub);
+  }
+
+  /** The subscriber's queue, created (wired to its outbox and the deadline wheel) when missing. */
+  queueOf(sub: Subscriber): ClientQueue {
+    let q = this.#queues.get(sub);
+    if (q) return q;
+    q = new ClientQueue(sub, this.#limits, this.#budget);
+    q.now = () => this.#clock.now();
+    const queue = q;
+    queue.onEvict = (reason) => this.evict(queue, reason);
+    queue.onPauseChange = (paused) => {
+      if (paused) {
+        queue.lastActivity = this.#clock.now();
+        this.#deadlines.add(queue);
+      } else this.#deadlines.remove(queue);
+    };
+    sub.outbox.onWritten = () => queue.refill();
+    this.#queues.set(sub, q);
+    return q;
+  }
+
+  /** The client's PUBACK settles its copy. */
+  puback(sub: Subscriber, packetId: number): void {
+    this.#queues.get(sub)?.puback(packetId);
+  }
+
+  /** Forgets the subscriber's queue (detach); returns it, or undefined when it had none. */
+  remove(sub: Subscriber): ClientQueue | undefined {
+    const queue = this.#queues.get(sub);
+    if (!queue) return undefined;
+    this.#queues.delete(sub);
+    this.#deadlines.remove(queue);
+    return queue;
+  }
+
+  /** Closes a slow consumer; the session then detaches it, which strikes its copies. */
+  evict(q: ClientQueue, reason: string): void {
+    this.#metrics.evictions.inc();
+    this.#logger.limited("warn", "Evicting slow consumer", { client_id: q.sub.clientId, reason });
+    q.sub.close(reason); // the session calls detach(), which strikes its copies
+  }
+
+  /** Ends the resend timer. */
+  stop(): void {
+    if (this.#resendTimer !== undefined) clearInterval(this.#resendTimer);
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Scanning the message log (_message_log.ts): visits its valid records in log order, reading a
+ * bounded chunk at a time. Reads, retention and the scan at open all go through here.
+ *
+ * @module
+ */
+import type { PartitionLog } from "./_log_index.ts";
+import {
+  LOG_RECORD_HEADER_BYTES,
+  logRecordBytes,
+  type LogRecordHeader,
+  logRecordIntact,
+  readLogRecordHeader,
+} from "./_log_record.ts";
+import { segmentIndex, type SegmentState } from "./_log_segments.ts";
+
+/** Bytes read at a time while scanning (a longer record is read whole). */
+const SCAN_CHUNK_BYTES = 64 * 1024;
+
+/** Sees one record: its header, its log position, and the buffer holding it from `at`. */
+export type Visitor = (
+  header: LogRecordHeader,
+  pos: number,
+  buf: Uint8Array,
+  at: number,
+) => boolean;
+
+/**
+ * Visits the valid records from log position `from` to `until` in order; `visit` returns
+ * false to stop. Records that fail their checksum end the scan of their segment.
+ */
+export function scanLog(
+  segments: readonly SegmentState[],
+  from: number,
+  until: number,
+  visit: Visitor,
+): void {
+  let i = segmentIndex(segments, from);
+  let pos = from;
+  for (; i < segments.length && pos < until; i++) {
+    const s = segments[i];
+    const rel = Math.max(0, pos - s.segment.base);
+    if (!scanSegment(s, rel, s.written, visit, until)) return;
+    if (i + 1 < segments.length) pos = segments[i + 1].segment.base;
+  }
+}
+
+/** Visits a partition's retained records, oldest first, until `visit` returns false. */
+export function scanRetained(
+  segments: readonly SegmentState[],
+  p: PartitionLog,
+  visit: (header: LogRecordHeader, pos: number) => boolean,
+): void {
+  scanLog(segments, p.startPos, p.endPos, (header, pos) => {
+    if (header.topicId !== p.topicId || header.partition !== p.partition) return true;
+    if (header.baseOffset + header.count <= p.start) return true;
+    return visit(header, pos);
+  });
+}
+
+/**
+ * Visits the records of one segment from `rel` to `limit` (segment-relative). Returns true
+ * when the segment's records ran out (the caller may go on to the next segment), false when
+ * `visit` stopped the scan.
+ */
+export function scanSegment(
+  s: SegmentState,
+  rel: number,
+  limit: number,
+  visit: Visitor,
+  until = Infinity,
+): boolean {
+  const base = s.segment.base;
+  let pos = rel;
+  while (pos < limit && base + pos < until) {
+    // Never past `until`: a poll near a partition's end reads only what it needs.
+    const want = Math.min(SCAN_CHUNK_BYTES, limit - pos, until - (base + pos));
+    let buf = new Uint8Array(want);
+    let got = s.segment.readAt(pos, buf);
+    let view = new DataView(buf.buffer, 0, got);
+    let at = 0;
+    let progressed = false;
+    while (at < got && base + pos + at < until) {
+      let bytes = logRecordBytes(view, at, got);
+      if (bytes === 0 && at === 0) {
+        // Maybe one record longer than the chunk: read it whole.
+        const headerBytes = got >= 8 ? LOG_RECORD_HEADER_BYTES + view.getUint32(4, true) : 0;
+        if (headerBytes > got && headerBytes <= limit - pos) {
+          buf = new Uint8Array(headerBytes);
+          got = s.segment.readAt(pos, buf);
+          view = new DataView(buf.buffer, 0, got);
+          bytes = logRecordBytes(view, 0, got);
+        }
+      }
+      if (bytes === 0) break;
+      if (!logRecordIntact(buf, view, at, bytes)) return true;
+      const header = readLogRecordHeader(view, at);
+      if (!visit(header, base + pos + at, buf, at)) return false;
+      at += bytes;
+      progressed = true;
+    }
+    if (!progressed) return true; // no record here: the end of this segment's valid records
+    pos += at;
+  }
+  return true;
+}

@@ -1,0 +1,66 @@
+/**
+ * Opening the embedded store's files: the catalog writer (unless read-only), the main
+ * thread's catalog connection, and the message log rebuilt from its segments.
+ *
+ * @module
+ */
+import type { DatabaseSync } from "node:sqlite";
+import { BackendError } from "../port.ts";
+import { loadHashes } from "../iggy/hash.ts";
+import { Catalog, loadFloors } from "./_catalog.ts";
+import { MessageLog } from "./_message_log.ts";
+import { openDatabase } from "./_schema.ts";
+import { prepareReadStatements, type ReadStatements } from "./_statements.ts";
+import { WriterLink } from "./_writer_link.ts";
+import type { EmbeddedOptions } from "./options.ts";
+
+/** The files of an open store. */
+export interface OpenedStore {
+  /** The main thread's reading connection (the writer's own for ":memory:"). */
+  readonly db: DatabaseSync;
+  readonly log: MessageLog;
+  readonly reads: ReadStatements;
+  readonly catalog: Catalog;
+  /** Absent in read-only mode. */
+  readonly link: WriterLink | undefined;
+}
+
+/**
+ * Opens (creating if missing) the store; on any failure closes what it opened and rejects
+ * with BackendError("unavailable").
+ */
+export async function openStore(
+  options: EmbeddedOptions,
+  onWriterFailed: (e: BackendError) => void,
+): Promise<OpenedStore> {
+  const { path, maxStoreBytes, readOnly = false } = options;
+  let link: WriterLink | undefined;
+  let db: DatabaseSync | undefined;
+  let log: MessageLog | undefined;
+  try {
+    await loadHashes(); // the log's record checksums
+    // The writer first: it creates the file and the tables the reader then opens.
+    if (!readOnly) {
+      link = await WriterLink.start(path, maxStoreBytes, onWriterFailed, options.writerThread);
+    }
+    db = link?.inlineDb ?? openDatabase(path, maxStoreBytes, true);
+    const reads = prepareReadStatements(db);
+    const catalog = new Catalog(db);
+    catalog.load();
+    log = await MessageLog.open({
+      dir: path === ":memory:" ? path : `${path}-log`,
+      maxBytes: maxStoreBytes,
+      readOnly,
+      floors: loadFloors(db),
+    });
+    return { db, log, reads, catalog, link };
+  } catch (e) {
+    await log?.close();
+    if (db && db !== link?.inlineDb) db.close();
+    await link?.close().catch(() => {});
+    const reason = e instanceof Error ? e.message : String(e);
+    throw new BackendError("unavailable", `Cannot open embedded store "${path}": ${reason}`, {
+      cause: e,
+    });
+  }
+}
