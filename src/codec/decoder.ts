@@ -13,10 +13,10 @@
  *
  * @module
  */
-import { concatBytes } from "./bytes.ts";
+import { concatBytes } from "../base/bytes.ts";
 import { ProtocolError } from "./errors.ts";
 import type { ClientPacket, ConnectPacket, PublishPacket, Subscription, Will } from "./packets.ts";
-import { decodeMqttString, isControlChar } from "./utf8.ts";
+import { decodeMqttString, isControlChar } from "./mqtt_string.ts";
 
 /** Bounds the decoder enforces. */
 export interface DecoderLimits {

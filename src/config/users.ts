@@ -23,8 +23,8 @@ import {
   type Permissions,
   type StreamPermissions,
   type TopicPermissions,
-} from "../log/permissions.ts";
-import { isValidPasswordHash } from "../session/password.ts";
+} from "../access/permissions.ts";
+import { isValidPasswordHash } from "../access/password.ts";
 
 const STREAM_FLAGS = [
   "manage_stream",

@@ -7,7 +7,7 @@
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { Subscription as MqttSubscription } from "../codec/packets.ts";
 import { encodePublish } from "../codec/encoder.ts";
-import { utf8, utf8Length } from "../codec/utf8.ts";
+import { utf8, utf8Length } from "../base/utf8.ts";
 import {
   checkResolution,
   type CompiledMap,
@@ -15,17 +15,17 @@ import {
   resolveTopic,
 } from "../mapping/mod.ts";
 import { openEnvelope } from "../log/envelope.ts";
-import { canPoll } from "../log/permissions.ts";
+import { canPoll } from "../access/permissions.ts";
 import type { LogBackend, OutgoingMessage, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import { startDeliverySpan } from "../observe/tracing.ts";
 import type { SpanContext } from "@opentelemetry/api";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
-import type { DeadlineWheel } from "../session/deadlines.ts";
+import type { DeadlineWheel } from "../base/deadline_wheel.ts";
 import type { DeliveryPort, Subscriber } from "../session/delivery_port.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { PublishPreparer } from "../session/publish.ts";
-import type { Clock } from "../session/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import { ClientQueue, type QueueLimits } from "./client_queue.ts";
 import { type ReaderOptions, SharedReader } from "./reader.ts";
 import { type Subscription, SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";

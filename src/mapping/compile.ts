@@ -6,7 +6,8 @@
  */
 
 import { MapError } from "./map_error.ts";
-import { isValidIggyName, quoteName, utf8ByteLength } from "./names.ts";
+import { utf8Length } from "../base/utf8.ts";
+import { isValidIggyName, quoteName } from "./names.ts";
 import { compilePattern } from "./pattern.ts";
 import type { RawField, RawMap, RawRule } from "./raw_map.ts";
 import { rememberTemplates, type RuleTemplates } from "./resolve.ts";
@@ -74,7 +75,7 @@ function compileTemplate(
       `${quoteName(constant)} is not a valid Iggy ${what} (1-255 bytes)`,
     );
   }
-  if (utf8ByteLength(literalText(parsed.parts)) > 255) {
+  if (utf8Length(literalText(parsed.parts)) > 255) {
     throw new MapError(source, rule, field.key, "always expands to more than 255 bytes");
   }
   return parsed.parts;

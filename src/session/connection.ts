@@ -18,12 +18,13 @@ import {
 } from "../codec/encoder.ts";
 import { PacketDecoder } from "../codec/decoder.ts";
 import { ProtocolError } from "../codec/errors.ts";
-import { isControlChar, utf8Length } from "../codec/utf8.ts";
+import { utf8Length } from "../base/utf8.ts";
+import { isControlChar } from "../codec/mqtt_string.ts";
 import type { ClientPacket, ConnectPacket, PublishPacket } from "../codec/packets.ts";
 import { BackendError, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
 import type { Principal } from "../log/port.ts";
 import { AckQueue } from "./ack_queue.ts";
-import type { DeadlineOwner } from "./deadlines.ts";
+import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { Subscriber } from "./delivery_port.ts";
 import { Outbox } from "./outbox.ts";
 import type { SessionContext } from "./context.ts";

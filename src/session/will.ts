@@ -11,7 +11,7 @@
  */
 import type { Will } from "../codec/packets.ts";
 import { checkResolution } from "../mapping/mod.ts";
-import { canSend } from "../log/permissions.ts";
+import { canSend } from "../access/permissions.ts";
 import type { Principal } from "../log/port.ts";
 import type { SessionContext } from "./context.ts";
 

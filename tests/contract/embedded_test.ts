@@ -4,8 +4,8 @@
  * @module
  */
 import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
-import { ALL_GLOBAL_PERMISSIONS } from "../../src/log/permissions.ts";
-import { hashPassword } from "../../src/session/password.ts";
+import { ALL_GLOBAL_PERMISSIONS } from "../../src/access/permissions.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import { runBackendContract } from "./backend_contract.ts";
 
 const credentials = { username: "device", password: "s3cret-pass" };

@@ -4,7 +4,7 @@
  * @module
  */
 import { BackendError } from "../port.ts";
-import { DEFAULT_ITERATIONS } from "../../session/password.ts";
+import { DEFAULT_ITERATIONS } from "../../access/password.ts";
 import type { UserConfig } from "../../config/types.ts";
 
 const encoder = new TextEncoder();

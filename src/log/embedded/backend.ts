@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import type { UserConfig } from "../../config/types.ts";
-import { verifyPassword } from "../../session/password.ts";
+import { verifyPassword } from "../../access/password.ts";
 import {
   type AppendListener,
   type AppendReceipt,
@@ -21,7 +21,7 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { loadHashes } from "../iggy/hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 import { Catalog, loadFloors, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";

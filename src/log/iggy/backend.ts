@@ -28,7 +28,7 @@ import * as cmd from "./commands.ts";
 import { type Dialer, tcpDialer } from "./dial.ts";
 import { decodeUserHeaders } from "./encoding.ts";
 import { toBackendError } from "./errors.ts";
-import { loadHashes } from "./hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 import type { Credentials } from "./login.ts";
 import { TopicCache } from "./metadata.ts";
 import { IggyPool } from "./pool.ts";
