@@ -5,7 +5,7 @@
  */
 
 import { utf8Length } from "../base/utf8.ts";
-import type { Resolution } from "./resolve.ts";
+import type { Resolution } from "./types.ts";
 
 /** Iggy's bound on stream, topic and messages-key lengths, in UTF-8 bytes (IGGY.md §4.9). */
 export const MAX_NAME_BYTES = 255;
