@@ -18,6 +18,7 @@ import { handleStatusRoute } from "./http/status_page.ts";
 import { listenTcp, listenTls, type MqttListener } from "./net/listeners.ts";
 import { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
+import { tripleGauge } from "./observe/triple_gauge.ts";
 import { AppendBudget } from "./session/append_budget.ts";
 import { Authenticator } from "./session/auth.ts";
 import { type Clock, systemClock } from "./base/clock.ts";
@@ -364,50 +365,27 @@ export class Gateway {
       "Messages waiting for the backend",
       () => this.#ctx.appendBudget.pending,
     );
-    m.gauge(
+    const readers = () => this.delivery.readerStats();
+    tripleGauge(
+      m,
       "reader_lag_messages",
       "Messages between a reader's position and its committed offset",
-      () =>
-        this.delivery.readerStats().map((s) =>
-          [
-            {
-              stream: s.triple.stream,
-              topic: s.triple.topic,
-              partition: String(s.triple.partition),
-            },
-            s.position - 1 - s.committed,
-          ] as [Record<string, string>, number]
-        ),
+      readers,
+      (s) => s.position - 1 - s.committed,
     );
-    m.gauge(
+    tripleGauge(
+      m,
       "ledger_pending_entries",
       "Polled messages not yet settled, per triple",
-      () =>
-        this.delivery.readerStats().map((s) =>
-          [
-            {
-              stream: s.triple.stream,
-              topic: s.triple.topic,
-              partition: String(s.triple.partition),
-            },
-            s.unsettled,
-          ] as [Record<string, string>, number]
-        ),
+      readers,
+      (s) => s.unsettled,
     );
-    m.gauge(
+    tripleGauge(
+      m,
       "reader_committed_offset",
       "Stored consumer offset per triple",
-      () =>
-        this.delivery.readerStats().map((s) =>
-          [
-            {
-              stream: s.triple.stream,
-              topic: s.triple.topic,
-              partition: String(s.triple.partition),
-            },
-            s.committed,
-          ] as [Record<string, string>, number]
-        ),
+      readers,
+      (s) => s.committed,
     );
   }
 }
