@@ -26,6 +26,7 @@ runBackendContract("embedded", async () => {
     retentionMaxTopicBytes: 0,
     retentionIntervalMs: 60_000,
     maxAppendBatch: 1000,
+    writerThread: "worker", // the contract over the Worker path (the gateway default is in-process)
   });
   return {
     backend,

@@ -294,6 +294,7 @@ Deno.test({
         retentionIntervalMs: 86_400_000,
         maxAppendBatch: 1,
         readOnly: true,
+        writerThread: "in-process", // unused when read-only
       });
       await store.open();
       try {
