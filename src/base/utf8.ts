@@ -9,7 +9,7 @@
 const encoder = new TextEncoder();
 
 /** UTF-8 bytes of a string (`TextEncoder`: a lone surrogate becomes U+FFFD). */
-export function utf8(s: string): Uint8Array {
+export function utf8(s: string): Uint8Array<ArrayBuffer> {
   return encoder.encode(s);
 }
 
