@@ -21,7 +21,7 @@ import { Gateway, loadMap } from "./src/gateway.ts";
 import { compileMap, explainJson, initPartitioner, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
-import { hashPassword } from "./src/session/password.ts";
+import { hashPassword } from "./src/access/password.ts";
 import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/mod.ts";
 import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts";
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";

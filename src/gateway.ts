@@ -20,10 +20,10 @@ import { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
 import { Authenticator } from "./session/auth.ts";
-import { type Clock, systemClock } from "./session/clock.ts";
+import { type Clock, systemClock } from "./base/clock.ts";
 import { Connection } from "./session/connection.ts";
 import type { SessionContext } from "./session/context.ts";
-import { DeadlineWheel } from "./session/deadlines.ts";
+import { DeadlineWheel } from "./base/deadline_wheel.ts";
 import { OutboundBudget } from "./session/outbox.ts";
 import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
@@ -31,9 +31,9 @@ import { SourceGuard } from "./session/source_guard.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
+import { tripleGauge } from "./observe/triple_gauge.ts";
 
 /** One shared reader's numbers, as the gauges read them. */
-type ReaderStat = ReturnType<Delivery["readerStats"]>[number];
 
 /** Replacements for tests. */
 export interface GatewayOverrides {
@@ -375,26 +375,27 @@ export class Gateway {
       "Messages waiting for the backend",
       () => this.#ctx.appendBudget.pending,
     );
-    const perTriple = (name: string, help: string, value: (s: ReaderStat) => number) =>
-      m.gauge(
-        name,
-        help,
-        () =>
-          this.delivery.readerStats().map((s): [Record<string, string>, number] => {
-            const t = s.triple;
-            return [{ stream: t.stream, topic: t.topic, partition: String(t.partition) }, value(s)];
-          }),
-      );
-    perTriple(
+    const stats = () => this.delivery.readerStats();
+    tripleGauge(
+      m,
       "reader_lag_messages",
       "Messages between a reader's position and its committed offset",
+      stats,
       (s) => s.position - 1 - s.committed,
     );
-    perTriple(
+    tripleGauge(
+      m,
       "ledger_pending_entries",
       "Polled messages not yet settled, per triple",
+      stats,
       (s) => s.unsettled,
     );
-    perTriple("reader_committed_offset", "Stored consumer offset per triple", (s) => s.committed);
+    tripleGauge(
+      m,
+      "reader_committed_offset",
+      "Stored consumer offset per triple",
+      stats,
+      (s) => s.committed,
+    );
   }
 }

@@ -53,6 +53,7 @@ export async function readMessages(
     retentionIntervalMs: 86_400_000,
     maxAppendBatch: 1,
     readOnly: true,
+    writerThread: config.embedded.writer_thread,
   });
   try {
     await backend.open();

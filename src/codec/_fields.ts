@@ -5,7 +5,7 @@
  * @module
  */
 import { ProtocolError } from "./errors.ts";
-import { decodeMqttString, isControlChar } from "./utf8.ts";
+import { decodeMqttString, isControlChar } from "./mqtt_string.ts";
 
 /** Bounds the decoder enforces. */
 export interface DecoderLimits {

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { concatBytes } from "./bytes.ts";
+import { concatBytes } from "../base/bytes.ts";
 import {
   checkTopicFilter,
   checkTopicName,
@@ -24,7 +24,7 @@ import {
 import { decodeConnect } from "./decode_connect.ts";
 import { ProtocolError } from "./errors.ts";
 import { type ClientPacket, PacketType, type PublishPacket, type Subscription } from "./packets.ts";
-import { decodeMqttString } from "./utf8.ts";
+import { decodeMqttString } from "./mqtt_string.ts";
 
 export type { DecoderLimits } from "./_fields.ts";
 

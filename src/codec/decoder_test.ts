@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import mqttPacket from "mqtt-packet";
-import { concatBytes } from "./bytes.ts";
+import { concatBytes } from "../base/bytes.ts";
 import { type DecoderLimits, PacketDecoder } from "./decoder.ts";
 import { remainingLength as varint } from "./encoder.ts";
 import { ProtocolError } from "./errors.ts";

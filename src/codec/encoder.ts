@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { utf8 } from "./utf8.ts";
+import { utf8 } from "../base/utf8.ts";
 
 /** CONNACK return codes of MQTT 3.1.1 [MQTT-3.2.2.3]. */
 export const ConnackCode = {

@@ -18,4 +18,4 @@ export {
 } from "./encoder.ts";
 export { ProtocolError } from "./errors.ts";
 export type { ClientPacket, ConnectPacket, PublishPacket, Subscription, Will } from "./packets.ts";
-export { decodeMqttString, utf8, utf8Length } from "./utf8.ts";
+export { decodeMqttString } from "./mqtt_string.ts";

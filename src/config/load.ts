@@ -5,6 +5,7 @@
  * @module
  */
 import { parse as parseToml } from "smol-toml";
+import { type HostPort, splitHostPort } from "../base/address.ts";
 import { ConfigError } from "./errors.ts";
 import { envNameOf, KEY_SPEC_BY_KEY, KEY_SPECS, type KeySpec } from "./schema.ts";
 import type { GatewayConfig, UserConfig } from "./types.ts";
@@ -133,12 +134,13 @@ function checkValue(spec: KeySpec, raw: unknown): Scalar {
 }
 
 /** Splits "host:port" (IPv6 as "[::1]:1883"); throws naming the key. */
-export function parseAddress(key: string, value: string): { hostname: string; port: number } {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s]+)):(\d{1,5})$/.exec(value);
-  if (!m) throw new ConfigError(key, `must be "host:port", got "${value}"`);
-  const port = Number(m[3]);
-  if (port > 65535) throw new ConfigError(key, `port must be 0..65535, got ${port}`);
-  return { hostname: m[1] ?? m[2], port };
+export function parseAddress(key: string, value: string): HostPort {
+  const address = splitHostPort(value);
+  if (address === null) throw new ConfigError(key, `must be "host:port", got "${value}"`);
+  if (address.port > 65535) {
+    throw new ConfigError(key, `port must be 0..65535, got ${address.port}`);
+  }
+  return address;
 }
 
 function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfig {

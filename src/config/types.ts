@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Permissions } from "../log/permissions.ts";
+import type { Permissions } from "../access/permissions.ts";
 
 /** A configured embedded-mode user. */
 export interface UserConfig {

@@ -23,8 +23,9 @@ import {
   type Permissions,
   type StreamPermissions,
   type TopicPermissions,
-} from "../log/permissions.ts";
-import { isValidPasswordHash } from "../session/password.ts";
+} from "../access/permissions.ts";
+import { isValidPasswordHash } from "../access/password.ts";
+import { utf8Length } from "../base/utf8.ts";
 
 const STREAM_FLAGS = [
   "manage_stream",
@@ -46,7 +47,7 @@ function parseUser(raw: unknown, at: string): UserConfig {
   const o = asTable(raw, at);
   onlyKeys(o, at, ["username", "password_hash", "permissions"]);
   const username = o.username;
-  if (typeof username !== "string" || username.length === 0 || utf8Len(username) > 255) {
+  if (typeof username !== "string" || username.length === 0 || utf8Length(username) > 255) {
     throw new ConfigError(`${at}.username`, "must be a string of 1..255 bytes");
   }
   const hash = o.password_hash;
@@ -111,8 +112,4 @@ function onlyKeys(o: Record<string, unknown>, at: string, allowed: readonly stri
   for (const k of Object.keys(o)) {
     if (!allowed.includes(k)) throw new ConfigError(`${at}.${k}`, "unknown key");
   }
-}
-
-function utf8Len(s: string): number {
-  return new TextEncoder().encode(s).length;
 }

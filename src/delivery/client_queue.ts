@@ -12,7 +12,7 @@
 import { encodePublish } from "../codec/encoder.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { Subscriber } from "../session/delivery_port.ts";
-import type { DeadlineOwner } from "../session/deadlines.ts";
+import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
 
 /** A QoS 1 copy awaiting a window slot or a PUBACK. */

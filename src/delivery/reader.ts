@@ -12,7 +12,7 @@
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
-import { nextTick } from "../session/tick.ts";
+import { nextTick } from "../base/tick.ts";
 import { AckLedger } from "./ledger.ts";
 import type { Triple } from "./registry.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { encodePublish } from "../codec/encoder.ts";
-import { utf8 } from "../codec/utf8.ts";
+import { utf8 } from "../base/utf8.ts";
 import { openEnvelope } from "../log/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";

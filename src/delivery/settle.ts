@@ -6,8 +6,8 @@
  */
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
-import type { Clock } from "../session/clock.ts";
-import type { DeadlineWheel } from "../session/deadlines.ts";
+import type { Clock } from "../base/clock.ts";
+import type { DeadlineWheel } from "../base/deadline_wheel.ts";
 import type { Subscriber } from "../session/delivery_port.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import { ClientQueue, type QueueLimits } from "./client_queue.ts";

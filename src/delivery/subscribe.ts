@@ -6,7 +6,7 @@
  */
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { Subscription as MqttSubscription } from "../codec/packets.ts";
-import { utf8Length } from "../codec/utf8.ts";
+import { utf8Length } from "../base/utf8.ts";
 import {
   checkResolution,
   type CompiledMap,
@@ -14,7 +14,7 @@ import {
   type Resolution,
   resolveTopic,
 } from "../mapping/mod.ts";
-import { canPoll } from "../log/permissions.ts";
+import { canPoll } from "../access/permissions.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Permissions } from "./permissions.ts";
+import type { Permissions } from "../access/permissions.ts";
 
 /** One message as the gateway hands it to the log. */
 export interface OutgoingMessage {

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Clock } from "../session/clock.ts";
+import type { Clock } from "../base/clock.ts";
 import type { CreateTopicOptions, LogBackend, TopicInfo } from "./port.ts";
 
 /** Options of the cache. */

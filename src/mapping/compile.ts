@@ -6,39 +6,14 @@
  */
 
 import { MapError } from "./map_error.ts";
-import { isValidIggyName, quoteName, utf8ByteLength } from "./names.ts";
+import { utf8Length } from "../base/utf8.ts";
+import { isValidIggyName, quoteName } from "./names.ts";
 import { compilePattern } from "./pattern.ts";
 import type { RawField, RawMap, RawRule } from "./raw_map.ts";
-import { rememberTemplates, type RuleTemplates } from "./resolve.ts";
 import { readStrimziMap, type StrimziOptions } from "./strimzi_format.ts";
 import { constantOf, literalText, parseTemplate, type TemplatePart } from "./template.ts";
 import { readTomlMap } from "./toml_format.ts";
-
-/** One compiled rule; templates keep their written form (`building_$1`). */
-export interface CompiledRule {
-  /** 1-based position in the file; first full match in this order wins (P2). */
-  readonly index: number;
-  /** The pattern as written. */
-  readonly pattern: string;
-  /** `^(?:pattern)$` with the "u" flag: matches the whole topic, stateless. */
-  readonly regex: RegExp;
-  /** Stream template. */
-  readonly stream: string;
-  /** Iggy topic template. */
-  readonly topic: string;
-  /** Partition-key template; `null` means balanced partitioning. */
-  readonly partitionKey: string | null;
-}
-
-/** A compiled, immutable topic map. Build it only with {@link compileMap}. */
-export interface CompiledMap {
-  readonly source: string;
-  /** Stream for topics no rule matches (P3). */
-  readonly defaultStream: string;
-  /** Iggy topic for topics no rule matches (P3). */
-  readonly defaultTopic: string;
-  readonly rules: readonly CompiledRule[];
-}
+import type { CompiledMap, CompiledRule, RuleTemplates } from "./types.ts";
 
 /** Defaults for formats that do not carry them (Strimzi JSON). */
 export interface CompileOptions extends StrimziOptions {}
@@ -74,7 +49,7 @@ function compileTemplate(
       `${quoteName(constant)} is not a valid Iggy ${what} (1-255 bytes)`,
     );
   }
-  if (utf8ByteLength(literalText(parsed.parts)) > 255) {
+  if (utf8Length(literalText(parsed.parts)) > 255) {
     throw new MapError(source, rule, field.key, "always expands to more than 255 bytes");
   }
   return parsed.parts;
@@ -89,23 +64,22 @@ function compileRule(raw: RawRule, source: string): CompiledRule {
     throw new MapError(source, raw.index, raw.pattern.key, compiled.problem);
   }
   const { regex, groupCount } = compiled;
-  const templates: RuleTemplates = {
+  const templates: RuleTemplates = Object.freeze({
     stream: compileTemplate(raw.stream, groupCount, "name", source, raw.index),
     topic: compileTemplate(raw.topic, groupCount, "name", source, raw.index),
     partitionKey: raw.partitionKey === null
       ? null
       : compileTemplate(raw.partitionKey, groupCount, "messages key", source, raw.index),
-  };
-  const rule: CompiledRule = Object.freeze({
+  });
+  return Object.freeze({
     index: raw.index,
     pattern: raw.pattern.value,
     regex,
     stream: raw.stream.value,
     topic: raw.topic.value,
     partitionKey: raw.partitionKey?.value ?? null,
+    templates,
   });
-  rememberTemplates(rule, templates);
-  return rule;
 }
 
 /** Compiles a {@link RawMap}: defaults first, then every rule in file order. */

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { CompiledMap } from "./compile.ts";
+import type { CompiledMap } from "./types.ts";
 import { resolveTopic } from "./resolve.ts";
 
 /** One line of `explain --json` output. */

@@ -4,7 +4,7 @@
  * against Iggy's rules (P3/P4), and choose partitions with Iggy's own key hash (P5). Reads the
  * gateway's TOML map and Strimzi's `topic-mapping-rules.json`.
  *
- * Imports nothing else of ours.
+ * Imports nothing of ours outside `base/` (UTF-8 lengths, XXH32).
  *
  * ```ts
  * const map = compileMap(await Deno.readTextFile(path), path);
@@ -18,8 +18,9 @@
  */
 
 export { MapError } from "./map_error.ts";
-export { type CompiledMap, type CompiledRule, compileMap } from "./compile.ts";
-export { type Resolution, resolveTopic } from "./resolve.ts";
+export { compileMap } from "./compile.ts";
+export type { CompiledMap, CompiledRule, Resolution } from "./types.ts";
+export { resolveTopic } from "./resolve.ts";
 export { checkResolution, isValidIggyName } from "./names.ts";
 export { initPartitioner, partitionForKey } from "./partition.ts";
 export { explainJson } from "./explain.ts";

@@ -4,7 +4,8 @@
  * @module
  */
 
-import type { Resolution } from "./resolve.ts";
+import { utf8Length } from "../base/utf8.ts";
+import type { Resolution } from "./types.ts";
 
 /** Iggy's bound on stream, topic and messages-key lengths, in UTF-8 bytes (IGGY.md §4.9). */
 export const MAX_NAME_BYTES = 255;
@@ -13,33 +14,13 @@ export const MAX_NAME_BYTES = 255;
 const SHOWN_CHARS = 80;
 
 /**
- * Length of `text` in UTF-8 bytes, counted without allocating an encoded copy.
- * Returns -1 for a string that is not well-formed UTF-16 (a lone surrogate), which has no
- * faithful UTF-8 form: an encoder would silently replace it with U+FFFD.
- */
-export function utf8ByteLength(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80) bytes += 1;
-    else if (unit < 0x800) bytes += 2;
-    else if (unit >= 0xd800 && unit <= 0xdbff) {
-      const next = text.charCodeAt(i + 1);
-      if (!(next >= 0xdc00 && next <= 0xdfff)) return -1;
-      bytes += 4;
-      i++;
-    } else if (unit >= 0xdc00 && unit <= 0xdfff) return -1;
-    else bytes += 3;
-  }
-  return bytes;
-}
-
-/**
  * Whether `name` is a valid Iggy stream, topic or messages-key value: any well-formed UTF-8,
  * 1–255 bytes, case-sensitive, no character restrictions (IGGY.md §4.9).
  */
 export function isValidIggyName(name: string): boolean {
-  const bytes = utf8ByteLength(name);
+  // A lone surrogate has no faithful UTF-8 form (an encoder writes U+FFFD instead): refused.
+  if (!name.isWellFormed()) return false;
+  const bytes = utf8Length(name);
   return bytes >= 1 && bytes <= MAX_NAME_BYTES;
 }
 

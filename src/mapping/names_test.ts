@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { checkResolution, isValidIggyName, utf8ByteLength } from "./names.ts";
+import { checkResolution, isValidIggyName } from "./names.ts";
 
 Deno.test("isValidIggyName() accepts 1 to 255 UTF-8 bytes of any characters", () => {
   assert.equal(isValidIggyName("a"), true);
@@ -19,13 +19,6 @@ Deno.test("isValidIggyName() refuses empty names and names over 255 UTF-8 bytes"
 Deno.test("isValidIggyName() refuses a lone surrogate, which has no UTF-8 form", () => {
   assert.equal(isValidIggyName("a\ud800b"), false);
   assert.equal(isValidIggyName("\udc00"), false);
-});
-
-Deno.test("utf8ByteLength() agrees with TextEncoder for well-formed strings", () => {
-  const enc = new TextEncoder();
-  for (const s of ["", "abc", "é", "€", "🌡", "a€🌡é/x"]) {
-    assert.equal(utf8ByteLength(s), enc.encode(s).length, s);
-  }
 });
 
 Deno.test("checkResolution() returns null when stream, topic and key are valid", () => {

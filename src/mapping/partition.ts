@@ -5,30 +5,14 @@
  * @module
  */
 
-import { createXXHash32, type IHasher } from "hash-wasm";
+import { hashesLoaded, loadHashes, xxh32 } from "../base/xxhash.ts";
 
-// One hasher for the process: loading the wasm is async, hashing after that is synchronous
-// and allocation-free for string input (hash-wasm encodes strings as UTF-8 itself).
-let hasher: IHasher | null = null;
-let loading: Promise<void> | null = null;
-
-/** Loads the XXH32 wasm. Call once at startup; later calls return the same promise. */
+/**
+ * Loads the XXH32 wasm (`base/xxhash.ts`). Call once at startup; later calls return the same
+ * promise. After it, {@link partitionForKey} is synchronous.
+ */
 export function initPartitioner(): Promise<void> {
-  loading ??= createXXHash32(0).then((h) => {
-    hasher = h;
-  });
-  return loading;
-}
-
-/** XXH32 (seed 0) of the key's UTF-8 bytes, as an unsigned 32-bit number. */
-export function xxh32(key: string): number {
-  if (hasher === null) {
-    throw new Error("Cannot hash a partition key: call initPartitioner() once at startup first");
-  }
-  hasher.init();
-  hasher.update(key);
-  const digest = hasher.digest("binary"); // canonical (big-endian) XXH32 bytes
-  return ((digest[0] << 24) | (digest[1] << 16) | (digest[2] << 8) | digest[3]) >>> 0;
+  return loadHashes();
 }
 
 /**
@@ -43,6 +27,9 @@ export function partitionForKey(key: string, partitions: number): number {
     throw new RangeError(
       `Cannot choose a partition among ${partitions}: need an integer from 1 to 4294967295`,
     );
+  }
+  if (!hashesLoaded()) {
+    throw new Error("Cannot hash a partition key: call initPartitioner() once at startup first");
   }
   return xxh32(key) % partitions;
 }

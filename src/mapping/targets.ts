@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { CompiledMap } from "./compile.ts";
+import type { CompiledMap } from "./types.ts";
 import { constantOf, parseTemplate } from "./template.ts";
 
 /** A (stream, topic) pair. */

@@ -8,7 +8,8 @@
 import { metrics as otelMetrics } from "@opentelemetry/api";
 import type { Counter as OtelCounter, Histogram as OtelHistogram } from "@opentelemetry/api";
 
-type Labels = Readonly<Record<string, string>>;
+/** Label names to values of one series. */
+export type Labels = Readonly<Record<string, string>>;
 
 function labelKey(labels: Labels): string {
   const keys = Object.keys(labels).sort();

@@ -9,7 +9,7 @@ import type { GatewayConfig } from "../config/types.ts";
 import { ConnackCode } from "../codec/encoder.ts";
 import type { ConnectPacket } from "../codec/packets.ts";
 import type { LogBackend, Principal } from "../log/port.ts";
-import { hasAnyDataRight, NO_GLOBAL_PERMISSIONS, type Permissions } from "../log/permissions.ts";
+import { hasAnyDataRight, NO_GLOBAL_PERMISSIONS, type Permissions } from "../access/permissions.ts";
 
 /** Outcome of authenticating a CONNECT. */
 export type AuthDecision =

@@ -8,7 +8,8 @@
  */
 import { ConnackCode } from "../codec/encoder.ts";
 import type { ConnectPacket } from "../codec/packets.ts";
-import { isControlChar, utf8Length } from "../codec/utf8.ts";
+import { isControlChar } from "../codec/mqtt_string.ts";
+import { utf8Length } from "../base/utf8.ts";
 import type { Principal } from "../log/port.ts";
 import type { SessionContext } from "./context.ts";
 import { type ConnackOutcome, type ConnackReturnCode, refuseConnect } from "./outcome.ts";

@@ -19,7 +19,7 @@ import { startConnectionSpan } from "../observe/tracing.ts";
 import { type AcceptedConnect, type ConnectResult, handleConnect } from "./connect.ts";
 import type { SessionContext } from "./context.ts";
 import { handleDisconnect, handlePingreq, handleUnsupportedConnect } from "./control.ts";
-import type { DeadlineOwner } from "./deadlines.ts";
+import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { Subscriber } from "./delivery_port.ts";
 import { CONNACK_ACCEPTED } from "./outcome.ts";
 import { Outbox } from "./outbox.ts";

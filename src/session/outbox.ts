@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { concatBytes } from "../codec/bytes.ts";
-import { nextTick } from "./tick.ts";
+import { concatBytes } from "../base/bytes.ts";
+import { nextTick } from "../base/tick.ts";
 import { type Transport, writeAll } from "./transport.ts";
 
 /** Shared byte accounting across every outbox (the global cap), and the bytes-out counter. */

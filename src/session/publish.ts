@@ -19,7 +19,7 @@ import {
 } from "../mapping/mod.ts";
 import type { Resolution } from "../mapping/mod.ts";
 import { envelope } from "../log/envelope.ts";
-import { canSend } from "../log/permissions.ts";
+import { canSend } from "../access/permissions.ts";
 import type { OutgoingMessage, PartitionAddress, Principal, TopicInfo } from "../log/port.ts";
 import type { TopicCache } from "../log/topic_cache.ts";
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { PublishPacket } from "../codec/packets.ts";
-import { ALL_GLOBAL_PERMISSIONS } from "../log/permissions.ts";
+import { ALL_GLOBAL_PERMISSIONS } from "../access/permissions.ts";
 import type { LogBackend, Principal } from "../log/port.ts";
 import { TopicCache } from "../log/topic_cache.ts";
 import { compileMap, initPartitioner } from "../mapping/mod.ts";

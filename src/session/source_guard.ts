@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../base/clock.ts";
 
 /** Most source addresses tracked at once. */
 const MAX_SOURCES = 10_000;

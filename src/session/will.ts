@@ -11,9 +11,27 @@
  */
 import type { Will } from "../codec/packets.ts";
 import { checkResolution } from "../mapping/mod.ts";
-import { canSend } from "../log/permissions.ts";
+import { canSend } from "../access/permissions.ts";
 import type { Principal } from "../log/port.ts";
-import type { SessionContext } from "./context.ts";
+import type { LogBackend } from "../log/port.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { AppendBudget } from "./append_budget.ts";
+import type { DeliveryPort } from "./delivery_port.ts";
+import type { PublishPreparer } from "./publish.ts";
+
+/**
+ * The shared services a will uses: a part of `SessionContext` (context.ts), named here so that
+ * the context, which holds the {@link WillPublisher}, and this file do not import each other.
+ */
+export interface WillContext {
+  readonly preparer: PublishPreparer;
+  readonly backend: LogBackend;
+  readonly delivery: DeliveryPort;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly appendBudget: AppendBudget;
+}
 
 /** A will accepted at CONNECT (QoS 2 wills are refused before this). */
 export interface HeldWill {
@@ -27,7 +45,7 @@ export interface HeldWill {
  * The CONNECT-time check: the topic maps to a valid target the principal may send to.
  * Returns the refusal reason, or null when the will is accepted. Makes no backend call.
  */
-export function refuseWill(ctx: SessionContext, will: Will, principal: Principal): string | null {
+export function refuseWill(ctx: WillContext, will: Will, principal: Principal): string | null {
   if (will.qos === 2) return "QoS 2 wills are not supported";
   if (will.topic.startsWith("$SYS")) return `will topic "${will.topic}" is reserved ($SYS)`;
   const r = ctx.preparer.resolve(will.topic);
@@ -48,7 +66,7 @@ export class WillPublisher {
   }
 
   /** Publishes `will` of `clientId` now. Never throws; the outcome is counted and logged. */
-  publish(ctx: SessionContext, will: HeldWill, principal: Principal, clientId: string): void {
+  publish(ctx: WillContext, will: HeldWill, principal: Principal, clientId: string): void {
     const p = publishWill(ctx, will, principal, clientId).finally(() => this.#pending.delete(p));
     this.#pending.add(p);
   }
@@ -60,7 +78,7 @@ export class WillPublisher {
 }
 
 async function publishWill(
-  ctx: SessionContext,
+  ctx: WillContext,
   will: HeldWill,
   principal: Principal,
   clientId: string,

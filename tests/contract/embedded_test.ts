@@ -4,8 +4,8 @@
  * @module
  */
 import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
-import { ALL_GLOBAL_PERMISSIONS } from "../../src/log/permissions.ts";
-import { hashPassword } from "../../src/session/password.ts";
+import { ALL_GLOBAL_PERMISSIONS } from "../../src/access/permissions.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import { runBackendContract } from "./backend_contract.ts";
 
 const credentials = { username: "device", password: "s3cret-pass" };
@@ -26,6 +26,7 @@ runBackendContract("embedded", async () => {
     retentionMaxTopicBytes: 0,
     retentionIntervalMs: 60_000,
     maxAppendBatch: 1000,
+    writerThread: "worker", // the contract over the Worker path (the gateway default is in-process)
   });
   return {
     backend,

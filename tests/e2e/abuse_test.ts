@@ -2,7 +2,7 @@
  * Floods and auth abuse: per-source connection rate, failed-login back-off, no secret in logs.
  */
 import assert from "node:assert/strict";
-import { hashPassword } from "../../src/session/password.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import { connectPacket, connectRaw, RawClient, startGateway } from "../helpers/gateway.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };

@@ -160,7 +160,7 @@ Deno.test("a bad config value exits non-zero naming the key; an environment vari
 Deno.test("hash-password reads stdin and prints a verifiable hash", async () => {
   const r = await cli(["hash-password"], { stdin: "s3cret\n" });
   assert.equal(r.code, 0, r.stderr);
-  const { verifyPassword } = await import("../../src/session/password.ts");
+  const { verifyPassword } = await import("../../src/access/password.ts");
   assert.ok(await verifyPassword("s3cret", r.stdout.trim()));
   assert.ok(!(await verifyPassword("other", r.stdout.trim())));
 });

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
-import { NO_GLOBAL_PERMISSIONS } from "../../src/log/permissions.ts";
+import { NO_GLOBAL_PERMISSIONS } from "../../src/access/permissions.ts";
 import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
 import {
   connectPacket,

@@ -11,7 +11,7 @@ import {
   partitionForKey,
   resolveTopic,
 } from "../../src/mapping/mod.ts";
-import { hashPassword } from "../../src/session/password.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import {
   connectPacket,
   connectRaw,

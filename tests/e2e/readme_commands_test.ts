@@ -60,6 +60,10 @@ const SKIPPED: [RegExp, string][] = [
   [/^sudo /, "root and systemd (install as a service)"],
   [/^npx --yes deno@2\.9\.6 fmt --check && /, "the developer checks, run on the whole repository"],
   [
+    /^npx --yes deno@2\.9\.6 task layers(\s+#.*)?$/,
+    "CI runs it (.ci/run); its rules have a unit test",
+  ],
+  [
     /^npx --yes deno@2\.9\.6 task bench/,
     "minutes long, needs a Mosquitto broker (docs/BENCHMARKS.md)",
   ],

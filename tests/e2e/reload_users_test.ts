@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config/load.ts";
-import { hashPassword } from "../../src/session/password.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import { connectPacket, pingBarrier, RawClient, startGateway } from "../helpers/gateway.ts";
 
 function usersToml(name: string, hash: string): string {

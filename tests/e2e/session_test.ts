@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { hashPassword } from "../../src/session/password.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import {
   connectPacket,
   connectRaw,

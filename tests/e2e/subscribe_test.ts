@@ -15,7 +15,7 @@ import {
   waitFor,
 } from "../helpers/gateway.ts";
 import { tripleKey } from "../../src/delivery/mod.ts";
-import { hashPassword } from "../../src/session/password.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import {
   counter,
   opts,

@@ -9,7 +9,7 @@ import mqtt from "mqtt";
 import mqttPacket from "mqtt-packet";
 import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
 import type { LogBackend, StoredMessage } from "../../src/log/port.ts";
-import { hashPassword } from "../../src/session/password.ts";
+import { hashPassword } from "../../src/access/password.ts";
 import {
   HAS_MOSQUITTO_CLIENTS,
   hasCommand,
@@ -294,6 +294,7 @@ Deno.test({
         retentionIntervalMs: 86_400_000,
         maxAppendBatch: 1,
         readOnly: true,
+        writerThread: "in-process", // unused when read-only
       });
       await store.open();
       try {

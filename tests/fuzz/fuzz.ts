@@ -22,7 +22,7 @@ import mqttPacket from "mqtt-packet";
 import { type ClientPacket, PacketDecoder, ProtocolError } from "../../src/codec/mod.ts";
 import type { DecoderLimits } from "../../src/codec/mod.ts";
 import { remainingLength as varint } from "../../src/codec/mod.ts";
-import { concatBytes } from "../../src/codec/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 
 /** Figures of one fuzz run. */
 export interface FuzzReport {

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { concatBytes } from "../../src/codec/bytes.ts";
+import { concatBytes } from "../../src/base/bytes.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import type { GatewayConfig } from "../../src/config/types.ts";
 import { Gateway, type GatewayOverrides } from "../../src/gateway.ts";

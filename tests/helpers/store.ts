@@ -17,6 +17,7 @@ export async function openStoreReadOnly(path: string): Promise<EmbeddedBackend> 
     retentionIntervalMs: 86_400_000,
     maxAppendBatch: 1,
     readOnly: true,
+    writerThread: "in-process", // unused when read-only
   });
   await store.open();
   return store;

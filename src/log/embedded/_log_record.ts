@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { xxh32 } from "../iggy/hash.ts";
+import { xxh32 } from "../../base/xxhash.ts";
 
 /** Bytes before a record's batch. */
 export const LOG_RECORD_HEADER_BYTES = 48;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { BackendError } from "../port.ts";
-import { loadHashes } from "../iggy/hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 import { BatchEncoder } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import { type LogRun, MessageLog, type MessageLogOptions } from "./_message_log.ts";

@@ -6,7 +6,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { BackendError } from "../port.ts";
-import { loadHashes } from "../iggy/hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 import { Catalog, loadFloors } from "./_catalog.ts";
 import { MessageLog } from "./_message_log.ts";
 import { openDatabase } from "./_schema.ts";

@@ -30,6 +30,9 @@ export async function openTestStore(overrides: Partial<EmbeddedOptions> = {}): P
     // Long: tests call runRetention() themselves rather than wait for the timer.
     retentionIntervalMs: 3_600_000,
     maxAppendBatch: 1000,
+    // Unit tests run the catalog in a Worker unless they say otherwise (the gateway's default
+    // is the config schema's, "in-process"), so the worker path stays covered.
+    writerThread: "worker",
     ...overrides,
   };
   const backend = new EmbeddedBackend(options);

@@ -4,7 +4,7 @@
  * @module
  */
 import type { UserConfig } from "../../config/types.ts";
-import { verifyPassword } from "../../session/password.ts";
+import { verifyPassword } from "../../access/password.ts";
 import type { AuthResult } from "../port.ts";
 import { dummyPasswordHash } from "./_validate.ts";
 

@@ -4,14 +4,13 @@
  * @module
  */
 import { BackendError, type OutgoingMessage } from "../port.ts";
-import { DEFAULT_ITERATIONS } from "../../session/password.ts";
+import { DEFAULT_ITERATIONS } from "../../access/password.ts";
 import type { UserConfig } from "../../config/types.ts";
-
-const encoder = new TextEncoder();
+import { utf8Length } from "../../base/utf8.ts";
 
 /** Iggy's rule for stream and topic names: 1..255 bytes (DESIGN §3). */
 export function validateName(kind: "stream" | "topic", name: string): void {
-  const bytes = encoder.encode(name).length;
+  const bytes = utf8Length(name);
   if (bytes < 1 || bytes > 255) {
     throw new BackendError("invalid", `Cannot use ${kind} name "${name}": must be 1 to 255 bytes`);
   }

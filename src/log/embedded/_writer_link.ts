@@ -58,7 +58,7 @@ export class WriterLink {
     path: string,
     maxStoreBytes: number,
     onFailure: (error: BackendError) => void,
-    thread: "worker" | "in-process" = "worker",
+    thread: "worker" | "in-process",
   ): Promise<WriterLink> {
     const link = new WriterLink(path, onFailure);
     const notLoaded = path === ":memory:"

@@ -112,6 +112,7 @@ Deno.test("open() rejects with unavailable naming the path when the file cannot 
     retentionIntervalMs: 1000,
     maxAppendBatch: 100,
     readOnly: true, // read-only does not create: the file must exist
+    writerThread: "in-process", // unused when read-only
   });
   await assert.rejects(backend.open(), (e: unknown) => {
     assert.ok(e instanceof BackendError);

@@ -31,10 +31,11 @@ export interface EmbeddedOptions {
   readonly readOnly?: boolean;
   /**
    * Where the catalog's statements (consumer offsets, topic creation, floors) run: "worker"
-   * (off the event loop) or "in-process" (no thread hop). Default "worker". Messages go to
-   * the message log on the main thread either way.
+   * (off the event loop) or "in-process" (no thread hop). No default here: the one default is
+   * `embedded.writer_thread` in the config schema. Unused when `readOnly`. Messages go to the
+   * message log on the main thread either way.
    */
-  readonly writerThread?: "worker" | "in-process";
+  readonly writerThread: "worker" | "in-process";
   /** Clock for append timestamps and retention, µs since the epoch; tests inject one. */
   readonly clock?: () => number;
 }

@@ -28,9 +28,9 @@ import * as cmd from "./commands.ts";
 import { type Dialer, tcpDialer } from "./dial.ts";
 import { decodeUserHeaders } from "./encoding.ts";
 import { toBackendError } from "./errors.ts";
-import { loadHashes } from "./hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 import type { Credentials } from "./login.ts";
-import { TopicCache } from "./metadata.ts";
+import { TopicRecordCache } from "./topic_record_cache.ts";
 import { IggyPool } from "./pool.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
 import { decodeTopic, nextOffsetOf, type TopicRecord } from "./records.ts";
@@ -82,7 +82,7 @@ export class IggyBackend implements LogBackend {
   readonly #pool: IggyPool;
   readonly #batcher: AppendBatcher<OutgoingMessage>;
   readonly #encoder = new SendEncoder();
-  readonly #topics: TopicCache;
+  readonly #topics: TopicRecordCache;
   readonly #principals: PrincipalAuthenticator;
   #state: "new" | "open" | "failed" | "closed" = "new";
 
@@ -121,7 +121,7 @@ export class IggyBackend implements LogBackend {
         lingerMs: config.batch_linger_ms,
       },
     );
-    this.#topics = new TopicCache(
+    this.#topics = new TopicRecordCache(
       (s, t) => this.#fetchTopic(s, t),
       config.metadata_refresh_ms,
     );

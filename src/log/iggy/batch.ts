@@ -14,7 +14,7 @@ import {
   writeIdentifier,
   writePartitionIdPartitioning,
 } from "./encoding.ts";
-import { xxh3_64 } from "./hash.ts";
+import { xxh3_64 } from "../../base/xxhash.ts";
 
 /** Size of the batch header. */
 export const BATCH_HEADER_SIZE = 256;

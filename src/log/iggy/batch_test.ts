@@ -12,7 +12,7 @@ import {
   FRAME_HEADER_SIZE,
   randomMessageId,
 } from "./batch.ts";
-import { loadHashes } from "./hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 
 await loadHashes();
 

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { utf8 } from "../../base/utf8.ts";
+
 /** Thrown when a reply is shorter than its layout says or otherwise malformed. */
 export class DecodeError extends Error {
   constructor(message: string) {
@@ -129,12 +131,11 @@ export class ByteReader {
   }
 }
 
-const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
-/** UTF-8 bytes of a string. */
+/** UTF-8 bytes of a string (`base/utf8.ts`). */
 export function toUtf8(s: string): Uint8Array<ArrayBuffer> {
-  return utf8.encode(s);
+  return utf8(s);
 }
 
 /** String from UTF-8 bytes (lossy on invalid input). */

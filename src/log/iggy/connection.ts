@@ -15,7 +15,7 @@ import {
   IggyTimeoutError,
   Status,
 } from "./codes.ts";
-import { concatBytes } from "../../codec/bytes.ts";
+import { concatBytes } from "../../base/bytes.ts";
 import { FrameKind, operationFor } from "./codes.ts";
 import type { Transport } from "./dial.ts";
 import { HEADER_SIZE, readFrameKind, readFrameSize, writeRequestHeader } from "./header.ts";

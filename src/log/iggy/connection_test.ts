@@ -9,7 +9,7 @@ import {
   resultOk,
   type SeenRequest,
 } from "./fake_server_testing.ts";
-import { loadHashes } from "./hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 
 await loadHashes();
 

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { type HostPort, splitHostPort } from "../../base/address.ts";
 import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
 
 /** A bidirectional byte stream. */
@@ -32,14 +33,13 @@ export interface DialOptions {
   readonly connectTimeoutMs: number;
 }
 
-/** Splits `host:port` / `[v6]:port`. */
-export function parseAddress(address: string): { hostname: string; port: number } {
-  const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || !Number.isInteger(port) || port < 1 || port > 65535) {
+/** Splits `host:port` / `[v6]:port` (`base/address.ts`); a port to dial is 1..65535. */
+export function parseAddress(address: string): HostPort {
+  const split = splitHostPort(address);
+  if (split === null || split.port < 1 || split.port > 65535) {
     throw new IggyConnectionError(`Invalid Iggy address "${address}": expected host:port`);
   }
-  return { hostname: m[1], port };
+  return split;
 }
 
 function describeConnectError(address: string, e: unknown): string {

@@ -8,7 +8,7 @@ import {
   resultOk,
 } from "./fake_server_testing.ts";
 import { backoffDelay, IggyPool } from "./pool.ts";
-import { loadHashes } from "./hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 
 await loadHashes();
 

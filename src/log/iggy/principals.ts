@@ -18,7 +18,7 @@ import {
   type Permissions,
   type StreamPermissions,
   type TopicPermissions,
-} from "../permissions.ts";
+} from "../../access/permissions.ts";
 import { ByteWriter, toHex, toUtf8 } from "./bytes.ts";
 import { Code, EvictionReason, IggyError, IggyEvictionError, Status } from "./codes.ts";
 import { IggyConnection } from "./connection.ts";

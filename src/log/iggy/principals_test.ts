@@ -10,7 +10,7 @@ import {
   resultOk,
   type SeenRequest,
 } from "./fake_server_testing.ts";
-import { loadHashes } from "./hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 import { authFailure, nameWirePermissions, PrincipalAuthenticator } from "./principals.ts";
 import { IggyEvictionError } from "./codes.ts";
 import { streamBytes, topicHeaderBytes } from "./records_testing.ts";

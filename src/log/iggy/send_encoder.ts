@@ -17,7 +17,7 @@ import type { OutgoingMessage } from "../port.ts";
 import { BATCH_HEADER_SIZE, FRAME_HEADER_SIZE } from "./batch.ts";
 import { EncodeError, IdentifierKind, PartitioningKind, ValueKind } from "./encoding.ts";
 import { HEADER_SIZE } from "./header.ts";
-import { xxh3_64Into } from "./hash.ts";
+import { xxh3_64Into } from "../../base/xxhash.ts";
 
 /** Most strings kept encoded; the cache is cleared when full (bounded memory). */
 export const MAX_CACHED_STRINGS = 4096;

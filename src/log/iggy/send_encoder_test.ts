@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type BatchMessage, encodeSendMessages } from "./batch.ts";
 import { encodeUserHeaders } from "./encoding.ts";
-import { loadHashes } from "./hash.ts";
+import { loadHashes } from "../../base/xxhash.ts";
 import { HEADER_SIZE } from "./header.ts";
 import { MAX_CACHED_STRINGS, SendEncoder } from "./send_encoder.ts";
 import type { OutgoingMessage } from "../port.ts";

@@ -10,7 +10,7 @@
 import { HEADER_SIZE, readFrameSize, writeRequestHeader } from "../header.ts";
 import { classOf, operationFor } from "../codes.ts";
 import { encodeRegister } from "../login.ts";
-import { loadHashes } from "../hash.ts";
+import { loadHashes } from "../../../base/xxhash.ts";
 import { ByteWriter, toHex, toUtf8 } from "../bytes.ts";
 import { encodeUserHeaders, writeNumericIdentifier } from "../encoding.ts";
 import { encodeSendMessages } from "../batch.ts";

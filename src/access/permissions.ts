@@ -104,19 +104,6 @@ export function canPoll(p: Permissions, stream: string, topic: string): boolean 
   return t !== undefined && (t.manage_topic || t.read_topic || t.poll_messages);
 }
 
-/** Iggy's "create topic" rule (for auto_create). */
-export function canCreateTopic(p: Permissions, stream: string): boolean {
-  const g = p.global;
-  if (g.manage_streams || g.manage_topics) return true;
-  const s = p.streams.get(stream);
-  return s !== undefined && (s.manage_stream || s.manage_topics);
-}
-
-/** Iggy's "create stream" rule (for auto_create). */
-export function canCreateStream(p: Permissions): boolean {
-  return p.global.manage_streams;
-}
-
 /** True when the principal may send or poll somewhere at all (else CONNACK 5). */
 export function hasAnyDataRight(p: Permissions): boolean {
   const g = p.global;

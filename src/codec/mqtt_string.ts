@@ -7,7 +7,6 @@
 import { ProtocolError } from "./errors.ts";
 
 const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-const encoder = new TextEncoder();
 
 /** Decodes `bytes[start, end)` as an MQTT string or throws {@link ProtocolError}. */
 export function decodeMqttString(bytes: Uint8Array, start: number, end: number): string {
@@ -34,26 +33,6 @@ export function decodeMqttString(bytes: Uint8Array, start: number, end: number):
   }
   if (s.includes("\u0000")) throw new ProtocolError("MQTT-1.5.3-2", "String contains U+0000");
   return s;
-}
-
-/** UTF-8 bytes of a string. */
-export function utf8(s: string): Uint8Array {
-  return encoder.encode(s);
-}
-
-/** Byte length of a string in UTF-8, without allocating. */
-export function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
 }
 
 /** U+0001..U+001F and U+007F..U+009F (U+0000 is refused by every decode already). */

@@ -1,7 +1,9 @@
 /**
- * XXH3-64 and XXH32 (seed 0) over `hash-wasm`: one async initialisation, then synchronous
- * hashing. XXH3-64 seals message frames and batches (IGGY.md §4.6); XXH32 is Iggy's
- * messages-key partition function (IGGY.md §5).
+ * XXH3-64 and XXH32 (seed 0) over `hash-wasm`, the one copy for the process: one async
+ * initialisation ({@link loadHashes}, called once at startup), then synchronous,
+ * allocation-free hashing. XXH3-64 seals Iggy message frames and batches (IGGY.md §4.6); XXH32
+ * is Iggy's messages-key partition function (IGGY.md §5, `mapping/partition.ts`) and the
+ * embedded log's record checksum.
  *
  * @module
  */
@@ -20,6 +22,11 @@ export function loadHashes(): Promise<void> {
     hasher32 = b;
   })();
   return loading;
+}
+
+/** Whether {@link loadHashes} has completed, so hashing will not throw. */
+export function hashesLoaded(): boolean {
+  return hasher3 !== undefined && hasher32 !== undefined;
 }
 
 function ready(h: IHasher | undefined): IHasher {
@@ -43,12 +50,16 @@ export function xxh3_64(...parts: Uint8Array[]): bigint {
   return digestBigEndian(h);
 }
 
-/** XXH32, seed 0. */
-export function xxh32(bytes: Uint8Array): number {
+/**
+ * XXH32, seed 0, as an unsigned 32-bit number. A string is hashed as its UTF-8 bytes
+ * (hash-wasm encodes it itself, so a partition key costs no encoded copy).
+ */
+export function xxh32(data: Uint8Array | string): number {
   const h = ready(hasher32);
   h.init();
-  h.update(bytes);
-  return Number(digestBigEndian(h));
+  h.update(data);
+  const d = h.digest("binary"); // canonical (big-endian) XXH32 bytes
+  return ((d[0] << 24) | (d[1] << 16) | (d[2] << 8) | d[3]) >>> 0;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Cache of topic metadata (partition counts), so the gateway's per-publish `getTopic` does
- * not cost a round trip. An entry lives `metadata_refresh_ms`, is dropped when a send or
+ * The Iggy backend's cache of the server's topic records (ids, partition counts), so the
+ * gateway's per-publish `getTopic` does not cost a round trip. (The backend-neutral cache above
+ * the port, with misses and auto-create, is `log/topic_cache.ts`.) An entry lives `metadata_refresh_ms`, is dropped when a send or
  * poll says "not found", and is replaced on create. Absent topics are not cached, so a
  * topic created elsewhere shows up on the next look-up. At most {@link MAX_TOPICS} entries are
  * kept; past that the oldest entry goes (it is simply read again when needed).
@@ -21,8 +22,8 @@ interface CacheEntry {
   readonly expiresAt: number;
 }
 
-/** The topic metadata cache. */
-export class TopicCache {
+/** The Iggy client's cache of topic records read from the server. */
+export class TopicRecordCache {
   readonly #fetch: TopicFetcher;
   readonly #ttlMs: number;
   readonly #now: () => number;
@@ -41,7 +42,7 @@ export class TopicCache {
 
   /** The topic, from cache while fresh, else from the server (concurrent misses share one read). */
   get(stream: string, topic: string): Promise<TopicRecord | null> {
-    const key = TopicCache.#key(stream, topic);
+    const key = TopicRecordCache.#key(stream, topic);
     const hit = this.#entries.get(key);
     if (hit && hit.expiresAt > this.#now()) return Promise.resolve(hit.record);
     let loading = this.#loading.get(key);
@@ -59,7 +60,7 @@ export class TopicCache {
   /** Stores a fresh record (after create or read). */
   set(stream: string, topic: string, record: TopicRecord): void {
     if (this.#ttlMs <= 0) return;
-    const key = TopicCache.#key(stream, topic);
+    const key = TopicRecordCache.#key(stream, topic);
     this.#entries.delete(key); // re-insert at the young end
     if (this.#entries.size >= MAX_TOPICS) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, {
@@ -70,7 +71,7 @@ export class TopicCache {
 
   /** Forgets a topic (the server said it is gone). */
   invalidate(stream: string, topic: string): void {
-    this.#entries.delete(TopicCache.#key(stream, topic));
+    this.#entries.delete(TopicRecordCache.#key(stream, topic));
   }
 
   /** Forgets everything. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { TopicCache } from "./metadata.ts";
+import { TopicRecordCache } from "./topic_record_cache.ts";
 import type { TopicRecord } from "./records.ts";
 
 const rec = (n: number): TopicRecord => ({
@@ -10,10 +10,10 @@ const rec = (n: number): TopicRecord => ({
   options: new Map(),
 });
 
-Deno.test("TopicCache serves a fresh entry without a read and re-reads after the TTL", async () => {
+Deno.test("TopicRecordCache serves a fresh entry without a read and re-reads after the TTL", async () => {
   let now = 0;
   let reads = 0;
-  const cache = new TopicCache(() => Promise.resolve(rec(++reads)), 1000, () => now);
+  const cache = new TopicRecordCache(() => Promise.resolve(rec(++reads)), 1000, () => now);
   assert.equal((await cache.get("s", "t"))?.partitionsCount, 1);
   assert.equal((await cache.get("s", "t"))?.partitionsCount, 1);
   now = 1001;
@@ -21,10 +21,10 @@ Deno.test("TopicCache serves a fresh entry without a read and re-reads after the
   assert.equal(reads, 2);
 });
 
-Deno.test("TopicCache does not cache absence and forgets on invalidate()", async () => {
+Deno.test("TopicRecordCache does not cache absence and forgets on invalidate()", async () => {
   let answer: TopicRecord | null = null;
   let reads = 0;
-  const cache = new TopicCache(
+  const cache = new TopicRecordCache(
     () => {
       reads++;
       return Promise.resolve(answer);
@@ -40,9 +40,9 @@ Deno.test("TopicCache does not cache absence and forgets on invalidate()", async
   assert.equal(reads, 3);
 });
 
-Deno.test("TopicCache shares one read among concurrent misses", async () => {
+Deno.test("TopicRecordCache shares one read among concurrent misses", async () => {
   let reads = 0;
-  const cache = new TopicCache(
+  const cache = new TopicRecordCache(
     () => {
       reads++;
       return Promise.resolve(rec(1));

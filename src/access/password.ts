@@ -5,6 +5,8 @@
  * @module
  */
 
+import { utf8 } from "../base/utf8.ts";
+
 const PREFIX = "pbkdf2-sha256";
 /** OWASP's 2023 figure for PBKDF2-HMAC-SHA256. */
 export const DEFAULT_ITERATIONS = 210_000;
@@ -52,7 +54,7 @@ async function derive(
 ): Promise<Uint8Array> {
   const key = await crypto.subtle.importKey(
     "raw",
-    new TextEncoder().encode(password),
+    utf8(password),
     "PBKDF2",
     false,
     ["deriveBits"],

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { toUtf8 } from "./bytes.ts";
-import { loadHashes, xxh32, xxh3_64 } from "./hash.ts";
+import { utf8 as toUtf8 } from "./utf8.ts";
+import { loadHashes, xxh32, xxh3_64 } from "./xxhash.ts";
 
 await loadHashes();
 
