@@ -7,7 +7,7 @@
 import { parseAddress } from "./config/load.ts";
 import { fileAccessError, readOperatorFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
-import { type CompiledMap, compileMap, constantTargets, initPartitioner } from "./mapping/mod.ts";
+import { type CompiledMap, constantTargets, initPartitioner } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
 import type { LogBackend } from "./log/port.ts";
 import { TopicCache } from "./log/topic_cache.ts";
@@ -28,12 +28,11 @@ import { OutboundBudget } from "./session/outbox.ts";
 import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
 import { SourceGuard } from "./session/source_guard.ts";
+import { deliveryOptions, loadMap, sourceGuardOptions, topicCacheOptions } from "./wiring.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
 import { tripleGauge } from "./observe/triple_gauge.ts";
-
-/** One shared reader's numbers, as the gauges read them. */
 
 /** Replacements for tests. */
 export interface GatewayOverrides {
@@ -51,11 +50,7 @@ export interface BoundPorts {
   readonly http: number | null;
 }
 
-/** Reads and compiles the topic map named by the config. */
-export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
-  const path = config.mapping.map_file;
-  return compileMap(await readOperatorFile("mapping.map_file", path), path);
-}
+export { loadMap } from "./wiring.ts";
 
 /** The gateway. */
 export class Gateway {
@@ -86,19 +81,11 @@ export class Gateway {
     const l = config.limits;
     this.registry = new ConnectionRegistry(l.max_connections);
     this.#deadlines = new DeadlineWheel(clock);
-    const topics = new TopicCache(this.backend, {
-      autoCreate: config.log.auto_create,
-      create: {
-        partitions: config.log.auto_create_partitions,
-        messageExpiryMicros: config.log.retention_max_age_s * 1_000_000,
-        maxTopicBytes: config.log.retention_max_topic_bytes,
-        durable: config.log.auto_create_durability === "fsync",
-      },
-      ttlMs: 60_000,
-      missTtlMs: 1_000,
-      maxEntries: 10_000,
-      onFound: (info) => this.durability.note(info),
-    }, clock);
+    const topics = new TopicCache(
+      this.backend,
+      topicCacheOptions(config, (info) => this.durability.note(info)),
+      clock,
+    );
     const preparer = new PublishPreparer(this.maps, topics);
     const outboundBudget = new OutboundBudget(
       l.max_outbound_queue_bytes,
@@ -107,20 +94,7 @@ export class Gateway {
     this.delivery = new Delivery({
       backend: this.backend,
       preparer,
-      options: {
-        consumer: `mqtt-gateway-${config.gateway.id}`,
-        pollBatch: l.poll_batch_size,
-        commitIntervalMs: l.commit_interval_ms,
-        commitBatchCount: l.commit_batch_count,
-        maxUnsettled: Math.max(l.poll_batch_size * 64, 100_000),
-        maxInflight: l.max_inflight_per_client,
-        maxClientBytes: l.max_outbound_queue_bytes_per_client,
-        slowConsumerTimeoutMs: l.slow_consumer_timeout_ms,
-        resendAfterMs: l.resend_after_ms,
-        maxSubscriptionsPerClient: l.max_subscriptions_per_client,
-        maxTopicBytes: l.max_topic_bytes,
-        maxTopicLevels: l.max_topic_levels,
-      },
+      options: deliveryOptions(config),
       budget: outboundBudget,
       deadlines: this.#deadlines,
       clock,
@@ -141,12 +115,7 @@ export class Gateway {
       outboundBudget,
       appendBudget: new AppendBudget(l.max_pending_appends),
       wills: new WillPublisher(),
-      sourceGuard: new SourceGuard({
-        connectionsPerSecond: l.max_connection_rate_per_source,
-        failureBackoffMs: config.auth.failure_backoff_ms,
-        failureBackoffMaxMs: config.auth.failure_backoff_max_ms,
-        freeFailures: config.auth.failure_free_attempts,
-      }, clock),
+      sourceGuard: new SourceGuard(sourceGuardOptions(config), clock),
     };
     this.#registerGauges();
   }

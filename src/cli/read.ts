@@ -9,6 +9,7 @@ import { ConfigError, OperatorError } from "../config/errors.ts";
 import { fileAccessError, fileExists } from "../config/files.ts";
 import type { GatewayConfig } from "../config/types.ts";
 import { EmbeddedBackend } from "../log/embedded/mod.ts";
+import type { PartitionAddress } from "../log/port.ts";
 import { formatRead } from "./read_format.ts";
 
 /** What to read; `partition` null means every partition of the topic. */
@@ -31,6 +32,37 @@ export async function readMessages(
   r: ReadRequest,
   print: (line: string) => void,
 ): Promise<void> {
+  const backend = await openStore(config);
+  const path = config.embedded.path;
+  try {
+    const info = await backend.getTopic(r.stream, r.topic);
+    if (info === null) {
+      throw new OperatorError(
+        "not_found",
+        `read: no topic "${r.topic}" in stream "${r.stream}" in "${path}"`,
+      );
+    }
+    if (r.partition !== null && r.partition >= info.partitions) {
+      throw new OperatorError(
+        "out_of_range",
+        `read: partition ${r.partition} does not exist; topic ${r.stream}/${r.topic} has ${
+          info.partitions === 1 ? "only partition 0" : `partitions 0-${info.partitions - 1}`
+        }`,
+      );
+    }
+    const partitions = r.partition !== null
+      ? [r.partition]
+      : Array.from({ length: info.partitions }, (_, i) => i);
+    for (const partition of partitions) {
+      await printPartition(backend, { stream: r.stream, topic: r.topic, partition }, r, print);
+    }
+  } finally {
+    await backend.close();
+  }
+}
+
+/** The embedded store of `config`, opened read-only (works while the gateway runs). */
+async function openStore(config: GatewayConfig): Promise<EmbeddedBackend> {
   if (config.gateway.backend !== "embedded") {
     throw new ConfigError(
       "gateway.backend",
@@ -60,37 +92,22 @@ export async function readMessages(
   } catch (err) {
     throw fileAccessError(err, "read", "embedded store", path) ?? err;
   }
-  try {
-    const info = await backend.getTopic(r.stream, r.topic);
-    if (info === null) {
-      throw new OperatorError(
-        "not_found",
-        `read: no topic "${r.topic}" in stream "${r.stream}" in "${path}"`,
-      );
-    }
-    if (r.partition !== null && r.partition >= info.partitions) {
-      throw new OperatorError(
-        "out_of_range",
-        `read: partition ${r.partition} does not exist; topic ${r.stream}/${r.topic} has ${
-          info.partitions === 1 ? "only partition 0" : `partitions 0-${info.partitions - 1}`
-        }`,
-      );
-    }
-    const partitions = r.partition !== null
-      ? [r.partition]
-      : Array.from({ length: info.partitions }, (_, i) => i);
-    for (const partition of partitions) {
-      const address = { stream: r.stream, topic: r.topic, partition };
-      let next = r.from;
-      for (let left = r.count; left > 0;) {
-        const page = await backend.poll(address, next, Math.min(left, PAGE));
-        if (page.length === 0) break;
-        for (const m of page) print(formatRead(m, r.json));
-        left -= page.length;
-        next = page[page.length - 1].offset + 1;
-      }
-    }
-  } finally {
-    await backend.close();
+  return backend;
+}
+
+/** Up to `r.count` messages of one partition from `r.from`, in pages. */
+async function printPartition(
+  backend: EmbeddedBackend,
+  address: PartitionAddress,
+  r: ReadRequest,
+  print: (line: string) => void,
+): Promise<void> {
+  let next = r.from;
+  for (let left = r.count; left > 0;) {
+    const page = await backend.poll(address, next, Math.min(left, PAGE));
+    if (page.length === 0) break;
+    for (const m of page) print(formatRead(m, r.json));
+    left -= page.length;
+    next = page[page.length - 1].offset + 1;
   }
 }

@@ -109,15 +109,29 @@ export function listenTcp(
     socket.setNoDelay(true);
     onAccept(new NodeSocketTransport(socket));
   });
+  return bind(server, "MQTT listener", hostname, port).then((a) => ({
+    kind: "tcp",
+    hostname: a.address,
+    port: a.port,
+    close: () => server.close(),
+  }));
+}
+
+/** Listens on host:port; rejects with an OperatorError naming `what` and the address. */
+function bind(
+  server: net.Server,
+  what: string,
+  hostname: string,
+  port: number,
+): Promise<net.AddressInfo> {
   return new Promise((resolve, reject) => {
-    const failed = (err: Error) => reject(bindError("MQTT listener", hostname, port, err));
+    const failed = (err: Error) => reject(bindError(what, hostname, port, err));
     server.once("error", failed);
     server.listen({ host: hostname, port }, () => {
       server.off("error", failed);
       // Later server errors (e.g. a failed accept) must not take the process down.
       server.on("error", () => {});
-      const a = server.address() as net.AddressInfo;
-      resolve({ kind: "tcp", hostname: a.address, port: a.port, close: () => server.close() });
+      resolve(server.address() as net.AddressInfo);
     });
   });
 }
@@ -168,16 +182,34 @@ export function listenTls(
   try {
     proveTlsMaterial(cert, key);
   } catch (err) {
-    return Promise.reject(
-      new OperatorError(
-        "invalid_file",
-        `MQTT TLS listener ${formatAddress(hostname, port)}: unusable certificate or key (${
-          (err as Error).message
-        })${o.source ? ` in ${o.source}` : ""}`,
-        { cause: err },
-      ),
-    );
+    const where = `MQTT TLS listener ${formatAddress(hostname, port)}`;
+    const msg = `${where}: unusable certificate or key (${(err as Error).message})`;
+    const error = new OperatorError("invalid_file", msg + (o.source ? ` in ${o.source}` : ""), {
+      cause: err,
+    });
+    return Promise.reject(error);
   }
+  const server = tlsServer(cert, key, o, onAccept);
+  return bind(server, "MQTT TLS listener", hostname, port).then((a) => ({
+    kind: "tls",
+    hostname: a.address,
+    port: a.port,
+    close: () => server.close(),
+    reloadTls(newCert: string, newKey: string) {
+      proveTlsMaterial(newCert, newKey); // a bad pair throws here: the old one stays
+      server.setSecureContext({ cert: newCert, key: newKey, minVersion: "TLSv1.2" });
+      return Promise.resolve();
+    },
+  }));
+}
+
+/** The node:tls server: bounded handshakes, accept time kept, failed handshakes dropped. */
+function tlsServer(
+  cert: string,
+  key: string,
+  o: TlsListenOptions,
+  onAccept: AcceptHandler,
+): tls.Server {
   const server = tls.createServer({
     cert,
     key,
@@ -201,24 +233,5 @@ export function listenTls(
     socket.destroy();
     o.onHandshakeFailed(/timeout/i.test(err.message));
   });
-  return new Promise((resolve, reject) => {
-    const failed = (err: Error) => reject(bindError("MQTT TLS listener", hostname, port, err));
-    server.once("error", failed);
-    server.listen({ host: hostname, port }, () => {
-      server.off("error", failed);
-      server.on("error", () => {});
-      const a = server.address() as net.AddressInfo;
-      resolve({
-        kind: "tls",
-        hostname: a.address,
-        port: a.port,
-        close: () => server.close(),
-        reloadTls(newCert: string, newKey: string) {
-          proveTlsMaterial(newCert, newKey); // a bad pair throws here: the old one stays
-          server.setSecureContext({ cert: newCert, key: newKey, minVersion: "TLSv1.2" });
-          return Promise.resolve();
-        },
-      });
-    });
-  });
+  return server;
 }

@@ -53,7 +53,7 @@ export type ImportGraph = ReadonlyMap<string, readonly Import[]>;
 /** The folder that names a module's layer (`gateway` and `main` for the two root files). */
 export function unitOf(path: string): string | null {
   if (path === "main.ts") return "main";
-  if (path === "src/gateway.ts") return "gateway";
+  if (path === "src/gateway.ts" || path === "src/wiring.ts") return "gateway";
   const m = /^src\/([^/]+)\//.exec(path);
   return m === null ? null : m[1];
 }

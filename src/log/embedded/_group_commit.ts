@@ -172,6 +172,40 @@ export class GroupCommit {
     const batch = this.#take();
     const runs = groupRuns(batch);
     const timestampMicros = this.#now();
+    const { data, logRuns, messages } = this.#encode(batch, runs, timestampMicros);
+    this.#inFlight = true;
+    this.#log.append(data, logRuns, timestampMicros).then(
+      (bases) => {
+        this.#unsynced++;
+        this.#visible(runs, bases);
+        // Durable only after the fsync, which runs off the event loop; meanwhile the next
+        // transaction may be written (syncs settle in order, so appends resolve in order).
+        this.#log.sync().then(
+          () => this.#committed(runs, bases, messages),
+          (e) => this.#failed(batch, e),
+        ).finally(() => {
+          this.#unsynced--;
+          // Drop the settled appends now: a promoted closure that still pointed at them
+          // would keep every message of the batch alive until the next full GC.
+          batch.length = 0;
+          runs.length = 0;
+          this.#wakeIdle();
+        });
+      },
+      (e) => this.#failed(batch, e),
+    ).finally(() => {
+      this.#inFlight = false;
+      // Everything that arrived during the write goes now, in one transaction.
+      this.#send();
+    });
+  }
+
+  /** One transaction's log records, a record per run (partition), in one buffer. */
+  #encode(
+    batch: readonly PendingAppend[],
+    runs: readonly Run[],
+    timestampMicros: number,
+  ): { data: Uint8Array; logRuns: LogRun[]; messages: number } {
     const encoder = this.#encoder;
     let payloadBytes = 0;
     let messages = 0;
@@ -202,32 +236,7 @@ export class GroupCommit {
         dataBytes: encoder.position - at - LOG_RECORD_HEADER_BYTES,
       });
     }
-    const data = new Uint8Array(encoder.take(), 0, encoder.position);
-    this.#inFlight = true;
-    this.#log.append(data, logRuns, timestampMicros).then(
-      (bases) => {
-        this.#unsynced++;
-        this.#visible(runs, bases);
-        // Durable only after the fsync, which runs off the event loop; meanwhile the next
-        // transaction may be written (syncs settle in order, so appends resolve in order).
-        this.#log.sync().then(
-          () => this.#committed(runs, bases, messages),
-          (e) => this.#failed(batch, e),
-        ).finally(() => {
-          this.#unsynced--;
-          // Drop the settled appends now: a promoted closure that still pointed at them
-          // would keep every message of the batch alive until the next full GC.
-          batch.length = 0;
-          runs.length = 0;
-          this.#wakeIdle();
-        });
-      },
-      (e) => this.#failed(batch, e),
-    ).finally(() => {
-      this.#inFlight = false;
-      // Everything that arrived during the write goes now, in one transaction.
-      this.#send();
-    });
+    return { data: new Uint8Array(encoder.take(), 0, encoder.position), logRuns, messages };
   }
 
   /** Sends the queued consumer offsets as one catalog transaction if none is in flight. */

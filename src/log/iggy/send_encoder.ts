@@ -62,31 +62,25 @@ export class SendEncoder {
     if (messages.length === 0) throw new RangeError("A batch must hold at least one message");
     const s = this.#name(stream, "Identifier");
     const t = this.#name(topic, "Identifier");
-    let bound = HEADER_SIZE + 4 + 2 + s.length + 2 + t.length + 6 + 4 + BATCH_HEADER_SIZE;
-    if (framesBound !== undefined) bound += framesBound;
-    else {
-      for (const m of messages) {
-        bound += FRAME_HEADER_SIZE + m.payload.length;
-        for (const [k, v] of m.headers) bound += 10 + 3 * (k.length + v.length);
-      }
-    }
-    const out = new Uint8Array(bound);
+    const head = HEADER_SIZE + 4 + 2 + s.length + 2 + t.length + 6 + 4;
+    const out = new Uint8Array(head + BATCH_HEADER_SIZE + (framesBound ?? boundOf(messages)));
     const dv = new DataView(out.buffer);
-    let at = HEADER_SIZE;
-    dv.setUint32(at, 2 + s.length + 2 + t.length + 6 + 4, true);
-    at += 4;
-    at = writeIdentifier(out, at, s);
-    at = writeIdentifier(out, at, t);
-    out[at] = PartitioningKind.PARTITION_ID;
-    out[at + 1] = 4;
-    dv.setUint32(at + 2, partition, true);
-    at += 6;
-    dv.setUint32(at, messages.length, true);
-    at += 4;
-    const batchStart = at;
-    at += BATCH_HEADER_SIZE;
+    writeMetadata(out, dv, s, t, partition, messages.length);
     // Frame checksums, in order, for the batch seal.
     const sums = new Uint8Array(messages.length * 8);
+    const end = this.#writeFrames(out, dv, head + BATCH_HEADER_SIZE, messages, sums);
+    sealBatch(out, dv, head, end, messages.length, nowMicros, sums);
+    return out.subarray(0, end);
+  }
+
+  /** Every message's frame from `at`, its checksum also into `sums`; returns the end. */
+  #writeFrames(
+    out: Uint8Array,
+    dv: DataView,
+    at: number,
+    messages: readonly OutgoingMessage[],
+    sums: Uint8Array,
+  ): number {
     this.#ids(this.#idBase);
     const base = this.#idBase;
     for (let i = 0; i < messages.length; i++) {
@@ -107,16 +101,7 @@ export class SendEncoder {
       xxh3_64Into(out.subarray(frame + 8, at), out, frame);
       sums.set(out.subarray(frame, frame + 8), i * 8);
     }
-    const batchLength = at - batchStart;
-    setU64(dv, batchStart + 24, nowMicros); // origin_timestamp
-    setU64(dv, batchStart + 32, batchLength);
-    dv.setUint32(batchStart + 48, messages.length, true);
-    // Seal: the 40 header bytes before the checksum plus message_count, then the frame sums.
-    const sealed = new Uint8Array(44);
-    sealed.set(out.subarray(batchStart, batchStart + 40));
-    sealed.set(out.subarray(batchStart + 48, batchStart + 52), 40);
-    xxh3_64Into(sealed, out, batchStart + 40, sums);
-    return out.subarray(0, at);
+    return at;
   }
 
   /** A name's bytes (1..255), cached. */
@@ -183,6 +168,57 @@ function writeAscii(out: Uint8Array, at: number, s: string): number {
     out[at + i] = c;
   }
   return s.length;
+}
+
+/** Upper bound of the frames' bytes (see `encode`'s `framesBound`). */
+function boundOf(messages: readonly OutgoingMessage[]): number {
+  let bound = 0;
+  for (const m of messages) {
+    bound += FRAME_HEADER_SIZE + m.payload.length;
+    for (const [k, v] of m.headers) bound += 10 + 3 * (k.length + v.length);
+  }
+  return bound;
+}
+
+/** `[metadata_len][stream][topic][partitioning][count]` after the request header's room. */
+function writeMetadata(
+  out: Uint8Array,
+  dv: DataView,
+  stream: Uint8Array,
+  topic: Uint8Array,
+  partition: number,
+  count: number,
+): void {
+  let at = HEADER_SIZE;
+  dv.setUint32(at, 2 + stream.length + 2 + topic.length + 6 + 4, true);
+  at = writeIdentifier(out, at + 4, stream);
+  at = writeIdentifier(out, at, topic);
+  out[at] = PartitioningKind.PARTITION_ID;
+  out[at + 1] = 4;
+  dv.setUint32(at + 2, partition, true);
+  dv.setUint32(at + 6, count, true);
+}
+
+/**
+ * The batch header at `start` for frames up to `end`: origin time, length, count, and the
+ * seal over its 40 bytes before the checksum plus message_count, then the frame sums.
+ */
+function sealBatch(
+  out: Uint8Array,
+  dv: DataView,
+  start: number,
+  end: number,
+  count: number,
+  nowMicros: number,
+  sums: Uint8Array,
+): void {
+  setU64(dv, start + 24, nowMicros); // origin_timestamp
+  setU64(dv, start + 32, end - start);
+  dv.setUint32(start + 48, count, true);
+  const sealed = new Uint8Array(44);
+  sealed.set(out.subarray(start, start + 40));
+  sealed.set(out.subarray(start + 48, start + 52), 40);
+  xxh3_64Into(sealed, out, start + 40, sums);
 }
 
 function writeIdentifier(out: Uint8Array, at: number, name: Uint8Array): number {

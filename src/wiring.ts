@@ -1,0 +1,68 @@
+/**
+ * The composition root's wiring: the options each part is built with, derived from the
+ * configuration in one place, so `gateway.ts` reads as the assembly of parts.
+ *
+ * @module
+ */
+import { readOperatorFile } from "./config/files.ts";
+import type { GatewayConfig } from "./config/types.ts";
+import type { DeliveryOptions } from "./delivery/mod.ts";
+import type { TopicInfo } from "./log/port.ts";
+import type { TopicCacheOptions } from "./log/topic_cache.ts";
+import { type CompiledMap, compileMap } from "./mapping/mod.ts";
+import type { SourceGuardOptions } from "./session/source_guard.ts";
+
+/** Reads and compiles the topic map named by the config. */
+export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
+  const path = config.mapping.map_file;
+  return compileMap(await readOperatorFile("mapping.map_file", path), path);
+}
+
+/** The publish path's topic cache: auto-create from `[log]`, bounded entries. */
+export function topicCacheOptions(
+  config: GatewayConfig,
+  onFound: (info: TopicInfo | null) => void,
+): TopicCacheOptions {
+  return {
+    autoCreate: config.log.auto_create,
+    create: {
+      partitions: config.log.auto_create_partitions,
+      messageExpiryMicros: config.log.retention_max_age_s * 1_000_000,
+      maxTopicBytes: config.log.retention_max_topic_bytes,
+      durable: config.log.auto_create_durability === "fsync",
+    },
+    ttlMs: 60_000,
+    missTtlMs: 1_000,
+    maxEntries: 10_000,
+    onFound,
+  };
+}
+
+/** Delivery's identity and bounds from `[gateway]` and `[limits]`. */
+export function deliveryOptions(config: GatewayConfig): DeliveryOptions {
+  const l = config.limits;
+  return {
+    consumer: `mqtt-gateway-${config.gateway.id}`,
+    pollBatch: l.poll_batch_size,
+    commitIntervalMs: l.commit_interval_ms,
+    commitBatchCount: l.commit_batch_count,
+    maxUnsettled: Math.max(l.poll_batch_size * 64, 100_000),
+    maxInflight: l.max_inflight_per_client,
+    maxClientBytes: l.max_outbound_queue_bytes_per_client,
+    slowConsumerTimeoutMs: l.slow_consumer_timeout_ms,
+    resendAfterMs: l.resend_after_ms,
+    maxSubscriptionsPerClient: l.max_subscriptions_per_client,
+    maxTopicBytes: l.max_topic_bytes,
+    maxTopicLevels: l.max_topic_levels,
+  };
+}
+
+/** Per-source defences from `[limits]` and `[auth]`. */
+export function sourceGuardOptions(config: GatewayConfig): SourceGuardOptions {
+  return {
+    connectionsPerSecond: config.limits.max_connection_rate_per_source,
+    failureBackoffMs: config.auth.failure_backoff_ms,
+    failureBackoffMaxMs: config.auth.failure_backoff_max_ms,
+    freeFailures: config.auth.failure_free_attempts,
+  };
+}
