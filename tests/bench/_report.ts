@@ -96,6 +96,15 @@ export const FIGURES: Figure[] = [
 
 const CPU_SCENARIOS = ["qos0_1", "qos0_10", "qos1", "fanout", "e2e", "idle"];
 
+/**
+ * Above this share of its core (%) the load generator, not the server, may have set a
+ * throughput figure: the figure is marked client-bound, its ratio printed as a bound.
+ */
+export const CLIENT_BOUND_PCT = 85;
+
+/** Figures a saturated load generator caps (rates it drives as fast as it can). */
+const THROUGHPUT_PATHS = new Set(["msgsPerSec", "deliveriesPerSec"]);
+
 /** A row of the table. */
 export interface Row {
   readonly id: string;
@@ -104,6 +113,12 @@ export interface Row {
   readonly values: Record<string, number | null>;
   readonly ratioMosquitto: number | null;
   readonly ratioAedes: number | null;
+  /**
+   * Servers whose figure the load generator may have capped (its CPU over
+   * {@link CLIENT_BOUND_PCT} in their run): a peer's figure is then a lower bound, so the
+   * gateway's ratio to it is at most the printed value; the gateway's own, at least.
+   */
+  readonly clientBound: readonly string[];
   readonly floor?: Floor;
   /** true/false when the floor could be judged, null otherwise. */
   readonly floorMet: boolean | null;
@@ -138,9 +153,21 @@ export function figureRows(results: Record<string, Record<string, unknown>>, ser
         ? values.gateway / values[p]!
         : null;
     const rm = ratio("mosquitto");
+    const clientBound = THROUGHPUT_PATHS.has(f.path)
+      ? servers.filter((s) => {
+        const cpu = at(results[f.scenario]?.[s] as Raw, "loadgenCpuPct");
+        return cpu !== null && cpu > CLIENT_BOUND_PCT;
+      })
+      : [];
     const judge = (bound: number) => {
       if (!f.floor) return null;
-      if (f.floor.kind === "ratio>=") return rm === null ? null : rm >= bound;
+      if (f.floor.kind === "ratio>=") {
+        if (rm === null) return null;
+        // A client-bound figure is never a win: only a bound that misses the floor judges.
+        if (clientBound.includes("mosquitto")) return rm < bound ? false : null;
+        if (clientBound.includes("gateway")) return null;
+        return rm >= bound;
+      }
       return values.gateway == null ? null : values.gateway <= bound;
     };
     return {
@@ -150,6 +177,7 @@ export function figureRows(results: Record<string, Record<string, unknown>>, ser
       values,
       ratioMosquitto: rm,
       ratioAedes: ratio("aedes"),
+      clientBound,
       floor: f.floor,
       floorMet: f.floor ? judge(f.floor.floor) : null,
       goalMet: f.floor ? judge(f.floor.goal) : null,
@@ -174,14 +202,18 @@ export function renderTable(rows: Row[], servers: string[]): string {
       : r.floor.kind === "ratio>="
       ? `≥ ${r.floor.floor}× (${r.floor.goal}×)`
       : `≤ ${r.floor.floor} (${r.floor.goal})`;
+    const bound = r.clientBound.length > 0 ? `client-bound (${r.clientBound.join(", ")})` : "";
     const met = r.floorMet === null
-      ? ""
+      ? bound
       : r.floorMet
       ? (r.goalMet ? "yes (goal)" : "yes")
-      : "**no**";
-    const ratios = [r.ratioMosquitto, r.ratioAedes].map((
-      x,
-    ) => (x === null ? "—" : `${x.toFixed(2)}×`));
+      : bound === ""
+      ? "**no**"
+      : `**no**, ${bound}`;
+    const ratios = (["mosquitto", "aedes"] as const).map((peer) => {
+      const x = peer === "mosquitto" ? r.ratioMosquitto : r.ratioAedes;
+      return x === null ? "—" : `${boundPrefix(r.clientBound, peer)}${x.toFixed(2)}×`;
+    });
     lines.push(
       `| ${
         [r.label, ...servers.map((s) => fmt(r.values[s])), ...ratios, floor, met].join(" | ")
@@ -189,6 +221,18 @@ export function renderTable(rows: Row[], servers: string[]): string {
     );
   }
   return lines.join("\n");
+}
+
+/**
+ * "≤ " when the peer's figure was client-bound (its true figure is higher, so the ratio is
+ * lower), "≥ " when only the gateway's was, "~ " when both were (no bound either way).
+ */
+export function boundPrefix(clientBound: readonly string[], peer: string): string {
+  const peerBound = clientBound.includes(peer);
+  const gatewayBound = clientBound.includes("gateway");
+  if (peerBound && gatewayBound) return "~ ";
+  if (peerBound) return "≤ ";
+  return gatewayBound ? "≥ " : "";
 }
 
 function sh(cmd: string, args: string[]): string {
