@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { IggyBackend } from "../../src/log/iggy/mod.ts";
+import type { IggyBackend } from "../../src/log/iggy/mod.ts";
+import { iggyClient } from "../helpers/iggy_client.ts";
 import { NO_GLOBAL_PERMISSIONS } from "../../src/access/permissions.ts";
 import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
 import {
@@ -57,23 +58,7 @@ function iggyEnv(id: string, extra: Record<string, string> = {}): Record<string,
 }
 
 function probeBackend(): IggyBackend {
-  return new IggyBackend({
-    address: ADDRESS,
-    username: USER,
-    password: PASS,
-    token: "",
-    tls: false,
-    tls_ca_file: "",
-    tls_server_name: "",
-    request_timeout_ms: 5000,
-    pool_size: 1,
-    heartbeat_interval_ms: 5000,
-    reconnect_max_ms: 1000,
-    batch_max_messages: 100,
-    batch_max_bytes: 1 << 20,
-    batch_linger_ms: 0,
-    metadata_refresh_ms: 5000,
-  }, { patUsername: "__pat__", cacheTtlMs: 0 });
+  return iggyClient(ADDRESS, USER, PASS);
 }
 
 async function iggyHttp(path: string, init: RequestInit = {}): Promise<Response> {

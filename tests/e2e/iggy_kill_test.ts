@@ -10,7 +10,7 @@
  * is printed, the assertion then only runs for fsync).
  */
 import assert from "node:assert/strict";
-import { IggyBackend } from "../../src/log/iggy/mod.ts";
+import { iggyClient } from "../helpers/iggy_client.ts";
 import { freeFixedPort, startGateway, waitFor } from "../helpers/gateway.ts";
 import { publisher, type Tally } from "../helpers/qos1_load.ts";
 
@@ -45,29 +45,9 @@ function startIggy(dataDir: string, port: number): Deno.ChildProcess {
   }).spawn();
 }
 
-function reader(address: string): IggyBackend {
-  return new IggyBackend({
-    address,
-    username: "iggy",
-    password: "iggy",
-    token: "",
-    tls: false,
-    tls_ca_file: "",
-    tls_server_name: "",
-    request_timeout_ms: 5000,
-    pool_size: 1,
-    heartbeat_interval_ms: 5000,
-    reconnect_max_ms: 500,
-    batch_max_messages: 100,
-    batch_max_bytes: 1 << 20,
-    batch_linger_ms: 0,
-    metadata_refresh_ms: 5000,
-  }, { patUsername: "__pat__", cacheTtlMs: 0 });
-}
-
 /** Every payload stored in stream/topic, with its count, read through Iggy. */
 async function readBack(address: string, stream: string, topic: string) {
-  const b = reader(address);
+  const b = iggyClient(address, "iggy", "iggy");
   await b.open();
   try {
     const info = await b.getTopic(stream, topic);

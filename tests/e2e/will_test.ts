@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import mqttPacket from "mqtt-packet";
-import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
+import { openStoreReadOnly } from "../helpers/store.ts";
 import type { LogBackend, StoredMessage } from "../../src/log/port.ts";
 import { hashPassword } from "../../src/access/password.ts";
 import {
@@ -285,18 +285,7 @@ Deno.test({
       }
       await gw.gateway.stop();
       clients.forEach((c) => c.close());
-      const store = new EmbeddedBackend({
-        path: gw.config.embedded.path,
-        users: [],
-        maxStoreBytes: gw.config.embedded.max_store_bytes,
-        retentionMaxAgeSeconds: 0,
-        retentionMaxTopicBytes: 0,
-        retentionIntervalMs: 86_400_000,
-        maxAppendBatch: 1,
-        readOnly: true,
-        writerThread: "in-process", // unused when read-only
-      });
-      await store.open();
+      const store = await openStoreReadOnly(gw.config.embedded.path);
       try {
         const wills = await storedWills(store);
         assert.deepEqual(wills.map((w) => w["mqtt.client_id"]).sort(), ["edge-1", "edge-2"]);

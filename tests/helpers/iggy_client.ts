@@ -1,0 +1,28 @@
+/**
+ * A plain Iggy client for tests that look at Iggy directly (not through the gateway): our
+ * backend with one connection and short timeouts.
+ *
+ * @module
+ */
+import { IggyBackend } from "../../src/log/iggy/mod.ts";
+
+/** An unopened client of the Iggy server at `address`. */
+export function iggyClient(address: string, username: string, password: string): IggyBackend {
+  return new IggyBackend({
+    address,
+    username,
+    password,
+    token: "",
+    tls: false,
+    tls_ca_file: "",
+    tls_server_name: "",
+    request_timeout_ms: 5000,
+    pool_size: 1,
+    heartbeat_interval_ms: 5000,
+    reconnect_max_ms: 1000,
+    batch_max_messages: 100,
+    batch_max_bytes: 1 << 20,
+    batch_linger_ms: 0,
+    metadata_refresh_ms: 5000,
+  }, { patUsername: "__pat__", cacheTtlMs: 0 });
+}
