@@ -52,12 +52,11 @@ export interface StartOptions {
 }
 
 /**
- * Starts a gateway on 127.0.0.1 port 0 with anonymous access from loopback, auto_create on
- * (3 partitions) and a temp store. Env can override any key.
+ * The test gateways' environment: listeners on port 0, anonymous clients from loopback,
+ * auto-create, a store in `dir`, debug logs; `overlay` wins.
  */
-export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
-  const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-test-" });
-  const env: Record<string, string> = {
+export function testEnv(dir: string, overlay: Record<string, string> = {}): Record<string, string> {
+  return {
     IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
     IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
     IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
@@ -66,8 +65,17 @@ export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
     IGGY_MQTT_GATEWAY_LOG_LEVEL: "debug",
     // Every test client comes from 127.0.0.1: the per-source rate limit has its own test.
     IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
-    ...o.env,
+    ...overlay,
   };
+}
+
+/**
+ * Starts a gateway on 127.0.0.1 port 0 with anonymous access from loopback, auto_create on
+ * (3 partitions) and a temp store. Env can override any key.
+ */
+export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
+  const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-test-" });
+  const env = testEnv(dir, o.env);
   const config = loadConfig({ text: o.toml ?? "", source: "test.toml", env });
   const logs: string[] = [];
   const logger = new Logger(config.gateway.log_level, (l) => logs.push(l));

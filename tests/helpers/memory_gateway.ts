@@ -10,7 +10,7 @@ import { Gateway } from "../../src/gateway.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
 import { type MemoryClient, memoryTransportPair } from "../../src/session/memory_transport.ts";
-import { DESIGN_MAP } from "./gateway.ts";
+import { DESIGN_MAP, testEnv } from "./gateway.ts";
 
 /** A started gateway reachable only through memory transports. */
 export interface MemoryGateway {
@@ -33,16 +33,7 @@ export interface MemoryGatewayOptions {
 /** Starts a gateway with anonymous access from loopback and auto_create on, no listeners. */
 export async function startMemoryGateway(o: MemoryGatewayOptions = {}): Promise<MemoryGateway> {
   const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-memory-" });
-  const env: Record<string, string> = {
-    IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
-    IGGY_MQTT_LISTENERS_HTTP: "",
-    IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
-    IGGY_MQTT_LOG_AUTO_CREATE: "true",
-    IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,
-    IGGY_MQTT_GATEWAY_LOG_LEVEL: "debug",
-    IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
-    ...o.env,
-  };
+  const env = testEnv(dir, { IGGY_MQTT_LISTENERS_HTTP: "", ...o.env });
   const loaded = loadConfig({ text: o.toml ?? "", source: "test.toml", env });
   // A valid config names a listener; this gateway binds none (clients come through accept()).
   const config = { ...loaded, listeners: { ...loaded.listeners, tcp: "", tls: "" } };
