@@ -220,3 +220,18 @@ export class ConnectionPublisher {
     this.#idle = null;
   }
 }
+
+/**
+ * Back-pressure before each read: per-client and gateway-wide bounds on waiting appends. The
+ * promise to wait for before checking again, or undefined when the read may go on.
+ */
+export function readGate(
+  ctx: SessionContext,
+  pub: ConnectionPublisher | null,
+): Promise<void> | undefined {
+  if (pub !== null && pub.inflight >= ctx.config.limits.max_inflight_publishes_per_client) {
+    return pub.room();
+  }
+  if (ctx.appendBudget.full) return ctx.appendBudget.room();
+  return undefined;
+}
