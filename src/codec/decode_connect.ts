@@ -62,16 +62,7 @@ export function decodeConnect(
     ? readProperties(r, ALLOWED.CONNECT, "CONNECT", maxUser) as ConnectProperties
     : undefined;
   const clientId = r.string();
-  let will: Will | null = null;
-  if (willFlag) {
-    const willProps = v5
-      ? readProperties(r, ALLOWED.WILL, "CONNECT will", maxUser) as WillProperties
-      : undefined;
-    const topic = r.string();
-    checkTopicName(topic, limits);
-    will = { topic, payload: r.bytes(), qos: willQos as 0 | 1 | 2, retain: willRetain };
-    if (willProps !== undefined) will = { ...will, properties: willProps };
-  }
+  const will = willFlag ? readWill(r, limits, willQos as 0 | 1 | 2, willRetain, v5) : null;
   const username = hasUsername ? r.string() : null;
   const password = hasPassword ? r.bytes() : null;
   if (r.left !== 0) throw new ProtocolError("MQTT-3.1.3", "Unexpected bytes after CONNECT payload");
@@ -87,4 +78,21 @@ export function decodeConnect(
     password,
   };
   return properties === undefined ? p : { ...p, properties };
+}
+
+/** The will of a CONNECT payload: MQTT 5 properties, topic, payload [MQTT-3.1.3.2–4]. */
+function readWill(
+  r: Reader,
+  limits: DecoderLimits,
+  qos: 0 | 1 | 2,
+  retain: boolean,
+  v5: boolean,
+): Will {
+  const properties = v5
+    ? readProperties(r, ALLOWED.WILL, "CONNECT will", limits.maxUserProperties) as WillProperties
+    : undefined;
+  const topic = r.string();
+  checkTopicName(topic, limits);
+  const will: Will = { topic, payload: r.bytes(), qos, retain };
+  return properties === undefined ? will : { ...will, properties };
 }

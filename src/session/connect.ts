@@ -18,7 +18,8 @@ import {
   type ConnackReturnCode,
   refuseConnect,
 } from "./outcome.ts";
-import { connackProperties, refuseConnect5, type V5Session, v5SessionOf } from "./connect_v5.ts";
+import { connackProperties, refuseConnect5, v5SessionOf } from "./connect_v5.ts";
+import type { V5Session } from "./v5_session.ts";
 import { type HeldWill, refuseWill } from "./will.ts";
 
 /** A CONNECT that passed every check: the session to establish. */

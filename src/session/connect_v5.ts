@@ -15,20 +15,8 @@ import type { ConnectPacket } from "../codec/packets.ts";
 import { Prop } from "../codec/properties.ts";
 import type { GatewayConfig } from "../config/types.ts";
 import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
-
-/** What a connection keeps of an MQTT 5 CONNECT, for its lifetime. */
-export interface V5Session {
-  /** The client's Receive Maximum: QoS 1 deliveries in flight to it at most [MQTT-3.3.4-9]. */
-  readonly receiveMaximum: number;
-  /** The client's Maximum Packet Size (bytes); Infinity when it set none [MQTT-3.1.2-24]. */
-  readonly maximumPacketSize: number;
-  /** Reason strings and user properties may go on PUBACK/SUBACK/… [MQTT-3.1.2-29]. */
-  readonly problemInformation: boolean;
-  /** The session expiry the CONNACK granted (s). */
-  readonly sessionExpiry: number;
-  /** `mqtt5.puback_coordinates`. */
-  readonly pubackCoordinates: boolean;
-}
+import { refuseContent5 } from "./publish_v5.ts";
+import type { V5Session } from "./v5_session.ts";
 
 /** MQTT 5 CONNACK reason codes [MQTT-3.2.2.2] the gateway sends. */
 export const Connack5 = {
@@ -40,6 +28,7 @@ export const Connack5 = {
   SERVER_UNAVAILABLE: 0x88,
   BAD_AUTHENTICATION_METHOD: 0x8c,
   QUOTA_EXCEEDED: 0x97,
+  PAYLOAD_FORMAT_INVALID: 0x99,
   RETAIN_NOT_SUPPORTED: 0x9a,
   QOS_NOT_SUPPORTED: 0x9b,
   CONNECTION_RATE_EXCEEDED: 0x9f,
@@ -89,6 +78,10 @@ export function refuseConnect5(p: ConnectPacket): ConnackOutcome | null {
       Connack5.RETAIN_NOT_SUPPORTED,
       "retained wills are refused (Retain Available 0)",
     );
+  }
+  if (p.will?.properties !== undefined) {
+    const why = refuseContent5({ ...p.will, type: "publish", qos: 0, dup: false, packetId: 0 });
+    if (why !== null) return refuse5(Connack5.PAYLOAD_FORMAT_INVALID, `will: ${why.reason}`);
   }
   return null;
 }

@@ -22,7 +22,7 @@ import type { SessionContext } from "./context.ts";
 import { handleDisconnect, handlePingreq, handleUnsupportedConnect } from "./control.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { Subscriber } from "./delivery_port.ts";
-import type { V5Session } from "./connect_v5.ts";
+import type { V5Session } from "./v5_session.ts";
 import { countReadError, decoderFor } from "./decoder_of.ts";
 import { Outbox } from "./outbox.ts";
 import { ConnectionPublisher, type PublishSite, readGate } from "./publish_batch.ts";
@@ -343,7 +343,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       case "subscribe":
         return handleSubscribe(ctx, this, p).then((o) => act(this.#ctx, this, o));
       case "unsubscribe":
-        return act(this.#ctx, this, handleUnsubscribe(ctx, this, p));
+        return act(this.#ctx, this, handleUnsubscribe(ctx, this, p, this.speaks5));
       case "pingreq":
         return act(this.#ctx, this, handlePingreq());
       case "disconnect":
