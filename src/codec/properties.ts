@@ -175,7 +175,7 @@ export function readProperties(
     if (kind === Kind.PAIR) {
       if (++users > maxUserProperties) {
         throw new ProtocolError(
-          "limits.max_user_properties",
+          "MQTT-3.3.2-user-property-limit",
           `${what} carries more than ${maxUserProperties} user properties`,
           0x95,
         );
