@@ -28,7 +28,7 @@ import { Outbox } from "./outbox.ts";
 import { ConnectionPublisher, type PublishSite, readGate } from "./publish_batch.ts";
 import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
 import type { Transport, TransportSink } from "./transport.ts";
-import type { HeldWill } from "./will.ts";
+import { type HeldWill, willDelayMs } from "./will.ts";
 import { act, type WireSite } from "./wire.ts";
 import type { Span, SpanContext } from "@opentelemetry/api";
 
@@ -282,7 +282,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     const will = this.#will;
     if (will !== null) {
       this.#will = null;
-      ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!);
+      const delay = willDelayMs(will, this.#v5?.sessionExpiry, ctx.config.mqtt5.max_will_delay_s);
+      ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!, delay);
     }
     this.#publisher?.wake();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
@@ -369,6 +370,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#clientId = s.clientId;
     this.#v5 = s.v5;
     this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
+    ctx.wills.cancel(s.clientId); // [MQTT-3.1.3-9] back before its will's delay passed
     const old = ctx.registry.claim(s.clientId, this);
     if (old !== null) {
       ctx.metrics.takeovers.inc();

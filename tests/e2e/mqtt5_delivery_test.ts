@@ -7,7 +7,14 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import mqtt from "mqtt";
-import { hasCommand, startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import {
+  HAS_MOSQUITTO_CLIENTS,
+  hasCommand,
+  run,
+  startGateway,
+  type TestGateway,
+  waitFor,
+} from "../helpers/gateway.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -258,3 +265,67 @@ function pahoSubscriber(gw: TestGateway, clientId: string, topic: string, receiv
     },
   };
 }
+
+Deno.test({
+  name:
+    "mosquitto_pub -V 5 user properties reach mosquitto_sub -V 5 with them, mosquitto_sub -V 311 without them, and the log as headers",
+  ignore: !HAS_MOSQUITTO_CLIENTS,
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const at = ["-h", "127.0.0.1", "-p", String(gw.port), "-q", "1", "-t", "sensors/m/data"];
+      const sub5 = run("mosquitto_sub", [
+        ...at,
+        "-V",
+        "5",
+        "-i",
+        "s5",
+        "-F",
+        "%t %p|%P",
+        "-C",
+        "1",
+        "-W",
+        "10",
+      ]);
+      const sub3 = run("mosquitto_sub", [
+        ...at,
+        "-V",
+        "311",
+        "-i",
+        "s3",
+        "-F",
+        "%t %p|%P",
+        "-C",
+        "1",
+        "-W",
+        "10",
+      ]);
+      await waitFor(
+        () => (gw.gateway.delivery.registry.lookup("sensors/m/data")?.size ?? 0) === 2,
+        5000,
+        "both subscriptions",
+      );
+      const pub = await run("mosquitto_pub", [
+        ...at,
+        ...["-V", "5", "-m", "hello"],
+        ...["-D", "publish", "user-property", "site", "north"],
+        ...["-D", "publish", "user-property", "site", "south"],
+      ]);
+      assert.equal(pub.code, 0, pub.stderr);
+      const [r5, r3] = await Promise.all([sub5, sub3]);
+      assert.equal(r5.stdout, "sensors/m/data hello|site:north site:south\n");
+      assert.equal(r3.stdout, "sensors/m/data hello|\n");
+      const stored = [];
+      for (let p = 0; p < 3; p++) {
+        const a = { stream: "sensors", topic: "sensor_data", partition: p };
+        stored.push(...await gw.gateway.backend.poll(a, 0, 10));
+      }
+      assert.equal(stored.length, 1);
+      assert.equal(stored[0].headers.get("mqtt5.user.0.site"), "north");
+      assert.equal(stored[0].headers.get("mqtt5.user.1.site"), "south");
+    } finally {
+      await gw.stop();
+    }
+  },
+});

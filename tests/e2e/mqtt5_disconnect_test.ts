@@ -187,3 +187,44 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 will delay (MQTT.js): the CONNACK caps session expiry to 0, so the session ends with the connection and the delayed will goes out at once [MQTT-3.1.3-9]",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const watcher = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      });
+      const wills: string[] = [];
+      watcher.on("message", (_t, m, p) => wills.push(`${m} ${p.properties?.contentType}`));
+      await watcher.subscribeAsync("sensors/wd/data", { qos: 1 });
+      const dev = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        clientId: "wd-dev",
+        reconnectPeriod: 0,
+        properties: { sessionExpiryInterval: 600 },
+        will: {
+          topic: "sensors/wd/data",
+          payload: Buffer.from("offline"),
+          qos: 1,
+          retain: false,
+          properties: { willDelayInterval: 120, contentType: "text/plain" },
+        },
+      });
+      // deno-lint-ignore no-explicit-any
+      assert.equal((dev as any).connackPacket?.properties?.sessionExpiryInterval, 0);
+      // deno-lint-ignore no-explicit-any
+      (dev as any).stream.destroy(); // the network connection ends without DISCONNECT
+      await waitFor(() => wills.length === 1, 5000, "the will, well before 120 s");
+      assert.deepEqual(wills, ["offline text/plain"]);
+      dev.end(true);
+      await watcher.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
