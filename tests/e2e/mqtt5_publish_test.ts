@@ -245,3 +245,71 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 properties that cannot fit an Iggy header are never cut: QoS 1 gets PUBACK 0x99 naming the property, QoS 0 DISCONNECT 0x95; nothing is appended",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const k = await client5(gw);
+      const long = "v".repeat(256);
+      const p1 = await publishQos1(k, "sensors/fit/data", "x", { userProperties: { big: long } });
+      assert.equal(p1.reasonCode, 0x99);
+      assert.match(p1.properties.reasonString, /user property "big": value longer than 255 bytes/);
+      const p2 = await publishQos1(k, "sensors/fit/data", "x", { contentType: long });
+      assert.equal(p2.reasonCode, 0x99);
+      const p3 = await publishQos1(k, "sensors/fit/data", "x", {
+        correlationData: Buffer.alloc(190),
+      });
+      assert.equal(p3.reasonCode, 0x99);
+      // At the bound it fits: a 255-byte value and 189 bytes of correlation data.
+      const ok = await publishQos1(k, "sensors/fit/data", "x", {
+        userProperties: { big: "v".repeat(255) },
+        correlationData: Buffer.alloc(189),
+      });
+      assert.equal(ok.reasonCode ?? 0, 0);
+      const disconnects: Packet[] = [];
+      k.c.on("packetreceive", (p: Packet) => p.cmd === "disconnect" && disconnects.push(p));
+      k.c.publish("sensors/fit/data", "x", { qos: 0, properties: { responseTopic: long } });
+      await waitFor(() => disconnects.length > 0, 5000, "DISCONNECT");
+      assert.equal(disconnects[0].reasonCode, 0x95);
+      assert.match(disconnects[0].properties.reasonString, /response topic longer than 255/);
+      k.c.end(true);
+      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "rejected" }), 4);
+      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "acked" }), 1);
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 SUBACK and UNSUBACK reason codes per filter (MQTT.js): 0xA2 wildcards, 0x9E shared, 0x87 $SYS, granted QoS for the rest; UNSUBACK 0x11 for no subscription",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const k = await client5(gw);
+      // MQTT.js rejects a SUBSCRIBE with refused filters; the SUBACK rides on the error.
+      const suback: Packet = await k.c.subscribeAsync({
+        "sensors/+/data": { qos: 1 },
+        "$share/g/sensors/a/data": { qos: 1 },
+        "$SYS/broker": { qos: 0 },
+        "sensors/a/data": { qos: 2 },
+        "sensors/b/data": { qos: 0 },
+      }).then(() => assert.fail("refusals expected"), (e: Packet) => e.packet);
+      assert.deepEqual(suback.granted, [0xa2, 0x9e, 0x87, 1, 0]);
+      const unsubacks: Packet[] = [];
+      k.c.on("packetreceive", (p: Packet) => p.cmd === "unsuback" && unsubacks.push(p));
+      await k.c.unsubscribeAsync(["sensors/a/data", "never/subscribed"]);
+      await waitFor(() => unsubacks.length === 1, 5000, "UNSUBACK");
+      assert.deepEqual(unsubacks[0].granted ?? unsubacks[0].reasonCode, [0, 0x11]);
+      await k.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
