@@ -228,3 +228,44 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 CONNACK 0x97 over max_connections and 0x9F over the per-source connection rate (MQTT.js), with a reason string",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: {
+        IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "1",
+        IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
+      },
+    });
+    try {
+      const first = await connectRaw5(gw, "only-one");
+      const refused = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      }).then(() => null, (e) => e);
+      assert.equal(refused?.code, 0x97, String(refused));
+      first.close();
+    } finally {
+      await gw.stop();
+    }
+    const rated = await startGateway({
+      env: { IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "1" },
+    });
+    try {
+      const codes: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await mqtt.connectAsync(`mqtt://127.0.0.1:${rated.port}`, {
+          protocolVersion: 5,
+          reconnectPeriod: 0,
+        }).then((c) => (c.end(true), 0), (e) => e.code);
+        codes.push(r);
+      }
+      assert.ok(codes.includes(0x9f), `codes ${codes}`);
+    } finally {
+      await rated.stop();
+    }
+  },
+});
