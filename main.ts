@@ -35,7 +35,7 @@ async function main(argv: string[]): Promise<number> {
   const first = argv[0];
   if (first === "--version" || first === "version") {
     console.log(
-      `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1; Iggy binary protocol ${
+      `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1 and 5; Iggy binary protocol ${
         formatVersion(PROTOCOL_VERSION)
       })`,
     );

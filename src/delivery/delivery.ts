@@ -67,13 +67,15 @@ export class Delivery implements DeliveryPort {
     return codes;
   }
 
-  unsubscribe(sub: Subscriber, filters: readonly string[]): void {
+  /** Removes the subscriptions; per filter, whether one existed (MQTT 5 UNSUBACK 0x11). */
+  unsubscribe(sub: Subscriber, filters: readonly string[]): boolean[] {
     const queue = this.#clients.get(sub);
-    if (!queue) return;
-    for (const f of filters) {
+    if (!queue) return filters.map(() => false);
+    return filters.map((f) => {
       const s = this.registry.remove(queue, f);
       if (s) this.#subscriptions.release(s);
-    }
+      return s !== undefined;
+    });
   }
 
   puback(sub: Subscriber, packetId: number): void {
