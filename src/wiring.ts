@@ -52,6 +52,7 @@ export function deliveryOptions(config: GatewayConfig): DeliveryOptions {
     slowConsumerTimeoutMs: l.slow_consumer_timeout_ms,
     resendAfterMs: l.resend_after_ms,
     maxSubscriptionsPerClient: l.max_subscriptions_per_client,
+    maxTriplesPerSubscription: l.max_triples_per_subscription,
     maxTopicBytes: l.max_topic_bytes,
     maxTopicLevels: l.max_topic_levels,
   };

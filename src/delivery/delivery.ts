@@ -20,6 +20,7 @@ import type { ClientQueue, QueueLimits } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import { SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
 import { Router } from "./route.ts";
+import { H_TOPIC } from "../log/envelope.ts";
 import { ClientQueues } from "./settle.ts";
 import { type SubscribeOptions, Subscriptions } from "./subscribe.ts";
 
@@ -95,10 +96,34 @@ export class Delivery implements DeliveryPort {
     baseOffset: number | null,
     messages: readonly OutgoingMessage[],
   ): void {
+    if (this.registry.hasWildcards && baseOffset !== null) {
+      this.#extendWildcards(address, baseOffset, messages);
+    }
     const reader = this.readers.get(tripleKey(address));
     if (!reader) return;
     if (baseOffset === null) reader.signal();
     else reader.offerAppended(baseOffset, messages);
+  }
+
+  /**
+   * Wildcard subscriptions whose filter matches an appended message's topic but which do not
+   * read its triple yet (the target appeared after their SUBSCRIBE) join it from this append.
+   */
+  #extendWildcards(
+    address: PartitionAddress,
+    baseOffset: number,
+    messages: readonly OutgoingMessage[],
+  ): void {
+    const key = tripleKey(address);
+    let last: string | undefined;
+    for (const m of messages) {
+      const topic = m.headers.get(H_TOPIC);
+      if (topic === undefined || topic === last) continue;
+      last = topic;
+      this.registry.matchWildcards(topic, (s) => {
+        if (!s.startOffsets.has(key)) this.#subscriptions.joinAt(s, address, baseOffset);
+      });
+    }
   }
 
   /**

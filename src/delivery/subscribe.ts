@@ -7,14 +7,8 @@
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { Subscription as MqttSubscription } from "../codec/packets.ts";
 import { utf8Length } from "../base/utf8.ts";
-import {
-  checkResolution,
-  type CompiledMap,
-  partitionForKey,
-  type Resolution,
-  resolveTopic,
-} from "../mapping/mod.ts";
 import { canPoll } from "../access/permissions.ts";
+import { type CompiledMap, filterProblem, isWildcardFilter, resolveTopic } from "../mapping/mod.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
@@ -28,19 +22,23 @@ import {
   tripleKey,
 } from "./registry.ts";
 import type { ClientQueues } from "./settle.ts";
+import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
 
 /** Limits of subscriptions, and the readers' options. */
 export interface SubscribeOptions extends ReaderOptions {
   readonly maxSubscriptionsPerClient: number;
   readonly maxTopicBytes: number;
   readonly maxTopicLevels: number;
+  /** Triples one filter may resolve to; beyond → SUBACK 0x80. */
+  readonly maxTriplesPerSubscription: number;
 }
 
-/** S1: why an exact topic filter is refused, or null when it is acceptable. */
+/** S1: why a topic filter is refused, or null when it is acceptable. */
 function checkFilter(topic: string, opts: SubscribeOptions): string | null {
-  // Exact topics only (wildcards come later), same limits as PUBLISH topics.
+  // Same limits as PUBLISH topics; wildcards only as whole levels, "#" last.
   if (topic.length === 0) return "empty filter";
-  if (topic.includes("#") || topic.includes("+")) return "wildcard filters are not supported";
+  const misplaced = filterProblem(topic);
+  if (misplaced !== null) return misplaced;
   if (utf8Length(topic) > opts.maxTopicBytes) return "filter too long";
   if (topic.split("/").length > opts.maxTopicLevels) return "too many levels";
   if (topic.startsWith("$SYS")) return "$SYS is reserved";
@@ -61,6 +59,7 @@ export class Subscriptions {
   #stopping: () => boolean;
   #metrics: GatewayMetrics;
   #logger: Logger;
+  #tripleDeps: FilterTripleDeps;
 
   constructor(deps: {
     registry: SubscriptionRegistry<ClientQueue>;
@@ -82,6 +81,11 @@ export class Subscriptions {
     this.#stopping = deps.stopping;
     this.#metrics = deps.metrics;
     this.#logger = deps.logger;
+    this.#tripleDeps = {
+      preparer: deps.preparer,
+      backend: deps.backend,
+      maxTriples: deps.options.maxTriplesPerSubscription,
+    };
   }
 
   /** S1–S5 for one filter of a SUBSCRIBE; its return code. */
@@ -93,41 +97,34 @@ export class Subscriptions {
     if (!existing && this.#registry.countFor(queue) >= this.#opts.maxSubscriptionsPerClient) {
       return this.#refuse(queue, topic, "max_subscriptions_per_client reached");
     }
-    // S2: resolve with the same map as the way in.
-    const r = this.#preparer.resolve(topic);
-    const invalid = checkResolution(r);
-    if (invalid !== null) return this.#refuse(queue, topic, invalid);
-    // S3: poll right on the mapped stream/topic.
-    if (!canPoll(queue.sub.principal.permissions, r.stream, r.topic)) {
-      return this.#refuse(queue, topic, `no poll right on ${r.stream}/${r.topic}`);
-    }
     const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
     if (existing) {
       existing.qos = granted; // [MQTT-3.8.4-3] replace, no duplicate copies
       return granted;
     }
-    return await this.#attach(queue, topic, r, granted);
+    // S2–S3: resolve with the same map as the way in; poll right per triple.
+    let resolved;
+    try {
+      resolved = await filterTriples(this.#tripleDeps, queue.sub.principal, topic);
+    } catch (err) {
+      return this.#refuse(queue, topic, `backend error: ${String((err as Error)?.message ?? err)}`);
+    }
+    if (resolved.refused !== undefined) return this.#refuse(queue, topic, resolved.refused);
+    const s: Subscription<ClientQueue> = {
+      client: queue,
+      qos: granted,
+      startOffsets: new Map(),
+      match: topic,
+      prefix: "",
+      wildcard: isWildcardFilter(topic),
+    };
+    return await this.#attach(s, topic, resolved.triples);
   }
 
-  /** S4–S5: finds the target's partitions and subscribes to the reader of each. */
-  async #attach(queue: ClientQueue, topic: string, r: Resolution, granted: 0 | 1): Promise<number> {
-    let info;
-    try {
-      info = await this.#preparer.topics.lookup(r.stream, r.topic);
-    } catch (err) {
-      return this.#refuse(
-        queue,
-        topic,
-        `topic lookup failed: ${String((err as Error)?.message ?? err)}`,
-      );
-    }
-    if (info === null) {
-      return this.#refuse(queue, topic, `target ${r.stream}/${r.topic} does not exist`);
-    }
-    const partitions = r.partitionKey !== null
-      ? [partitionForKey(r.partitionKey, info.partitions)]
-      : Array.from({ length: info.partitions }, (_, i) => i);
-    const startOffsets = new Map<string, number>();
+  /** S4–S5: joins (or creates) the reader of every triple, then registers the subscription. */
+  async #attach(s: Subscription<ClientQueue>, filter: string, triples: Triple[]): Promise<number> {
+    const queue = s.client;
+    const startOffsets = s.startOffsets;
     // Readers created here start polling only once the subscription is in the registry:
     // a reader resuming after the stored offset would otherwise route (and settle, with no
     // copies) the very messages a restart must deliver again. Every reader returned by
@@ -135,22 +132,24 @@ export class Subscriptions {
     // the remaining partitions are being prepared.
     const fresh: SharedReader[] = [];
     try {
-      for (const partition of partitions) {
-        const triple = { stream: r.stream, topic: r.topic, partition };
+      for (const triple of triples) {
         startOffsets.set(tripleKey(triple), await this.#ensureReader(triple, fresh));
       }
     } catch (err) {
       this.#giveBack(startOffsets, fresh);
-      return this.#refuse(queue, topic, `backend error: ${String((err as Error)?.message ?? err)}`);
+      return this.#refuse(
+        queue,
+        filter,
+        `backend error: ${String((err as Error)?.message ?? err)}`,
+      );
     }
     if (this.#stopping() || this.#clients.get(queue.sub) !== queue) {
       this.#giveBack(startOffsets, fresh);
       return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
-    const s: Subscription<ClientQueue> = { client: queue, qos: granted, startOffsets };
-    this.#registry.upsert(s, topic);
+    this.#registry.upsert(s, filter);
     this.#startReaders(fresh);
-    return granted;
+    return s.qos;
   }
 
   #refuse(queue: ClientQueue, topic: string, reason: string): number {
@@ -207,18 +206,7 @@ export class Subscriptions {
       }
       const start = await this.#startOffset(triple, key);
       if (live(this.readers.get(key))) continue; // raced with another subscribe: join it
-      const reader = new SharedReader(
-        triple,
-        start,
-        this.#backend,
-        this.#opts,
-        this.#route,
-        this.#metrics,
-        this.#logger,
-      );
-      reader.subscribers = 1; // reserved for the subscription being prepared
-      this.readers.set(key, reader);
-      fresh.push(reader);
+      fresh.push(this.#newReader(triple, start));
       return start;
     }
   }
@@ -236,10 +224,7 @@ export class Subscriptions {
 
   /** A subscription ends: every reader it held loses a subscriber and stops at none. */
   release(s: Subscription<ClientQueue>): void {
-    for (const k of s.startOffsets.keys()) {
-      const reader = this.readers.get(k);
-      if (reader && --reader.subscribers <= 0) reader.stop();
-    }
+    for (const k of s.startOffsets.keys()) this.#releaseKey(k);
   }
 
   /**
@@ -251,25 +236,117 @@ export class Subscriptions {
   async reresolve(previous: CompiledMap): Promise<number> {
     let moved = 0;
     for (const topic of this.#registry.topics()) {
-      const before = resolveTopic(previous, topic);
-      const after = this.#preparer.resolve(topic);
+      const subs = [...(this.#registry.lookup(topic) ?? new Map()).values()];
+      if (subs.length === 0) continue;
+      if (subs[0].wildcard) {
+        for (const sub of subs) if (await this.retarget(sub, topic)) moved++;
+        continue;
+      }
+      const before = resolveTopic(previous, subs[0].match);
+      const after = this.#preparer.resolve(subs[0].match);
       if (
         before.stream === after.stream && before.topic === after.topic &&
         before.partitionKey === after.partitionKey
       ) continue;
-      for (const [queue, sub] of [...(this.#registry.lookup(topic) ?? new Map())]) {
+      for (const sub of subs) {
+        const queue = sub.client;
         this.#registry.remove(queue, topic);
         this.release(sub);
         const code = await this.subscribeOne(queue, { filter: topic, qos: sub.qos });
-        if (code === SUBACK_FAILURE) {
-          this.#logger.warn("Subscription dropped after reload", {
-            client_id: queue.sub.clientId,
-            topic,
-          });
-        }
+        if (code === SUBACK_FAILURE) this.#dropped(queue, topic);
         moved++;
       }
     }
     return moved;
+  }
+
+  /**
+   * Resolves a wildcard subscription again (after a reload, or when a new target appeared):
+   * readers of new triples are joined from their next offset, triples no longer resolved are
+   * released, kept triples keep their start offsets. Returns whether the triples changed; a
+   * filter that now resolves to nothing allowed is dropped (and logged).
+   */
+  async retarget(sub: Subscription<ClientQueue>, filter: string): Promise<boolean> {
+    const queue = sub.client;
+    let resolved;
+    try {
+      resolved = await filterTriples(this.#tripleDeps, queue.sub.principal, sub.match);
+    } catch {
+      return false; // backend trouble: keep what it has
+    }
+    if (this.#registry.get(queue, filter) !== sub) return false; // gone meanwhile
+    if (resolved.refused !== undefined) {
+      this.#registry.remove(queue, filter);
+      this.release(sub);
+      this.#dropped(queue, filter);
+      return true;
+    }
+    const wanted = new Map(resolved.triples.map((t) => [tripleKey(t), t]));
+    const removed = [...sub.startOffsets.keys()].filter((k) => !wanted.has(k));
+    const added = [...wanted].filter(([k]) => !sub.startOffsets.has(k)).map(([, t]) => t);
+    if (removed.length === 0 && added.length === 0) return false;
+    for (const k of removed) {
+      sub.startOffsets.delete(k);
+      this.#releaseKey(k);
+    }
+    const fresh: SharedReader[] = [];
+    for (const t of added) {
+      try {
+        sub.startOffsets.set(tripleKey(t), await this.#ensureReader(t, fresh));
+      } catch { /* this triple stays out; the next reload tries again */ }
+    }
+    this.#startReaders(fresh);
+    return true;
+  }
+
+  /**
+   * A wildcard subscription meets a triple it does not read yet (a target created after its
+   * SUBSCRIBE, seen on this gateway's own append): it joins the triple's reader from
+   * `fromOffset`, synchronously so the append that revealed it is routed. Bounded by
+   * `max_triples_per_subscription`; needs the poll right. Returns whether it joined.
+   */
+  joinAt(sub: Subscription<ClientQueue>, triple: Triple, fromOffset: number): boolean {
+    const key = tripleKey(triple);
+    if (sub.startOffsets.has(key) || this.#stopping()) return false;
+    if (sub.startOffsets.size >= this.#opts.maxTriplesPerSubscription) return false;
+    if (!canPoll(sub.client.sub.principal.permissions, triple.stream, triple.topic)) return false;
+    const existing = this.readers.get(key);
+    if (existing !== undefined && (!existing.stopped || existing.revive())) {
+      existing.subscribers++;
+      sub.startOffsets.set(key, fromOffset);
+      return true;
+    }
+    const reader = this.#newReader(triple, fromOffset);
+    this.#recovered.add(key);
+    sub.startOffsets.set(key, fromOffset);
+    this.#startReaders([reader]);
+    return true;
+  }
+
+  #newReader(triple: Triple, start: number): SharedReader {
+    const reader = new SharedReader(
+      triple,
+      start,
+      this.#backend,
+      this.#opts,
+      this.#route,
+      this.#metrics,
+      this.#logger,
+    );
+    reader.subscribers = 1; // reserved for the subscription being prepared
+    this.readers.set(tripleKey(triple), reader);
+    return reader;
+  }
+
+  #dropped(queue: ClientQueue, filter: string): void {
+    this.#logger.warn("Subscription dropped after reload", {
+      client_id: queue.sub.clientId,
+      topic: filter,
+    });
+  }
+
+  #releaseKey(k: string): void {
+    const reader = this.readers.get(k);
+    if (reader && --reader.subscribers <= 0) reader.stop();
   }
 }
