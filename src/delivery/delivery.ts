@@ -6,13 +6,12 @@
  * @module
  */
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
-import type { Subscription as MqttSubscription } from "../codec/packets.ts";
 import type { CompiledMap } from "../mapping/mod.ts";
 import type { LogBackend, OutgoingMessage, PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { DeadlineWheel } from "../base/deadline_wheel.ts";
-import type { DeliveryPort, Subscriber } from "../session/delivery_port.ts";
+import type { DeliveryPort, Subscriber, SubscribeRequest } from "../session/delivery_port.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { PublishPreparer } from "../session/publish.ts";
 import type { Clock } from "../base/clock.ts";
@@ -20,6 +19,9 @@ import type { ClientQueue, QueueLimits } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import { SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
 import { Router } from "./route.ts";
+import { joinAt, reresolve } from "./reresolve.ts";
+import { SessionDelivery } from "./session_delivery.ts";
+import type { StoredSessions } from "../session/stored_sessions.ts";
 import { H_TOPIC } from "../log/envelope.ts";
 import { ClientQueues } from "./settle.ts";
 import { type SubscribeOptions, Subscriptions } from "./subscribe.ts";
@@ -35,6 +37,7 @@ export class Delivery implements DeliveryPort {
   #stopping = false;
   #clients: ClientQueues;
   #subscriptions: Subscriptions;
+  #stored: SessionDelivery;
 
   constructor(deps: {
     backend: LogBackend;
@@ -45,6 +48,7 @@ export class Delivery implements DeliveryPort {
     clock: Clock;
     metrics: GatewayMetrics;
     logger: Logger;
+    sessions: StoredSessions;
   }) {
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
@@ -57,15 +61,33 @@ export class Delivery implements DeliveryPort {
       stopping: () => this.#stopping,
     });
     this.readers = this.#subscriptions.readers;
+    this.#stored = new SessionDelivery({
+      ...deps,
+      subscriptions: this.#subscriptions,
+      clients,
+      commitIntervalMs: deps.options.commitIntervalMs,
+    });
   }
 
   /** S1–S5 for every filter of one SUBSCRIBE; one return code per filter. */
-  async subscribe(sub: Subscriber, filters: readonly MqttSubscription[]): Promise<number[]> {
+  async subscribe(sub: Subscriber, filters: readonly SubscribeRequest[]): Promise<number[]> {
     if (this.#stopping) return filters.map(() => SUBACK_FAILURE);
     const queue = this.#clients.queueOf(sub);
     const codes: number[] = [];
-    for (const f of filters) codes.push(await this.#subscriptions.subscribeOne(queue, f));
+    for (const f of filters) {
+      const code = await this.#subscriptions.subscribeOne(queue, f);
+      codes.push(code);
+      if (sub.session !== null && code !== SUBACK_FAILURE) {
+        this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1);
+      }
+    }
     return codes;
+  }
+
+  /** A resumed stored session: its subscriptions come back from its stored positions. */
+  async resume(sub: Subscriber): Promise<void> {
+    if (this.#stopping || sub.session === null) return;
+    await this.#stored.resume(this.#clients.queueOf(sub), sub.session);
   }
 
   unsubscribe(sub: Subscriber, filters: readonly string[]): void {
@@ -75,6 +97,7 @@ export class Delivery implements DeliveryPort {
       const s = this.registry.remove(queue, f);
       if (s) this.#subscriptions.release(s);
     }
+    if (sub.session !== null) this.#stored.unsubscribed(sub.session, filters);
   }
 
   puback(sub: Subscriber, packetId: number): void {
@@ -83,6 +106,8 @@ export class Delivery implements DeliveryPort {
 
   detach(sub: Subscriber): void {
     const queue = this.#clients.remove(sub);
+    // A stored session's positions are taken before its copies are struck.
+    if (sub.session !== null) this.#stored.detached(queue, sub.session);
     if (!queue) return;
     for (const [, s] of this.registry.removeClient(queue)) this.#subscriptions.release(s);
     // A client closed by the gateway's own stop has not left: its copies are not struck,
@@ -121,7 +146,7 @@ export class Delivery implements DeliveryPort {
       if (topic === undefined || topic === last) continue;
       last = topic;
       this.registry.matchWildcards(topic, (s) => {
-        if (!s.startOffsets.has(key)) this.#subscriptions.joinAt(s, address, baseOffset);
+        if (!s.startOffsets.has(key)) joinAt(this.#subscriptions, s, address, baseOffset);
       });
     }
   }
@@ -146,6 +171,7 @@ export class Delivery implements DeliveryPort {
     this.#clients.stop();
     for (const r of this.readers.values()) r.stop(true);
     await Promise.all([...this.readers.values()].map((r) => r.done));
+    await this.#stored.stop();
   }
 
   /**
@@ -154,7 +180,7 @@ export class Delivery implements DeliveryPort {
    * subscriptions moved (see {@link Subscriptions.reresolve}).
    */
   reresolve(previous: CompiledMap): Promise<number> {
-    return this.#subscriptions.reresolve(previous);
+    return reresolve(this.#subscriptions, previous);
   }
 
   /** Figures for metrics and the status page. */

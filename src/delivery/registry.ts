@@ -20,6 +20,12 @@ export function tripleKey(t: Triple): string {
   return `${t.stream}\u0000${t.topic}\u0000${t.partition}`;
 }
 
+/** The triple a {@link tripleKey} names. */
+export function tripleOfKey(key: string): Triple {
+  const [stream, topic, partition] = key.split("\u0000");
+  return { stream, topic, partition: Number(partition) };
+}
+
 /** One client's subscription to one filter. */
 export interface Subscription<C> {
   readonly client: C;

@@ -121,7 +121,7 @@ function dedupe(targets: Target[]): Target[] {
 export function deliverCopies(
   targets: readonly Target[],
   view: { readonly topic: string; readonly payload: Uint8Array },
-  reader: { readonly ledger: AckLedger },
+  reader: { readonly ledger: AckLedger; readonly key: string },
   entry: LedgerEntry | null,
   served: Set<SpanContext>,
   metrics: GatewayMetrics,
@@ -162,6 +162,7 @@ export function deliverCopies(
       ledger: reader.ledger,
       entry: entry!,
       bytes,
+      key: reader.key,
     });
     if (offer === "evict") {
       reader.ledger.settle(entry!); // this copy is struck with the client

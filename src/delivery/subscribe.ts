@@ -1,28 +1,33 @@
 /**
- * Subscribing (DESIGN §4, S1–S5): check the filter, resolve it with the same map as the way in,
- * check the poll right, then join or create the shared reader of every triple it reads.
+ * Subscribing (DESIGN §4, S1–S5): check the filter, resolve it with the same map as the way in
+ * (`filter_triples.ts`: exact and wildcard filters), check the poll right, then join or create
+ * the shared reader of every triple it reads. A subscription that starts behind the shared
+ * readers (a stored session resuming, a replay) gets a catch-up per triple (`catch_up.ts`).
  *
  * @module
  */
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
-import type { Subscription as MqttSubscription } from "../codec/packets.ts";
 import { utf8Length } from "../base/utf8.ts";
-import { canPoll } from "../access/permissions.ts";
-import { type CompiledMap, filterProblem, isWildcardFilter, resolveTopic } from "../mapping/mod.ts";
+import { filterProblem, isWildcardFilter } from "../mapping/mod.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { PublishPreparer } from "../session/publish.ts";
+import type { SubscribeRequest } from "../session/delivery_port.ts";
+import { parseReplayFilter } from "../session/replay_from.ts";
+import { CatchUp, type CatchUpDeps, type ReplayBudget } from "./catch_up.ts";
 import type { ClientQueue } from "./client_queue.ts";
-import { type ReaderOptions, SharedReader } from "./reader.ts";
+import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
+import type { ReaderOptions, SharedReader } from "./reader.ts";
+import { ReaderPool } from "./reader_pool.ts";
 import {
   type Subscription,
   type SubscriptionRegistry,
   type Triple,
   tripleKey,
 } from "./registry.ts";
+import { replayStartOffset } from "./replay_start.ts";
 import type { ClientQueues } from "./settle.ts";
-import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
 
 /** Limits of subscriptions, and the readers' options. */
 export interface SubscribeOptions extends ReaderOptions {
@@ -31,6 +36,23 @@ export interface SubscribeOptions extends ReaderOptions {
   readonly maxTopicLevels: number;
   /** Triples one filter may resolve to; beyond → SUBACK 0x80. */
   readonly maxTriplesPerSubscription: number;
+  /** Messages one replay subscription replays; beyond → skipped to live. */
+  readonly maxReplayMessages: number;
+}
+
+/** Where a subscription starts on a triple: an offset, or null for live. */
+export type StartAt = (triple: Triple, key: string) => Promise<number | null>;
+
+/** Catch-ups a stored session's resume collects over all its filters (one per triple). */
+export type PendingCatchUps = Map<
+  string,
+  { triple: Triple; from: number; subs: Subscription<ClientQueue>[] }
+>;
+
+/** A resume: positions per triple, and where its catch-ups are collected. */
+export interface Resume {
+  readonly startAt: StartAt;
+  readonly pending: PendingCatchUps;
 }
 
 /** S1: why a topic filter is refused, or null when it is acceptable. */
@@ -47,55 +69,70 @@ function checkFilter(topic: string, opts: SubscribeOptions): string | null {
 
 /** The subscriptions and the shared readers they hold. */
 export class Subscriptions {
-  readonly readers = new Map<string, SharedReader>();
-  /** Triples whose first reader since start resumed from the stored offset (recovery). */
-  #recovered = new Set<string>();
-  #registry: SubscriptionRegistry<ClientQueue>;
+  readonly pool: ReaderPool;
+  readonly readers: Map<string, SharedReader>;
+  /** Catch-ups running, per client (a stored session's position covers them). */
+  readonly catchUps = new Map<ClientQueue, Set<CatchUp>>();
+  readonly registry: SubscriptionRegistry<ClientQueue>;
+  readonly tripleDeps: FilterTripleDeps;
+  readonly opts: SubscribeOptions;
+  readonly logger: Logger;
+  readonly stopping: () => boolean;
   #clients: ClientQueues;
   #backend: LogBackend;
-  #preparer: PublishPreparer;
-  #opts: SubscribeOptions;
-  #route: (reader: SharedReader, batch: readonly StoredMessage[]) => void;
-  #stopping: () => boolean;
-  #metrics: GatewayMetrics;
-  #logger: Logger;
-  #tripleDeps: FilterTripleDeps;
+  #catchUpDeps: CatchUpDeps;
 
   constructor(deps: {
     registry: SubscriptionRegistry<ClientQueue>;
     clients: ClientQueues;
     backend: LogBackend;
     preparer: PublishPreparer;
-    options: SubscribeOptions;
+    options: SubscribeOptions & { readonly maxClientBytes: number };
     route: (reader: SharedReader, batch: readonly StoredMessage[]) => void;
     stopping: () => boolean;
     metrics: GatewayMetrics;
     logger: Logger;
   }) {
-    this.#registry = deps.registry;
+    this.registry = deps.registry;
     this.#clients = deps.clients;
     this.#backend = deps.backend;
-    this.#preparer = deps.preparer;
-    this.#opts = deps.options;
-    this.#route = deps.route;
-    this.#stopping = deps.stopping;
-    this.#metrics = deps.metrics;
-    this.#logger = deps.logger;
-    this.#tripleDeps = {
+    this.opts = deps.options;
+    this.stopping = deps.stopping;
+    this.logger = deps.logger;
+    this.pool = new ReaderPool({ ...deps, options: deps.options });
+    this.readers = this.pool.readers;
+    this.tripleDeps = {
       preparer: deps.preparer,
       backend: deps.backend,
       maxTriples: deps.options.maxTriplesPerSubscription,
     };
+    this.#catchUpDeps = {
+      backend: deps.backend,
+      metrics: deps.metrics,
+      logger: deps.logger,
+      pollBatch: deps.options.pollBatch,
+      maxClientBytes: deps.options.maxClientBytes,
+      reader: (key) => this.readers.get(key),
+      live: (q) => !this.stopping() && this.#clients.get(q.sub) === q,
+      evict: (q, why) => this.#clients.evict(q, why),
+    };
   }
 
-  /** S1–S5 for one filter of a SUBSCRIBE; its return code. */
-  async subscribeOne(queue: ClientQueue, f: MqttSubscription): Promise<number> {
-    const topic = f.filter;
-    const bad = checkFilter(topic, this.#opts);
-    if (bad !== null) return this.#refuse(queue, topic, bad);
-    const existing = this.#registry.get(queue, topic);
-    if (!existing && this.#registry.countFor(queue) >= this.#opts.maxSubscriptionsPerClient) {
-      return this.#refuse(queue, topic, "max_subscriptions_per_client reached");
+  /**
+   * S1–S5 for one filter of a SUBSCRIBE; its return code. A `$replay/<from>/` prefix (or
+   * `f.from`, MQTT 5's `iggy-from`) starts it in the log's past; `resume` (a stored session)
+   * starts it at the session's positions instead.
+   */
+  async subscribeOne(queue: ClientQueue, f: SubscribeRequest, resume?: Resume): Promise<number> {
+    const filter = f.filter;
+    const replay = parseReplayFilter(filter);
+    if (replay !== null && "problem" in replay) return this.refuse(queue, filter, replay.problem);
+    const match = replay?.filter ?? filter;
+    const bad = checkFilter(match, this.opts);
+    if (bad !== null) return this.refuse(queue, filter, bad);
+    const existing = this.registry.get(queue, filter);
+    if (!existing && this.registry.countFor(queue) >= this.opts.maxSubscriptionsPerClient) {
+      return this.refuse(queue, filter, "max_subscriptions_per_client reached");
     }
     const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
     if (existing) {
@@ -105,55 +142,96 @@ export class Subscriptions {
     // S2–S3: resolve with the same map as the way in; poll right per triple.
     let resolved;
     try {
-      resolved = await filterTriples(this.#tripleDeps, queue.sub.principal, topic);
+      resolved = await filterTriples(this.tripleDeps, queue.sub.principal, match);
     } catch (err) {
-      return this.#refuse(queue, topic, `backend error: ${String((err as Error)?.message ?? err)}`);
+      return this.refuse(queue, filter, `backend error: ${message(err)}`);
     }
-    if (resolved.refused !== undefined) return this.#refuse(queue, topic, resolved.refused);
+    if (resolved.refused !== undefined) return this.refuse(queue, filter, resolved.refused);
     const s: Subscription<ClientQueue> = {
       client: queue,
       qos: granted,
       startOffsets: new Map(),
-      match: topic,
-      prefix: "",
-      wildcard: isWildcardFilter(topic),
+      match,
+      prefix: replay?.prefix ?? "",
+      wildcard: isWildcardFilter(match),
     };
-    return await this.#attach(s, topic, resolved.triples);
+    const from = replay?.from ?? f.from;
+    const startAt = resume?.startAt ??
+      (from === undefined || from.kind === "latest"
+        ? undefined
+        : (t: Triple) => replayStartOffset(this.#backend, t, from));
+    return await this.#attach(s, filter, resolved.triples, startAt, resume?.pending);
   }
 
-  /** S4–S5: joins (or creates) the reader of every triple, then registers the subscription. */
-  async #attach(s: Subscription<ClientQueue>, filter: string, triples: Triple[]): Promise<number> {
+  /**
+   * S4–S5: reserves the reader of every triple, places the start on each (behind the reader:
+   * a catch-up), then registers the subscription and starts what it created.
+   */
+  async #attach(
+    s: Subscription<ClientQueue>,
+    filter: string,
+    triples: Triple[],
+    startAt: StartAt | undefined,
+    pending: PendingCatchUps | undefined,
+  ): Promise<number> {
     const queue = s.client;
-    const startOffsets = s.startOffsets;
     // Readers created here start polling only once the subscription is in the registry:
     // a reader resuming after the stored offset would otherwise route (and settle, with no
-    // copies) the very messages a restart must deliver again. Every reader returned by
-    // #ensureReader already counts this subscription (reserved), so it cannot stop while
-    // the remaining partitions are being prepared.
+    // copies) the very messages a restart must deliver again. Every reader reserved here
+    // counts this subscription, so it cannot stop while the other triples are prepared.
     const fresh: SharedReader[] = [];
+    const behind: PendingCatchUps = pending ?? new Map();
     try {
       for (const triple of triples) {
-        startOffsets.set(tripleKey(triple), await this.#ensureReader(triple, fresh));
+        const key = tripleKey(triple);
+        const live = await this.pool.reserve(triple, fresh);
+        s.startOffsets.set(key, live);
+        const from = startAt === undefined ? null : await startAt(triple, key);
+        if (from === null) continue;
+        const reader = this.readers.get(key)!;
+        if (from >= reader.position) {
+          s.startOffsets.set(key, Math.min(from, live));
+          continue;
+        }
+        s.startOffsets.set(key, Infinity); // the catch-up delivers until it hands over
+        const c = behind.get(key);
+        if (c === undefined) behind.set(key, { triple, from, subs: [s] });
+        else c.subs.push(s);
       }
     } catch (err) {
-      this.#giveBack(startOffsets, fresh);
-      return this.#refuse(
-        queue,
-        filter,
-        `backend error: ${String((err as Error)?.message ?? err)}`,
-      );
+      this.#giveBack(s, fresh);
+      return this.refuse(queue, filter, `backend error: ${message(err)}`);
     }
-    if (this.#stopping() || this.#clients.get(queue.sub) !== queue) {
-      this.#giveBack(startOffsets, fresh);
+    if (this.stopping() || this.#clients.get(queue.sub) !== queue) {
+      this.#giveBack(s, fresh);
       return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
-    this.#registry.upsert(s, filter);
-    this.#startReaders(fresh);
+    this.registry.upsert(s, filter);
+    this.pool.start(fresh);
+    if (pending === undefined) this.launch(queue, behind, { left: this.opts.maxReplayMessages });
     return s.qos;
   }
 
-  #refuse(queue: ClientQueue, topic: string, reason: string): number {
-    this.#logger.limited("info", "Subscription refused", {
+  /** Starts the catch-ups of one client (a replay's, or a resumed session's). */
+  launch(queue: ClientQueue, pending: PendingCatchUps, budget: ReplayBudget): void {
+    for (const { triple, from, subs } of pending.values()) {
+      const c = new CatchUp(queue, triple, subs, from, budget, this.#catchUpDeps);
+      let running = this.catchUps.get(queue);
+      if (!running) this.catchUps.set(queue, running = new Set());
+      running.add(c);
+      c.run().catch((err) => {
+        this.logger.warn("Catch-up failed", { client_id: queue.sub.clientId, error: err });
+      }).finally(() => {
+        running.delete(c);
+        if (running.size === 0 && this.catchUps.get(queue) === running) {
+          this.catchUps.delete(queue);
+        }
+      });
+    }
+  }
+
+  refuse(queue: ClientQueue, topic: string, reason: string): number {
+    this.logger.limited("info", "Subscription refused", {
       client_id: queue.sub.clientId,
       filter: topic,
       reason,
@@ -162,191 +240,17 @@ export class Subscriptions {
   }
 
   /** Undoes the reservations of a subscribe that failed, then starts (or ends) fresh readers. */
-  #giveBack(startOffsets: Map<string, number>, fresh: SharedReader[]): void {
-    for (const k of startOffsets.keys()) {
-      const reader = this.readers.get(k);
-      if (reader && --reader.subscribers <= 0) reader.stop();
-    }
-    this.#startReaders(fresh);
-  }
-
-  /**
-   * Starts readers created by a subscribe; any reader of `keys` left without subscribers (the
-   * subscribe failed) is stopped, so it ends instead of polling for nobody.
-   */
-  #startReaders(fresh: SharedReader[]): void {
-    for (const reader of fresh) {
-      if (reader.subscribers <= 0) reader.stop();
-      const key = tripleKey(reader.triple);
-      reader.start(() => {
-        if (this.readers.get(key) === reader) this.readers.delete(key);
-      });
-    }
-  }
-
-  /**
-   * S5: the reader of a triple, created when missing (and then pushed to `fresh`, not yet
-   * started); returns the subscription's start offset on the triple.
-   */
-  async #ensureReader(triple: Triple, fresh: SharedReader[]): Promise<number> {
-    const key = tripleKey(triple);
-    const live = (r: SharedReader | undefined): r is SharedReader =>
-      r !== undefined && (!r.stopped || r.revive());
-    for (;;) {
-      const existing = this.readers.get(key);
-      if (live(existing)) {
-        // Joining a live reader: start at the partition's next offset now (DESIGN §4).
-        existing.subscribers++; // reserve at once, so it cannot stop during the await
-        try {
-          return await this.#backend.nextOffset(triple);
-        } catch (err) {
-          if (--existing.subscribers <= 0) existing.stop();
-          throw err;
-        }
-      }
-      const start = await this.#startOffset(triple, key);
-      if (live(this.readers.get(key))) continue; // raced with another subscribe: join it
-      fresh.push(this.#newReader(triple, start));
-      return start;
-    }
-  }
-
-  /** Where a new reader of the triple starts. */
-  async #startOffset(triple: Triple, key: string): Promise<number> {
-    if (this.#recovered.has(key)) return await this.#backend.nextOffset(triple);
-    // First reader since start: resume after the stored offset so unsettled messages
-    // from before a crash are delivered again (at least once).
-    const stored = await this.#backend.getOffset(this.#opts.consumer, triple);
-    const start = stored === null ? await this.#backend.nextOffset(triple) : stored + 1;
-    this.#recovered.add(key);
-    return start;
+  #giveBack(s: Subscription<ClientQueue>, fresh: SharedReader[]): void {
+    this.release(s);
+    this.pool.start(fresh);
   }
 
   /** A subscription ends: every reader it held loses a subscriber and stops at none. */
   release(s: Subscription<ClientQueue>): void {
-    for (const k of s.startOffsets.keys()) this.#releaseKey(k);
+    for (const k of s.startOffsets.keys()) this.pool.release(k);
   }
+}
 
-  /**
-   * After a topic-map reload: every subscribed topic whose resolution (stream, topic, key)
-   * changed is subscribed again under the new map with its granted QoS, so it reads the new
-   * triple(s) from now on. A topic that no longer resolves to anything allowed is dropped (and
-   * logged). Returns how many subscriptions moved.
-   */
-  async reresolve(previous: CompiledMap): Promise<number> {
-    let moved = 0;
-    for (const topic of this.#registry.topics()) {
-      const subs = [...(this.#registry.lookup(topic) ?? new Map()).values()];
-      if (subs.length === 0) continue;
-      if (subs[0].wildcard) {
-        for (const sub of subs) if (await this.retarget(sub, topic)) moved++;
-        continue;
-      }
-      const before = resolveTopic(previous, subs[0].match);
-      const after = this.#preparer.resolve(subs[0].match);
-      if (
-        before.stream === after.stream && before.topic === after.topic &&
-        before.partitionKey === after.partitionKey
-      ) continue;
-      for (const sub of subs) {
-        const queue = sub.client;
-        this.#registry.remove(queue, topic);
-        this.release(sub);
-        const code = await this.subscribeOne(queue, { filter: topic, qos: sub.qos });
-        if (code === SUBACK_FAILURE) this.#dropped(queue, topic);
-        moved++;
-      }
-    }
-    return moved;
-  }
-
-  /**
-   * Resolves a wildcard subscription again (after a reload, or when a new target appeared):
-   * readers of new triples are joined from their next offset, triples no longer resolved are
-   * released, kept triples keep their start offsets. Returns whether the triples changed; a
-   * filter that now resolves to nothing allowed is dropped (and logged).
-   */
-  async retarget(sub: Subscription<ClientQueue>, filter: string): Promise<boolean> {
-    const queue = sub.client;
-    let resolved;
-    try {
-      resolved = await filterTriples(this.#tripleDeps, queue.sub.principal, sub.match);
-    } catch {
-      return false; // backend trouble: keep what it has
-    }
-    if (this.#registry.get(queue, filter) !== sub) return false; // gone meanwhile
-    if (resolved.refused !== undefined) {
-      this.#registry.remove(queue, filter);
-      this.release(sub);
-      this.#dropped(queue, filter);
-      return true;
-    }
-    const wanted = new Map(resolved.triples.map((t) => [tripleKey(t), t]));
-    const removed = [...sub.startOffsets.keys()].filter((k) => !wanted.has(k));
-    const added = [...wanted].filter(([k]) => !sub.startOffsets.has(k)).map(([, t]) => t);
-    if (removed.length === 0 && added.length === 0) return false;
-    for (const k of removed) {
-      sub.startOffsets.delete(k);
-      this.#releaseKey(k);
-    }
-    const fresh: SharedReader[] = [];
-    for (const t of added) {
-      try {
-        sub.startOffsets.set(tripleKey(t), await this.#ensureReader(t, fresh));
-      } catch { /* this triple stays out; the next reload tries again */ }
-    }
-    this.#startReaders(fresh);
-    return true;
-  }
-
-  /**
-   * A wildcard subscription meets a triple it does not read yet (a target created after its
-   * SUBSCRIBE, seen on this gateway's own append): it joins the triple's reader from
-   * `fromOffset`, synchronously so the append that revealed it is routed. Bounded by
-   * `max_triples_per_subscription`; needs the poll right. Returns whether it joined.
-   */
-  joinAt(sub: Subscription<ClientQueue>, triple: Triple, fromOffset: number): boolean {
-    const key = tripleKey(triple);
-    if (sub.startOffsets.has(key) || this.#stopping()) return false;
-    if (sub.startOffsets.size >= this.#opts.maxTriplesPerSubscription) return false;
-    if (!canPoll(sub.client.sub.principal.permissions, triple.stream, triple.topic)) return false;
-    const existing = this.readers.get(key);
-    if (existing !== undefined && (!existing.stopped || existing.revive())) {
-      existing.subscribers++;
-      sub.startOffsets.set(key, fromOffset);
-      return true;
-    }
-    const reader = this.#newReader(triple, fromOffset);
-    this.#recovered.add(key);
-    sub.startOffsets.set(key, fromOffset);
-    this.#startReaders([reader]);
-    return true;
-  }
-
-  #newReader(triple: Triple, start: number): SharedReader {
-    const reader = new SharedReader(
-      triple,
-      start,
-      this.#backend,
-      this.#opts,
-      this.#route,
-      this.#metrics,
-      this.#logger,
-    );
-    reader.subscribers = 1; // reserved for the subscription being prepared
-    this.readers.set(tripleKey(triple), reader);
-    return reader;
-  }
-
-  #dropped(queue: ClientQueue, filter: string): void {
-    this.#logger.warn("Subscription dropped after reload", {
-      client_id: queue.sub.clientId,
-      topic: filter,
-    });
-  }
-
-  #releaseKey(k: string): void {
-    const reader = this.readers.get(k);
-    if (reader && --reader.subscribers <= 0) reader.stop();
-  }
+function message(err: unknown): string {
+  return String((err as Error)?.message ?? err);
 }

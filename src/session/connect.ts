@@ -14,6 +14,7 @@ import type { Principal } from "../log/port.ts";
 import type { SessionContext } from "./context.ts";
 import { type ConnackOutcome, type ConnackReturnCode, refuseConnect } from "./outcome.ts";
 import { type HeldWill, refuseWill } from "./will.ts";
+import { refuseStoredSession, type SessionRequest, sessionRequestOf } from "./session_request.ts";
 
 /** A CONNECT that passed every check: the session to establish. */
 export interface AcceptedConnect {
@@ -24,6 +25,8 @@ export interface AcceptedConnect {
   readonly will: HeldWill | null;
   /** Silence after which the connection is closed (1.5× the clamped keep-alive). */
   readonly timeoutMs: number;
+  /** Clean, or stored and for how long (DESIGN §4 "Stored sessions"). */
+  readonly session: SessionRequest;
 }
 
 /** What {@link handleConnect} decides. */
@@ -69,12 +72,17 @@ export async function handleConnect(
     if (why !== null) return refuseConnect(ConnackCode.NOT_AUTHORIZED, why);
     will = p.will as HeldWill;
   }
+  const session = sessionRequestOf(p, ctx.config);
+  const noRoom = await refuseStoredSession(ctx, clientId, session);
+  if (site.closed) return null;
+  if (noRoom !== null) return noRoom;
   return {
     kind: "accepted",
     clientId,
     principal: decision.principal,
     will,
     timeoutMs: keepAliveTimeoutMs(p.keepAliveSeconds, ctx.config.limits.max_keep_alive_s),
+    session,
   };
 }
 

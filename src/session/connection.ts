@@ -21,7 +21,8 @@ import type { SessionContext } from "./context.ts";
 import { handleDisconnect, handlePingreq, handleUnsupportedConnect } from "./control.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { Subscriber } from "./delivery_port.ts";
-import { CONNACK_ACCEPTED } from "./outcome.ts";
+import { CONNACK_ACCEPTED, CONNACK_SESSION_PRESENT } from "./outcome.ts";
+import type { StoredSession } from "./stored_sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { ConnectionPublisher, type PublishSite } from "./publish_batch.ts";
 import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
@@ -45,6 +46,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   #principal: Principal | null = null;
   /** The will to publish if this connection ends without DISCONNECT. */
   #will: HeldWill | null = null;
+  /** The stored session this connection resumed or created (null: clean); set at CONNECT. */
+  session: StoredSession | null = null;
   #closed = false;
   #draining = false;
   /** The PUBLISH pipeline; made on the first PUBLISH (idle connections: none). */
@@ -346,18 +349,20 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     }
   }
 
-  /** The CONNECT was decided (null: the connection closed meanwhile). */
-  #connected(r: ConnectResult | null): void {
+  /** The CONNECT was decided (null: closed meanwhile); a resumed session is restored first. */
+  #connected(r: ConnectResult | null): Promise<void> | undefined {
     if (r === null || this.#closed) return;
-    if (r.kind === "accepted") {
-      this.#establish(r);
-      r = CONNACK_ACCEPTED;
-    }
-    act(this.#ctx, this, r);
+    if (r.kind !== "accepted") return act(this.#ctx, this, r);
+    const present = this.#establish(r);
+    act(this.#ctx, this, present ? CONNACK_SESSION_PRESENT : CONNACK_ACCEPTED);
+    return present ? this.#ctx.delivery.resume(this) : undefined;
   }
 
-  /** Takes the accepted session: client id (takeover), will, keep-alive deadline, trace. */
-  #establish(s: AcceptedConnect): void {
+  /**
+   * Takes the accepted session: client id (takeover), stored session, will, keep-alive
+   * deadline, trace. Returns whether a stored session was resumed.
+   */
+  #establish(s: AcceptedConnect): boolean {
     const ctx = this.#ctx;
     this.#will = s.will;
     this.#principal = s.principal;
@@ -368,9 +373,13 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       ctx.metrics.takeovers.inc();
       old.close("taken over by a new connection with the same client id");
     }
+    // After the takeover: the older connection has stored its positions and gone offline.
+    const opened = ctx.sessions.open(s.clientId, s.session);
+    this.session = opened.session;
     this.timeoutMs = s.timeoutMs;
     this.lastActivity = ctx.clock.now();
     ctx.deadlines.add(this);
+    return opened.present;
   }
 
   #newPublisher(): ConnectionPublisher {

@@ -22,6 +22,8 @@ export interface ConnackOutcome {
   readonly code: ConnackReturnCode;
   /** Why it was refused (logs and close reason); "" when accepted. */
   readonly reason: string;
+  /** Accepted with a stored session resumed [MQTT-3.2.2-2]. */
+  readonly sessionPresent?: boolean;
 }
 
 /** Answer a SUBSCRIBE with one return code per filter (0, 1 or 0x80). */
@@ -63,6 +65,14 @@ export const CONNACK_ACCEPTED: ConnackOutcome = Object.freeze({
   kind: "connack",
   code: ConnackCode.ACCEPTED,
   reason: "",
+});
+
+/** CONNACK 0 with session present 1: a stored session was resumed. */
+export const CONNACK_SESSION_PRESENT: ConnackOutcome = Object.freeze({
+  kind: "connack",
+  code: ConnackCode.ACCEPTED,
+  reason: "",
+  sessionPresent: true,
 });
 
 /** A refused CONNECT. */

@@ -35,8 +35,8 @@ export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined 
   switch (o.kind) {
     case "connack":
       if (o.code !== ConnackCode.ACCEPTED) countRefusal(ctx, site, o);
-      // Clean sessions only: session present is always 0 (DESIGN §2).
-      site.outbox.push(encodeConnack(false, o.code));
+      // Session present only when a stored session was resumed [MQTT-3.2.2-1..3].
+      site.outbox.push(encodeConnack(o.sessionPresent === true, o.code));
       if (o.code !== ConnackCode.ACCEPTED) site.closeAfterFlush(o.reason);
       return;
     case "suback":
