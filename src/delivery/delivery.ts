@@ -17,7 +17,7 @@ import type { PublishPreparer } from "../session/publish.ts";
 import type { Clock } from "../base/clock.ts";
 import type { ClientQueue, QueueLimits } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
-import { SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
+import { type Subscription, SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
 import { Router } from "./route.ts";
 import { joinAt, reresolve } from "./reresolve.ts";
 import { SessionDelivery } from "./session_delivery.ts";
@@ -38,6 +38,9 @@ export class Delivery implements DeliveryPort {
   #clients: ClientQueues;
   #subscriptions: Subscriptions;
   #stored: SessionDelivery;
+  #backend: LogBackend;
+  /** Triples wildcard subscriptions are joining while the backend is asked for the offset. */
+  #joining = new Set<string>();
 
   constructor(deps: {
     backend: LogBackend;
@@ -50,6 +53,7 @@ export class Delivery implements DeliveryPort {
     logger: Logger;
     sessions: StoredSessions;
   }) {
+    this.#backend = deps.backend;
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
     const router = new Router(this.registry, deps.metrics, (q, why) => clients.evict(q, why));
@@ -121,9 +125,7 @@ export class Delivery implements DeliveryPort {
     baseOffset: number | null,
     messages: readonly OutgoingMessage[],
   ): void {
-    if (this.registry.hasWildcards && baseOffset !== null) {
-      this.#extendWildcards(address, baseOffset, messages);
-    }
+    if (this.registry.hasWildcards) this.#extendWildcards(address, baseOffset, messages);
     const reader = this.readers.get(tripleKey(address));
     if (!reader) return;
     if (baseOffset === null) reader.signal();
@@ -133,22 +135,35 @@ export class Delivery implements DeliveryPort {
   /**
    * Wildcard subscriptions whose filter matches an appended message's topic but which do not
    * read its triple yet (the target appeared after their SUBSCRIBE) join it from this append.
+   * A backend that did not say the offset (Iggy 0.9) is asked for the partition's next offset.
    */
   #extendWildcards(
     address: PartitionAddress,
-    baseOffset: number,
+    baseOffset: number | null,
     messages: readonly OutgoingMessage[],
   ): void {
     const key = tripleKey(address);
+    const joining: Subscription<ClientQueue>[] = [];
     let last: string | undefined;
     for (const m of messages) {
       const topic = m.headers.get(H_TOPIC);
       if (topic === undefined || topic === last) continue;
       last = topic;
       this.registry.matchWildcards(topic, (s) => {
-        if (!s.startOffsets.has(key)) joinAt(this.#subscriptions, s, address, baseOffset);
+        if (!s.startOffsets.has(key) && !joining.includes(s)) joining.push(s);
       });
     }
+    if (joining.length === 0) return;
+    if (baseOffset !== null) {
+      for (const s of joining) joinAt(this.#subscriptions, s, address, baseOffset);
+      return;
+    }
+    if (this.#joining.has(key)) return;
+    this.#joining.add(key);
+    this.#backend.nextOffset(address).then((next) => {
+      const from = Math.max(0, next - messages.length);
+      for (const s of joining) joinAt(this.#subscriptions, s, address, from);
+    }, () => {}).finally(() => this.#joining.delete(key));
   }
 
   /**

@@ -77,16 +77,24 @@ export class Router {
    */
   #targets(topic: string, key: string, offset: number): Target[] | null {
     const exact = this.#registry.exact(topic);
-    if (exact === undefined && !this.#registry.hasWildcards) return null;
+    const wild = this.#registry.hasWildcards;
+    if (exact === undefined && !wild) return null;
     const out: Target[] = [];
-    const add = (s: Subscription<ClientQueue>) => {
-      const start = s.startOffsets.get(key);
-      if (start === undefined || offset < start) return; // subscribed after this message
-      out.push({ client: s.client, qos: s.qos, prefix: s.prefix });
-    };
-    exact?.forEach(add);
+    if (exact !== undefined) {
+      for (const s of exact) {
+        const start = s.startOffsets.get(key);
+        if (start === undefined || offset < start) continue; // subscribed after this message
+        out.push({ client: s.client, qos: s.qos, prefix: s.prefix });
+      }
+    }
+    if (!wild) return out.length > 0 ? out : null;
     const exactCount = out.length;
-    this.#registry.matchWildcards(topic, add);
+    this.#registry.matchWildcards(topic, (s) => {
+      const start = s.startOffsets.get(key);
+      if (start !== undefined && offset >= start) {
+        out.push({ client: s.client, qos: s.qos, prefix: s.prefix });
+      }
+    });
     // Exact filters are unique per (client, prefix); only wildcard hits can overlap.
     return out.length > exactCount ? dedupe(out) : out.length > 0 ? out : null;
   }

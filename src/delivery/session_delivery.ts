@@ -141,7 +141,13 @@ export class SessionDelivery {
     let last = this.#stored.get(queue);
     if (!last) this.#stored.set(queue, last = new Map());
     const consumer = sessionConsumer(session.clientId);
+    let known = true;
     for (const [k, p] of this.positions(queue)) {
+      // A triple joined later (a wildcard's new target) becomes one the session knows.
+      if (!session.triples.has(k)) {
+        session.triples.add(k);
+        known = false;
+      }
       if (p < 1 || last.get(k) === p) continue;
       last.set(k, p);
       const done = this.#backend.storeOffset(consumer, tripleOfKey(k), p - 1).catch((err) => {
@@ -152,5 +158,6 @@ export class SessionDelivery {
       }).finally(() => this.#pending.delete(done));
       this.#pending.add(done);
     }
+    if (!known) this.#sessions.save(session);
   }
 }

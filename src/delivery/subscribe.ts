@@ -190,7 +190,10 @@ export class Subscriptions {
         if (from === null) continue;
         const reader = this.readers.get(key)!;
         if (from >= reader.position) {
-          s.startOffsets.set(key, Math.min(from, live));
+          // Past a lagging reader: start there (not before: settled already), but not past the
+          // log's end (a topic deleted and created again starts its offsets anew).
+          const end = from > live ? await this.#backend.nextOffset(triple) : live;
+          s.startOffsets.set(key, Math.min(from, end));
           continue;
         }
         s.startOffsets.set(key, Infinity); // the catch-up delivers until it hands over

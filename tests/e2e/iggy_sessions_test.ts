@@ -70,6 +70,9 @@ Deno.test({
       replay.close();
       await publishAll(pub, [["building/south/room/1/t", "live"]], 5);
       assert.deepEqual((await receive(first.c, 1)).map((m) => m.payload), ["live"]);
+      // A stream created after the SUBSCRIBE (Iggy 0.9 confirms without offsets).
+      await publishAll(pub, [["building/east/room/5/t", "new stream"]], 7);
+      assert.deepEqual((await receive(first.c, 1)).map((m) => m.payload), ["new stream"]);
       first.c.close();
       await waitFor(
         () => gw1.gateway.sessions.get("iggy-dev")?.offlineSinceMs != null,
