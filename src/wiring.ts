@@ -55,6 +55,7 @@ export function deliveryOptions(config: GatewayConfig): DeliveryOptions {
     maxSubscriptionsPerClient: l.max_subscriptions_per_client,
     maxTriplesPerSubscription: l.max_triples_per_subscription,
     maxReplayMessages: l.max_replay_messages,
+    hiddenTargets: [{ stream: config.session.store_stream, topic: config.session.store_topic }],
     maxTopicBytes: l.max_topic_bytes,
     maxTopicLevels: l.max_topic_levels,
   };

@@ -85,7 +85,7 @@ export class CatchUp {
     let backoff = WAIT_MS;
     while (d.live(this.#queue)) {
       const reader = d.reader(this.key);
-      if (reader === undefined) return;
+      if (reader === undefined || !this.#subs.some((s) => s.startOffsets.has(this.key))) return;
       if (this.position >= reader.position) return this.#handOver(this.position);
       if (this.#budget.left <= 0) {
         this.#over += reader.position - this.position;
@@ -133,7 +133,8 @@ export class CatchUp {
     }
     const targets: Target[] = [];
     for (const s of this.#subs) {
-      if (!filterMatches(s.match, view.topic)) continue;
+      // Unsubscribed meanwhile (its start offsets were cleared): nothing more for it.
+      if (!s.startOffsets.has(this.key) || !filterMatches(s.match, view.topic)) continue;
       const qos = view.qos < s.qos ? view.qos : s.qos;
       const same = targets.find((t) => t.prefix === s.prefix);
       if (same === undefined) targets.push({ client: this.#queue, qos, prefix: s.prefix });

@@ -30,6 +30,8 @@ export interface FilterTripleDeps {
   readonly preparer: PublishPreparer;
   readonly backend: LogBackend;
   readonly maxTriples: number;
+  /** Targets a wildcard never resolves to (the gateway's own record topics). */
+  readonly hidden: readonly { readonly stream: string; readonly topic: string }[];
 }
 
 /** The triples of `filter` the principal may poll. */
@@ -46,6 +48,7 @@ export async function filterTriples(
   let denied = 0;
   for (const t of targets) {
     for (const info of await targetInfos(deps, t, list)) {
+      if (deps.hidden.some((h) => h.stream === info.stream && h.topic === info.topic)) continue;
       if (!canPoll(principal.permissions, info.stream, info.topic)) {
         denied++;
         continue;

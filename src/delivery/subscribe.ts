@@ -38,6 +38,8 @@ export interface SubscribeOptions extends ReaderOptions {
   readonly maxTriplesPerSubscription: number;
   /** Messages one replay subscription replays; beyond → skipped to live. */
   readonly maxReplayMessages: number;
+  /** Targets wildcard filters never resolve to (the stored sessions' record topic). */
+  readonly hiddenTargets?: readonly { readonly stream: string; readonly topic: string }[];
 }
 
 /** Where a subscription starts on a triple: an offset, or null for live. */
@@ -105,6 +107,7 @@ export class Subscriptions {
       preparer: deps.preparer,
       backend: deps.backend,
       maxTriples: deps.options.maxTriplesPerSubscription,
+      hidden: deps.options.hiddenTargets ?? [],
     };
     this.#catchUpDeps = {
       backend: deps.backend,
@@ -251,6 +254,7 @@ export class Subscriptions {
   /** A subscription ends: every reader it held loses a subscriber and stops at none. */
   release(s: Subscription<ClientQueue>): void {
     for (const k of s.startOffsets.keys()) this.pool.release(k);
+    s.startOffsets.clear(); // a catch-up still running sees it ended
   }
 }
 

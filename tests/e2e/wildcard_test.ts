@@ -204,3 +204,31 @@ topic = 'sensor_data'
     }
   },
 });
+
+Deno.test({
+  name: "a wildcard filter never resolves to the stored sessions' record topic",
+  ...opts,
+  async fn() {
+    const map = `default_stream = "sensors"
+default_topic = "messages_default"
+[[rule]]
+mqtt_topic = '([^/]+)/sessions'
+stream = '$1'
+topic = 'sessions'
+`;
+    const gw = await startGateway({ map });
+    try {
+      const pub = await connectRaw(gw.port, "pub");
+      await publishAll(pub, [["plant/sessions", "x"]]); // creates stream "plant", topic "sessions"
+      const c = await connectRaw(gw.port, "s");
+      assert.deepEqual(await subscribe(c, [["+/sessions", 1]]), [1]);
+      const s = gw.gateway.delivery.registry.lookup("+/sessions")!.values().next().value!;
+      const streams = new Set([...s.startOffsets.keys()].map((k) => k.split("\u0000")[0]));
+      assert.deepEqual([...streams].sort(), ["plant", "sensors"], "not mqtt_gateway/sessions");
+      c.close();
+      pub.close();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
