@@ -28,7 +28,14 @@ import { OutboundBudget } from "./session/outbox.ts";
 import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
 import { SourceGuard } from "./session/source_guard.ts";
-import { deliveryOptions, loadMap, sourceGuardOptions, topicCacheOptions } from "./wiring.ts";
+import {
+  deliveryOptions,
+  loadMap,
+  sourceGuardOptions,
+  storedSessionOptions,
+  topicCacheOptions,
+} from "./wiring.ts";
+import { StoredSessions } from "./session/stored_sessions.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
@@ -64,6 +71,8 @@ export class Gateway {
   readonly maps: { current: CompiledMap } & MapSource;
   /** Topics that acknowledge before their disk (Iggy without fsync). */
   readonly durability: DurabilityWatch;
+  /** Stored sessions (clean session 0): subscriptions and positions kept in the log. */
+  readonly sessions: StoredSessions;
   #ctx: SessionContext;
   #deadlines: DeadlineWheel;
   #listeners: MqttListener[] = [];
@@ -91,6 +100,11 @@ export class Gateway {
       clock,
     );
     const preparer = new PublishPreparer(this.maps, topics, this.backend.placesBalanced === true);
+    this.sessions = new StoredSessions(
+      this.backend,
+      storedSessionOptions(config, (n) => this.metrics.storedSessionsExpired.inc({}, n)),
+      this.logger,
+    );
     const outboundBudget = new OutboundBudget(
       l.max_outbound_queue_bytes,
       (n) => this.metrics.bytesOut.inc({}, n),
@@ -104,6 +118,7 @@ export class Gateway {
       clock,
       metrics: this.metrics,
       logger: this.logger,
+      sessions: this.sessions,
     });
     this.#ctx = {
       config,
@@ -120,6 +135,7 @@ export class Gateway {
       appendBudget: new AppendBudget(l.max_pending_appends),
       wills: new WillPublisher(),
       sourceGuard: new SourceGuard(sourceGuardOptions(config), clock),
+      sessions: this.sessions,
     };
     this.#registerGauges();
   }
@@ -161,6 +177,8 @@ export class Gateway {
       });
     }
     await this.#openBackend();
+    await this.sessions.load();
+    this.sessions.start();
     await this.#checkDurability(this.maps.current);
     const accept = (t: Transport) => this.#accept(t);
     let tcp: number | null = null;
@@ -328,6 +346,7 @@ export class Gateway {
     // The closed connections' wills go into the log before it closes.
     await this.#ctx.wills.idle();
     await this.delivery.stop();
+    await this.sessions.stop();
     this.#deadlines.stop();
     await this.backend.close();
     await this.#http?.close();

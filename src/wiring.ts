@@ -11,6 +11,7 @@ import type { TopicInfo } from "./log/port.ts";
 import type { TopicCacheOptions } from "./log/topic_cache.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
+import type { StoredSessionOptions } from "./session/stored_sessions.ts";
 
 /** Reads and compiles the topic map named by the config. */
 export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
@@ -52,6 +53,9 @@ export function deliveryOptions(config: GatewayConfig): DeliveryOptions {
     slowConsumerTimeoutMs: l.slow_consumer_timeout_ms,
     resendAfterMs: l.resend_after_ms,
     maxSubscriptionsPerClient: l.max_subscriptions_per_client,
+    maxTriplesPerSubscription: l.max_triples_per_subscription,
+    maxReplayMessages: l.max_replay_messages,
+    hiddenTargets: [{ stream: config.session.store_stream, topic: config.session.store_topic }],
     maxTopicBytes: l.max_topic_bytes,
     maxTopicLevels: l.max_topic_levels,
   };
@@ -64,5 +68,22 @@ export function sourceGuardOptions(config: GatewayConfig): SourceGuardOptions {
     failureBackoffMs: config.auth.failure_backoff_ms,
     failureBackoffMaxMs: config.auth.failure_backoff_max_ms,
     freeFailures: config.auth.failure_free_attempts,
+  };
+}
+
+/** Stored sessions from `[session]` and `[limits]`; `onExpired` counts removals. */
+export function storedSessionOptions(
+  config: GatewayConfig,
+  onExpired: (n: number) => void,
+): StoredSessionOptions {
+  const s = config.session;
+  return {
+    stream: s.store_stream,
+    topic: s.store_topic,
+    maxSessions: config.limits.max_stored_sessions,
+    maxExpiryS: s.expiry_s,
+    // Often enough that an expiry is late by a small part of it, at most once a minute.
+    sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
+    onExpired,
   };
 }

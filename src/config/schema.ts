@@ -131,6 +131,26 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc:
       "CONNECT with a will: publish it when the connection ends without DISCONNECT, or refuse (CONNACK 5).",
   },
+  {
+    key: "session.expiry_s",
+    type: int(1, MAX_I32),
+    default: 86_400,
+    doc:
+      "A stored session (MQTT 3.1.1 clean session 0) is removed after this many seconds offline.",
+  },
+  {
+    key: "session.store_stream",
+    type: str,
+    default: "mqtt_gateway",
+    doc:
+      "Stream of the log topic that holds stored sessions' subscriptions (created when missing).",
+  },
+  {
+    key: "session.store_topic",
+    type: str,
+    default: "sessions",
+    doc: "Log topic that holds stored sessions' subscriptions, one record per change.",
+  },
 
   // [auth]
   {
@@ -405,6 +425,26 @@ export const KEY_SPECS: readonly KeySpec[] = [
     type: int(1, 100_000),
     default: 100,
     doc: "Subscriptions one client may hold; beyond → SUBACK 0x80 for the excess.",
+  },
+  {
+    key: "limits.max_triples_per_subscription",
+    type: int(1, 100_000),
+    default: 64,
+    doc: "Partitions (triples) one filter may resolve to; beyond → SUBACK 0x80 for that filter.",
+  },
+  {
+    key: "limits.max_stored_sessions",
+    type: int(0, 10_000_000),
+    default: 100_000,
+    doc:
+      "Stored sessions (clean session 0) kept; a new one beyond → CONNACK 3 (server unavailable).",
+  },
+  {
+    key: "limits.max_replay_messages",
+    type: int(0, MAX_I32),
+    default: 10_000,
+    doc:
+      "Messages a $replay/<from>/ subscription replays from the log; beyond → the rest is skipped, then live.",
   },
   {
     key: "limits.max_inflight_per_client",

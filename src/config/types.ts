@@ -34,7 +34,12 @@ export interface GatewayConfig {
     readonly puback_coordinates: boolean;
     readonly max_will_delay_s: number;
   };
-  readonly session: { readonly will: "publish" | "refuse" };
+  readonly session: {
+    readonly will: "publish" | "refuse";
+    readonly expiry_s: number;
+    readonly store_stream: string;
+    readonly store_topic: string;
+  };
   readonly auth: {
     readonly allow_anonymous: boolean;
     readonly anonymous_sources: readonly string[];
@@ -87,6 +92,9 @@ export interface GatewayConfig {
     readonly max_user_properties: number;
     readonly max_topic_aliases: number;
     readonly max_subscriptions_per_client: number;
+    readonly max_triples_per_subscription: number;
+    readonly max_stored_sessions: number;
+    readonly max_replay_messages: number;
     readonly max_inflight_per_client: number;
     readonly max_inflight_publishes_per_client: number;
     readonly max_pending_appends: number;

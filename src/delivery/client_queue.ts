@@ -26,6 +26,8 @@ export interface Copy {
   readonly props?: Uint8Array | null;
   /** RETAIN flag (MQTT 5 Retain As Published). */
   readonly retain?: boolean;
+  /** Triple key of the message (a stored session's position per triple). */
+  readonly key: string;
 }
 
 /** Limits of a client queue. */
@@ -81,6 +83,23 @@ export class ClientQueue implements DeadlineOwner {
 
   get inflight(): number {
     return this.#inflight.size;
+  }
+
+  /** QoS 1 copies waiting for a window slot. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Per triple key, the lowest offset among this client's unsettled QoS 1 copies. */
+  lowestUnsettled(): Map<string, number> {
+    const out = new Map<string, number>();
+    const note = (c: Copy) => {
+      const o = out.get(c.key);
+      if (o === undefined || c.entry.offset < o) out.set(c.key, c.entry.offset);
+    };
+    this.#inflight.forEach(note);
+    this.#waiting.forEach(note);
+    return out;
   }
 
   /** Offers a QoS 0 copy (already encoded, shared between subscribers). */

@@ -41,6 +41,7 @@ function setup(limits: Partial<QueueLimits> = {}, globalMax = 1 << 30) {
     principal: { username: "", permissions: { global: {} as never, streams: new Map() } },
     outbox: outbox as unknown as Outbox,
     spanContext: null,
+    session: null,
     close() {},
   };
   const q = new ClientQueue(sub, {
@@ -64,6 +65,7 @@ function setup(limits: Partial<QueueLimits> = {}, globalMax = 1 << 30) {
       ledger,
       entry: ledger.record(offset++, 1)!,
       bytes: topicBytes.length + payload.length + 8,
+      key: "k",
     };
   };
   return { q, outbox, budget, ledger, copy, pauses, evictions };
@@ -214,4 +216,13 @@ Deno.test("ClientQueue.strikeAll(false) (gateway stopping) drops copies without 
   assert.equal(ledger.safeOffset, -1, "a restart delivers them again");
   assert.equal(budget.bytes, 0, "but their bytes are released");
   assert.equal(q.inflight, 0);
+});
+
+Deno.test("ClientQueue.lowestUnsettled() gives the lowest offset of unsettled copies per triple", () => {
+  const { q, copy } = setup();
+  for (let i = 0; i < 6; i++) q.offerQos1(copy()); // offsets 0..5: 2 in flight, 4 waiting
+  q.puback(1); // offset 0 settled
+  assert.deepEqual([...q.lowestUnsettled()], [["k", 1]]);
+  q.strikeAll();
+  assert.equal(q.lowestUnsettled().size, 0);
 });

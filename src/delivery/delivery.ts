@@ -6,20 +6,23 @@
  * @module
  */
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
-import type { Subscription as MqttSubscription } from "../codec/packets.ts";
 import type { CompiledMap } from "../mapping/mod.ts";
 import type { LogBackend, OutgoingMessage, PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { DeadlineWheel } from "../base/deadline_wheel.ts";
-import type { DeliveryPort, Subscriber } from "../session/delivery_port.ts";
+import type { DeliveryPort, Subscriber, SubscribeRequest } from "../session/delivery_port.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { PublishPreparer } from "../session/publish.ts";
 import type { Clock } from "../base/clock.ts";
 import type { ClientQueue, QueueLimits } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
-import { SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
+import { type Subscription, SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
 import { Router } from "./route.ts";
+import { joinAt, reresolve } from "./reresolve.ts";
+import { SessionDelivery } from "./session_delivery.ts";
+import type { StoredSessions } from "../session/stored_sessions.ts";
+import { H_TOPIC } from "../log/envelope.ts";
 import { ClientQueues } from "./settle.ts";
 import { type SubscribeOptions, Subscriptions } from "./subscribe.ts";
 
@@ -30,10 +33,16 @@ export interface DeliveryOptions extends SubscribeOptions, QueueLimits {}
 export class Delivery implements DeliveryPort {
   readonly registry = new SubscriptionRegistry<ClientQueue>();
   readonly readers: Map<string, SharedReader>;
+  /** Wildcard filters are resolved into triples (MQTT 5 SUBACK: no 0xA2). */
+  readonly wildcards = true;
   /** The gateway is stopping: no new subscriptions, no strikes (see {@link beginStop}). */
   #stopping = false;
   #clients: ClientQueues;
   #subscriptions: Subscriptions;
+  #stored: SessionDelivery;
+  #backend: LogBackend;
+  /** Triples wildcard subscriptions are joining while the backend is asked for the offset. */
+  #joining = new Set<string>();
 
   constructor(deps: {
     backend: LogBackend;
@@ -44,7 +53,9 @@ export class Delivery implements DeliveryPort {
     clock: Clock;
     metrics: GatewayMetrics;
     logger: Logger;
+    sessions: StoredSessions;
   }) {
+    this.#backend = deps.backend;
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
     const router = new Router(this.registry, deps.metrics, (q, why) => clients.evict(q, why));
@@ -56,26 +67,46 @@ export class Delivery implements DeliveryPort {
       stopping: () => this.#stopping,
     });
     this.readers = this.#subscriptions.readers;
+    this.#stored = new SessionDelivery({
+      ...deps,
+      subscriptions: this.#subscriptions,
+      clients,
+      commitIntervalMs: deps.options.commitIntervalMs,
+    });
   }
 
   /** S1–S5 for every filter of one SUBSCRIBE; one return code per filter. */
-  async subscribe(sub: Subscriber, filters: readonly MqttSubscription[]): Promise<number[]> {
+  async subscribe(sub: Subscriber, filters: readonly SubscribeRequest[]): Promise<number[]> {
     if (this.#stopping) return filters.map(() => SUBACK_FAILURE);
     const queue = this.#clients.queueOf(sub);
     const codes: number[] = [];
-    for (const f of filters) codes.push(await this.#subscriptions.subscribeOne(queue, f));
+    for (const f of filters) {
+      const code = await this.#subscriptions.subscribeOne(queue, f);
+      codes.push(code);
+      if (sub.session !== null && code !== SUBACK_FAILURE) {
+        this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1);
+      }
+    }
     return codes;
+  }
+
+  /** A resumed stored session: its subscriptions come back from its stored positions. */
+  async resume(sub: Subscriber): Promise<void> {
+    if (this.#stopping || sub.session === null) return;
+    await this.#stored.resume(this.#clients.queueOf(sub), sub.session);
   }
 
   /** Removes the subscriptions; per filter, whether one existed (MQTT 5 UNSUBACK 0x11). */
   unsubscribe(sub: Subscriber, filters: readonly string[]): boolean[] {
     const queue = this.#clients.get(sub);
     if (!queue) return filters.map(() => false);
-    return filters.map((f) => {
+    const existed = filters.map((f) => {
       const s = this.registry.remove(queue, f);
       if (s) this.#subscriptions.release(s);
       return s !== undefined;
     });
+    if (sub.session !== null) this.#stored.unsubscribed(sub.session, filters);
+    return existed;
   }
 
   puback(sub: Subscriber, packetId: number): void {
@@ -84,6 +115,8 @@ export class Delivery implements DeliveryPort {
 
   detach(sub: Subscriber): void {
     const queue = this.#clients.remove(sub);
+    // A stored session's positions are taken before its copies are struck.
+    if (sub.session !== null) this.#stored.detached(queue, sub.session);
     if (!queue) return;
     for (const [, s] of this.registry.removeClient(queue)) this.#subscriptions.release(s);
     // A client closed by the gateway's own stop has not left: its copies are not struck,
@@ -97,10 +130,45 @@ export class Delivery implements DeliveryPort {
     baseOffset: number | null,
     messages: readonly OutgoingMessage[],
   ): void {
+    if (this.registry.hasWildcards) this.#extendWildcards(address, baseOffset, messages);
     const reader = this.readers.get(tripleKey(address));
     if (!reader) return;
     if (baseOffset === null) reader.signal();
     else reader.offerAppended(baseOffset, messages);
+  }
+
+  /**
+   * Wildcard subscriptions whose filter matches an appended message's topic but which do not
+   * read its triple yet (the target appeared after their SUBSCRIBE) join it from this append.
+   * A backend that did not say the offset (Iggy 0.9) is asked for the partition's next offset.
+   */
+  #extendWildcards(
+    address: PartitionAddress,
+    baseOffset: number | null,
+    messages: readonly OutgoingMessage[],
+  ): void {
+    const key = tripleKey(address);
+    const joining: Subscription<ClientQueue>[] = [];
+    let last: string | undefined;
+    for (const m of messages) {
+      const topic = m.headers.get(H_TOPIC);
+      if (topic === undefined || topic === last) continue;
+      last = topic;
+      this.registry.matchWildcards(topic, (s) => {
+        if (!s.startOffsets.has(key) && !joining.includes(s)) joining.push(s);
+      });
+    }
+    if (joining.length === 0) return;
+    if (baseOffset !== null) {
+      for (const s of joining) joinAt(this.#subscriptions, s, address, baseOffset);
+      return;
+    }
+    if (this.#joining.has(key)) return;
+    this.#joining.add(key);
+    this.#backend.nextOffset(address).then((next) => {
+      const from = Math.max(0, next - messages.length);
+      for (const s of joining) joinAt(this.#subscriptions, s, address, from);
+    }, () => {}).finally(() => this.#joining.delete(key));
   }
 
   /**
@@ -123,6 +191,7 @@ export class Delivery implements DeliveryPort {
     this.#clients.stop();
     for (const r of this.readers.values()) r.stop(true);
     await Promise.all([...this.readers.values()].map((r) => r.done));
+    await this.#stored.stop();
   }
 
   /**
@@ -131,7 +200,7 @@ export class Delivery implements DeliveryPort {
    * subscriptions moved (see {@link Subscriptions.reresolve}).
    */
   reresolve(previous: CompiledMap): Promise<number> {
-    return this.#subscriptions.reresolve(previous);
+    return reresolve(this.#subscriptions, previous);
   }
 
   /** Figures for metrics and the status page. */

@@ -47,11 +47,13 @@ export class OutboundProperties {
     this.#left = left;
   }
 
-  /** The block for a copy to `s`: the message's properties plus its subscription identifier. */
-  for<C>(s: Subscription<C>): Uint8Array {
+  /**
+   * The block for one copy: the message's properties plus the subscription identifiers of
+   * every subscription of that client the message matched [MQTT-3.3.4-3].
+   */
+  for(ids: readonly number[]): Uint8Array {
     const shared = this.#shared ??= this.#encodeShared();
-    const id = s.options?.subscriptionId ?? 0;
-    return id > 0 ? withSubscriptionIds(shared, [id]) : shared;
+    return ids.length > 0 ? withSubscriptionIds(shared, ids) : shared;
   }
 
   #encodeShared(): Uint8Array {

@@ -14,7 +14,7 @@ import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { nextTick } from "../base/tick.ts";
 import { AckLedger } from "./ledger.ts";
-import type { Triple } from "./registry.ts";
+import { type Triple, tripleKey } from "./registry.ts";
 
 const IDLE_MIN_MS = 1;
 const IDLE_MAX_MS = 50;
@@ -36,6 +36,8 @@ export type RouteFn = (reader: SharedReader, batch: readonly StoredMessage[]) =>
 /** Shared reader of one triple. */
 export class SharedReader {
   readonly triple: Triple;
+  /** `tripleKey(triple)`, made once. */
+  readonly key: string;
   readonly ledger: AckLedger;
   /** Subscriptions that reference this triple. */
   subscribers = 0;
@@ -67,6 +69,7 @@ export class SharedReader {
     logger: Logger,
   ) {
     this.triple = triple;
+    this.key = tripleKey(triple);
     this.position = startOffset;
     this.ledger = new AckLedger(startOffset - 1);
     this.#committed = startOffset - 1;

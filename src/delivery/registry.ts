@@ -1,11 +1,13 @@
 /**
- * The subscription registry (S4): exact MQTT topic → { subscriber → granted QoS and the
- * offset per triple from which the subscription sees messages }. Routing is a hash lookup
- * of a message's `mqtt.topic` (R2), never a scan.
+ * The subscription registry (S4): filter as subscribed → { subscriber → granted QoS and the
+ * offset per triple from which the subscription sees messages }. Routing a message's
+ * `mqtt.topic` (R2) is a hash lookup for exact filters and a walk of the topic trie for
+ * wildcard filters (`topic_trie.ts`), never a scan of all filters.
  *
  * @module
  */
 import type { SubscriptionOptions } from "../codec/packets.ts";
+import { TopicTrie } from "./topic_trie.ts";
 
 /** A triple: one partition of one Iggy topic, where an MQTT topic's messages live. */
 export interface Triple {
@@ -19,24 +21,57 @@ export function tripleKey(t: Triple): string {
   return `${t.stream}\u0000${t.topic}\u0000${t.partition}`;
 }
 
-/** One client's subscription to one MQTT topic. */
+/** The triple a {@link tripleKey} names. */
+export function tripleOfKey(key: string): Triple {
+  const [stream, topic, partition] = key.split("\u0000");
+  return { stream, topic, partition: Number(partition) };
+}
+
+/** One client's subscription to one filter. */
 export interface Subscription<C> {
   readonly client: C;
   qos: 0 | 1;
   /** MQTT 5 subscription options (No Local, Retain As Published, identifier); absent on 3.1.1. */
   options?: SubscriptionOptions;
-  /** Per triple key: the first offset this subscription may receive. */
+  /**
+   * Per triple key: the first offset this subscription may receive. A triple whose backlog a
+   * catch-up is still delivering has `Infinity` here until it hands over (`catch_up.ts`).
+   */
   readonly startOffsets: Map<string, number>;
+  /** What topics are matched against: the filter without a `$replay/<from>/` prefix. */
+  readonly match: string;
+  /** Put before the topic of every copy: "" or the `$replay/<from>/` prefix. */
+  readonly prefix: string;
+  /** `match` has a `+` or `#` level. */
+  readonly wildcard: boolean;
 }
 
-/** Registry of exact-topic subscriptions. */
+/** Registry of subscriptions: exact filters hashed, wildcard filters in a topic trie. */
 export class SubscriptionRegistry<C> {
   #byTopic = new Map<string, Map<C, Subscription<C>>>();
   #byClient = new Map<C, Map<string, Subscription<C>>>();
+  /** Exact `match` → its subscriptions (R2 fast path). */
+  #exact = new Map<string, Set<Subscription<C>>>();
+  #trie = new TopicTrie<Subscription<C>>();
 
-  /** Subscriptions of an MQTT topic (R2), or undefined. */
+  /** Subscriptions of a filter as subscribed, or undefined. */
   lookup(topic: string): ReadonlyMap<C, Subscription<C>> | undefined {
     return this.#byTopic.get(topic);
+  }
+
+  /** Subscriptions whose exact filter is `topic` (R2), or undefined. */
+  exact(topic: string): ReadonlySet<Subscription<C>> | undefined {
+    return this.#exact.get(topic);
+  }
+
+  /** Whether any wildcard subscription exists (the router's slow path is needed). */
+  get hasWildcards(): boolean {
+    return this.#trie.size > 0;
+  }
+
+  /** Calls `visit` with every wildcard subscription whose filter matches `topic`. */
+  matchWildcards(topic: string, visit: (s: Subscription<C>) => void): void {
+    this.#trie.match(topic, visit);
   }
 
   /** The client's subscription to `topic`, if any. */
@@ -56,7 +91,25 @@ export class SubscriptionRegistry<C> {
     t.set(sub.client, sub);
     let c = this.#byClient.get(sub.client);
     if (!c) this.#byClient.set(sub.client, c = new Map());
+    const old = c.get(topic);
+    if (old !== undefined && old !== sub) this.#unindex(old);
     c.set(topic, sub);
+    if (sub.wildcard) this.#trie.add(sub.match, sub);
+    else {
+      let e = this.#exact.get(sub.match);
+      if (!e) this.#exact.set(sub.match, e = new Set());
+      e.add(sub);
+    }
+  }
+
+  #unindex(sub: Subscription<C>): void {
+    if (sub.wildcard) {
+      this.#trie.remove(sub.match, sub);
+      return;
+    }
+    const e = this.#exact.get(sub.match);
+    e?.delete(sub);
+    if (e?.size === 0) this.#exact.delete(sub.match);
   }
 
   /** Removes one subscription; returns it when it existed. */
@@ -69,6 +122,7 @@ export class SubscriptionRegistry<C> {
     const t = this.#byTopic.get(topic)!;
     t.delete(client);
     if (t.size === 0) this.#byTopic.delete(topic);
+    this.#unindex(sub);
     return sub;
   }
 
@@ -81,8 +135,13 @@ export class SubscriptionRegistry<C> {
     return out;
   }
 
-  /** Every subscribed topic (for re-resolution after a map reload). */
+  /** Every subscribed filter (for re-resolution after a map reload). */
   topics(): string[] {
     return [...this.#byTopic.keys()];
+  }
+
+  /** The client's subscriptions by filter as subscribed. */
+  ofClient(client: C): ReadonlyMap<string, Subscription<C>> | undefined {
+    return this.#byClient.get(client);
   }
 }

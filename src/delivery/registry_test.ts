@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { type Subscription, SubscriptionRegistry, tripleKey } from "./registry.ts";
 
-function sub(client: string, qos: 0 | 1): Subscription<string> {
-  return { client, qos, startOffsets: new Map([["k", 0]]) };
+function sub(client: string, qos: 0 | 1, match = ""): Subscription<string> {
+  const wildcard = match.includes("+") || match.includes("#");
+  return { client, qos, startOffsets: new Map([["k", 0]]), match, prefix: "", wildcard };
 }
 
 Deno.test("SubscriptionRegistry.lookup() finds every client of an exact topic and nothing else", () => {
@@ -70,4 +71,19 @@ Deno.test("tripleKey() differs for every field and is stable", () => {
     tripleKey({ stream: "s", topic: "t", partition: 2 }),
     tripleKey({ partition: 2, topic: "t", stream: "s" }),
   );
+});
+
+Deno.test("SubscriptionRegistry indexes exact filters by hash and wildcard filters in the trie", () => {
+  const r = new SubscriptionRegistry<string>();
+  r.upsert(sub("a", 1, "b/n/r/1"), "b/n/r/1");
+  r.upsert(sub("b", 1, "b/+/r/#"), "b/+/r/#");
+  assert.equal(r.exact("b/n/r/1")!.size, 1);
+  assert.ok(r.hasWildcards);
+  const hits: string[] = [];
+  r.matchWildcards("b/s/r/2", (s) => hits.push(s.client));
+  assert.deepEqual(hits, ["b"]);
+  r.remove("b", "b/+/r/#");
+  assert.ok(!r.hasWildcards, "removing the last wildcard empties the trie");
+  r.remove("a", "b/n/r/1");
+  assert.equal(r.exact("b/n/r/1"), undefined);
 });

@@ -1,30 +1,32 @@
 /**
  * Routing (DESIGN §4, R1–R6): every polled message gets an ack-ledger entry, then one copy per
- * subscriber that subscribed before it, at the lower of the two QoS levels. MQTT 5 subscribers
- * get the stored properties back (`out_v5.ts`).
+ * client whose subscriptions match it and started before it (`targets.ts`: overlapping filters
+ * give one copy), at the lower of the two QoS levels. MQTT 5 subscribers get the stored
+ * properties back (`out_v5.ts`).
  *
  * @module
  */
-import { encodePublish, publishSize } from "../codec/encoder.ts";
-import { utf8, utf8Length } from "../base/utf8.ts";
-import { type MqttView, openEnvelope } from "../log/envelope.ts";
+import { encodePublish } from "../codec/encoder.ts";
+import { utf8 } from "../base/utf8.ts";
+import { openEnvelope } from "../log/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { startDeliverySpan } from "../observe/tracing.ts";
 import type { SpanContext } from "@opentelemetry/api";
 import type { ClientQueue } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
-import type { LedgerEntry } from "./ledger.ts";
-import { expiryLeft, isOwnMessage, OutboundProperties, retainOf } from "./out_v5.ts";
-import { type Subscription, type SubscriptionRegistry, tripleKey } from "./registry.ts";
+import type { AckLedger, LedgerEntry } from "./ledger.ts";
+import { expiryLeft } from "./out_v5.ts";
+import type { SubscriptionRegistry } from "./registry.ts";
+import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
+
+export type { Target };
 
 /** Makes the copies of polled messages and hands them to client queues. */
 export class Router {
   #registry: SubscriptionRegistry<ClientQueue>;
   #metrics: GatewayMetrics;
   #evict: (q: ClientQueue, reason: string) => void;
-  /** QoS 1 copies the last {@link #targets} call counted. */
-  #qos1 = 0;
 
   constructor(
     registry: SubscriptionRegistry<ClientQueue>,
@@ -65,95 +67,108 @@ export class Router {
       reader.ledger.record(m.offset, 0);
       return;
     }
-    const subs = this.#registry.lookup(view.topic);
-    if (subs === undefined) {
+    const found = this.#targets(view.topic, reader.key, m);
+    if (found === null) {
       reader.ledger.record(m.offset, 0);
       return;
     }
-    const targets = this.#targets(reader, m, view, left, subs.values());
-    const entry = reader.ledger.record(m.offset, this.#qos1);
+    const targets = finishTargets(found, m, view, left, this.#metrics);
+    let qos1 = 0;
+    for (const t of targets) if (t.qos === 1) qos1++;
+    const entry = reader.ledger.record(m.offset, qos1);
     if (targets.length === 0) return;
     this.#metrics.routed.inc();
-    this.#deliver(reader, view, targets, entry, served);
+    deliverCopies(targets, view, reader, entry, served, this.#metrics, this.#evict);
   }
 
   /**
-   * Who gets a copy, at which QoS, with which MQTT 5 properties: every subscription from before
-   * the message, except its own publisher under No Local and copies over a v5 subscriber's
-   * Maximum Packet Size (dropped and counted [MQTT-3.1.2-25]).
+   * R2–R3: one target per (client, prefix) among the subscriptions that match `topic` and
+   * started at or before the message on this triple (`key`) [MQTT-3.3.5-1]. Null when none
+   * match.
    */
-  #targets(
-    reader: SharedReader,
-    m: StoredMessage,
-    view: MqttView,
-    left: number | null,
-    subs: Iterable<Subscription<ClientQueue>>,
-  ): Target[] {
-    const key = tripleKey(reader.triple);
-    const list: Target[] = [];
-    let qos1 = 0;
-    let v5: OutboundProperties | null = null;
-    for (const s of subs) {
+  #targets(topic: string, key: string, m: StoredMessage): Target[] | null {
+    const exact = this.#registry.exact(topic);
+    const wild = this.#registry.hasWildcards;
+    if (exact === undefined && !wild) return null;
+    const offset = m.offset;
+    const out: Target[] = [];
+    if (exact !== undefined) {
+      for (const s of exact) {
+        const start = s.startOffsets.get(key);
+        if (start === undefined || offset < start) continue; // subscribed after this message
+        const t = targetOf(s, m);
+        if (t !== null) out.push(t);
+      }
+    }
+    if (!wild) return out.length > 0 ? out : null;
+    const exactCount = out.length;
+    this.#registry.matchWildcards(topic, (s) => {
       const start = s.startOffsets.get(key);
-      if (start === undefined || m.offset < start) continue; // subscribed after this message
-      const qos = view.qos < s.qos ? view.qos : s.qos;
-      const sub5 = s.client.sub.v5;
-      if (sub5 == null) {
-        list.push([s.client, qos, null, false]);
-      } else {
-        if (isOwnMessage(s, m, s.client.sub.clientId)) continue;
-        const props = (v5 ??= new OutboundProperties(m, left)).for(s);
-        const size = publishSize(utf8Length(view.topic), view.payload.length, qos, props);
-        if (size > sub5.maximumPacketSize) {
-          this.#metrics.droppedTooLarge.inc();
-          continue;
-        }
-        list.push([s.client, qos, props, retainOf(s, m)]);
-      }
-      if (qos === 1) qos1++;
-    }
-    this.#qos1 = qos1; // a field, not a result object: no allocation per message
-    return list;
-  }
-
-  /** R4–R6: one copy per target, into its client queue. */
-  #deliver(
-    reader: SharedReader,
-    view: MqttView,
-    targets: readonly Target[],
-    entry: LedgerEntry | null,
-    served: Set<SpanContext>,
-  ): void {
-    const topicBytes = utf8(view.topic);
-    let qos0Packet: Uint8Array | null = null;
-    for (const [q, qos, props, retain] of targets) {
-      const sc = q.sub.spanContext;
-      if (sc !== null) served.add(sc);
-      if (qos === 0) {
-        const packet = props === null
-          ? (qos0Packet ??= encodePublish(topicBytes, view.payload, 0, 0, false))
-          : encodePublish(topicBytes, view.payload, 0, 0, false, retain, props);
-        if (q.offerQos0(packet) === "dropped") this.#metrics.droppedQos0.inc();
-        else this.#metrics.deliveredQos[0].inc();
-        continue;
-      }
-      const bytes = topicBytes.length + view.payload.length + 8 + (props?.length ?? 0);
-      const offer = q.offerQos1({
-        topicBytes,
-        payload: view.payload,
-        ledger: reader.ledger,
-        entry: entry!,
-        bytes,
-        props,
-        retain,
-      });
-      if (offer === "evict") {
-        reader.ledger.settle(entry!); // this copy is struck with the client
-        this.#evict(q, "slow consumer: hard cap of outbound bytes reached");
-      } else this.#metrics.deliveredQos[1].inc();
-    }
+      if (start === undefined || offset < start) return;
+      const t = targetOf(s, m);
+      if (t !== null) out.push(t);
+    });
+    // Exact filters are unique per (client, prefix); only wildcard hits can overlap.
+    return out.length > exactCount ? dedupe(out) : out.length > 0 ? out : null;
   }
 }
 
-/** A copy to make: the client, its QoS, the MQTT 5 property block (null: 3.1.1), RETAIN. */
-type Target = [ClientQueue, 0 | 1, Uint8Array | null, boolean];
+/**
+ * R4–R6: encodes and enqueues each target's copy; QoS 1 copies hold the ledger entry. 3.1.1
+ * copies under the plain topic share one encoding; prefixed (replay) ones share one per prefix;
+ * MQTT 5 copies (their own property block) are encoded one by one.
+ */
+export function deliverCopies(
+  targets: readonly Target[],
+  view: { readonly topic: string; readonly payload: Uint8Array },
+  reader: { readonly ledger: AckLedger; readonly key: string },
+  entry: LedgerEntry | null,
+  served: Set<SpanContext>,
+  metrics: GatewayMetrics,
+  evict: (q: ClientQueue, reason: string) => void,
+): void {
+  let plainBytes: Uint8Array | null = null;
+  let plainQos0: Uint8Array | null = null;
+  let prefixed: Map<string, [Uint8Array, Uint8Array | null]> | null = null;
+  for (const { client: q, qos, prefix, props, retain } of targets) {
+    let tb: Uint8Array;
+    let qos0: Uint8Array | null;
+    let slot: [Uint8Array, Uint8Array | null] | undefined;
+    if (prefix === "") {
+      tb = plainBytes ??= utf8(view.topic);
+      qos0 = plainQos0;
+    } else {
+      slot = (prefixed ??= new Map()).get(prefix);
+      if (slot === undefined) prefixed.set(prefix, slot = [utf8(prefix + view.topic), null]);
+      [tb, qos0] = slot;
+    }
+    const sc = q.sub.spanContext;
+    if (sc !== null) served.add(sc);
+    if (qos === 0) {
+      if (props !== null) qos0 = encodePublish(tb, view.payload, 0, 0, false, retain, props);
+      else if (qos0 === null) {
+        qos0 = encodePublish(tb, view.payload, 0, 0, false);
+        if (slot !== undefined) slot[1] = qos0;
+        else plainQos0 = qos0;
+      }
+      if (q.offerQos0(qos0) === "dropped") metrics.droppedQos0.inc();
+      else metrics.deliveredQos[0].inc();
+      continue;
+    }
+    const bytes = tb.length + view.payload.length + 8 + (props?.length ?? 0);
+    const offer = q.offerQos1({
+      topicBytes: tb,
+      payload: view.payload,
+      ledger: reader.ledger,
+      entry: entry!,
+      bytes,
+      key: reader.key,
+      props,
+      retain,
+    });
+    if (offer === "evict") {
+      reader.ledger.settle(entry!); // this copy is struck with the client
+      evict(q, "slow consumer: hard cap of outbound bytes reached");
+    } else metrics.deliveredQos[1].inc();
+  }
+}

@@ -50,6 +50,11 @@ export class ClientQueues {
     }
   }
 
+  /** Every client's queue. */
+  all(): IterableIterator<ClientQueue> {
+    return this.#queues.values();
+  }
+
   /** The subscriber's queue, if it has one. */
   get(sub: Subscriber): ClientQueue | undefined {
     return this.#queues.get(sub);

@@ -1,32 +1,32 @@
 /**
- * Subscribing (DESIGN §4, S1–S5): check the filter, resolve it with the same map as the way in,
- * check the poll right, then join or create the shared reader of every triple it reads.
+ * Subscribing (DESIGN §4, S1–S5): check the filter, resolve it with the same map as the way in
+ * (`filter_triples.ts`: exact and wildcard filters), check the poll right, then join or create
+ * the shared reader of every triple it reads. A subscription that starts behind the shared
+ * readers (a stored session resuming, a replay) gets a catch-up per triple (`catch_up.ts`).
  *
  * @module
  */
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
-import type { Subscription as MqttSubscription } from "../codec/packets.ts";
 import { utf8Length } from "../base/utf8.ts";
-import {
-  checkResolution,
-  type CompiledMap,
-  partitionForKey,
-  type Resolution,
-  resolveTopic,
-} from "../mapping/mod.ts";
-import { canPoll } from "../access/permissions.ts";
+import { filterProblem, isWildcardFilter } from "../mapping/mod.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { PublishPreparer } from "../session/publish.ts";
+import type { SubscribeRequest } from "../session/delivery_port.ts";
+import { parseReplayFilter } from "../session/replay_from.ts";
+import { CatchUp, type CatchUpDeps, type ReplayBudget } from "./catch_up.ts";
 import type { ClientQueue } from "./client_queue.ts";
-import { type ReaderOptions, SharedReader } from "./reader.ts";
+import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
+import type { ReaderOptions, SharedReader } from "./reader.ts";
+import { ReaderPool } from "./reader_pool.ts";
 import {
   type Subscription,
   type SubscriptionRegistry,
   type Triple,
   tripleKey,
 } from "./registry.ts";
+import { replayStartOffset } from "./replay_start.ts";
 import type { ClientQueues } from "./settle.ts";
 
 /** Limits of subscriptions, and the readers' options. */
@@ -34,13 +34,35 @@ export interface SubscribeOptions extends ReaderOptions {
   readonly maxSubscriptionsPerClient: number;
   readonly maxTopicBytes: number;
   readonly maxTopicLevels: number;
+  /** Triples one filter may resolve to; beyond → SUBACK 0x80. */
+  readonly maxTriplesPerSubscription: number;
+  /** Messages one replay subscription replays; beyond → skipped to live. */
+  readonly maxReplayMessages: number;
+  /** Targets wildcard filters never resolve to (the stored sessions' record topic). */
+  readonly hiddenTargets?: readonly { readonly stream: string; readonly topic: string }[];
 }
 
-/** S1: why an exact topic filter is refused, or null when it is acceptable. */
+/** Where a subscription starts on a triple: an offset, or null for live. */
+export type StartAt = (triple: Triple, key: string) => Promise<number | null>;
+
+/** Catch-ups a stored session's resume collects over all its filters (one per triple). */
+export type PendingCatchUps = Map<
+  string,
+  { triple: Triple; from: number; subs: Subscription<ClientQueue>[] }
+>;
+
+/** A resume: positions per triple, and where its catch-ups are collected. */
+export interface Resume {
+  readonly startAt: StartAt;
+  readonly pending: PendingCatchUps;
+}
+
+/** S1: why a topic filter is refused, or null when it is acceptable. */
 function checkFilter(topic: string, opts: SubscribeOptions): string | null {
-  // Exact topics only (wildcards come later), same limits as PUBLISH topics.
+  // Same limits as PUBLISH topics; wildcards only as whole levels, "#" last.
   if (topic.length === 0) return "empty filter";
-  if (topic.includes("#") || topic.includes("+")) return "wildcard filters are not supported";
+  const misplaced = filterProblem(topic);
+  if (misplaced !== null) return misplaced;
   if (utf8Length(topic) > opts.maxTopicBytes) return "filter too long";
   if (topic.split("/").length > opts.maxTopicLevels) return "too many levels";
   if (topic.startsWith("$SYS")) return "$SYS is reserved";
@@ -49,57 +71,71 @@ function checkFilter(topic: string, opts: SubscribeOptions): string | null {
 
 /** The subscriptions and the shared readers they hold. */
 export class Subscriptions {
-  readonly readers = new Map<string, SharedReader>();
-  /** Triples whose first reader since start resumed from the stored offset (recovery). */
-  #recovered = new Set<string>();
-  #registry: SubscriptionRegistry<ClientQueue>;
+  readonly pool: ReaderPool;
+  readonly readers: Map<string, SharedReader>;
+  /** Catch-ups running, per client (a stored session's position covers them). */
+  readonly catchUps = new Map<ClientQueue, Set<CatchUp>>();
+  readonly registry: SubscriptionRegistry<ClientQueue>;
+  readonly tripleDeps: FilterTripleDeps;
+  readonly opts: SubscribeOptions;
+  readonly logger: Logger;
+  readonly stopping: () => boolean;
   #clients: ClientQueues;
   #backend: LogBackend;
-  #preparer: PublishPreparer;
-  #opts: SubscribeOptions;
-  #route: (reader: SharedReader, batch: readonly StoredMessage[]) => void;
-  #stopping: () => boolean;
-  #metrics: GatewayMetrics;
-  #logger: Logger;
+  #catchUpDeps: CatchUpDeps;
 
   constructor(deps: {
     registry: SubscriptionRegistry<ClientQueue>;
     clients: ClientQueues;
     backend: LogBackend;
     preparer: PublishPreparer;
-    options: SubscribeOptions;
+    options: SubscribeOptions & { readonly maxClientBytes: number };
     route: (reader: SharedReader, batch: readonly StoredMessage[]) => void;
     stopping: () => boolean;
     metrics: GatewayMetrics;
     logger: Logger;
   }) {
-    this.#registry = deps.registry;
+    this.registry = deps.registry;
     this.#clients = deps.clients;
     this.#backend = deps.backend;
-    this.#preparer = deps.preparer;
-    this.#opts = deps.options;
-    this.#route = deps.route;
-    this.#stopping = deps.stopping;
-    this.#metrics = deps.metrics;
-    this.#logger = deps.logger;
+    this.opts = deps.options;
+    this.stopping = deps.stopping;
+    this.logger = deps.logger;
+    this.pool = new ReaderPool({ ...deps, options: deps.options });
+    this.readers = this.pool.readers;
+    this.tripleDeps = {
+      preparer: deps.preparer,
+      backend: deps.backend,
+      maxTriples: deps.options.maxTriplesPerSubscription,
+      hidden: deps.options.hiddenTargets ?? [],
+    };
+    this.#catchUpDeps = {
+      backend: deps.backend,
+      metrics: deps.metrics,
+      logger: deps.logger,
+      pollBatch: deps.options.pollBatch,
+      maxClientBytes: deps.options.maxClientBytes,
+      reader: (key) => this.readers.get(key),
+      live: (q) => !this.stopping() && this.#clients.get(q.sub) === q,
+      evict: (q, why) => this.#clients.evict(q, why),
+    };
   }
 
-  /** S1–S5 for one filter of a SUBSCRIBE; its return code. */
-  async subscribeOne(queue: ClientQueue, f: MqttSubscription): Promise<number> {
-    const topic = f.filter;
-    const bad = checkFilter(topic, this.#opts);
-    if (bad !== null) return this.#refuse(queue, topic, bad);
-    const existing = this.#registry.get(queue, topic);
-    if (!existing && this.#registry.countFor(queue) >= this.#opts.maxSubscriptionsPerClient) {
-      return this.#refuse(queue, topic, "max_subscriptions_per_client reached");
-    }
-    // S2: resolve with the same map as the way in.
-    const r = this.#preparer.resolve(topic);
-    const invalid = checkResolution(r);
-    if (invalid !== null) return this.#refuse(queue, topic, invalid);
-    // S3: poll right on the mapped stream/topic.
-    if (!canPoll(queue.sub.principal.permissions, r.stream, r.topic)) {
-      return this.#refuse(queue, topic, `no poll right on ${r.stream}/${r.topic}`);
+  /**
+   * S1–S5 for one filter of a SUBSCRIBE; its return code. A `$replay/<from>/` prefix (or
+   * `f.from`, MQTT 5's `iggy-from`) starts it in the log's past; `resume` (a stored session)
+   * starts it at the session's positions instead.
+   */
+  async subscribeOne(queue: ClientQueue, f: SubscribeRequest, resume?: Resume): Promise<number> {
+    const filter = f.filter;
+    const replay = parseReplayFilter(filter);
+    if (replay !== null && "problem" in replay) return this.refuse(queue, filter, replay.problem);
+    const match = replay?.filter ?? filter;
+    const bad = checkFilter(match, this.opts);
+    if (bad !== null) return this.refuse(queue, filter, bad);
+    const existing = this.registry.get(queue, filter);
+    if (!existing && this.registry.countFor(queue) >= this.opts.maxSubscriptionsPerClient) {
+      return this.refuse(queue, filter, "max_subscriptions_per_client reached");
     }
     const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
     if (existing) {
@@ -107,62 +143,103 @@ export class Subscriptions {
       existing.options = f.options; // MQTT 5: the options are replaced too
       return granted;
     }
-    return await this.#attach(queue, topic, r, granted, f.options);
+    // S2–S3: resolve with the same map as the way in; poll right per triple.
+    let resolved;
+    try {
+      resolved = await filterTriples(this.tripleDeps, queue.sub.principal, match);
+    } catch (err) {
+      return this.refuse(queue, filter, `backend error: ${message(err)}`);
+    }
+    if (resolved.refused !== undefined) return this.refuse(queue, filter, resolved.refused);
+    const s: Subscription<ClientQueue> = {
+      client: queue,
+      qos: granted,
+      startOffsets: new Map(),
+      match,
+      prefix: replay?.prefix ?? "",
+      wildcard: isWildcardFilter(match),
+    };
+    if (f.options !== undefined) s.options = f.options; // MQTT 5, kept for routing
+    const from = replay?.from ?? f.from;
+    const startAt = resume?.startAt ??
+      (from === undefined || from.kind === "latest"
+        ? undefined
+        : (t: Triple) => replayStartOffset(this.#backend, t, from));
+    return await this.#attach(s, filter, resolved.triples, startAt, resume?.pending);
   }
 
-  /** S4–S5: finds the target's partitions and subscribes to the reader of each. */
+  /**
+   * S4–S5: reserves the reader of every triple, places the start on each (behind the reader:
+   * a catch-up), then registers the subscription and starts what it created.
+   */
   async #attach(
-    queue: ClientQueue,
-    topic: string,
-    r: Resolution,
-    granted: 0 | 1,
-    options?: MqttSubscription["options"],
+    s: Subscription<ClientQueue>,
+    filter: string,
+    triples: Triple[],
+    startAt: StartAt | undefined,
+    pending: PendingCatchUps | undefined,
   ): Promise<number> {
-    let info;
-    try {
-      info = await this.#preparer.topics.lookup(r.stream, r.topic);
-    } catch (err) {
-      return this.#refuse(
-        queue,
-        topic,
-        `topic lookup failed: ${String((err as Error)?.message ?? err)}`,
-      );
-    }
-    if (info === null) {
-      return this.#refuse(queue, topic, `target ${r.stream}/${r.topic} does not exist`);
-    }
-    const partitions = r.partitionKey !== null
-      ? [partitionForKey(r.partitionKey, info.partitions)]
-      : Array.from({ length: info.partitions }, (_, i) => i);
-    const startOffsets = new Map<string, number>();
+    const queue = s.client;
     // Readers created here start polling only once the subscription is in the registry:
     // a reader resuming after the stored offset would otherwise route (and settle, with no
-    // copies) the very messages a restart must deliver again. Every reader returned by
-    // #ensureReader already counts this subscription (reserved), so it cannot stop while
-    // the remaining partitions are being prepared.
+    // copies) the very messages a restart must deliver again. Every reader reserved here
+    // counts this subscription, so it cannot stop while the other triples are prepared.
     const fresh: SharedReader[] = [];
+    const behind: PendingCatchUps = pending ?? new Map();
     try {
-      for (const partition of partitions) {
-        const triple = { stream: r.stream, topic: r.topic, partition };
-        startOffsets.set(tripleKey(triple), await this.#ensureReader(triple, fresh));
+      for (const triple of triples) {
+        const key = tripleKey(triple);
+        const live = await this.pool.reserve(triple, fresh);
+        s.startOffsets.set(key, live);
+        const from = startAt === undefined ? null : await startAt(triple, key);
+        if (from === null) continue;
+        const reader = this.readers.get(key)!;
+        if (from >= reader.position) {
+          // Past a lagging reader: start there (not before: settled already), but not past the
+          // log's end (a topic deleted and created again starts its offsets anew).
+          const end = from > live ? await this.#backend.nextOffset(triple) : live;
+          s.startOffsets.set(key, Math.min(from, end));
+          continue;
+        }
+        s.startOffsets.set(key, Infinity); // the catch-up delivers until it hands over
+        const c = behind.get(key);
+        if (c === undefined) behind.set(key, { triple, from, subs: [s] });
+        else c.subs.push(s);
       }
     } catch (err) {
-      this.#giveBack(startOffsets, fresh);
-      return this.#refuse(queue, topic, `backend error: ${String((err as Error)?.message ?? err)}`);
+      this.#giveBack(s, fresh);
+      return this.refuse(queue, filter, `backend error: ${message(err)}`);
     }
-    if (this.#stopping() || this.#clients.get(queue.sub) !== queue) {
-      this.#giveBack(startOffsets, fresh);
+    if (this.stopping() || this.#clients.get(queue.sub) !== queue) {
+      this.#giveBack(s, fresh);
       return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
-    const s: Subscription<ClientQueue> = { client: queue, qos: granted, startOffsets };
-    if (options !== undefined) s.options = options;
-    this.#registry.upsert(s, topic);
-    this.#startReaders(fresh);
-    return granted;
+    this.registry.upsert(s, filter);
+    this.pool.start(fresh);
+    if (pending === undefined) this.launch(queue, behind, { left: this.opts.maxReplayMessages });
+    return s.qos;
   }
 
-  #refuse(queue: ClientQueue, topic: string, reason: string): number {
-    this.#logger.limited("info", "Subscription refused", {
+  /** Starts the catch-ups of one client (a replay's, or a resumed session's). */
+  launch(queue: ClientQueue, pending: PendingCatchUps, budget: ReplayBudget): void {
+    for (const { triple, from, subs } of pending.values()) {
+      const c = new CatchUp(queue, triple, subs, from, budget, this.#catchUpDeps);
+      let running = this.catchUps.get(queue);
+      if (!running) this.catchUps.set(queue, running = new Set());
+      running.add(c);
+      c.run().catch((err) => {
+        this.logger.warn("Catch-up failed", { client_id: queue.sub.clientId, error: err });
+      }).finally(() => {
+        running.delete(c);
+        if (running.size === 0 && this.catchUps.get(queue) === running) {
+          this.catchUps.delete(queue);
+        }
+      });
+    }
+  }
+
+  refuse(queue: ClientQueue, topic: string, reason: string): number {
+    this.logger.limited("info", "Subscription refused", {
       client_id: queue.sub.clientId,
       filter: topic,
       reason,
@@ -171,117 +248,18 @@ export class Subscriptions {
   }
 
   /** Undoes the reservations of a subscribe that failed, then starts (or ends) fresh readers. */
-  #giveBack(startOffsets: Map<string, number>, fresh: SharedReader[]): void {
-    for (const k of startOffsets.keys()) {
-      const reader = this.readers.get(k);
-      if (reader && --reader.subscribers <= 0) reader.stop();
-    }
-    this.#startReaders(fresh);
-  }
-
-  /**
-   * Starts readers created by a subscribe; any reader of `keys` left without subscribers (the
-   * subscribe failed) is stopped, so it ends instead of polling for nobody.
-   */
-  #startReaders(fresh: SharedReader[]): void {
-    for (const reader of fresh) {
-      if (reader.subscribers <= 0) reader.stop();
-      const key = tripleKey(reader.triple);
-      reader.start(() => {
-        if (this.readers.get(key) === reader) this.readers.delete(key);
-      });
-    }
-  }
-
-  /**
-   * S5: the reader of a triple, created when missing (and then pushed to `fresh`, not yet
-   * started); returns the subscription's start offset on the triple.
-   */
-  async #ensureReader(triple: Triple, fresh: SharedReader[]): Promise<number> {
-    const key = tripleKey(triple);
-    const live = (r: SharedReader | undefined): r is SharedReader =>
-      r !== undefined && (!r.stopped || r.revive());
-    for (;;) {
-      const existing = this.readers.get(key);
-      if (live(existing)) {
-        // Joining a live reader: start at the partition's next offset now (DESIGN §4).
-        existing.subscribers++; // reserve at once, so it cannot stop during the await
-        try {
-          return await this.#backend.nextOffset(triple);
-        } catch (err) {
-          if (--existing.subscribers <= 0) existing.stop();
-          throw err;
-        }
-      }
-      const start = await this.#startOffset(triple, key);
-      if (live(this.readers.get(key))) continue; // raced with another subscribe: join it
-      const reader = new SharedReader(
-        triple,
-        start,
-        this.#backend,
-        this.#opts,
-        this.#route,
-        this.#metrics,
-        this.#logger,
-      );
-      reader.subscribers = 1; // reserved for the subscription being prepared
-      this.readers.set(key, reader);
-      fresh.push(reader);
-      return start;
-    }
-  }
-
-  /** Where a new reader of the triple starts. */
-  async #startOffset(triple: Triple, key: string): Promise<number> {
-    if (this.#recovered.has(key)) return await this.#backend.nextOffset(triple);
-    // First reader since start: resume after the stored offset so unsettled messages
-    // from before a crash are delivered again (at least once).
-    const stored = await this.#backend.getOffset(this.#opts.consumer, triple);
-    const start = stored === null ? await this.#backend.nextOffset(triple) : stored + 1;
-    this.#recovered.add(key);
-    return start;
+  #giveBack(s: Subscription<ClientQueue>, fresh: SharedReader[]): void {
+    this.release(s);
+    this.pool.start(fresh);
   }
 
   /** A subscription ends: every reader it held loses a subscriber and stops at none. */
   release(s: Subscription<ClientQueue>): void {
-    for (const k of s.startOffsets.keys()) {
-      const reader = this.readers.get(k);
-      if (reader && --reader.subscribers <= 0) reader.stop();
-    }
+    for (const k of s.startOffsets.keys()) this.pool.release(k);
+    s.startOffsets.clear(); // a catch-up still running sees it ended
   }
+}
 
-  /**
-   * After a topic-map reload: every subscribed topic whose resolution (stream, topic, key)
-   * changed is subscribed again under the new map with its granted QoS, so it reads the new
-   * triple(s) from now on. A topic that no longer resolves to anything allowed is dropped (and
-   * logged). Returns how many subscriptions moved.
-   */
-  async reresolve(previous: CompiledMap): Promise<number> {
-    let moved = 0;
-    for (const topic of this.#registry.topics()) {
-      const before = resolveTopic(previous, topic);
-      const after = this.#preparer.resolve(topic);
-      if (
-        before.stream === after.stream && before.topic === after.topic &&
-        before.partitionKey === after.partitionKey
-      ) continue;
-      for (const [queue, sub] of [...(this.#registry.lookup(topic) ?? new Map())]) {
-        this.#registry.remove(queue, topic);
-        this.release(sub);
-        const code = await this.subscribeOne(queue, {
-          filter: topic,
-          qos: sub.qos,
-          ...(sub.options ? { options: sub.options } : {}),
-        });
-        if (code === SUBACK_FAILURE) {
-          this.#logger.warn("Subscription dropped after reload", {
-            client_id: queue.sub.clientId,
-            topic,
-          });
-        }
-        moved++;
-      }
-    }
-    return moved;
-  }
+function message(err: unknown): string {
+  return String((err as Error)?.message ?? err);
 }

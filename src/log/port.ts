@@ -153,6 +153,11 @@ export interface LogBackend {
 
   /** Topic metadata, or null when the stream or topic does not exist. */
   getTopic(stream: string, topic: string): Promise<TopicInfo | null>;
+  /**
+   * Every topic of every stream this identity can see (wildcard subscriptions match them
+   * against name patterns). Optional: a backend without it serves exact subscriptions only.
+   */
+  listTopics?(): Promise<TopicInfo[]>;
   /** Creates the stream (if missing) and the topic (if missing); returns its metadata. */
   createTopic(stream: string, topic: string, options: CreateTopicOptions): Promise<TopicInfo>;
 

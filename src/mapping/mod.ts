@@ -25,3 +25,5 @@ export { checkResolution, isValidIggyName } from "./names.ts";
 export { initPartitioner, partitionForKey } from "./partition.ts";
 export { explainJson } from "./explain.ts";
 export { constantTargets, type Target } from "./targets.ts";
+export { filterMatches, filterProblem, isWildcardFilter } from "./filter.ts";
+export { type FilterTarget, type NameSpec, resolveFilter } from "./filter_resolve.ts";

@@ -8,9 +8,13 @@ Deno.test("mod.ts exports exactly the mapping API", () => {
     "compileMap",
     "constantTargets",
     "explainJson",
+    "filterMatches",
+    "filterProblem",
     "initPartitioner",
     "isValidIggyName",
+    "isWildcardFilter",
     "partitionForKey",
+    "resolveFilter",
     "resolveTopic",
   ]);
 });

@@ -121,4 +121,20 @@ export class GatewayMetrics {
     "reader_offset_commits_total",
     "Consumer offsets stored by shared readers",
   );
+  readonly retentionGaps = this.registry.counter(
+    "session_retention_gap_messages_total",
+    "Messages a stored session or replay skipped because retention had removed them",
+  );
+  readonly replaySkipped = this.registry.counter(
+    "replay_skipped_messages_total",
+    "Messages a replay skipped to go live after limits.max_replay_messages",
+  );
+  readonly storedSessionsRefused = this.registry.counter(
+    "session_stored_refused_total",
+    "Stored sessions refused (max_stored_sessions reached, or the log could not answer)",
+  );
+  readonly storedSessionsExpired = this.registry.counter(
+    "session_stored_expired_total",
+    "Stored sessions removed after their expiry offline",
+  );
 }

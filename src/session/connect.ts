@@ -21,6 +21,7 @@ import {
 import { connackProperties, refuseConnect5, v5SessionOf } from "./connect_v5.ts";
 import type { V5Session } from "./v5_session.ts";
 import { type HeldWill, refuseWill } from "./will.ts";
+import { refuseStoredSession, type SessionRequest, sessionRequestOf } from "./session_request.ts";
 
 /** A CONNECT that passed every check: the session to establish. */
 export interface AcceptedConnect {
@@ -33,8 +34,10 @@ export interface AcceptedConnect {
   readonly timeoutMs: number;
   /** MQTT 5 session state; null on 3.1.1. */
   readonly v5: V5Session | null;
-  /** The CONNACK to send. */
+  /** The CONNACK to send (session present is set when the session is opened). */
   readonly connack: ConnackOutcome;
+  /** Clean, or stored and for how long (DESIGN §4 "Stored sessions"). */
+  readonly session: SessionRequest;
 }
 
 /** What {@link handleConnect} decides. */
@@ -81,25 +84,30 @@ export async function handleConnect(
     will = p.will as HeldWill;
   }
   const maxKeepAlive = ctx.config.limits.max_keep_alive_s;
+  const v5 = p.protocolLevel === 5 ? v5SessionOf(ctx.config, p) : null;
+  const session = sessionRequestOf(p, ctx.config, v5);
+  const noRoom = await refuseStoredSession(ctx, clientId, session);
+  if (site.closed) return null;
+  if (noRoom !== null) return noRoom;
   const accepted = {
     kind: "accepted" as const,
     clientId,
     principal: decision.principal,
     will,
     timeoutMs: keepAliveTimeoutMs(p.keepAliveSeconds, maxKeepAlive),
-    v5: null,
+    v5,
     connack: CONNACK_ACCEPTED,
+    session,
   };
-  if (p.protocolLevel !== 5) return accepted;
-  const session = v5SessionOf(ctx.config, p);
+  if (v5 === null) return accepted;
   const clamped = p.keepAliveSeconds === 0 || p.keepAliveSeconds > maxKeepAlive;
   const properties5 = connackProperties(ctx.config, {
     assignedClientId: p.clientId === "" ? clientId : null,
     serverKeepAlive: clamped ? maxKeepAlive : null,
     requestedSessionExpiry: p.properties?.sessionExpiry ?? 0,
-    session,
+    session: v5,
   });
-  return { ...accepted, v5: session, connack: { ...CONNACK_ACCEPTED, properties5 } };
+  return { ...accepted, connack: { ...CONNACK_ACCEPTED, properties5 } };
 }
 
 /** The client id to use, or the refusal [MQTT-3.1.3-6], [MQTT-3.1.3-8]. */

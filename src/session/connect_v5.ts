@@ -49,8 +49,8 @@ export function connackReason5(o: ConnackOutcome): number {
   return o.reasonCode5 ?? FROM_V3[o.code] ?? Connack5.NOT_AUTHORIZED;
 }
 
-/** Wildcard Subscription Available: 0 until wildcard filters land (issue 18). */
-export const WILDCARDS_AVAILABLE = false;
+/** Wildcard Subscription Available: the delivery resolves wildcard filters (issue 18). */
+export const WILDCARDS_AVAILABLE = true;
 
 /**
  * The session expiry the gateway grants. 0 until stored sessions land (issue 18): the session

@@ -23,6 +23,7 @@ import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { Subscriber } from "./delivery_port.ts";
 import type { V5Session } from "./v5_session.ts";
 import { countReadError, decoderFor } from "./decoder_of.ts";
+import type { StoredSession } from "./stored_sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { ConnectionPublisher, type PublishSite, readGate } from "./publish_batch.ts";
 import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
@@ -46,6 +47,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   #principal: Principal | null = null;
   /** The will to publish if this connection ends without DISCONNECT. */
   #will: HeldWill | null = null;
+  /** The stored session this connection resumed or created (null: clean); set at CONNECT. */
+  session: StoredSession | null = null;
   #closed = false;
   #draining = false;
   /** The PUBLISH pipeline; made on the first PUBLISH (idle connections: none). */
@@ -352,18 +355,17 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     }
   }
 
-  /** The CONNECT was decided (null: the connection closed meanwhile). */
-  #connected(r: ConnectResult | null): void {
+  /** The CONNECT was decided (null: closed meanwhile); a resumed session is restored first. */
+  #connected(r: ConnectResult | null): Promise<void> | undefined {
     if (r === null || this.#closed) return;
-    if (r.kind === "accepted") {
-      this.#establish(r);
-      r = r.connack;
-    }
-    act(this.#ctx, this, r);
+    if (r.kind !== "accepted") return act(this.#ctx, this, r);
+    const present = this.#establish(r);
+    act(this.#ctx, this, present ? { ...r.connack, sessionPresent: true } : r.connack);
+    return present ? this.#ctx.delivery.resume(this) : undefined;
   }
 
-  /** Takes the accepted session: client id (takeover), will, keep-alive deadline, trace. */
-  #establish(s: AcceptedConnect): void {
+  /** Takes the accepted session (takeover, stored session, will, keep-alive); resumed or not. */
+  #establish(s: AcceptedConnect): boolean {
     const ctx = this.#ctx;
     this.#will = s.will;
     this.#principal = s.principal;
@@ -371,16 +373,14 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#v5 = s.v5;
     this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
     ctx.wills.cancel(s.clientId); // [MQTT-3.1.3-9] back before its will's delay passed
-    const old = ctx.registry.claim(s.clientId, this);
-    if (old !== null) {
-      ctx.metrics.takeovers.inc();
-      const why = "taken over by a new connection with the same client id";
-      if (old.disconnect) old.disconnect(0x8e, why);
-      else old.close(why);
-    }
+    if (ctx.registry.takeOver(s.clientId, this)) ctx.metrics.takeovers.inc();
+    // After the takeover: the older connection has stored its positions and gone offline.
+    const opened = ctx.sessions.open(s.clientId, s.session);
+    this.session = opened.session;
     this.timeoutMs = s.timeoutMs;
     this.lastActivity = ctx.clock.now();
     ctx.deadlines.add(this);
+    return opened.present;
   }
 
   #newPublisher(): ConnectionPublisher {

@@ -17,6 +17,7 @@ import type { OutboundBudget } from "./outbox.ts";
 import type { PublishPreparer } from "./publish.ts";
 import type { ConnectionRegistry } from "./registry.ts";
 import type { SourceGuard } from "./source_guard.ts";
+import type { StoredSessions } from "./stored_sessions.ts";
 import type { WillPublisher } from "./will.ts";
 
 /** Shared services of every connection. */
@@ -35,4 +36,5 @@ export interface SessionContext {
   readonly appendBudget: AppendBudget;
   readonly sourceGuard: SourceGuard;
   readonly wills: WillPublisher;
+  readonly sessions: StoredSessions;
 }

@@ -8,6 +8,8 @@ import type { Subscription } from "../codec/packets.ts";
 import type { OutgoingMessage, PartitionAddress, Principal } from "../log/port.ts";
 import type { Outbox } from "./outbox.ts";
 import type { V5Session } from "./v5_session.ts";
+import type { ReplayFrom } from "./replay_from.ts";
+import type { StoredSession } from "./stored_sessions.ts";
 import type { SpanContext } from "@opentelemetry/api";
 
 /** A connected client as delivery sees it. */
@@ -21,6 +23,16 @@ export interface Subscriber {
   close(reason: string): void;
   /** MQTT 5 session state (receive maximum, maximum packet size); null or absent on 3.1.1. */
   readonly v5?: V5Session | null;
+  /** The stored session (subscriptions and positions outlive the connection), or null. */
+  readonly session: StoredSession | null;
+}
+
+/**
+ * One filter of a SUBSCRIBE. `from` (MQTT 5's `iggy-from` user property, parsed by the session
+ * with `parseReplayFrom`) starts it in the log's past, like a 3.1.1 `$replay/<from>/` prefix.
+ */
+export interface SubscribeRequest extends Subscription {
+  readonly from?: ReplayFrom;
 }
 
 /** Delivery operations a session performs. */
@@ -30,7 +42,7 @@ export interface DeliveryPort {
    * their subscription options (No Local, Retain As Published, identifier), kept with the
    * subscription for routing.
    */
-  subscribe(sub: Subscriber, subscriptions: readonly Subscription[]): Promise<number[]>;
+  subscribe(sub: Subscriber, subscriptions: readonly SubscribeRequest[]): Promise<number[]>;
   /**
    * Removes the client's subscriptions to these filters. Returns, per filter, whether a
    * subscription existed (MQTT 5 UNSUBACK 0x11), when the implementation knows.
@@ -40,8 +52,16 @@ export interface DeliveryPort {
   readonly wildcards?: boolean;
   /** A PUBACK from the client settles its ack-ledger entry. */
   puback(sub: Subscriber, packetId: number): void;
-  /** The client is gone: strike its pending copies, drop its subscriptions. */
+  /**
+   * The client is gone: strike its pending copies, drop its subscriptions. A stored session's
+   * positions (the first offset it has not settled, per triple) are stored first.
+   */
   detach(sub: Subscriber): void;
+  /**
+   * A stored session was resumed: its subscriptions are restored, each triple from the
+   * session's stored position (catching up on what was published meanwhile).
+   */
+  resume(sub: Subscriber): Promise<void>;
   /**
    * This gateway confirmed an append to a partition at `baseOffset` (null when the backend
    * did not say): its reader may route the messages at once or poll.

@@ -29,6 +29,8 @@ export interface ConnackOutcome {
   readonly properties5?: PropertyWriter;
   /** Answer in the MQTT 5 format although the connection is not v5 (a refused v5 CONNECT). */
   readonly format5?: boolean;
+  /** Accepted with a stored session resumed [MQTT-3.2.2-2]. */
+  readonly sessionPresent?: boolean;
 }
 
 /** Answer a SUBSCRIBE with one return code per filter (0, 1 or 0x80; MQTT 5 reason codes). */

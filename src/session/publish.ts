@@ -207,6 +207,11 @@ export class PublishPreparer {
     return byPartition[partition] ??= { stream: r.stream, topic: r.topic, partition };
   }
 
+  /** The topic map in force (wildcard subscriptions resolve filters against it). */
+  get map(): CompiledMap {
+    return this.#maps.current;
+  }
+
   /** The topic cache (invalidated by the connection on not-found errors). */
   get topics(): TopicCache {
     return this.#topics;

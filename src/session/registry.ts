@@ -44,6 +44,19 @@ export class ConnectionRegistry {
     return old === c ? null : old;
   }
 
+  /**
+   * Binds a client id to `c` and closes the connection it took over, if any (MQTT 5: DISCONNECT
+   * 0x8E Session taken over first); returns whether there was one.
+   */
+  takeOver(clientId: string, c: Registered): boolean {
+    const old = this.claim(clientId, c);
+    if (old === null) return false;
+    const why = "taken over by a new connection with the same client id";
+    if (old.disconnect) old.disconnect(0x8e, why);
+    else old.close(why);
+    return true;
+  }
+
   /** Forgets `c` (and its client id, if it still owns it). */
   release(c: Registered, clientId: string | null): void {
     this.#open.delete(c);

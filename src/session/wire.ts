@@ -45,9 +45,11 @@ export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined 
   switch (o.kind) {
     case "connack":
       if (o.code !== ConnackCode.ACCEPTED) countRefusal(ctx, site, o);
-      // Clean sessions only: session present is always 0 (DESIGN §2).
+      // Session present only when a stored session was resumed [MQTT-3.2.2-1..3].
       site.outbox.push(
-        site.speaks5 || o.format5 ? encodeConnackOf5(o) : encodeConnack(false, o.code),
+        site.speaks5 || o.format5
+          ? encodeConnackOf5(o)
+          : encodeConnack(o.sessionPresent === true, o.code),
       );
       if (o.code !== ConnackCode.ACCEPTED) site.closeAfterFlush(o.reason);
       return;
@@ -75,7 +77,7 @@ export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined 
 function encodeConnackOf5(o: ConnackOutcome): Uint8Array {
   const props = o.properties5 ?? new PropertyWriter();
   if (o.code !== ConnackCode.ACCEPTED) props.string(Prop.REASON_STRING, o.reason);
-  return encodeConnack5(false, connackReason5(o), props);
+  return encodeConnack5(o.sessionPresent === true, connackReason5(o), props);
 }
 
 /** Counters and the log line of a refused CONNECT. */

@@ -38,11 +38,11 @@ function str(s: string): number[] {
 }
 
 /** CONNECT, clean session, no credentials. */
-export function encodeConnect(clientId: string, keepAliveS: number): Uint8Array {
+export function encodeConnect(clientId: string, keepAliveS: number, clean = true): Uint8Array {
   return packet(0x10, [
     ...str("MQTT"),
     4,
-    0x02,
+    clean ? 0x02 : 0x00,
     keepAliveS >> 8,
     keepAliveS & 0xff,
     ...str(clientId),
@@ -155,10 +155,11 @@ export async function connectMqtt(
   port: number,
   clientId: string,
   keepAliveS = 600,
+  clean = true,
 ): Promise<Deno.TcpConn> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port });
   conn.setNoDelay(true);
-  await writeAll(conn, encodeConnect(clientId, keepAliveS));
+  await writeAll(conn, encodeConnect(clientId, keepAliveS, clean));
   const b = new Uint8Array(16);
   let got = 0;
   while (got < 4) {

@@ -86,6 +86,14 @@ export const FIGURES: Figure[] = [
   },
   { id: "idle_cps", scenario: "idle", label: "connects/s (idle scenario)", path: "connectsPerSec" },
   {
+    id: "stored_session_rss",
+    scenario: "stored_sessions",
+    label: "RSS per offline stored session, one subscription (KB)",
+    path: "rssPerSessionBytes",
+    scale: 1 / 1024,
+    floor: { kind: "max<=", floor: 2, goal: 1 },
+  },
+  {
     id: "start",
     scenario: "start",
     label: "start to ready (ms, median of runs)",
@@ -94,7 +102,7 @@ export const FIGURES: Figure[] = [
   },
 ];
 
-const CPU_SCENARIOS = ["qos0_1", "qos0_10", "qos1", "fanout", "e2e", "idle"];
+const CPU_SCENARIOS = ["qos0_1", "qos0_10", "qos1", "fanout", "e2e", "idle", "stored_sessions"];
 
 /**
  * Above this share of its core (%) the load generator, not the server, may have set a

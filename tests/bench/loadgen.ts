@@ -8,13 +8,22 @@
  *
  * Scenarios: qos0 (ingest, --conns publishers), qos1 (ingest, --conns × --inflight), fanout
  * (1 publisher → --subs subscribers, window-bounded), e2e (1:1 at --rate msg/s), idle
- * (--count idle connections: RSS per connection and connects/s).
+ * (--count idle connections: RSS per connection and connects/s), stored_sessions (--count
+ * clean-session-0 clients each subscribe to one keyed topic and disconnect: RSS per offline
+ * stored session).
  *
  * @module
  */
 import { parseArgs } from "node:util";
 import { setImmediate } from "node:timers";
-import { connectMqtt, DISCONNECT, encodePublish, publishPayloadAt, repeat } from "./_mqtt.ts";
+import {
+  connectMqtt,
+  DISCONNECT,
+  encodePublish,
+  encodeSubscribe,
+  publishPayloadAt,
+  repeat,
+} from "./_mqtt.ts";
 import { writeAll } from "./_mqtt.ts";
 import { Link, openMany } from "./_link.ts";
 import { cpuPercent, cpuTicks, Histogram, rssBytes } from "./_stats.ts";
@@ -366,6 +375,52 @@ async function idle(count: number) {
   };
 }
 
+/** Reads from `conn` until a SUBACK arrived (the CONNACK was read by connectMqtt). */
+async function readSuback(conn: Deno.TcpConn): Promise<void> {
+  const b = new Uint8Array(64);
+  let got = 0;
+  while (got < 5) {
+    const n = await conn.read(b.subarray(got));
+    if (n === null) throw new Error("Connection closed before SUBACK");
+    got += n;
+  }
+  if (b[0] !== 0x90 || b[4] === 0x80) throw new Error(`SUBACK refused: ${[...b.subarray(0, 5)]}`);
+}
+
+/**
+ * Offline stored sessions: `count` clean-session-0 clients each subscribe to one keyed topic
+ * (`sensors/<id>/data`: one partition) and disconnect; server RSS before and after, per session.
+ */
+async function storedSessions(count: number) {
+  const rss0 = rssBytes(SERVER_PID);
+  let next = 0;
+  const t0 = performance.now();
+  const cpu = cpuWindow();
+  await Promise.all(Array.from({ length: Math.min(100, count) }, async () => {
+    while (next < count) {
+      const i = next++;
+      const conn = await connectMqtt(PORT, `bench-stored-${i}`, 600, false);
+      await writeAll(conn, encodeSubscribe(1, `sensors/stored-${i}/data`, 1));
+      await readSuback(conn);
+      await writeAll(conn, DISCONNECT).catch(() => {});
+      conn.close();
+    }
+  }));
+  const ms = performance.now() - t0;
+  const c = cpu();
+  await sleep(Math.min(2000, WARMUP + 500));
+  const rss1 = rssBytes(SERVER_PID);
+  return {
+    sessions: count,
+    elapsedMs: ms,
+    sessionsPerSec: count / (ms / 1000),
+    rssBefore: rss0,
+    rssAfter: rss1,
+    rssPerSessionBytes: (rss1 - rss0) / count,
+    ...c,
+  };
+}
+
 async function main(): Promise<unknown> {
   switch (a.scenario) {
     case "qos0":
@@ -378,6 +433,8 @@ async function main(): Promise<unknown> {
       return await e2e(Number(a.rate));
     case "idle":
       return await idle(Number(a.count));
+    case "stored_sessions":
+      return await storedSessions(Number(a.count));
   }
   throw new Error(`Unknown scenario "${a.scenario}"`);
 }

@@ -61,6 +61,8 @@ const SCENARIOS: Record<string, string[]> = {
   qos1: ["--scenario=qos1", "--conns=10", "--inflight=20"],
   qos0_1: ["--scenario=qos0", "--conns=1"],
   qos0_10: ["--scenario=qos0", "--conns=10"],
+  // Last: the sessions it leaves stored stay in the servers' memory.
+  stored_sessions: ["--scenario=stored_sessions", `--count=${SMOKE ? 200 : 10_000}`],
 };
 const IGGY = a.backend === "iggy";
 const IGGY_ADDRESS = Deno.env.get("IGGY_TEST_ADDRESS") ?? "";

@@ -200,8 +200,8 @@ const CASES: Case[] = [
   { name: "reserved packet type 0 [MQTT-2.2.1]", bytes: packet(0x00, []), expect: closed("MQTT-2.2.1") },
   { name: "reserved packet type 15 [MQTT-2.2.1]", bytes: packet(0xf0, [0]), expect: closed("MQTT-2.2.1") },
   // Documented replies that keep the connection (DESIGN §2, §4 S1)
-  { name: "SUBSCRIBE # gets SUBACK 0x80 (no wildcards yet) [MQTT-3.9.3-2]", bytes: packet(0x82, [0, 9, ...str("#"), 1]), expect: { suback: [0x80] } },
-  { name: "SUBSCRIBE a/+ and sensors/# get SUBACK 0x80 0x80 [MQTT-3.9.3-2]", bytes: packet(0x82, [0, 9, ...str("a/+"), 0, ...str("sensors/#"), 1]), expect: { suback: [0x80, 0x80] } },
+  { name: "SUBSCRIBE a/#/b ('#' not last) gets SUBACK 0x80 [MQTT-4.7.1-2]", bytes: packet(0x82, [0, 9, ...str("a/#/b"), 1]), expect: { suback: [0x80] } },
+  { name: "SUBSCRIBE a+ and sensors/x# (wildcards inside a level) get SUBACK 0x80 0x80 [MQTT-4.7.1-3]", bytes: packet(0x82, [0, 9, ...str("a+"), 0, ...str("sensors/x#"), 1]), expect: { suback: [0x80, 0x80] } },
 ];
 
 // Running one case ---------------------------------------------------------------------------

@@ -111,7 +111,12 @@ Deno.test({
       assert.equal(wills[0]["mqtt.qos"], "1");
       assert.equal(wills[0]["mqtt.retain"], "true");
       assert.equal(wills[0]["mqtt.packet_id"], undefined);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "appended" }), 1);
+      // Counted once the append is durable, which can be after the live subscriber got it.
+      await waitFor(
+        () => gw.gateway.metrics.publishes.get({ outcome: "appended" }) === 1,
+        5000,
+        "appended",
+      );
     } finally {
       await sub.close();
       await gw.stop();

@@ -143,6 +143,10 @@ export class EmbeddedBackend implements LogBackend {
     });
   }
 
+  listTopics(): Promise<TopicInfo[]> {
+    return this.#run("list topics", (s) => [...s.catalog.topics()].map(topicInfo));
+  }
+
   async createTopic(
     stream: string,
     topic: string,
@@ -387,14 +391,10 @@ export class EmbeddedBackend implements LogBackend {
 
   #closedError(action: string): BackendError {
     const what = this.#phase === "new" ? "is not open" : "is closed";
-    return new BackendError(
-      "unavailable",
-      `Cannot ${action}: embedded store "${this.#options.path}" ${what}`,
-    );
+    const message = `Cannot ${action}: embedded store "${this.#options.path}" ${what}`;
+    return new BackendError("unavailable", message);
   }
 }
 
 /** Wall-clock time in microseconds since the epoch (Iggy's timestamp unit). */
-function wallClockMicros(): number {
-  return Date.now() * 1000;
-}
+const wallClockMicros = (): number => Date.now() * 1000;

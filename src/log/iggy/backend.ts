@@ -33,7 +33,13 @@ import type { Credentials } from "./login.ts";
 import { TopicRecordCache } from "./topic_record_cache.ts";
 import { IggyPool } from "./pool.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
-import { decodeTopic, nextOffsetOf, type TopicRecord } from "./records.ts";
+import {
+  decodeStreamDetails,
+  decodeStreams,
+  decodeTopic,
+  nextOffsetOf,
+  type TopicRecord,
+} from "./records.ts";
 import { SendEncoder } from "./send_encoder.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
@@ -192,6 +198,29 @@ export class IggyBackend implements LogBackend {
   async getTopic(stream: string, topic: string): Promise<TopicInfo | null> {
     const r = await this.#topics.get(stream, topic);
     return r ? info(stream, topic, r) : null;
+  }
+
+  /** GET_STREAMS, then GET_STREAM of each stream for its topic headers. */
+  async listTopics(): Promise<TopicInfo[]> {
+    const streams = await this.#call(
+      "list streams",
+      Code.GET_STREAMS,
+      new Uint8Array(0),
+      decodeStreams,
+    );
+    const out: TopicInfo[] = [];
+    for (const s of streams) {
+      const details = await this.#call(
+        `read stream "${s.name}"`,
+        Code.GET_STREAM,
+        cmd.getStreamBody(s.name),
+        decodeStreamDetails,
+      );
+      for (const t of details?.topics ?? []) {
+        out.push({ stream: s.name, topic: t.name, partitions: t.partitionsCount });
+      }
+    }
+    return out;
   }
 
   async createTopic(

@@ -1,0 +1,196 @@
+/**
+ * A catch-up: one client's backlog on one triple, read from the log from a position the shared
+ * reader has already passed (a stored session's position, a replay's start), delivered to that
+ * client only, then handed over to the shared reader. Live messages never need a reader per
+ * client: the catch-up reads only what lies behind the shared reader, and ends when it reaches
+ * it (its subscriptions then start at that offset on the shared reader, which skipped them
+ * until then: their start offset was `Infinity`).
+ *
+ * Bounds: it polls only while the client's queue is under half its byte cap and its window
+ * queue under a poll batch (a client that does not read does not make it read ahead); a replay
+ * delivers at most `limits.max_replay_messages` per subscription, then skips the rest to live
+ * (counted and logged). What retention removed is skipped, counted and logged with the gap.
+ *
+ * @module
+ */
+import { openEnvelope } from "../log/envelope.ts";
+import type { LogBackend, StoredMessage } from "../log/port.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import { filterMatches } from "../mapping/mod.ts";
+import type { SpanContext } from "@opentelemetry/api";
+import type { ClientQueue } from "./client_queue.ts";
+import { AckLedger } from "./ledger.ts";
+import type { SharedReader } from "./reader.ts";
+import { type Subscription, type Triple, tripleKey } from "./registry.ts";
+import { expiryLeft } from "./out_v5.ts";
+import { deliverCopies } from "./route.ts";
+import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
+
+const WAIT_MS = 10;
+
+/** Messages a subscription may still replay (shared by its catch-ups on every triple). */
+export interface ReplayBudget {
+  left: number;
+}
+
+/** What a catch-up needs of delivery. */
+export interface CatchUpDeps {
+  readonly backend: LogBackend;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly pollBatch: number;
+  readonly maxClientBytes: number;
+  /** The triple's shared reader (reserved by the subscriptions, so it outlives the catch-up). */
+  reader(key: string): SharedReader | undefined;
+  /** The client is still attached and the gateway not stopping. */
+  live(queue: ClientQueue): boolean;
+  evict(q: ClientQueue, reason: string): void;
+}
+
+/** One client's backlog on one triple. */
+export class CatchUp {
+  readonly key: string;
+  readonly ledger: AckLedger;
+  /** Next offset to read: everything before it was delivered or skipped. */
+  position: number;
+  #queue: ClientQueue;
+  #triple: Triple;
+  #subs: Subscription<ClientQueue>[];
+  #budget: ReplayBudget;
+  #deps: CatchUpDeps;
+  #served = new Set<SpanContext>();
+  /** Matching messages passed over once the replay budget was spent. */
+  #over = 0;
+
+  constructor(
+    queue: ClientQueue,
+    triple: Triple,
+    subs: Subscription<ClientQueue>[],
+    from: number,
+    budget: ReplayBudget,
+    deps: CatchUpDeps,
+  ) {
+    this.key = tripleKey(triple);
+    this.ledger = new AckLedger(from - 1);
+    this.position = from;
+    this.#queue = queue;
+    this.#triple = triple;
+    this.#subs = subs;
+    this.#budget = budget;
+    this.#deps = deps;
+  }
+
+  /** Reads and delivers until it reaches the shared reader, then hands over. */
+  async run(): Promise<void> {
+    const d = this.#deps;
+    let backoff = WAIT_MS;
+    while (d.live(this.#queue)) {
+      const reader = d.reader(this.key);
+      if (reader === undefined || !this.#subs.some((s) => s.startOffsets.has(this.key))) return;
+      if (this.position >= reader.position) return this.#handOver(this.position);
+      if (this.#budget.left <= 0) {
+        this.#over += reader.position - this.position;
+        return this.#handOver(reader.position);
+      }
+      if (!this.#hasRoom()) {
+        await sleep(WAIT_MS);
+        continue;
+      }
+      const n = Math.min(d.pollBatch, reader.position - this.position);
+      let batch: StoredMessage[];
+      try {
+        batch = await d.backend.poll(this.#triple, this.position, n);
+        backoff = WAIT_MS;
+      } catch (err) {
+        d.logger.limited("warn", "Catch-up poll failed", { key: this.key, error: err });
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 2000);
+        continue;
+      }
+      if (!d.live(this.#queue)) return;
+      const first = batch.length > 0 ? batch[0].offset : reader.position;
+      if (first > this.position) this.#gap(first - this.position);
+      if (batch.length === 0) {
+        this.position = reader.position;
+        continue;
+      }
+      for (const m of batch) this.#deliver(m);
+      this.position = batch[batch.length - 1].offset + 1;
+    }
+  }
+
+  #hasRoom(): boolean {
+    const q = this.#queue;
+    return q.queuedBytes < this.#deps.maxClientBytes / 2 && q.waiting < this.#deps.pollBatch;
+  }
+
+  /**
+   * One message to this client: one copy per prefix of its matching subscriptions, with the
+   * MQTT 5 options applied as on the shared reader (`targets.ts`); expired messages go nowhere.
+   */
+  #deliver(m: StoredMessage): void {
+    const view = openEnvelope(m);
+    const left = view === null ? null : expiryLeft(m);
+    if (view === null || this.#budget.left <= 0 || (left !== null && left <= 0)) {
+      if (view !== null && left !== null && left <= 0) this.#deps.metrics.expired.inc();
+      else if (view !== null) this.#over++;
+      this.ledger.record(m.offset, 0);
+      return;
+    }
+    const found: Target[] = [];
+    for (const s of this.#subs) {
+      // Unsubscribed meanwhile (its start offsets were cleared): nothing more for it.
+      if (!s.startOffsets.has(this.key) || !filterMatches(s.match, view.topic)) continue;
+      const t = targetOf(s, m);
+      if (t !== null) found.push(t);
+    }
+    const d = this.#deps;
+    const targets = finishTargets(dedupe(found), m, view, left, d.metrics);
+    const qos1 = targets.filter((t) => t.qos === 1).length;
+    const entry = this.ledger.record(m.offset, qos1);
+    if (targets.length === 0) return;
+    this.#budget.left--;
+    d.metrics.routed.inc();
+    deliverCopies(targets, view, this, entry, this.#served, d.metrics, d.evict);
+    this.#served.clear();
+  }
+
+  /** From `offset` on, the shared reader delivers to these subscriptions. */
+  #handOver(offset: number): void {
+    if (this.#over > 0) this.#skipped(this.#over, "max_replay_messages reached");
+    this.#over = 0;
+    this.position = offset;
+    for (const s of this.#subs) {
+      if (s.startOffsets.get(this.key) === Infinity) s.startOffsets.set(this.key, offset);
+    }
+  }
+
+  #gap(count: number): void {
+    this.#deps.metrics.retentionGaps.inc({}, count);
+    this.#deps.logger.limited("warn", "Messages removed by retention were skipped", {
+      client_id: this.#queue.sub.clientId,
+      stream: this.#triple.stream,
+      topic: this.#triple.topic,
+      partition: this.#triple.partition,
+      from_offset: this.position,
+      skipped: count,
+    });
+  }
+
+  #skipped(count: number, reason: string): void {
+    this.#deps.metrics.replaySkipped.inc({}, count);
+    this.#deps.logger.limited("info", "Replay skipped to live", {
+      client_id: this.#queue.sub.clientId,
+      stream: this.#triple.stream,
+      topic: this.#triple.topic,
+      partition: this.#triple.partition,
+      skipped: count,
+      reason,
+    });
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,163 @@
+/**
+ * The delivery side of stored sessions (DESIGN §4 "Stored sessions"): a stored session is a
+ * stored position in the log. Per triple, the session's position is the first offset it has
+ * not settled: the lowest offset among its unsettled QoS 1 copies, else how far its shared
+ * reader (or its catch-up) has routed. Positions are stored as consumer offsets under the
+ * client's consumer name (`sessionConsumer`) at every SUBSCRIBE, every
+ * `limits.commit_interval_ms` while connected (a crash loses at most that much: those messages
+ * come again, at least once) and at disconnect; a resume reads them back and catches up.
+ *
+ * @module
+ */
+import { SUBACK_FAILURE } from "../codec/encoder.ts";
+import type { LogBackend } from "../log/port.ts";
+import type { Logger } from "../observe/logger.ts";
+import {
+  sessionConsumer,
+  type StoredSession,
+  type StoredSessions,
+} from "../session/stored_sessions.ts";
+import type { ClientQueue } from "./client_queue.ts";
+import { type Triple, tripleOfKey } from "./registry.ts";
+import type { ClientQueues } from "./settle.ts";
+import type { PendingCatchUps, Subscriptions } from "./subscribe.ts";
+
+/** Stored sessions' subscriptions and positions. */
+export class SessionDelivery {
+  #subs: Subscriptions;
+  #clients: ClientQueues;
+  #sessions: StoredSessions;
+  #backend: LogBackend;
+  #logger: Logger;
+  /** The position last stored per triple key, per client (stores only what moved). */
+  #stored = new WeakMap<ClientQueue, Map<string, number>>();
+  #pending = new Set<Promise<void>>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(deps: {
+    subscriptions: Subscriptions;
+    clients: ClientQueues;
+    sessions: StoredSessions;
+    backend: LogBackend;
+    logger: Logger;
+    commitIntervalMs: number;
+  }) {
+    this.#subs = deps.subscriptions;
+    this.#clients = deps.clients;
+    this.#sessions = deps.sessions;
+    this.#backend = deps.backend;
+    this.#logger = deps.logger;
+    this.#timer = setInterval(() => this.#storeAll(), deps.commitIntervalMs);
+    Deno.unrefTimer(this.#timer as unknown as number);
+  }
+
+  /** A stored session's client subscribed: record the filter, store its start positions. */
+  subscribed(queue: ClientQueue, session: StoredSession, filter: string, qos: 0 | 1): void {
+    session.subscriptions.set(filter, qos);
+    for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
+      session.triples.add(k);
+    }
+    this.#sessions.save(session);
+    this.#storePositions(queue, session);
+  }
+
+  /** A stored session's client unsubscribed: the filter leaves its record. */
+  unsubscribed(session: StoredSession, filters: readonly string[]): void {
+    let changed = false;
+    for (const f of filters) changed = session.subscriptions.delete(f) || changed;
+    if (changed) this.#sessions.save(session);
+  }
+
+  /**
+   * Restores a resumed session's subscriptions, each triple from its stored position (a
+   * missing stored offset on a triple the session knew means offset 0), with one catch-up per
+   * triple for all its filters, so overlapping filters still give one copy.
+   */
+  async resume(queue: ClientQueue, session: StoredSession): Promise<void> {
+    const consumer = sessionConsumer(session.clientId);
+    const pending: PendingCatchUps = new Map();
+    const startAt = async (t: Triple, key: string) => {
+      const stored = await this.#backend.getOffset(consumer, t);
+      return stored !== null ? stored + 1 : session.triples.has(key) ? 0 : null;
+    };
+    for (const [filter, qos] of [...session.subscriptions]) {
+      const code = await this.#subs.subscribeOne(queue, { filter, qos }, { startAt, pending });
+      if (code === SUBACK_FAILURE) {
+        this.#logger.warn("Stored subscription not restored", {
+          client_id: session.clientId,
+          filter,
+        });
+        session.subscriptions.delete(filter);
+        continue;
+      }
+      for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
+        session.triples.add(k);
+      }
+    }
+    this.#subs.launch(queue, pending, { left: Infinity });
+    this.#sessions.save(session);
+  }
+
+  /** The client disconnected: store its positions (before its copies are struck), go offline. */
+  detached(queue: ClientQueue | undefined, session: StoredSession): void {
+    if (queue !== undefined) this.#storePositions(queue, session);
+    this.#sessions.offline(session);
+  }
+
+  /** Per triple key, the first offset the client has not settled. */
+  positions(queue: ClientQueue): Map<string, number> {
+    const unsettled = queue.lowestUnsettled();
+    const catchUps = new Map<string, number>();
+    for (const c of this.#subs.catchUps.get(queue) ?? []) catchUps.set(c.key, c.position);
+    const out = new Map<string, number>();
+    for (const s of this.#subs.registry.ofClient(queue)?.values() ?? []) {
+      for (const [k, start] of s.startOffsets) {
+        let p = start === Infinity
+          ? catchUps.get(k)
+          : Math.max(start, this.#subs.readers.get(k)?.position ?? start);
+        if (p === undefined) continue;
+        p = Math.min(p, unsettled.get(k) ?? Infinity, out.get(k) ?? Infinity);
+        out.set(k, p);
+      }
+    }
+    return out;
+  }
+
+  /** Ends the timer and waits for the position stores in flight. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+  }
+
+  #storeAll(): void {
+    for (const q of this.#clients.all()) {
+      const session = q.sub.session;
+      if (session !== null) this.#storePositions(q, session);
+    }
+  }
+
+  /** Stores the positions that moved (a consumer offset is the last settled: position − 1). */
+  #storePositions(queue: ClientQueue, session: StoredSession): void {
+    let last = this.#stored.get(queue);
+    if (!last) this.#stored.set(queue, last = new Map());
+    const consumer = sessionConsumer(session.clientId);
+    let known = true;
+    for (const [k, p] of this.positions(queue)) {
+      // A triple joined later (a wildcard's new target) becomes one the session knows.
+      if (!session.triples.has(k)) {
+        session.triples.add(k);
+        known = false;
+      }
+      if (p < 1 || last.get(k) === p) continue;
+      last.set(k, p);
+      const done = this.#backend.storeOffset(consumer, tripleOfKey(k), p - 1).catch((err) => {
+        this.#logger.limited("warn", "Storing a stored session's position failed", {
+          client_id: session.clientId,
+          error: err,
+        });
+      }).finally(() => this.#pending.delete(done));
+      this.#pending.add(done);
+    }
+    if (!known) this.#sessions.save(session);
+  }
+}

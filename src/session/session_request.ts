@@ -1,0 +1,60 @@
+/**
+ * What a CONNECT asks of its session (DESIGN §4 "Stored sessions"): a clean session, or a
+ * stored one that outlives the connection for `expiryS` seconds offline. MQTT 3.1.1: clean
+ * session 0 asks for a stored session with the configured `session.expiry_s`. MQTT 5 (wired
+ * after the MQTT 5 branch merges): the Session Expiry Interval, capped by the configured maximum,
+ * becomes `expiryS`, and a value of 0 a clean-at-end session; the stored-session code takes this
+ * value and never parses a CONNECT itself.
+ *
+ * @module
+ */
+import { ConnackCode } from "../codec/encoder.ts";
+import type { ConnectPacket } from "../codec/packets.ts";
+import type { GatewayConfig } from "../config/types.ts";
+import type { SessionContext } from "./context.ts";
+import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
+import type { SessionRequest } from "./stored_sessions.ts";
+import type { V5Session } from "./v5_session.ts";
+
+export type { SessionRequest };
+
+/**
+ * MQTT 3.1.1: clean session 1 → nothing kept; 0 → resume or create a stored session. MQTT 5
+ * (`v5` given): the granted Session Expiry Interval decides; 0 → the session ends with the
+ * connection, so nothing stored under the id is resumed either.
+ */
+export function sessionRequestOf(
+  p: ConnectPacket,
+  config: GatewayConfig,
+  v5: V5Session | null = null,
+): SessionRequest {
+  if (v5 !== null) {
+    const expiryS = v5.sessionExpiry;
+    return { store: expiryS > 0, cleanStart: p.cleanSession || expiryS === 0, expiryS };
+  }
+  return {
+    store: !p.cleanSession,
+    cleanStart: p.cleanSession,
+    expiryS: config.session.expiry_s,
+  };
+}
+
+/**
+ * A stored session the gateway cannot keep: the log did not answer, or a new one would pass
+ * `limits.max_stored_sessions`. CONNACK 3 (server unavailable); counted. Reads records other
+ * gateways wrote first, so a client coming from another gateway resumes its session.
+ */
+export async function refuseStoredSession(
+  ctx: SessionContext,
+  clientId: string,
+  req: SessionRequest,
+): Promise<ConnackOutcome | null> {
+  if (!req.store) return null;
+  let reason: string | null = null;
+  if (!await ctx.sessions.sync()) {
+    reason = "stored sessions are unavailable (the log did not answer)";
+  } else if (ctx.sessions.full(clientId)) reason = "max_stored_sessions reached";
+  if (reason === null) return null;
+  ctx.metrics.storedSessionsRefused.inc();
+  return refuseConnect(ConnackCode.SERVER_UNAVAILABLE, reason);
+}

@@ -1,0 +1,319 @@
+/**
+ * Stored sessions (DESIGN §4 "Stored sessions"): a stored session is a stored position in the
+ * log. Its subscriptions live in the log itself, one record per change in a topic of their own
+ * (`session.store_stream` / `session.store_topic`, the latest record of a client id wins), and its
+ * per-triple positions are consumer offsets under the client's own consumer name
+ * ({@link sessionConsumer}), so both survive a disconnect and a gateway restart and are shared by
+ * every gateway on the same log. The gateway keeps no database of its own.
+ *
+ * Bounds: at most `limits.max_stored_sessions` (a new one beyond → CONNACK 3); a session is removed
+ * after its expiry offline; the record topic is created with a retention of twice the longest
+ * expiry, and records of connected sessions are written again before half of it has passed.
+ *
+ * @module
+ */
+import { utf8Length } from "../base/utf8.ts";
+import { xxh3_64 } from "../base/xxhash.ts";
+import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
+import type { Logger } from "../observe/logger.ts";
+
+/** Header naming the client id of a session record. */
+export const H_SESSION = "mqtt.session";
+/** Header naming the process that wrote a record: its own records never overwrite its memory. */
+const H_WRITER = "mqtt.session_writer";
+const CONSUMER_PREFIX = "mqtt-session-";
+const LOAD_BATCH = 1000;
+
+/** The session a CONNECT asks for. */
+export interface SessionRequest {
+  /** Keep subscriptions and positions after the connection ends. */
+  readonly store: boolean;
+  /** A session stored before under this client id is discarded first [MQTT-3.1.2-6]. */
+  readonly cleanStart: boolean;
+  /** Seconds offline after which the stored session is removed. */
+  readonly expiryS: number;
+}
+
+/** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
+export interface StoredSession {
+  readonly clientId: string;
+  /** Filters as subscribed → granted QoS. */
+  readonly subscriptions: Map<string, 0 | 1>;
+  /** Triple keys with a position: a missing stored offset there means offset 0. */
+  readonly triples: Set<string>;
+  expiryS: number;
+  /** Wall-clock ms since the client is offline; null while it is connected. */
+  offlineSinceMs: number | null;
+  /** Wall-clock ms of the last record written. */
+  savedAtMs: number;
+}
+
+/** Options of the store. */
+export interface StoredSessionOptions {
+  readonly stream: string;
+  readonly topic: string;
+  readonly maxSessions: number;
+  /** The longest expiry a session may have (the record topic's retention is twice it). */
+  readonly maxExpiryS: number;
+  /** Wall clock, ms since the epoch (expiry counts across restarts). */
+  readonly now?: () => number;
+  /** How often expired sessions are looked for (ms). */
+  readonly sweepIntervalMs: number;
+  /** Called with the number of sessions each sweep removed. */
+  readonly onExpired?: (count: number) => void;
+}
+
+/** The consumer name under which a client's positions are stored (≤ 255 bytes, as Iggy's). */
+export function sessionConsumer(clientId: string): string {
+  const name = CONSUMER_PREFIX + clientId;
+  if (utf8Length(name) <= 255) return name;
+  const hash = xxh3_64(new TextEncoder().encode(clientId)).toString(16);
+  return `${CONSUMER_PREFIX}h-${hash}`;
+}
+
+/** The stored sessions of the gateway. */
+export class StoredSessions {
+  #backend: LogBackend;
+  #opts: StoredSessionOptions;
+  #logger: Logger;
+  #now: () => number;
+  #sessions = new Map<string, StoredSession>();
+  #address: PartitionAddress;
+  /** Next record offset to read (records other gateways wrote are read before a resume). */
+  #readFrom = 0;
+  #loaded = false;
+  #pending = new Set<Promise<void>>();
+  /** This process's writer id (records it wrote are older than its memory). */
+  #writer = crypto.randomUUID();
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(backend: LogBackend, opts: StoredSessionOptions, logger: Logger) {
+    this.#backend = backend;
+    this.#opts = opts;
+    this.#logger = logger;
+    this.#now = opts.now ?? Date.now;
+    this.#address = { stream: opts.stream, topic: opts.topic, partition: 0 };
+  }
+
+  /** Stored sessions now (connected and offline). */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /** The session of a client id, if one is stored. */
+  get(clientId: string): StoredSession | undefined {
+    return this.#sessions.get(clientId);
+  }
+
+  /**
+   * Creates the record topic when missing and reads every record. Resolves false (logged) when
+   * the log cannot answer: stored sessions are then refused (CONNACK 3) until a later
+   * {@link sync} succeeds.
+   */
+  async load(): Promise<boolean> {
+    try {
+      const { stream, topic } = this.#opts;
+      if (await this.#backend.getTopic(stream, topic) === null) {
+        await this.#backend.createTopic(stream, topic, {
+          partitions: 1,
+          messageExpiryMicros: 2 * this.#opts.maxExpiryS * 1_000_000,
+          durable: true,
+        });
+      }
+      this.#loaded = true;
+      await this.#readTail();
+      const now = this.#now();
+      for (const s of this.#sessions.values()) s.offlineSinceMs ??= now; // gateway was down
+      this.sweep();
+      return true;
+    } catch (err) {
+      this.#loaded = false;
+      this.#logger.warn("Stored sessions unavailable", { error: err });
+      return false;
+    }
+  }
+
+  /** Reads records written since the last read (another gateway's); false when unavailable. */
+  async sync(): Promise<boolean> {
+    if (!this.#loaded) return await this.load();
+    try {
+      await this.#readTail();
+      return true;
+    } catch (err) {
+      this.#logger.limited("warn", "Reading stored sessions failed", { error: err });
+      return false;
+    }
+  }
+
+  /** Whether a new stored session would pass `limits.max_stored_sessions`. */
+  full(clientId: string): boolean {
+    return !this.#sessions.has(clientId) && this.#sessions.size >= this.#opts.maxSessions;
+  }
+
+  /**
+   * A CONNECT was accepted: a clean start discards the stored session [MQTT-3.1.2-6]; a stored
+   * session is resumed (present) or created. Returns the session (null: clean) and whether
+   * one was present.
+   */
+  open(clientId: string, req: SessionRequest): { session: StoredSession | null; present: boolean } {
+    let s = this.#sessions.get(clientId);
+    if (s !== undefined && (req.cleanStart || this.#expired(s, this.#now()))) {
+      this.remove(clientId);
+      s = undefined;
+    }
+    if (!req.store) return { session: null, present: false };
+    const present = s !== undefined;
+    s ??= {
+      clientId,
+      subscriptions: new Map(),
+      triples: new Set(),
+      expiryS: req.expiryS,
+      offlineSinceMs: null,
+      savedAtMs: 0,
+    };
+    s.expiryS = req.expiryS;
+    s.offlineSinceMs = null;
+    this.#sessions.set(clientId, s);
+    this.save(s);
+    return { session: s, present };
+  }
+
+  /** The client went offline: its expiry starts now. */
+  offline(s: StoredSession): void {
+    if (this.#sessions.get(s.clientId) !== s) return; // discarded or taken over meanwhile
+    s.offlineSinceMs = this.#now();
+    this.save(s);
+  }
+
+  /** Removes a stored session (its record is superseded by a tombstone). */
+  remove(clientId: string): void {
+    if (!this.#sessions.delete(clientId)) return;
+    this.#write(clientId, { v: 1, deleted: true });
+  }
+
+  /** Writes the session's record (its subscriptions, triples, expiry, offline time). */
+  save(s: StoredSession): void {
+    if (this.#sessions.get(s.clientId) !== s) return;
+    s.savedAtMs = this.#now();
+    this.#write(s.clientId, {
+      v: 1,
+      s: [...s.subscriptions],
+      t: [...s.triples],
+      e: s.expiryS,
+      o: s.offlineSinceMs,
+    });
+  }
+
+  /**
+   * Removes sessions offline longer than their expiry, and writes again the records of connected
+   * ones older than half the record topic's retention. Returns how many expired.
+   */
+  sweep(): number {
+    const now = this.#now();
+    let expired = 0;
+    for (const s of [...this.#sessions.values()]) {
+      if (this.#expired(s, now)) {
+        this.remove(s.clientId);
+        expired++;
+      } else if (s.offlineSinceMs === null && now - s.savedAtMs > this.#opts.maxExpiryS * 1000) {
+        this.save(s);
+      }
+    }
+    if (expired > 0) {
+      this.#logger.info("Stored sessions expired", { count: expired });
+      this.#opts.onExpired?.(expired);
+    }
+    return expired;
+  }
+
+  /** Starts the expiry sweeps (one timer for every session). */
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.#timer = setInterval(() => this.sweep(), this.#opts.sweepIntervalMs);
+    Deno.unrefTimer(this.#timer as unknown as number);
+  }
+
+  /** Ends the sweeps and waits for the record writes in flight. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.idle();
+  }
+
+  /** Resolves when every record write so far has been answered. */
+  async idle(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+  }
+
+  #expired(s: StoredSession, now: number): boolean {
+    return s.offlineSinceMs !== null && now - s.offlineSinceMs >= s.expiryS * 1000;
+  }
+
+  #write(clientId: string, record: unknown): void {
+    const message = {
+      payload: new TextEncoder().encode(JSON.stringify(record)),
+      headers: new Map([[H_SESSION, clientId], [H_WRITER, this.#writer]]),
+    };
+    const p = this.#backend.append({ ...this.#address, messages: [message] }).then(
+      () => {},
+      (err) => {
+        this.#logger.limited("warn", "Writing a stored session failed", {
+          client_id: clientId,
+          error: err,
+        });
+      },
+    ).finally(() => this.#pending.delete(p));
+    this.#pending.add(p);
+  }
+
+  async #readTail(): Promise<void> {
+    for (;;) {
+      const batch = await this.#backend.poll(this.#address, this.#readFrom, LOAD_BATCH);
+      if (batch.length === 0) return;
+      for (const m of batch) this.#apply(m);
+      this.#readFrom = batch[batch.length - 1].offset + 1;
+    }
+  }
+
+  /** One record: the latest of a client id wins; a malformed one is skipped (logged). */
+  #apply(m: StoredMessage): void {
+    const clientId = m.headers.get(H_SESSION);
+    if (clientId === undefined || m.headers.get(H_WRITER) === this.#writer) return;
+    let r;
+    try {
+      r = JSON.parse(new TextDecoder().decode(m.payload));
+    } catch {
+      this.#logger.limited("warn", "Skipping a malformed stored-session record", {
+        offset: m.offset,
+      });
+      return;
+    }
+    if (r?.deleted === true || !Array.isArray(r?.s)) {
+      this.#sessions.delete(clientId);
+      return;
+    }
+    const known = this.#sessions.get(clientId);
+    if (known === undefined && this.#sessions.size >= this.#opts.maxSessions) {
+      this.#logger.limited("warn", "Stored session not loaded: max_stored_sessions reached", {
+        client_id: clientId,
+      });
+      return;
+    }
+    const s: StoredSession = known ?? {
+      clientId,
+      subscriptions: new Map(),
+      triples: new Set(),
+      expiryS: 0,
+      offlineSinceMs: null,
+      savedAtMs: 0,
+    };
+    s.subscriptions.clear();
+    for (const [f, q] of r.s) s.subscriptions.set(String(f), q === 0 ? 0 : 1);
+    s.triples.clear();
+    for (const k of Array.isArray(r.t) ? r.t : []) s.triples.add(String(k));
+    s.expiryS = Number(r.e) > 0 ? Number(r.e) : this.#opts.maxExpiryS;
+    s.offlineSinceMs = typeof r.o === "number" ? r.o : null;
+    s.savedAtMs = Math.floor(m.timestampMicros / 1000);
+    this.#sessions.set(clientId, s);
+  }
+}

@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { EmbeddedBackend } from "../log/embedded/mod.ts";
+import { Logger } from "../observe/logger.ts";
+import { loadHashes } from "../base/xxhash.ts";
+import { utf8Length } from "../base/utf8.ts";
+import { sessionConsumer, type StoredSessionOptions, StoredSessions } from "./stored_sessions.ts";
+
+const STORE = { store: true, cleanStart: false, expiryS: 60 };
+const CLEAN = { store: false, cleanStart: true, expiryS: 60 };
+
+async function withBackend(fn: (b: EmbeddedBackend) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "stored_sessions_test_" });
+  const backend = new EmbeddedBackend({
+    path: `${dir}/store.db`,
+    users: [],
+    maxStoreBytes: 64 << 20,
+    retentionMaxAgeSeconds: 0,
+    retentionMaxTopicBytes: 0,
+    retentionIntervalMs: 3_600_000,
+    maxAppendBatch: 100,
+    writerThread: "in-process",
+  });
+  await backend.open();
+  try {
+    await fn(backend);
+  } finally {
+    await backend.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+function sessions(b: EmbeddedBackend, o: Partial<StoredSessionOptions> = {}): StoredSessions {
+  return new StoredSessions(b, {
+    stream: "mqtt_gateway",
+    topic: "sessions",
+    maxSessions: 10,
+    maxExpiryS: 60,
+    sweepIntervalMs: 60_000,
+    ...o,
+  }, new Logger("error", () => {}));
+}
+
+Deno.test("StoredSessions: a session's subscriptions and triples survive into a new instance", async () => {
+  await withBackend(async (b) => {
+    let now = 1_000_000;
+    const a = sessions(b, { now: () => now });
+    assert.equal(await a.load(), true);
+    const opened = a.open("dev", STORE);
+    assert.equal(opened.present, false);
+    opened.session!.subscriptions.set("a/+", 1);
+    opened.session!.triples.add("k");
+    a.save(opened.session!);
+    now += 5000;
+    a.offline(opened.session!);
+    await a.idle();
+    const b2 = sessions(b, { now: () => now });
+    await b2.load();
+    const s = b2.get("dev")!;
+    assert.deepEqual([...s.subscriptions], [["a/+", 1]]);
+    assert.deepEqual([...s.triples], ["k"]);
+    assert.equal(s.offlineSinceMs, 1_005_000);
+    assert.equal(b2.open("dev", STORE).present, true);
+  });
+});
+
+Deno.test("StoredSessions.open() with a clean start removes the session for every instance [MQTT-3.1.2-6]", async () => {
+  await withBackend(async (b) => {
+    const a = sessions(b);
+    await a.load();
+    a.open("dev", STORE);
+    assert.deepEqual(a.open("dev", CLEAN), { session: null, present: false });
+    assert.equal(a.get("dev"), undefined);
+    await a.idle();
+    const again = sessions(b);
+    await again.load();
+    assert.equal(again.get("dev"), undefined, "the tombstone is read back");
+  });
+});
+
+Deno.test("StoredSessions.sweep() removes sessions offline longer than their expiry", async () => {
+  await withBackend(async (b) => {
+    let now = 0;
+    const expired: number[] = [];
+    const a = sessions(b, { now: () => now, onExpired: (n) => expired.push(n) });
+    await a.load();
+    const s = a.open("dev", { ...STORE, expiryS: 10 }).session!;
+    a.offline(s);
+    now = 9_999;
+    assert.equal(a.sweep(), 0);
+    now = 10_000;
+    assert.equal(a.sweep(), 1);
+    assert.equal(a.get("dev"), undefined);
+    assert.deepEqual(expired, [1]);
+  });
+});
+
+Deno.test("StoredSessions.full() bounds new sessions at max_stored_sessions; loading stops there", async () => {
+  await withBackend(async (b) => {
+    const a = sessions(b, { maxSessions: 2 });
+    await a.load();
+    a.open("one", STORE);
+    a.open("two", STORE);
+    assert.equal(a.full("three"), true);
+    assert.equal(a.full("one"), false, "a known session is not new");
+    await a.idle();
+    const small = sessions(b, { maxSessions: 1 });
+    await small.load();
+    assert.equal(small.size, 1);
+  });
+});
+
+Deno.test("StoredSessions.sync() reads records another gateway wrote", async () => {
+  await withBackend(async (b) => {
+    const here = sessions(b);
+    const there = sessions(b);
+    await here.load();
+    await there.load();
+    there.open("roamer", STORE).session!.subscriptions.set("x", 0);
+    there.save(there.get("roamer")!);
+    await there.idle();
+    assert.equal(here.get("roamer"), undefined);
+    await here.sync();
+    assert.deepEqual([...here.get("roamer")!.subscriptions], [["x", 0]]);
+  });
+});
+
+Deno.test("sessionConsumer() names a client's positions within Iggy's 255 bytes", async () => {
+  await loadHashes();
+  assert.equal(sessionConsumer("dev-1"), "mqtt-session-dev-1");
+  const long = sessionConsumer("x".repeat(255));
+  assert.ok(utf8Length(long) <= 255);
+  assert.notEqual(long, sessionConsumer("y".repeat(255)));
+});

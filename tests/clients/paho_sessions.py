@@ -1,0 +1,194 @@
+"""Paho (paho-mqtt 2.1.0, MQTT 3.1.1) clients for the session scenarios of the Eclipse Paho
+interoperability tests, driven by tests/e2e/paho_interop_test.ts. Written for this gateway from
+the scenarios' descriptions, with the topic and wildcard sets those tests use.
+
+usage: paho_sessions.py PORT SCENARIO
+SCENARIO: offline_queueing | overlapping | redelivery | expiry_before | expiry_after
+Prints one line per observation and "pass" last; exits 1 with "fail: <why>" otherwise.
+
+Differences from the Paho suite, by design of the gateway (README "What the gateway does not
+do"): QoS 2 publishes close the connection, so the QoS 2 publishes of the scenarios are sent
+at QoS 1; a QoS 2 subscription is granted QoS 1.
+"""
+import sys
+import threading
+import time
+
+import paho.mqtt.client as mqtt
+
+TOPICS = ("TopicA", "TopicA/B", "Topic/C", "TopicA/C", "/TopicA")
+WILDTOPICS = ("TopicA/+", "+/C", "#", "/#", "/+", "+/+", "TopicA/#")
+TIMEOUT = 10
+
+port, scenario = int(sys.argv[1]), sys.argv[2]
+
+
+class Device:
+    """One paho client with its CONNACK and the messages it received."""
+
+    def __init__(self, client_id, clean, manual_ack=False):
+        self.connected = threading.Event()
+        self.session_present = None
+        self.messages = []
+        self.lock = threading.Lock()
+        self.client = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2,
+            client_id=client_id,
+            clean_session=clean,
+            protocol=mqtt.MQTTv311,
+            manual_ack=manual_ack,
+        )
+        self.client.on_connect = self._on_connect
+        self.client.on_message = self._on_message
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties):
+        self.session_present = flags.session_present
+        self.rc = reason_code.value
+        self.connected.set()
+
+    def _on_message(self, client, userdata, msg):
+        with self.lock:
+            self.messages.append((msg.topic, msg.payload.decode(), msg.qos, msg.mid))
+
+    def connect(self):
+        self.client.connect("127.0.0.1", port, keepalive=60)
+        self.client.loop_start()
+        if not self.connected.wait(TIMEOUT) or self.rc != 0:
+            fail("no CONNACK 0")
+        print(f"connack session_present={int(self.session_present)}", flush=True)
+        return self
+
+    def subscribe(self, pairs):
+        done = threading.Event()
+        self.client.on_subscribe = lambda *a: done.set()
+        self.client.subscribe(list(pairs))
+        if not done.wait(TIMEOUT):
+            fail("no SUBACK")
+
+    def publish(self, topic, payload, qos):
+        self.client.publish(topic, payload, qos).wait_for_publish(TIMEOUT)
+
+    def wait_messages(self, n, timeout=TIMEOUT):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                if len(self.messages) >= n:
+                    return list(self.messages)
+            time.sleep(0.01)
+        with self.lock:
+            return list(self.messages)
+
+    def barrier(self):
+        """A publish to a private topic this client subscribed to: everything before it arrived."""
+        topic = f"barrier/{self.client._client_id.decode()}/{time.time_ns()}"
+        got = threading.Event()
+        self.client.message_callback_add(topic, lambda *a: got.set())
+        self.subscribe([(topic, 0)])
+        self.publish(topic, "b", 0)
+        if not got.wait(TIMEOUT):
+            fail("barrier message did not arrive")
+
+    def disconnect(self):
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    def drop(self):
+        """Ends the connection without DISCONNECT (as a device losing its network)."""
+        self.client.loop_stop()
+        self.client.socket().close()
+
+
+def fail(why):
+    print(f"fail: {why}", flush=True)
+    sys.exit(1)
+
+
+def offline_queueing():
+    # Paho: a clean-session-0 subscriber disconnects; messages published meanwhile are
+    # delivered when it reconnects (QoS 0 ones may be dropped).
+    a = Device("myclientid", clean=False).connect()
+    a.subscribe([(WILDTOPICS[5], 2)])
+    a.disconnect()
+    b = Device("myclientid2", clean=True).connect()
+    b.publish(TOPICS[1], "qos 0", 0)
+    b.publish(TOPICS[2], "qos 1", 1)
+    b.publish(TOPICS[3], "qos 2", 1)
+    b.disconnect()
+    a = Device("myclientid", clean=False).connect()
+    if not a.session_present:
+        fail("session present 0 after reconnect")
+    got = a.wait_messages(3)
+    print("received", sorted(p for _, p, _, _ in got), flush=True)
+    if len(got) not in (2, 3) or not {"qos 1", "qos 2"} <= {p for _, p, _, _ in got}:
+        fail(f"expected 2 or 3 queued messages, got {got}")
+    a.disconnect()
+
+
+def overlapping():
+    # Paho: two overlapping filters; one message matching both is received once or twice, at
+    # the higher QoS. This gateway delivers it once [MQTT-3.3.5-1].
+    a = Device("myclientid", clean=True).connect()
+    a.subscribe([(WILDTOPICS[6], 2), (WILDTOPICS[0], 1)])
+    a.publish(TOPICS[3], "overlapping topic filters", 1)
+    got = a.wait_messages(1)
+    a.barrier()
+    got = [m for m in a.messages if not m[0].startswith("barrier/")]
+    print("received", [(t, q) for t, _, q, _ in got], flush=True)
+    if len(got) != 1 or got[0][2] != 1:
+        fail(f"expected one copy at QoS 1, got {got}")
+    a.disconnect()
+
+
+def redelivery():
+    # Paho: QoS 1 messages received but not acknowledged are sent again after a reconnect with
+    # clean session 0.
+    a = Device("myclientid", clean=False, manual_ack=True).connect()
+    a.subscribe([(WILDTOPICS[6], 2)])
+    b = Device("myclientid2", clean=True).connect()
+    b.publish(TOPICS[1], "", 1)
+    b.publish(TOPICS[3], "", 1)
+    b.disconnect()
+    first = a.wait_messages(2)
+    if len(first) != 2:
+        fail(f"expected 2 messages before the drop, got {first}")
+    a.drop()  # never acknowledged
+    a = Device("myclientid", clean=False).connect()
+    if not a.session_present:
+        fail("session present 0 after reconnect")
+    got = a.wait_messages(2)
+    print("redelivered", sorted(t for t, _, _, _ in got), flush=True)
+    if sorted(t for t, _, _, _ in got) != sorted([TOPICS[1], TOPICS[3]]):
+        fail(f"expected both messages again, got {got}")
+    a.disconnect()
+
+
+def expiry_before():
+    a = Device("expiring", clean=False).connect()
+    a.subscribe([(WILDTOPICS[0], 1)])
+    a.disconnect()
+
+
+def expiry_after():
+    # The test waited until the gateway's session.expiry_s had removed the session.
+    b = Device("publisher", clean=True).connect()
+    b.publish(TOPICS[1], "after expiry", 1)
+    b.disconnect()
+    a = Device("expiring", clean=False).connect()
+    if a.session_present:
+        fail("session present 1 after the session expired")
+    a.barrier()
+    got = [m for m in a.messages if not m[0].startswith("barrier/")]
+    if got:
+        fail(f"an expired session received {got}")
+    a.disconnect()
+
+
+SCENARIOS = {
+    "offline_queueing": offline_queueing,
+    "overlapping": overlapping,
+    "redelivery": redelivery,
+    "expiry_before": expiry_before,
+    "expiry_after": expiry_after,
+}
+SCENARIOS[scenario]()
+print("pass", flush=True)
