@@ -83,7 +83,7 @@ export class Delivery implements DeliveryPort {
     for (const f of filters) {
       const code = await this.#subscriptions.subscribeOne(queue, f);
       codes.push(code);
-      if (sub.session !== null && code !== SUBACK_FAILURE) {
+      if (sub.session !== null && code < SUBACK_FAILURE) {
         this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1);
       }
     }

@@ -20,10 +20,13 @@ import type { LogBackend, Principal, TopicInfo } from "../log/port.ts";
 import type { PublishPreparer } from "../session/publish.ts";
 import type { Triple } from "./registry.ts";
 
-/** The triples of a filter, or why it is refused. */
+/**
+ * The triples of a filter, or why it is refused and the MQTT 5 SUBACK reason code that says so
+ * (0x87 no poll right, 0x8F no valid target, 0x97 over the triple bound, 0x80 otherwise).
+ */
 export type FilterTriples =
   | { readonly triples: Triple[]; readonly refused?: undefined }
-  | { readonly refused: string; readonly triples?: undefined };
+  | { readonly refused: string; readonly code5: number; readonly triples?: undefined };
 
 /** What resolving a filter needs. */
 export interface FilterTripleDeps {
@@ -63,13 +66,16 @@ export async function filterTriples(
           return {
             refused:
               `resolves to more than ${deps.maxTriples} triples (max_triples_per_subscription)`,
+            code5: 0x97,
           };
         }
       }
     }
   }
   if (out.size === 0) {
-    return { refused: denied > 0 ? "no poll right on any target" : "no existing target" };
+    return denied > 0
+      ? { refused: "no poll right on any target", code5: 0x87 }
+      : { refused: "no existing target", code5: 0x80 };
   }
   return { triples: [...out.values()] };
 }
@@ -82,17 +88,22 @@ async function exactTriples(
 ): Promise<FilterTriples> {
   const r = deps.preparer.resolve(topic);
   const invalid = checkResolution(r);
-  if (invalid !== null) return { refused: invalid };
+  if (invalid !== null) return { refused: invalid, code5: 0x8f };
   if (!canPoll(principal.permissions, r.stream, r.topic)) {
-    return { refused: `no poll right on ${r.stream}/${r.topic}` };
+    return { refused: `no poll right on ${r.stream}/${r.topic}`, code5: 0x87 };
   }
   let info;
   try {
     info = await deps.preparer.topics.lookup(r.stream, r.topic);
   } catch (err) {
-    return { refused: `topic lookup failed: ${String((err as Error)?.message ?? err)}` };
+    return {
+      refused: `topic lookup failed: ${String((err as Error)?.message ?? err)}`,
+      code5: 0x80,
+    };
   }
-  if (info === null) return { refused: `target ${r.stream}/${r.topic} does not exist` };
+  if (info === null) {
+    return { refused: `target ${r.stream}/${r.topic} does not exist`, code5: 0x80 };
+  }
   const partitions = r.partitionKey !== null
     ? [partitionForKey(r.partitionKey, info.partitions)]
     : Array.from({ length: info.partitions }, (_, i) => i);

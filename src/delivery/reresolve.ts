@@ -44,7 +44,7 @@ export async function reresolve(subs: Subscriptions, previous: CompiledMap): Pro
         qos: s.qos,
         ...(s.options ? { options: s.options } : {}),
       });
-      if (code === SUBACK_FAILURE) dropped(subs, queue, filter);
+      if (code >= SUBACK_FAILURE) dropped(subs, queue, filter);
       moved++;
     }
   }

@@ -82,7 +82,7 @@ export class SessionDelivery {
     };
     for (const [filter, qos] of [...session.subscriptions]) {
       const code = await this.#subs.subscribeOne(queue, { filter, qos }, { startAt, pending });
-      if (code === SUBACK_FAILURE) {
+      if (code >= SUBACK_FAILURE) { // refused (MQTT 5: any reason code from 0x80)
         this.#logger.warn("Stored subscription not restored", {
           client_id: session.clientId,
           filter,

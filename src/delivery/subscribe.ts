@@ -29,6 +29,9 @@ import {
 import { replayStartOffset } from "./replay_start.ts";
 import type { ClientQueues } from "./settle.ts";
 
+/** MQTT 5 SUBACK 0x8F Topic Filter invalid. */
+const INVALID_FILTER = 0x8f;
+
 /** Limits of subscriptions, and the readers' options. */
 export interface SubscribeOptions extends ReaderOptions {
   readonly maxSubscriptionsPerClient: number;
@@ -129,10 +132,12 @@ export class Subscriptions {
   async subscribeOne(queue: ClientQueue, f: SubscribeRequest, resume?: Resume): Promise<number> {
     const filter = f.filter;
     const replay = parseReplayFilter(filter);
-    if (replay !== null && "problem" in replay) return this.refuse(queue, filter, replay.problem);
+    if (replay !== null && "problem" in replay) {
+      return this.refuse(queue, filter, replay.problem, INVALID_FILTER);
+    }
     const match = replay?.filter ?? filter;
     const bad = checkFilter(match, this.opts);
-    if (bad !== null) return this.refuse(queue, filter, bad);
+    if (bad !== null) return this.refuse(queue, filter, bad, INVALID_FILTER);
     const existing = this.registry.get(queue, filter);
     if (!existing && this.registry.countFor(queue) >= this.opts.maxSubscriptionsPerClient) {
       return this.refuse(queue, filter, "max_subscriptions_per_client reached");
@@ -150,7 +155,9 @@ export class Subscriptions {
     } catch (err) {
       return this.refuse(queue, filter, `backend error: ${message(err)}`);
     }
-    if (resolved.refused !== undefined) return this.refuse(queue, filter, resolved.refused);
+    if (resolved.refused !== undefined) {
+      return this.refuse(queue, filter, resolved.refused, resolved.code5);
+    }
     const s: Subscription<ClientQueue> = {
       client: queue,
       qos: granted,
@@ -238,13 +245,17 @@ export class Subscriptions {
     }
   }
 
-  refuse(queue: ClientQueue, topic: string, reason: string): number {
+  /**
+   * Logs a refusal; its SUBACK code: 0x80 for 3.1.1, `code5` (default 0x80 Unspecified error)
+   * for an MQTT 5 client.
+   */
+  refuse(queue: ClientQueue, topic: string, reason: string, code5 = SUBACK_FAILURE): number {
     this.logger.limited("info", "Subscription refused", {
       client_id: queue.sub.clientId,
       filter: topic,
       reason,
     });
-    return SUBACK_FAILURE;
+    return queue.sub.v5 != null ? code5 : SUBACK_FAILURE;
   }
 
   /** Undoes the reservations of a subscribe that failed, then starts (or ends) fresh readers. */

@@ -1,13 +1,17 @@
 /**
  * MQTT 5 SUBSCRIBE and UNSUBSCRIBE (issue 17, Build 6): a reason code per filter instead of
  * 3.1.1's bare 0x80. The refusals the session can tell apart are decided here, before the
- * delivery is asked: 0x9E shared subscriptions, 0xA2 wildcards (until the delivery resolves
- * them, issue 18: `DeliveryPort.wildcards`), 0x8F a filter the gateway cannot map, 0x87 no poll
- * right. What the delivery refuses itself (backend error, `max_subscriptions_per_client`) stays
- * 0x80 Unspecified error. UNSUBACK: 0x11 when no subscription existed.
+ * delivery is asked: 0x9E shared subscriptions, 0xA2 wildcards (when the delivery does not
+ * resolve them: `DeliveryPort.wildcards`), 0x87 `$SYS`; with a delivery that does not resolve
+ * filters itself, 0x8F a filter the gateway cannot map and 0x87 no poll right. What the delivery
+ * refuses itself (backend error, `max_subscriptions_per_client`) is 0x80 Unspecified error.
+ * UNSUBACK: 0x11 when no subscription existed.
  *
  * The subscription options (No Local, Retain As Published, identifier) travel with each filter
- * into the delivery, which keeps them with the subscription.
+ * into the delivery, which keeps them with the subscription. A SUBSCRIBE user property
+ * `iggy-from` = `earliest | latest | time:<RFC 3339 or epoch ms>` starts its filters in the
+ * log's past, as a 3.1.1 `$replay/<from>/` prefix does (malformed: 0x83). The delivery resolves
+ * wildcard filters and gives its own refusals their v5 codes (0x87, 0x8F, 0x97).
  *
  * @module
  */
@@ -15,7 +19,8 @@ import type { Subscription } from "../codec/packets.ts";
 import { canPoll } from "../access/permissions.ts";
 import { checkResolution } from "../mapping/mod.ts";
 import type { SessionContext } from "./context.ts";
-import type { Subscriber } from "./delivery_port.ts";
+import type { Subscriber, SubscribeRequest } from "./delivery_port.ts";
+import { parseReplayFrom, type ReplayFrom } from "./replay_from.ts";
 import type { SubackOutcome, UnsubackOutcome } from "./outcome.ts";
 
 /** SUBACK / UNSUBACK reason codes [MQTT-3.9.3, 3.11.3]. */
@@ -26,7 +31,21 @@ export const Suback5 = {
   SHARED_NOT_SUPPORTED: 0x9e,
   WILDCARDS_NOT_SUPPORTED: 0xa2,
   NO_SUBSCRIPTION_EXISTED: 0x11,
+  IMPLEMENTATION_SPECIFIC_ERROR: 0x83,
 } as const;
+
+/** The SUBSCRIBE user property that starts its subscriptions in the log's past (issue 18). */
+export const IGGY_FROM = "iggy-from";
+
+/**
+ * Where the filters of a SUBSCRIBE start: its `iggy-from` user property parsed (the last one
+ * wins), undefined without one (live), null when it is malformed.
+ */
+export function replayFromOf(f: Subscription): ReplayFrom | undefined | null {
+  let text: string | undefined;
+  for (const [k, v] of f.options?.userProperties ?? []) if (k === IGGY_FROM) text = v;
+  return text === undefined ? undefined : parseReplayFrom(text);
+}
 
 /** The reason code that refuses `f` before the delivery is asked, or null. */
 function precheck(ctx: SessionContext, sub: Subscriber, f: Subscription): number | null {
@@ -36,6 +55,7 @@ function precheck(ctx: SessionContext, sub: Subscriber, f: Subscription): number
     return Suback5.WILDCARDS_NOT_SUPPORTED;
   }
   if (filter.startsWith("$SYS")) return Suback5.NOT_AUTHORIZED;
+  if (replayFromOf(f) === null) return Suback5.IMPLEMENTATION_SPECIFIC_ERROR;
   if (ctx.delivery.wildcards === true) return null; // the delivery resolves wildcard filters
   const r = ctx.preparer.resolve(filter);
   if (checkResolution(r) !== null) return Suback5.TOPIC_FILTER_INVALID;
@@ -51,7 +71,12 @@ export async function handleSubscribe5(
   subscriptions: readonly Subscription[],
 ): Promise<SubackOutcome> {
   const codes: number[] = subscriptions.map((f) => precheck(ctx, sub, f) ?? -1);
-  const asked = subscriptions.filter((_, i) => codes[i] < 0);
+  const asked: SubscribeRequest[] = [];
+  for (const [i, f] of subscriptions.entries()) {
+    if (codes[i] >= 0) continue;
+    const from = replayFromOf(f);
+    asked.push(from === undefined || from === null ? f : { ...f, from });
+  }
   const granted = asked.length > 0 ? await ctx.delivery.subscribe(sub, asked) : [];
   let next = 0;
   for (let i = 0; i < codes.length; i++) if (codes[i] < 0) codes[i] = granted[next++];

@@ -1,0 +1,178 @@
+/**
+ * Where MQTT 5 (issue 17) meets wildcards, replay and the trie router (issue 18), with MQTT.js
+ * `protocolVersion: 5`: overlapping v5 subscriptions deliver one copy carrying every matching
+ * subscription identifier [MQTT-3.3.4-3, MQTT-3.3.5-1]; No Local applies to a wildcard
+ * subscription; `iggy-from` replays through the catch-up with the v5 options; the delivery's
+ * refusals of wildcard filters have their v5 reason codes.
+ */
+import assert from "node:assert/strict";
+import mqtt from "mqtt";
+import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+// deno-lint-ignore no-explicit-any
+type Packet = any;
+
+interface Received {
+  readonly topic: string;
+  readonly payload: string;
+  readonly packet: Packet;
+}
+
+async function client5(gw: TestGateway, o: Record<string, unknown> = {}) {
+  const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+    protocolVersion: 5,
+    reconnectPeriod: 0,
+    ...o,
+  });
+  const got: Received[] = [];
+  c.on("message", (topic, payload, packet) => {
+    got.push({ topic, payload: payload.toString(), packet });
+  });
+  return { c, got };
+}
+
+/** The subscription identifiers of a received PUBLISH, sorted ([] when none). */
+function ids(p: Packet): number[] {
+  const v = p.properties?.subscriptionIdentifier;
+  return v === undefined ? [] : (Array.isArray(v) ? [...v] : [v]).sort((a, b) => a - b);
+}
+
+/** The SUBACK reason codes of a SUBSCRIBE (MQTT.js rejects one with refusals). */
+async function suback(
+  c: mqtt.MqttClient,
+  filters: Record<string, mqtt.IClientSubscribeOptions>,
+  properties?: Record<string, unknown>,
+): Promise<number[]> {
+  return await c.subscribeAsync(filters, properties ? { qos: 1, properties } : undefined).then(
+    (granted) => granted.map((g) => g.qos),
+    (e: Packet) => e.packet.granted,
+  );
+}
+
+Deno.test({
+  name:
+    "MQTT 5 overlapping wildcard and exact subscriptions: one copy per message, at the highest QoS, with every matching subscription identifier",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const s = await client5(gw);
+      await s.c.subscribeAsync("building/+/room/#", {
+        qos: 0,
+        properties: { subscriptionIdentifier: 1 },
+      });
+      await s.c.subscribeAsync("building/north/room/#", {
+        qos: 1,
+        properties: { subscriptionIdentifier: 2 },
+      });
+      await s.c.subscribeAsync("building/north/room/1/temp", {
+        qos: 1,
+        properties: { subscriptionIdentifier: 3 },
+      });
+      const pub = await client5(gw);
+      await pub.c.publishAsync("building/north/room/1/temp", "all three", { qos: 1 });
+      await pub.c.publishAsync("building/south/room/2", "only the first", { qos: 1 });
+      await waitFor(() => s.got.length >= 2, 5000, "two deliveries");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(s.got.map((m) => m.payload), ["all three", "only the first"]);
+      assert.deepEqual(ids(s.got[0].packet), [1, 2, 3]);
+      assert.equal(s.got[0].packet.qos, 1);
+      assert.deepEqual(ids(s.got[1].packet), [1]);
+      assert.equal(s.got[1].packet.qos, 0); // its one match was granted QoS 0
+      await s.c.endAsync();
+      await pub.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "MQTT 5 No Local on a wildcard subscription keeps the client's own publishes from it",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const a = await client5(gw);
+      await a.c.subscribeAsync("building/+/room/#", { qos: 1, nl: true });
+      const b = await client5(gw);
+      await a.c.publishAsync("building/east/room/3", "mine", { qos: 1 });
+      await b.c.publishAsync("building/east/room/3", "theirs", { qos: 1 });
+      await waitFor(() => a.got.length === 1, 5000, "the other client's message");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(a.got.map((m) => m.payload), ["theirs"]);
+      await a.c.endAsync();
+      await b.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 iggy-from = earliest replays a wildcard filter (plain topics, with its identifier), then live; a malformed iggy-from gets 0x83",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const pub = await client5(gw);
+      await pub.c.publishAsync("building/north/room/42/temp", "old-1", { qos: 1 });
+      await pub.c.publishAsync("building/south/room/7/temp", "old-2", { qos: 1 });
+      const s = await client5(gw);
+      await s.c.subscribeAsync("building/+/room/+/temp", {
+        qos: 1,
+        properties: { subscriptionIdentifier: 7, userProperties: { "iggy-from": "earliest" } },
+      });
+      await waitFor(() => s.got.length === 2, 5000, "the replayed messages");
+      assert.deepEqual(s.got.map((m) => m.payload).sort(), ["old-1", "old-2"]);
+      assert.deepEqual(s.got.map((m) => m.topic).sort(), [
+        "building/north/room/42/temp",
+        "building/south/room/7/temp",
+      ]);
+      for (const m of s.got) assert.deepEqual(ids(m.packet), [7]);
+      await pub.c.publishAsync("building/north/room/42/temp", "new", { qos: 1 });
+      await waitFor(() => s.got.length === 3, 5000, "the live message");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(s.got.map((m) => m.payload).slice(2), ["new"]);
+      assert.deepEqual(
+        await suback(s.c, { "building/+/room/#": { qos: 1 } }, {
+          userProperties: { "iggy-from": "yesterday" },
+        }),
+        [0x83],
+      );
+      await s.c.endAsync();
+      await pub.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 SUBACK codes of wildcard refusals: 0x97 over limits.max_triples_per_subscription, 0x87 without poll right on any target",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_TRIPLES_PER_SUBSCRIPTION: "4" } });
+    try {
+      const pub = await client5(gw);
+      await pub.c.publishAsync("building/a/room/1/t", "x", { qos: 1 });
+      await pub.c.publishAsync("building/b/room/1/t", "y", { qos: 1 });
+      assert.deepEqual(await suback(pub.c, { "building/+/room/#": { qos: 1 } }), [0x97]);
+      await pub.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+    const denied = await startGateway({ env: { IGGY_MQTT_AUTH_ANONYMOUS_PERMISSIONS: "send" } });
+    try {
+      const c = await client5(denied);
+      assert.deepEqual(await suback(c.c, { "building/#": { qos: 1 } }), [0x87]);
+      await c.c.endAsync();
+    } finally {
+      await denied.stop();
+    }
+  },
+});
