@@ -49,7 +49,8 @@ const SDK_NAME: &str = "iggy-mqtt-gateway";
 const SDK_VERSION: &str = "0.1.0";
 const ROUTE: PartitionContext = PartitionContext { incarnation: 7, owner_generation: 0, metadata_op: 9 };
 const METADATA_CHECKSUM: u128 = 0x2222_2222_2222_2222_2222_2222_2222_2222;
-const MESSAGE_ID: u128 = 42;
+// The gateway sets the top bit of every message id (never zero).
+const MESSAGE_ID: u128 = (1 << 127) | 42;
 const ORIGIN_US: u64 = 1_000_000;
 const STRING: u8 = 2;
 const UINT64: u8 = 12;
@@ -344,7 +345,7 @@ fn requests(v: &mut Vec<(&'static str, Vec<u8>)>) {
     };
     let body = encode(&create);
     v.push(("request.create_topic", frame(&request(CREATE_TOPIC_CODE, 13, SESSION, &body, Some(METADATA_CHECKSUM)), &body)));
-    let body = encode(&GetUserRequest { user_id: id("alice") });
+    let body = encode(&GetUserRequest { user_id: WireIdentifier::numeric(3) });
     v.push(("request.get_user", frame(&request(GET_USER_CODE, 14, SESSION, &body, None), &body)));
 }
 
