@@ -67,3 +67,78 @@ export function stampProducer(frame: Uint8Array, p: ProducerStamp): void {
 export function advanceSequence(sequence: number, count: number): number {
   return (sequence + count) % (SEQUENCE_MAX + 1);
 }
+
+/** Most partitions whose producer state is kept; at the bound the oldest is dropped (its next
+ * batch then starts a fresh producer id at sequence 0, which is always safe). */
+export const MAX_PRODUCER_STATES = 100_000;
+
+const ID_INDEX_BITS = 20n;
+const ID_MAX = (1n << 63n) - 1n;
+
+interface ProducerState {
+  producerId: bigint;
+  sequence: number;
+}
+
+/**
+ * The gateway's idempotent producer state, per partition: the producer id and the next base
+ * sequence. Ids are minted as the Rust SDK does, `session << 20 | index`, from the session of
+ * a live registration (unique in the cluster). The batcher keeps one batch in flight per
+ * partition, which the sequence needs.
+ */
+export class ProducerTable {
+  readonly #states = new Map<string, ProducerState>();
+  readonly #session: () => bigint | undefined;
+  readonly #max: number;
+  #base = -1n;
+  #index = 0n;
+
+  constructor(session: () => bigint | undefined, max = MAX_PRODUCER_STATES) {
+    this.#session = session;
+    this.#max = max;
+  }
+
+  get size(): number {
+    return this.#states.size;
+  }
+
+  /** The stamp for the next batch to partition `key` (not advanced until confirmed). */
+  stamp(key: string): ProducerStamp {
+    let s = this.#states.get(key);
+    if (!s) {
+      s = { producerId: this.#mint(), sequence: 0 };
+      if (this.#states.size >= this.#max) this.#states.delete(this.#states.keys().next().value!);
+      this.#states.set(key, s);
+    }
+    return { producerId: s.producerId, epoch: 0, baseSequence: s.sequence };
+  }
+
+  /** A batch of `count` messages was written: the next one follows it. */
+  confirm(key: string, stamp: ProducerStamp, count: number): void {
+    const s = this.#states.get(key);
+    if (s && s.producerId === stamp.producerId) {
+      s.sequence = advanceSequence(stamp.baseSequence, count);
+    }
+  }
+
+  /**
+   * A fresh producer id at sequence 0 for `key`: after the partition lost our state
+   * (ProducerUnknown), was recreated (HistoryUnavailable), or a send ended uncertain.
+   */
+  renew(key: string): void {
+    this.#states.delete(key);
+  }
+
+  #mint(): bigint {
+    const session = this.#session();
+    if (session === undefined) throw new RangeError("No Iggy session to mint a producer id from");
+    if (session !== this.#base) {
+      this.#base = session;
+      this.#index = 0n;
+    }
+    if (this.#index >= 1n << ID_INDEX_BITS) {
+      throw new RangeError("Producer ids of this Iggy session are exhausted (error 91)");
+    }
+    return ((session << ID_INDEX_BITS) | this.#index++) & ID_MAX;
+  }
+}
