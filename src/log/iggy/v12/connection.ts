@@ -103,9 +103,9 @@ export class IggyConnection012 {
     this.#transport = transport;
     this.#writer = transport.writable.getWriter();
     this.#o = {
-      protocolVersion: PROTOCOL_012_PACKED,
-      maxPending: MAX_PENDING_PER_CONNECTION,
       ...options,
+      protocolVersion: options.protocolVersion ?? PROTOCOL_012_PACKED,
+      maxPending: Math.max(1, options.maxPending ?? MAX_PENDING_PER_CONNECTION),
     };
     this.closed = new Promise((resolve) => (this.#onClose = resolve));
     const reader = new FrameReader(transport.readable, (f) => this.#deliver(f));
