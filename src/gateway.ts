@@ -86,7 +86,7 @@ export class Gateway {
       topicCacheOptions(config, (info) => this.durability.note(info)),
       clock,
     );
-    const preparer = new PublishPreparer(this.maps, topics);
+    const preparer = new PublishPreparer(this.maps, topics, this.backend.placesBalanced === true);
     const outboundBudget = new OutboundBudget(
       l.max_outbound_queue_bytes,
       (n) => this.metrics.bytesOut.inc({}, n),

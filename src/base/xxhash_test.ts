@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { utf8 as toUtf8 } from "./utf8.ts";
-import { loadHashes, xxh32, xxh3_64 } from "./xxhash.ts";
+import { loadHashes, sealBatchXxh3, xxh32, xxh3_64 } from "./xxhash.ts";
 
 await loadHashes();
 
@@ -17,4 +17,39 @@ Deno.test("xxh3_64() hashes the concatenation of its parts", () => {
   const whole = xxh3_64(toUtf8("first-second"));
   assert.equal(xxh3_64(toUtf8("first-"), toUtf8("second")), whole);
   assert.notEqual(xxh3_64(toUtf8("first")), whole);
+});
+
+Deno.test("xxh3_64() and xxh32() agree with hash-wasm on inputs of every length to 600", async () => {
+  const { createXXHash3, createXXHash32 } = await import("hash-wasm");
+  const [h3, h32] = await Promise.all([createXXHash3(0, 0), createXXHash32(0)]);
+  const data = new Uint8Array(600);
+  for (let i = 0; i < data.length; i++) data[i] = (i * 131 + 7) & 0xff;
+  for (let n = 0; n <= data.length; n++) {
+    const piece = data.subarray(0, n);
+    h3.init();
+    h3.update(piece);
+    assert.equal(xxh3_64(piece), BigInt("0x" + h3.digest("hex")), `xxh3 of ${n} bytes`);
+    h32.init();
+    h32.update(piece);
+    assert.equal(xxh32(piece), parseInt(h32.digest("hex"), 16), `xxh32 of ${n} bytes`);
+  }
+  const big = new Uint8Array(1 << 20).map((_, i) => i * 7);
+  h3.init();
+  h3.update(big);
+  assert.equal(xxh3_64(big), BigInt("0x" + h3.digest("hex")), "xxh3 of 1 MiB");
+});
+
+Deno.test("xxh32() of a string hashes its UTF-8 bytes", () => {
+  for (const s of ["", "sensor-1", "grüße/ü", "日本語のキー", "😀".repeat(50)]) {
+    assert.equal(xxh32(s), xxh32(toUtf8(s)), s);
+  }
+});
+
+Deno.test("sealBatchXxh3() refuses a frame that runs past the batch and seals nothing", () => {
+  const batch = new Uint8Array(256 + 48 + 4);
+  new DataView(batch.buffer).setUint32(256 + 36, 5, true); // payload of 5 in 4 bytes
+  batch[0] = 9;
+  assert.throws(() => sealBatchXxh3(batch, 1), /Frame 0 of 1 runs past/);
+  assert.equal(batch[40], 0);
+  assert.throws(() => sealBatchXxh3(new Uint8Array(256 + 10), 1), /Frame 0 of 1/);
 });

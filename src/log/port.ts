@@ -30,6 +30,12 @@ export interface PartitionAddress {
 export interface AppendRequest extends PartitionAddress {
   readonly messages: readonly OutgoingMessage[];
   /**
+   * Set when the messages have no partition key and the topic has this many partitions: a
+   * backend that {@link LogBackend.placesBalanced} may put the batch into any of them (and
+   * says which in the receipt); `partition` is then only a hint.
+   */
+  readonly balancedOver?: number;
+  /**
    * Called once, before the append resolves, when its messages are committed and readable but
    * not yet confirmed durable (embedded: once written to the log, before the fsync), with the first
    * message's offset. Lets live subscribers get them without waiting for the disk. A backend
@@ -42,6 +48,8 @@ export interface AppendRequest extends PartitionAddress {
 export interface AppendReceipt {
   /** Offset of the first message, or null when the backend confirmed without offsets. */
   readonly baseOffset: number | null;
+  /** The partition the backend chose for a `balancedOver` append; absent = the one asked for. */
+  readonly partition?: number;
 }
 
 /** One message read back from the log. */
@@ -128,6 +136,13 @@ export type AppendListener = (address: PartitionAddress, nextOffset: number) => 
 export interface LogBackend {
   /** "embedded" or "iggy". */
   readonly kind: string;
+  /**
+   * Places unkeyed (`balancedOver`) appends itself. Iggy: a topic's unkeyed messages go out in
+   * one send at a time, each send to the next partition, so every send carries all that
+   * gathered meanwhile; Iggy persists a topic's partitions one after another, so per-message
+   * round robin made three small sends (and, with fsync, three fsyncs) of one big one.
+   */
+  readonly placesBalanced?: boolean;
   /** Opens files/connections. Resolves when usable; rejects with a clear error otherwise. */
   open(): Promise<void>;
   /** Flushes what is pending and releases every resource. Idempotent. */

@@ -5,11 +5,11 @@
  * @module
  */
 
-import { hashesLoaded, loadHashes, xxh32 } from "../base/xxhash.ts";
+import { loadHashes, xxh32 } from "../base/xxhash.ts";
 
 /**
- * Loads the XXH32 wasm (`base/xxhash.ts`). Call once at startup; later calls return the same
- * promise. After it, {@link partitionForKey} is synchronous.
+ * Loads the XXH32 wasm (`base/xxhash.ts`) ahead of the first publish. {@link partitionForKey}
+ * is synchronous and loads it itself if this was not called.
  */
 export function initPartitioner(): Promise<void> {
   return loadHashes();
@@ -17,9 +17,8 @@ export function initPartitioner(): Promise<void> {
 
 /**
  * The 0-based partition for `key` among `partitions` (P5): `XXH32(utf8(key), 0) % partitions`,
- * matching Iggy's server and SDKs. Synchronous after {@link initPartitioner}.
+ * matching Iggy's server and SDKs.
  *
- * @throws {Error} if {@link initPartitioner} has not completed
  * @throws {RangeError} if `partitions` is not an integer from 1 to 2^32 - 1
  */
 export function partitionForKey(key: string, partitions: number): number {
@@ -27,9 +26,6 @@ export function partitionForKey(key: string, partitions: number): number {
     throw new RangeError(
       `Cannot choose a partition among ${partitions}: need an integer from 1 to 4294967295`,
     );
-  }
-  if (!hashesLoaded()) {
-    throw new Error("Cannot hash a partition key: call initPartitioner() once at startup first");
   }
   return xxh32(key) % partitions;
 }

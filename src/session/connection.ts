@@ -10,7 +10,6 @@
  *
  * @module
  */
-import { encodePuback } from "../codec/encoder.ts";
 import { PacketDecoder } from "../codec/decoder.ts";
 import { ProtocolError } from "../codec/errors.ts";
 import { type ClientPacket, PacketType } from "../codec/packets.ts";
@@ -276,7 +275,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
 
   /** AckQueue: the PUBACK of `packetId` may go now. */
   pubackReady(packetId: number): void {
-    this.outbox.push(encodePuback(packetId));
+    this.outbox.pushPuback(packetId);
   }
 
   /** AckQueue: a QoS 1 publish gets no PUBACK, so the connection must close. */

@@ -30,6 +30,12 @@ function NOOP(): void {}
 
 const NO_OWNER: OutboxOwner = { close: NOOP };
 
+/**
+ * Bytes of a PUBACK staging block: 128 PUBACKs. Profiled under QoS 1, a 4-byte array per
+ * PUBACK was ~5% of the gateway's CPU (and garbage); a block is cut into views instead.
+ */
+const ACK_BLOCK_BYTES = 512;
+
 /** Coalescing writer for one connection. */
 export class Outbox {
   #transport: Transport;
@@ -42,6 +48,10 @@ export class Outbox {
   #budget: OutboundBudget;
   #drainWaiters: (() => void)[] | null = null;
   readonly #owner: OutboxOwner;
+  /** PUBACKs written in place: block, end of the last one, start of those not yet queued. */
+  #acks: Uint8Array | null = null;
+  #acksEnd = 0;
+  #acksFrom = 0;
   /** Called after bytes were written (the queue shrank); set for subscribers. */
   onWritten: () => void = NOOP;
   /** Bytes written in total (metrics). */
@@ -65,9 +75,40 @@ export class Outbox {
   /** Queues bytes for the next write. Ignored after close. */
   push(bytes: Uint8Array): void {
     if (this.#closed) return;
+    this.#queueAcks(); // PUBACKs staged before these bytes leave before them
     this.#pending.push(bytes);
-    this.#pendingBytes += bytes.length;
-    this.#budget.bytes += bytes.length;
+    this.#queued(bytes.length);
+  }
+
+  /** Queues an MQTT 3.1.1 PUBACK (or v5 PUBACK with reason 0x00 and no properties). */
+  pushPuback(packetId: number): void {
+    if (this.#closed) return;
+    let block = this.#acks;
+    if (block === null || this.#acksEnd + 4 > block.length) {
+      this.#queueAcks();
+      // A fresh block: views of the old one may still be queued or being written.
+      block = this.#acks = new Uint8Array(ACK_BLOCK_BYTES);
+      this.#acksEnd = this.#acksFrom = 0;
+    }
+    const at = this.#acksEnd;
+    block[at] = 0x40;
+    block[at + 1] = 2;
+    block[at + 2] = packetId >> 8;
+    block[at + 3] = packetId & 0xff;
+    this.#acksEnd = at + 4;
+    this.#queued(4);
+  }
+
+  /** Moves the staged PUBACKs into the queue as one view. */
+  #queueAcks(): void {
+    if (this.#acksEnd === this.#acksFrom) return;
+    this.#pending.push(this.#acks!.subarray(this.#acksFrom, this.#acksEnd));
+    this.#acksFrom = this.#acksEnd;
+  }
+
+  #queued(n: number): void {
+    this.#pendingBytes += n;
+    this.#budget.bytes += n;
     if (!this.#scheduled && !this.#writing) {
       this.#scheduled = true;
       nextTick(() => this.#flush());
@@ -88,6 +129,8 @@ export class Outbox {
     this.#pending = [];
     this.#pendingBytes = 0;
     this.#inWriteBytes = 0;
+    this.#acks = null;
+    this.#acksEnd = this.#acksFrom = 0;
     this.#wakeDrainWaiters();
   }
 
@@ -96,7 +139,9 @@ export class Outbox {
     if (this.#writing || this.#closed) return;
     this.#writing = true;
     try {
-      while (this.#pending.length > 0 && !this.#closed) {
+      for (;;) {
+        this.#queueAcks();
+        if (this.#pending.length === 0 || this.#closed) break;
         const chunk = concatBytes(this.#pending, this.#pendingBytes);
         this.#inWriteBytes = this.#pendingBytes;
         this.#pending = [];

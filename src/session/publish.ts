@@ -23,10 +23,22 @@ import { canSend } from "../access/permissions.ts";
 import type { OutgoingMessage, PartitionAddress, Principal, TopicInfo } from "../log/port.ts";
 import type { TopicCache } from "../log/topic_cache.ts";
 
+/** The address of unkeyed messages the backend places itself (`AppendRequest.balancedOver`). */
+export interface BalancedAddress extends PartitionAddress {
+  readonly balancedOver: number;
+}
+
+/** Where a backend that placed the batch itself put it. */
+export function placedAt(asked: PartitionAddress, partition?: number): PartitionAddress {
+  if (partition === undefined || partition === asked.partition) return asked;
+  return { stream: asked.stream, topic: asked.topic, partition };
+}
+
 /** A publish ready to append. */
 export interface PreparedAppend {
   readonly kind: "append";
-  readonly address: PartitionAddress;
+  /** With `balancedOver` when the backend places the message (see {@link BalancedAddress}). */
+  readonly address: PartitionAddress & { readonly balancedOver?: number };
   readonly message: OutgoingMessage;
   /** 1-based rule that matched, null for the default (per-rule hit counters). */
   readonly rule: number | null;
@@ -65,10 +77,14 @@ export class PublishPreparer {
   #roundRobinOf = new Map<Resolution, { n: number }>();
   /** One address object per (resolution, partition): shared, so no allocation per publish. */
   #addresses = new Map<Resolution, PartitionAddress[]>();
+  /** When the backend places unkeyed messages: one balanced address per resolution. */
+  #balanced: Map<Resolution, BalancedAddress> | null;
 
-  constructor(maps: MapSource, topics: TopicCache) {
+  /** `backendPlacesBalanced`: see `LogBackend.placesBalanced`. */
+  constructor(maps: MapSource, topics: TopicCache, backendPlacesBalanced = false) {
     this.#maps = maps;
     this.#topics = topics;
+    this.#balanced = backendPlacesBalanced ? new Map() : null;
   }
 
   /** P2+P3 with a cache: resolution is a pure function of (map, topic). */
@@ -119,9 +135,12 @@ export class PublishPreparer {
     will: boolean,
   ): Prepared {
     if (info === null) return denied(`target ${r.stream}/${r.topic} does not exist`);
+    const balanced = r.partitionKey === null && this.#balanced !== null;
     return {
       kind: "append",
-      address: this.#address(r, this.#partition(r, info)),
+      address: balanced
+        ? this.#balancedAddress(r, info.partitions)
+        : this.#address(r, this.#partition(r, info)),
       message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain, will),
       rule: r.rule,
     };
@@ -138,6 +157,22 @@ export class PublishPreparer {
     this.#resolved.clear();
     this.#addresses.clear();
     this.#roundRobinOf.clear();
+    this.#balanced?.clear();
+  }
+
+  /**
+   * The address of a resolution's unkeyed messages when the backend places them: one object
+   * (the batch key), so a read's unkeyed messages for a topic stay one batch, in order.
+   */
+  #balancedAddress(r: Resolution, partitions: number): BalancedAddress {
+    const cache = this.#balanced!;
+    let a = cache.get(r);
+    if (a === undefined || a.balancedOver !== partitions) {
+      if (cache.size >= MAX_RESOLUTIONS) cache.clear();
+      a = { stream: r.stream, topic: r.topic, partition: 0, balancedOver: partitions };
+      cache.set(r, a);
+    }
+    return a;
   }
 
   /** The (stream, topic) counter, without building its key string on every publish. */

@@ -22,11 +22,12 @@ import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api"
 import { startAppendSpan } from "../observe/tracing.ts";
 import { type AckOwner, AckQueue } from "./ack_queue.ts";
 import type { SessionContext } from "./context.ts";
-import type { Denied, Failed, Prepared } from "./publish.ts";
+import { type Denied, type Failed, placedAt, type Prepared } from "./publish.ts";
 
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch {
-  readonly address: PartitionAddress;
+  /** The append's target; `balancedOver` set = the backend picks the partition. */
+  readonly address: PartitionAddress & { readonly balancedOver?: number };
   readonly messages: OutgoingMessage[];
   /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
   readonly slots: number[];
@@ -55,7 +56,7 @@ export class ConnectionPublisher {
   readonly #clientId: string;
   readonly #acks: AckQueue;
   /** This read's appends per partition. */
-  readonly #batches = new Map<PartitionAddress, PartitionBatch>();
+  readonly #batches = new Map<PartitionBatch["address"], PartitionBatch>();
   /** Messages of this connection waiting for the backend (bounded per client). */
   #inflight = 0;
   #roomWaiter: (() => void) | null = null;
@@ -141,7 +142,10 @@ export class ConnectionPublisher {
     ctx.backend.append({ ...b.address, messages: b.messages, onCommitted }).then(
       (receipt) => {
         this.#confirmed(b, n, started, span);
-        if (!offered) ctx.delivery.notifyAppended(b.address, receipt.baseOffset, b.messages);
+        if (!offered) {
+          const at = placedAt(b.address, receipt.partition);
+          ctx.delivery.notifyAppended(at, receipt.baseOffset, b.messages);
+        }
         release(b);
       },
       (err) => {

@@ -12,7 +12,7 @@ const ROOT: Principal = {
 };
 
 /** A preparer over a map with defaults only, whose target topic has `partitions` partitions. */
-async function preparer(partitions: number): Promise<PublishPreparer> {
+async function preparer(partitions: number, placesBalanced = false): Promise<PublishPreparer> {
   await initPartitioner();
   const map = compileMap(
     'default_stream = "sensors"\ndefault_topic = "messages_default"\n',
@@ -32,7 +32,7 @@ async function preparer(partitions: number): Promise<PublishPreparer> {
     } as ConstructorParameters<typeof TopicCache>[1],
     { now: () => 0 },
   );
-  return new PublishPreparer({ current: map }, topics);
+  return new PublishPreparer({ current: map }, topics, placesBalanced);
 }
 
 function publish(topic: string): PublishPacket {
@@ -69,4 +69,17 @@ Deno.test("the preparer hands out one shared address object per target partition
   assert.equal(seen[1], seen[3]);
   assert.notEqual(seen[0], seen[1]);
   assert.deepEqual(seen[1], { stream: "sensors", topic: "messages_default", partition: 1 });
+});
+
+Deno.test("when the backend places unkeyed messages, they share one balanced address per topic", async () => {
+  const p = await preparer(3, true);
+  const addresses = [];
+  for (const topic of ["a/1", "a/1", "a/1"]) {
+    const r = (await p.prepare(publish(topic), ROOT, "c")) as PreparedAppend;
+    addresses.push(r.address);
+  }
+  // One object: a read's unkeyed messages stay one batch, in arrival order.
+  assert.equal(addresses[0], addresses[1]);
+  assert.equal(addresses[1], addresses[2]);
+  assert.equal(addresses[0].balancedOver, 3);
 });

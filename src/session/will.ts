@@ -18,7 +18,7 @@ import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { AppendBudget } from "./append_budget.ts";
 import type { DeliveryPort } from "./delivery_port.ts";
-import type { PublishPreparer } from "./publish.ts";
+import { placedAt, type PublishPreparer } from "./publish.ts";
 
 /**
  * The shared services a will uses: a part of `SessionContext` (context.ts), named here so that
@@ -120,7 +120,13 @@ async function publishWill(
       },
     });
     ctx.metrics.outcome.appended.inc();
-    if (!offered) ctx.delivery.notifyAppended(address, receipt.baseOffset, messages);
+    if (!offered) {
+      ctx.delivery.notifyAppended(
+        placedAt(address, receipt.partition),
+        receipt.baseOffset,
+        messages,
+      );
+    }
   } catch (err) {
     ctx.metrics.outcome.failed.inc();
     log("failed", err);

@@ -21,6 +21,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { dirname } from "node:path";
 import {
   aedesServer,
   gatewayServer,
@@ -149,6 +150,8 @@ const QUIET_WINDOWS = SMOKE ? 1 : 4;
 
 const started = performance.now();
 const results: Record<string, Record<string, unknown>> = {};
+// A fresh clone has no results directory (it is ignored by git).
+await Deno.mkdir(dirname(a.out), { recursive: true });
 const servers: Record<string, Running> = {};
 const startMs: Record<string, number[]> = {};
 try {

@@ -68,6 +68,8 @@ function wireSizeOf(m: OutgoingMessage): number {
 export class IggyBackend implements LogBackend {
   /** Always "iggy". */
   readonly kind = "iggy";
+  /** Unkeyed appends: the batcher puts each send in the next partition (`batcher.ts`). */
+  readonly placesBalanced = true;
   readonly #config: GatewayConfig["iggy"];
   readonly #pool: IggyPool;
   readonly #batcher: AppendBatcher<OutgoingMessage>;

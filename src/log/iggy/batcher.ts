@@ -7,6 +7,12 @@
  * when its send is confirmed, with its own first offset; a failed send rejects every
  * append in it (nothing is resent behind the caller's back).
  *
+ * Unkeyed appends (`balancedOver`) of a topic share one lane whatever partition they name:
+ * each send of that lane goes to the next partition in turn. So a topic's unkeyed messages
+ * are one send at a time carrying all that gathered during the previous one, rather than
+ * one small send per partition — Iggy persists (and with fsync, syncs) a topic's sends one
+ * after another, so the small sends cost nearly as much each as the one big one.
+ *
  * @module
  */
 
@@ -37,7 +43,13 @@ interface Entry<M> {
 }
 
 interface Lane<M> {
+  /** For a balanced lane, partition 0's; the send goes to `turn`'s partition instead. */
   readonly address: PartitionAddress;
+  /** Partitions a balanced lane rotates over (0 = a plain partition lane). */
+  balancedOver: number;
+  turn: number;
+  /** A balanced lane's address per partition, made once. */
+  readonly turns: PartitionAddress[];
   readonly queue: Entry<M>[];
   bytes: number;
   messages: number;
@@ -61,14 +73,24 @@ export class AppendBatcher<M> {
 
   /** Queues an append; resolves when the send carrying it is confirmed. */
   append(
-    request: PartitionAddress & { readonly messages: readonly M[] },
+    request: PartitionAddress & {
+      readonly messages: readonly M[];
+      readonly balancedOver?: number;
+    },
   ): Promise<AppendReceipt> {
-    const key = JSON.stringify([request.stream, request.topic, request.partition]);
+    const over = request.balancedOver ?? 0;
+    const key = over > 0
+      ? JSON.stringify([request.stream, request.topic, "balanced"])
+      : JSON.stringify([request.stream, request.topic, request.partition]);
     let lane = this.#lanes.get(key);
     if (!lane) {
-      const { stream, topic, partition } = request;
+      const { stream, topic } = request;
       lane = {
-        address: { stream, topic, partition },
+        address: { stream, topic, partition: over > 0 ? 0 : request.partition },
+        balancedOver: over,
+        // A random first turn: gateways sharing a topic do not all start at partition 0.
+        turn: over > 0 ? Math.floor(Math.random() * over) : 0,
+        turns: [],
         queue: [],
         bytes: 0,
         messages: 0,
@@ -77,6 +99,7 @@ export class AppendBatcher<M> {
       };
       this.#lanes.set(key, lane);
     }
+    if (over > 0) lane.balancedOver = over; // the topic's latest partition count
     const bytes = request.messages.reduce((n, m) => n + this.#sizeOf(m), 0);
     const l = lane;
     return new Promise<AppendReceipt>((resolve, reject) => {
@@ -131,11 +154,14 @@ export class AppendBatcher<M> {
       const messages = entries.flatMap((e) => e.messages);
       let bytes = 0;
       for (const e of entries) bytes += e.bytes;
+      const address = this.#target(lane);
       try {
-        const base = await this.#send(lane.address, messages, bytes);
+        const base = await this.#send(address, messages, bytes);
         let at = 0;
+        const balanced = lane.balancedOver > 0;
         for (const e of entries) {
-          e.resolve({ baseOffset: base === null ? null : base + at });
+          const baseOffset = base === null ? null : base + at;
+          e.resolve(balanced ? { baseOffset, partition: address.partition } : { baseOffset });
           at += e.messages.length;
         }
       } catch (err) {
@@ -145,6 +171,15 @@ export class AppendBatcher<M> {
     lane.sending = false;
     if (lane.timer === undefined && lane.queue.length === 0) this.#lanes.delete(key);
     if (this.#lanes.size === 0) { for (const wake of [...this.#idle]) wake(); }
+  }
+
+  /** Where a lane's next send goes: its partition, or a balanced lane's next turn. */
+  #target(lane: Lane<M>): PartitionAddress {
+    if (lane.balancedOver === 0) return lane.address;
+    const partition = lane.turn % lane.balancedOver;
+    lane.turn = partition + 1;
+    const { stream, topic } = lane.address;
+    return lane.turns[partition] ??= { stream, topic, partition };
   }
 
   /** Sends everything queued now and resolves when no send is pending. */

@@ -145,3 +145,33 @@ Deno.test("AppendBatcher.flush() sends lingering appends at once", async () => {
   await b.flush();
   assert.deepEqual(await p, { baseOffset: 10 });
 });
+
+Deno.test("AppendBatcher: unkeyed appends of a topic share one lane, each send to the next partition", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 100,
+    maxBytes: 1000,
+    lingerMs: 0,
+  });
+  r.hold();
+  // The partition they name is a hint only: all three go to the balanced lane.
+  const first = b.append({ ...A, partition: 2, balancedOver: 3, messages: ["a"] });
+  await new Promise((res) => setTimeout(res, 0));
+  const waiting = [
+    b.append({ ...A, partition: 0, balancedOver: 3, messages: ["b"] }),
+    b.append({ ...A, partition: 1, balancedOver: 3, messages: ["c", "d"] }),
+  ];
+  // A keyed append to partition 1 has its own lane and goes out at once.
+  const keyed = b.append({ ...A, partition: 1, messages: ["k"] });
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(r.calls.length, 2, "one balanced send in flight, plus the keyed one");
+  r.open();
+  const receipts = await Promise.all([first, ...waiting, keyed]);
+  const balancedCalls = r.calls.filter((c) => c.messages[0] !== "k");
+  assert.deepEqual(balancedCalls.map((c) => c.messages), [["a"], ["b", "c", "d"]]);
+  const [p1, p2] = balancedCalls.map((c) => c.address.partition);
+  assert.equal(p2, (p1 + 1) % 3, "the next send goes to the next partition");
+  assert.deepEqual(receipts.slice(0, 3).map((x) => x.partition), [p1, p2, p2]);
+  assert.equal(receipts[3].partition, undefined, "a keyed append's receipt names no partition");
+  assert.equal(r.calls.find((c) => c.messages[0] === "k")!.address.partition, 1);
+});

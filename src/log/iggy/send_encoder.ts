@@ -17,7 +17,7 @@ import type { OutgoingMessage } from "../port.ts";
 import { BATCH_HEADER_SIZE, FRAME_HEADER_SIZE } from "./batch.ts";
 import { EncodeError, IdentifierKind, PartitioningKind, ValueKind } from "./encoding.ts";
 import { HEADER_SIZE } from "./header.ts";
-import { xxh3_64Into } from "../../base/xxhash.ts";
+import { sealBatchXxh3 } from "../../base/xxhash.ts";
 
 /** Most strings kept encoded; the cache is cleared when full (bounded memory). */
 export const MAX_CACHED_STRINGS = 4096;
@@ -66,20 +66,17 @@ export class SendEncoder {
     const out = new Uint8Array(head + BATCH_HEADER_SIZE + (framesBound ?? boundOf(messages)));
     const dv = new DataView(out.buffer);
     writeMetadata(out, dv, s, t, partition, messages.length);
-    // Frame checksums, in order, for the batch seal.
-    const sums = new Uint8Array(messages.length * 8);
-    const end = this.#writeFrames(out, dv, head + BATCH_HEADER_SIZE, messages, sums);
-    sealBatch(out, dv, head, end, messages.length, nowMicros, sums);
+    const end = this.#writeFrames(out, dv, head + BATCH_HEADER_SIZE, messages);
+    sealBatch(out, dv, head, end, messages.length, nowMicros);
     return out.subarray(0, end);
   }
 
-  /** Every message's frame from `at`, its checksum also into `sums`; returns the end. */
+  /** Every message's frame from `at`, unsealed (see `sealBatch`); returns the end. */
   #writeFrames(
     out: Uint8Array,
     dv: DataView,
     at: number,
     messages: readonly OutgoingMessage[],
-    sums: Uint8Array,
   ): number {
     this.#ids(this.#idBase);
     const base = this.#idBase;
@@ -98,8 +95,6 @@ export class SendEncoder {
       const headersStart = frame + FRAME_HEADER_SIZE + m.payload.length;
       at = this.#writeHeaders(out, dv, headersStart, m.headers);
       dv.setUint32(frame + 32, at - headersStart, true);
-      xxh3_64Into(out.subarray(frame + 8, at), out, frame);
-      sums.set(out.subarray(frame, frame + 8), i * 8);
     }
     return at;
   }
@@ -200,8 +195,9 @@ function writeMetadata(
 }
 
 /**
- * The batch header at `start` for frames up to `end`: origin time, length, count, and the
- * seal over its 40 bytes before the checksum plus message_count, then the frame sums.
+ * The batch header at `start` for frames up to `end` (origin time, length, count), then the
+ * seals: each frame's checksum and the batch's over its header and the frame sums, all in
+ * one WebAssembly call (`base/xxhash.ts`).
  */
 function sealBatch(
   out: Uint8Array,
@@ -210,15 +206,11 @@ function sealBatch(
   end: number,
   count: number,
   nowMicros: number,
-  sums: Uint8Array,
 ): void {
   setU64(dv, start + 24, nowMicros); // origin_timestamp
   setU64(dv, start + 32, end - start);
   dv.setUint32(start + 48, count, true);
-  const sealed = new Uint8Array(44);
-  sealed.set(out.subarray(start, start + 40));
-  sealed.set(out.subarray(start + 48, start + 52), 40);
-  xxh3_64Into(sealed, out, start + 40, sums);
+  sealBatchXxh3(out.subarray(start, end), count);
 }
 
 function writeIdentifier(out: Uint8Array, at: number, name: Uint8Array): number {

@@ -1,0 +1,78 @@
+import assert from "node:assert/strict";
+import { encodePingresp, encodePuback } from "../codec/encoder.ts";
+import { OutboundBudget, Outbox } from "./outbox.ts";
+import type { Transport } from "./transport.ts";
+
+/** A transport that records every write and can hold writes open. */
+function recording() {
+  const writes: Uint8Array[] = [];
+  let gate: PromiseWithResolvers<void> | null = null;
+  const t: Transport = {
+    remoteAddress: "test",
+    start() {},
+    pause() {},
+    resume() {},
+    async write(bytes) {
+      writes.push(bytes.slice()); // a copy: what was on the wire at that moment
+      if (gate) await gate.promise;
+      return bytes.length;
+    },
+    close() {},
+  };
+  return {
+    t,
+    writes,
+    hold: () => (gate = Promise.withResolvers()),
+    release: () => gate?.resolve(),
+    wire: () => [...writes.flatMap((w) => [...w])],
+  };
+}
+
+Deno.test("Outbox: staged PUBACKs and pushed packets leave in the order they were queued", async () => {
+  const r = recording();
+  const budget = new OutboundBudget(1 << 20);
+  const o = new Outbox(r.t, budget);
+  o.pushPuback(1);
+  o.pushPuback(0x0203);
+  o.push(encodePingresp());
+  o.pushPuback(0xfffe);
+  assert.equal(o.queuedBytes, 14);
+  assert.equal(budget.bytes, 14);
+  await o.drained();
+  assert.equal(r.writes.length, 1, "one write per tick");
+  const expected = [encodePuback(1), encodePuback(0x0203), encodePingresp(), encodePuback(0xfffe)]
+    .flatMap((b) => [...b]);
+  assert.deepEqual(r.wire(), expected);
+  assert.equal(budget.bytes, 0);
+  assert.equal(o.written, 14);
+});
+
+Deno.test("Outbox: PUBACKs queued during a write, across many blocks, are neither lost nor overwritten", async () => {
+  const r = recording();
+  const o = new Outbox(r.t, new OutboundBudget(1 << 20));
+  r.hold();
+  o.pushPuback(1);
+  await new Promise((res) => setTimeout(res, 0)); // the first write is now in flight
+  const ids: number[] = [1];
+  for (let id = 2; id <= 1000; id++) {
+    o.pushPuback(id); // 1000 PUBACKs: several 128-PUBACK blocks
+    ids.push(id);
+  }
+  r.release();
+  await o.drained();
+  assert.deepEqual(r.wire(), ids.flatMap((id) => [...encodePuback(id)]));
+});
+
+Deno.test("Outbox: close drops staged PUBACKs and gives their bytes back to the budget", async () => {
+  const r = recording();
+  const budget = new OutboundBudget(1 << 20);
+  const o = new Outbox(r.t, budget);
+  o.pushPuback(7);
+  o.pushPuback(8);
+  o.close();
+  o.pushPuback(9);
+  assert.equal(budget.bytes, 0);
+  assert.equal(o.queuedBytes, 0);
+  await new Promise((res) => setTimeout(res, 5));
+  assert.equal(r.writes.length, 0);
+});
