@@ -135,13 +135,30 @@ export class FakeStore {
     return base;
   }
 
-  /** Appends one message from outside the gateway (another producer). */
-  appendExternal(stream: string, topic: string, id: number, payload: Uint8Array): number {
-    const frame = new Uint8Array(48 + payload.length);
+  /** Appends one message from outside the gateway (another producer), with string headers. */
+  appendExternal(
+    stream: string,
+    topic: string,
+    id: number,
+    payload: Uint8Array,
+    headers: ReadonlyMap<string, string> = new Map(),
+  ): number {
+    const tlv: number[] = [];
+    const put = (text: string) => {
+      const b = new TextEncoder().encode(text);
+      tlv.push(2, b.length & 0xff, (b.length >> 8) & 0xff, 0, 0, ...b);
+    };
+    for (const [k, v] of headers) {
+      put(k);
+      put(v);
+    }
+    const frame = new Uint8Array(48 + payload.length + tlv.length);
     const v = new DataView(frame.buffer);
     v.setBigUint64(8, BigInt(Date.now()), true); // some id
+    v.setUint32(32, tlv.length, true);
     v.setUint32(36, payload.length, true);
     frame.set(payload, 48);
+    frame.set(tlv, 48 + payload.length);
     return this.append(this.partition(stream, topic, id)!, [{
       frame,
       originMicros: Date.now() * 1000,
