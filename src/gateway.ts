@@ -194,6 +194,7 @@ export class Gateway {
     this.logger.info("Gateway started", {
       gateway_id: c.gateway.id,
       backend: this.backend.kind,
+      ...(this.backend.health().detail ? { backend_detail: this.backend.health().detail } : {}),
       ...ports,
       rules: this.maps.current.rules.length,
     });
