@@ -5,21 +5,20 @@
  * @module
  */
 
-import { hashesLoaded, loadHashes, xxh32 } from "../base/xxhash.ts";
+import { xxh32 } from "../base/xxhash.ts";
 
 /**
- * Loads the XXH32 wasm (`base/xxhash.ts`). Call once at startup; later calls return the same
- * promise. After it, {@link partitionForKey} is synchronous.
+ * Resolves at once: XXH32 is plain TypeScript now (`base/xxhash.ts`), so there is nothing to
+ * load. Kept so that start-up code written for the WebAssembly hasher keeps working.
  */
 export function initPartitioner(): Promise<void> {
-  return loadHashes();
+  return Promise.resolve();
 }
 
 /**
  * The 0-based partition for `key` among `partitions` (P5): `XXH32(utf8(key), 0) % partitions`,
- * matching Iggy's server and SDKs. Synchronous after {@link initPartitioner}.
+ * matching Iggy's server and SDKs.
  *
- * @throws {Error} if {@link initPartitioner} has not completed
  * @throws {RangeError} if `partitions` is not an integer from 1 to 2^32 - 1
  */
 export function partitionForKey(key: string, partitions: number): number {
@@ -27,9 +26,6 @@ export function partitionForKey(key: string, partitions: number): number {
     throw new RangeError(
       `Cannot choose a partition among ${partitions}: need an integer from 1 to 4294967295`,
     );
-  }
-  if (!hashesLoaded()) {
-    throw new Error("Cannot hash a partition key: call initPartitioner() once at startup first");
   }
   return xxh32(key) % partitions;
 }

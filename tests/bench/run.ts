@@ -33,7 +33,7 @@ import {
   type ServerDef,
 } from "./_servers.ts";
 import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
-import { cpuPercent, cpuTicks } from "./_stats.ts";
+import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
 import { IGGY_VARIANTS, iggyGateways, renderIggyTable } from "./_iggy.ts";
 
 const { values: a } = parseArgs({
@@ -155,14 +155,23 @@ try {
   // Start to ready: full mode takes the median of three starts; the last one stays up.
   for (const name of serverNames) {
     startMs[name] = [];
+    const rss: number[] = [];
     for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
       servers[name]?.stop && await servers[name].stop();
       servers[name] = await defs[name].start(launch);
       startMs[name].push(servers[name].readyMs);
+      // RSS at ready, once what start-up left behind has run (timers, the first GC).
+      await new Promise((r) => setTimeout(r, 500));
+      rss.push(rssBytes(servers[name].pid) / 1024 / 1024);
     }
-    const sorted = [...startMs[name]].sort((x, y) => x - y);
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
     results.start ??= {};
-    results.start[name] = { readyMs: sorted[Math.floor(sorted.length / 2)], runs: startMs[name] };
+    results.start[name] = {
+      readyMs: median(startMs[name]),
+      runs: startMs[name],
+      rssMb: median(rss),
+      rssRunsMb: rss,
+    };
     console.error(
       `[bench] ${name} ready in ${startMs[name].map((m) => m.toFixed(0)).join(", ")} ms`,
     );
