@@ -100,6 +100,25 @@ export const FIGURES: Figure[] = [
     path: "rssMb",
     floor: { kind: "max<=", floor: 60, goal: 40 },
   },
+  {
+    id: "store_rss_large",
+    scenario: "store",
+    label: "RSS at ready, large store (MB)",
+    path: "rssLargeMb",
+  },
+  {
+    id: "store_rss_per_gb",
+    scenario: "store",
+    label: "RSS added per GB of store at open (MB)",
+    path: "rssPerGbMb",
+    floor: { kind: "max<=", floor: 5, goal: 1 },
+  },
+  {
+    id: "store_open_ms",
+    scenario: "store",
+    label: "large store: start to ready (ms)",
+    path: "readyLargeMs",
+  },
 ];
 
 const CPU_SCENARIOS = ["qos0_1", "qos0_10", "qos1", "fanout", "e2e", "idle"];

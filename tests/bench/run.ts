@@ -7,6 +7,8 @@
  *   deno task bench --smoke         ~1 s per scenario, tiny counts; checks only that every
  *                                   scenario produced figures, exits 1 when one did not
  *   --servers=gateway,mosquitto     subset of servers   --scenarios=qos1,qos0_10   subset
+ *                                   ("store": the gateway's RSS on a small and a large store,
+ *                                   see _store_scenario.ts)
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
  *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
  *   --backend=iggy                  QoS 0 and QoS 1 through a real Iggy server (IGGY_TEST_ADDRESS,
@@ -35,6 +37,7 @@ import {
 import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
 import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
 import { IGGY_VARIANTS, iggyGateways, renderIggyTable } from "./_iggy.ts";
+import { storeScenario } from "./_store_scenario.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -71,7 +74,7 @@ const scenarioIds = a.scenarios
   ? a.scenarios.split(",")
   : IGGY
   ? ["qos1", "qos0_10"]
-  : Object.keys(SCENARIOS);
+  : [...Object.keys(SCENARIOS), "store"];
 
 const launch: LaunchOptions = {
   taskset: has("taskset", ["-c", "0", "true"]),
@@ -177,6 +180,7 @@ try {
     );
   }
   for (const id of scenarioIds) {
+    if (id === "store") continue; // after the others, on its own gateways
     results[id] = {};
     for (const name of serverNames) {
       const waited = await settle();
@@ -185,6 +189,11 @@ try {
       results[id][name] = r;
       console.error(`[bench] ${id} on ${name}: ${JSON.stringify(r)}`);
     }
+  }
+  if (scenarioIds.includes("store") && serverNames.includes("gateway")) {
+    for (const s of Object.values(servers)) await s.stop();
+    results.store = { gateway: await storeScenario(dataDir, gwFlags, launch, SMOKE) };
+    console.error(`[bench] store on gateway: ${JSON.stringify(results.store.gateway)}`);
   }
 } finally {
   for (const s of Object.values(servers)) await s.stop();
@@ -226,7 +235,9 @@ const missing = rows.filter((r) =>
   FIGURES.some((f) => f.id === r.id) && scenarioIds.concat("start")
     .includes(r.scenario)
 ).flatMap((r) =>
-  serverNames.filter((n) => typeof r.values[n] !== "number" || !Number.isFinite(r.values[n]))
+  serverNames.filter((n) => r.scenario !== "store" || n === "gateway").filter((n) =>
+    typeof r.values[n] !== "number" || !Number.isFinite(r.values[n])
+  )
     .map((n) => `${r.label} on ${n}`)
 );
 if (missing.length > 0) {
