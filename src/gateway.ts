@@ -74,10 +74,15 @@ export class Gateway {
   #refusals: EarlyRefusals;
   #started = false;
 
-  private constructor(config: GatewayConfig, map: CompiledMap, o: GatewayOverrides) {
+  private constructor(
+    config: GatewayConfig,
+    map: CompiledMap,
+    backend: LogBackend,
+    o: GatewayOverrides,
+  ) {
     this.config = config;
     this.logger = o.logger ?? new Logger(config.gateway.log_level);
-    this.backend = o.backend ?? createBackend(config);
+    this.backend = backend;
     this.maps = { current: map };
     this.durability = new DurabilityWatch(this.logger);
     const clock = o.clock ?? systemClock;
@@ -128,7 +133,7 @@ export class Gateway {
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
     await initPartitioner();
     const map = o.map ?? await loadMap(config);
-    return new Gateway(config, map, o);
+    return new Gateway(config, map, o.backend ?? await createBackend(config), o);
   }
 
   /**

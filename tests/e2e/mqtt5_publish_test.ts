@@ -160,7 +160,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir();
     const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/o.db`, IGGY_MQTT_LOG_AUTO_CREATE: "true" };
-    const spy = new SpyBackend(createBackend(loadConfig({ text: "", source: "t", env })));
+    const spy = new SpyBackend(await createBackend(loadConfig({ text: "", source: "t", env })));
     const gw = await startGateway({ env, overrides: { backend: spy } });
     try {
       const k = await client5(gw, { properties: { requestProblemInformation: true } });
