@@ -19,6 +19,8 @@ export interface Subscriber {
   readonly spanContext: SpanContext | null;
   /** Closes the connection (eviction); the session then calls `detach`. */
   close(reason: string): void;
+  /** Closes, telling an MQTT 5 client why (DISCONNECT `reasonCode`) first. */
+  disconnect?(reasonCode: number, reason: string): void;
   /** MQTT 5 session state (receive maximum, maximum packet size); null or absent on 3.1.1. */
   readonly v5?: V5Session | null;
 }
