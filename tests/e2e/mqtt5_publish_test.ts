@@ -313,3 +313,25 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 SUBACK 0x97 for the filters past limits.max_subscriptions_per_client; replacing a held subscription still works",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_SUBSCRIPTIONS_PER_CLIENT: "2" } });
+    try {
+      const k = await client5(gw);
+      await k.c.subscribeAsync("sensors/q1/data", { qos: 0 });
+      const suback: Packet = await k.c.subscribeAsync({
+        "sensors/q1/data": { qos: 1 }, // a replacement: not counted
+        "sensors/q2/data": { qos: 1 },
+        "sensors/q3/data": { qos: 1 },
+      }).then(() => assert.fail("0x97 expected"), (e: Packet) => e.packet);
+      assert.deepEqual(suback.granted, [1, 1, 0x97]);
+      await k.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
