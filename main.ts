@@ -22,7 +22,7 @@ import { compileMap, explainJson, initPartitioner, MapError } from "./src/mappin
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/access/password.ts";
-import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/mod.ts";
+import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/version.ts";
 import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts";
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";

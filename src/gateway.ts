@@ -32,10 +32,10 @@ import {
   deliveryOptions,
   loadMap,
   sourceGuardOptions,
-  storedSessionOptions,
+  storedSessions,
   topicCacheOptions,
 } from "./wiring.ts";
-import { StoredSessions } from "./session/stored_sessions.ts";
+import type { StoredSessions } from "./session/stored_sessions.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
@@ -83,10 +83,15 @@ export class Gateway {
   #refusals: EarlyRefusals;
   #started = false;
 
-  private constructor(config: GatewayConfig, map: CompiledMap, o: GatewayOverrides) {
+  private constructor(
+    config: GatewayConfig,
+    map: CompiledMap,
+    backend: LogBackend,
+    o: GatewayOverrides,
+  ) {
     this.config = config;
     this.logger = o.logger ?? new Logger(config.gateway.log_level);
-    this.backend = o.backend ?? createBackend(config);
+    this.backend = backend;
     this.maps = { current: map };
     this.durability = new DurabilityWatch(this.logger);
     const clock = o.clock ?? systemClock;
@@ -100,11 +105,7 @@ export class Gateway {
       clock,
     );
     const preparer = new PublishPreparer(this.maps, topics, this.backend.placesBalanced === true);
-    this.sessions = new StoredSessions(
-      this.backend,
-      storedSessionOptions(config, (n) => this.metrics.storedSessionsExpired.inc({}, n)),
-      this.logger,
-    );
+    this.sessions = storedSessions(config, this.backend, this.metrics, this.logger);
     const outboundBudget = new OutboundBudget(
       l.max_outbound_queue_bytes,
       (n) => this.metrics.bytesOut.inc({}, n),
@@ -144,7 +145,7 @@ export class Gateway {
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
     await initPartitioner();
     const map = o.map ?? await loadMap(config);
-    return new Gateway(config, map, o);
+    return new Gateway(config, map, o.backend ?? await createBackend(config), o);
   }
 
   /**
@@ -212,6 +213,7 @@ export class Gateway {
     this.logger.info("Gateway started", {
       gateway_id: c.gateway.id,
       backend: this.backend.kind,
+      ...(this.backend.health().detail ? { backend_detail: this.backend.health().detail } : {}),
       ...ports,
       rules: this.maps.current.rules.length,
     });

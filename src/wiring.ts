@@ -7,11 +7,13 @@
 import { readOperatorFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
-import type { TopicInfo } from "./log/port.ts";
+import type { LogBackend, TopicInfo } from "./log/port.ts";
 import type { TopicCacheOptions } from "./log/topic_cache.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
-import type { StoredSessionOptions } from "./session/stored_sessions.ts";
+import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
+import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
+import type { Logger } from "./observe/logger.ts";
 
 /** Reads and compiles the topic map named by the config. */
 export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
@@ -86,4 +88,15 @@ export function storedSessionOptions(
     sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
     onExpired,
   };
+}
+
+/** The stored sessions of `[session]` and `[limits]`, in `backend`; expiries are counted. */
+export function storedSessions(
+  config: GatewayConfig,
+  backend: LogBackend,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): StoredSessions {
+  const expired = (n: number) => metrics.storedSessionsExpired.inc({}, n);
+  return new StoredSessions(backend, storedSessionOptions(config, expired), logger);
 }

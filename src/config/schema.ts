@@ -281,6 +281,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "Iggy server TCP address, host:port.",
   },
   {
+    key: "iggy.protocol",
+    type: oneOf("auto", "0.11", "0.12"),
+    default: "auto",
+    doc:
+      "Iggy binary protocol: 0.11 (Iggy 0.9), 0.12 (Iggy 0.10), or auto (try 0.12, then what the server's IncompatibleProtocol answer names).",
+  },
+  {
     key: "iggy.username",
     type: str,
     default: "iggy",

@@ -66,6 +66,7 @@ export interface GatewayConfig {
   };
   readonly iggy: {
     readonly address: string;
+    readonly protocol: "auto" | "0.11" | "0.12";
     readonly username: string;
     readonly password: string;
     readonly token: string;

@@ -109,6 +109,16 @@ export class Delivery implements DeliveryPort {
     return existed;
   }
 
+  /** The client's subscriptions, for MQTT 5 SUBACK 0x97 (`max_subscriptions_per_client`). */
+  subscriptionsOf(sub: Subscriber): { count: number; has(filter: string): boolean } {
+    const queue = this.#clients.get(sub);
+    if (!queue) return { count: 0, has: () => false };
+    return {
+      count: this.registry.countFor(queue),
+      has: (f) => this.registry.get(queue, f) !== undefined,
+    };
+  }
+
   puback(sub: Subscriber, packetId: number): void {
     this.#clients.puback(sub, packetId);
   }

@@ -55,6 +55,8 @@ export class SharedReader {
   #abandoned = false;
   #ended = false;
   #wake: (() => void) | null = null;
+  /** Ends a poll that waits in the backend for new messages (Iggy 0.12 long poll) on stop. */
+  #polling = new AbortController();
   #commitTimer: ReturnType<typeof setInterval> | undefined;
   /** Resolves when the loop has ended (after stop + settle + final commit). */
   done: Promise<void> = Promise.resolve();
@@ -112,6 +114,7 @@ export class SharedReader {
    */
   stop(abandon = false): void {
     this.#stopped = true;
+    this.#polling.abort();
     if (abandon) this.#abandoned = true;
     this.signal();
   }
@@ -150,6 +153,7 @@ export class SharedReader {
   revive(): boolean {
     if (this.#ended || this.#abandoned) return false;
     this.#stopped = false;
+    if (this.#polling.signal.aborted) this.#polling = new AbortController();
     return true;
   }
 
@@ -187,7 +191,12 @@ export class SharedReader {
       }
       let batch: StoredMessage[];
       try {
-        batch = await this.#backend.poll(this.triple, this.position, this.#opts.pollBatch);
+        batch = await this.#backend.poll(
+          this.triple,
+          this.position,
+          this.#opts.pollBatch,
+          this.#polling.signal,
+        );
         this.#metrics.polls.inc();
         errorBackoff = 50;
       } catch (err) {

@@ -140,7 +140,7 @@ export class Subscriptions {
     if (bad !== null) return this.refuse(queue, filter, bad, INVALID_FILTER);
     const existing = this.registry.get(queue, filter);
     if (!existing && this.registry.countFor(queue) >= this.opts.maxSubscriptionsPerClient) {
-      return this.refuse(queue, filter, "max_subscriptions_per_client reached");
+      return this.refuse(queue, filter, "max_subscriptions_per_client reached", 0x97);
     }
     const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
     if (existing) {

@@ -20,6 +20,8 @@ export interface Readiness {
   readonly ready: boolean;
   readonly reasons: readonly string[];
   readonly warnings: readonly string[];
+  /** What the backend is connected to (Iggy: server version and wire dialect), when known. */
+  readonly backend?: string;
 }
 
 /** Ready only when listeners are bound, the backend is ready, and we are not stopping. */
@@ -28,5 +30,6 @@ export function readiness(i: ReadinessInputs): Readiness {
   if (!i.listenersBound) reasons.push("MQTT listeners are not bound");
   if (i.stopping) reasons.push("gateway is stopping");
   if (!i.backend.ready) reasons.push(`backend not ready: ${i.backend.reason ?? "unknown"}`);
-  return { ready: reasons.length === 0, reasons, warnings: i.warnings ?? [] };
+  const verdict = { ready: reasons.length === 0, reasons, warnings: i.warnings ?? [] };
+  return i.backend.detail ? { ...verdict, backend: i.backend.detail } : verdict;
 }

@@ -35,6 +35,7 @@ export function handleHttp(req: Request, s: HttpSources): Response {
         ready: r.ready,
         reasons: r.reasons,
         warnings: r.warnings,
+        ...(r.backend ? { backend: r.backend } : {}),
       });
     }
     case "/metrics":

@@ -63,6 +63,7 @@ export interface StatusSource {
     readonly ready: boolean;
     readonly reasons: readonly string[];
     readonly warnings: readonly string[];
+    readonly backend?: string;
   };
 }
 
@@ -81,7 +82,11 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
   const map = g.maps.current;
   const readiness = g.readiness();
   return {
-    gateway: { id: g.config.gateway.id, backend: g.config.gateway.backend },
+    gateway: {
+      id: g.config.gateway.id,
+      backend: g.config.gateway.backend,
+      ...(readiness.backend ? { backend_detail: readiness.backend } : {}),
+    },
     time_ms: now,
     ready: readiness.ready,
     not_ready_reasons: [...readiness.reasons],
@@ -229,7 +234,8 @@ function row(cells) {
   return tr;
 }
 function render(s) {
-  $("gw").textContent = s.gateway.id + " · " + s.gateway.backend + " backend";
+  $("gw").textContent = s.gateway.id + " · " + s.gateway.backend + " backend" +
+    (s.gateway.backend_detail ? " (" + s.gateway.backend_detail + ")" : "");
   const warned = s.warnings.length > 0 ? " · warning: " + s.warnings.join("; ") : "";
   $("state").textContent = (s.ready ? "ready" : "not ready: " + s.not_ready_reasons.join("; ")) +
     warned;

@@ -101,6 +101,8 @@ export interface BackendHealth {
   readonly ready: boolean;
   /** Why not ready, in words an operator can act on. */
   readonly reason?: string;
+  /** What the backend is connected to, in words (Iggy: server version and wire dialect). */
+  readonly detail?: string;
 }
 
 /**
@@ -167,8 +169,17 @@ export interface LogBackend {
    */
   append(request: AppendRequest): Promise<AppendReceipt>;
 
-  /** Reads up to `count` messages with offset ≥ `fromOffset`, in offset order. */
-  poll(address: PartitionAddress, fromOffset: number, count: number): Promise<StoredMessage[]>;
+  /**
+   * Reads up to `count` messages with offset ≥ `fromOffset`, in offset order. A backend may
+   * wait a little for new messages when there are none yet (Iggy 0.12: a deferred poll of
+   * about a second); `signal` ends such a wait at once with an empty result.
+   */
+  poll(
+    address: PartitionAddress,
+    fromOffset: number,
+    count: number,
+    signal?: AbortSignal,
+  ): Promise<StoredMessage[]>;
   /** The offset the next appended message of this partition will get. */
   nextOffset(address: PartitionAddress): Promise<number>;
 

@@ -94,7 +94,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     return this.#span?.spanContext() ?? null;
   }
 
-  /** MQTT 5 session state once connected; null on 3.1.1 (Subscriber, PublishSite). */
+  /** MQTT 5 session state once connected; null on 3.1.1. */
   get v5(): V5Session | null {
     return this.#v5;
   }
@@ -188,8 +188,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
         // outbox without bound: past twice the per-client cap it is closed.
         if (this.outbox.queuedBytes > 2 * ctx.config.limits.max_outbound_queue_bytes_per_client) {
           ctx.metrics.evictions.inc();
-          this.close("client does not read its socket: outbound queue over the hard cap");
-          return;
+          return this.disconnect(0x97, "client does not read its socket: outbound queue hard cap");
         }
         const backlog = this.#backlog;
         if (backlog === null || backlog.length === 0) break;

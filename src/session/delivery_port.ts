@@ -21,6 +21,8 @@ export interface Subscriber {
   readonly spanContext: SpanContext | null;
   /** Closes the connection (eviction); the session then calls `detach`. */
   close(reason: string): void;
+  /** Closes, telling an MQTT 5 client why (DISCONNECT `reasonCode`) first. */
+  disconnect?(reasonCode: number, reason: string): void;
   /** MQTT 5 session state (receive maximum, maximum packet size); null or absent on 3.1.1. */
   readonly v5?: V5Session | null;
   /** The stored session (subscriptions and positions outlive the connection), or null. */
@@ -48,6 +50,8 @@ export interface DeliveryPort {
    * subscription existed (MQTT 5 UNSUBACK 0x11), when the implementation knows.
    */
   unsubscribe(sub: Subscriber, filters: readonly string[]): void | boolean[];
+  /** How many subscriptions the client holds, and whether it holds one to `filter`. */
+  subscriptionsOf?(sub: Subscriber): { count: number; has(filter: string): boolean };
   /** Wildcard filters are resolved (issue 18); absent or false: MQTT 5 SUBACK 0xA2 for them. */
   readonly wildcards?: boolean;
   /** A PUBACK from the client settles its ack-ledger entry. */

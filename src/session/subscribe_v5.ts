@@ -2,10 +2,10 @@
  * MQTT 5 SUBSCRIBE and UNSUBSCRIBE (issue 17, Build 6): a reason code per filter instead of
  * 3.1.1's bare 0x80. The refusals the session can tell apart are decided here, before the
  * delivery is asked: 0x9E shared subscriptions, 0xA2 wildcards (when the delivery does not
- * resolve them: `DeliveryPort.wildcards`), 0x87 `$SYS`; with a delivery that does not resolve
- * filters itself, 0x8F a filter the gateway cannot map and 0x87 no poll right. What the delivery
- * refuses itself (backend error, `max_subscriptions_per_client`) is 0x80 Unspecified error.
- * UNSUBACK: 0x11 when no subscription existed.
+ * resolve them: `DeliveryPort.wildcards`), 0x87 `$SYS`, 0x97 quota exceeded past
+ * `limits.max_subscriptions_per_client`; with a delivery that does not resolve filters itself,
+ * 0x8F a filter the gateway cannot map and 0x87 no poll right. UNSUBACK: 0x11 when no
+ * subscription existed.
  *
  * The subscription options (No Local, Retain As Published, identifier) travel with each filter
  * into the delivery, which keeps them with the subscription. A SUBSCRIBE user property
@@ -28,6 +28,7 @@ export const Suback5 = {
   UNSPECIFIED_ERROR: 0x80,
   NOT_AUTHORIZED: 0x87,
   TOPIC_FILTER_INVALID: 0x8f,
+  QUOTA_EXCEEDED: 0x97,
   SHARED_NOT_SUPPORTED: 0x9e,
   WILDCARDS_NOT_SUPPORTED: 0xa2,
   NO_SUBSCRIPTION_EXISTED: 0x11,
@@ -63,6 +64,28 @@ function precheck(ctx: SessionContext, sub: Subscriber, f: Subscription): number
   return null;
 }
 
+/** 0x97 for each new filter past `limits.max_subscriptions_per_client` (replacements count not). */
+function quota(
+  ctx: SessionContext,
+  sub: Subscriber,
+  subscriptions: readonly Subscription[],
+  codes: number[],
+): void {
+  const held = ctx.delivery.subscriptionsOf?.(sub);
+  if (held === undefined) return;
+  const max = ctx.config.limits.max_subscriptions_per_client;
+  let count = held.count;
+  const added = new Set<string>();
+  for (const [i, f] of subscriptions.entries()) {
+    if (codes[i] >= 0 || held.has(f.filter) || added.has(f.filter)) continue;
+    if (count >= max) codes[i] = Suback5.QUOTA_EXCEEDED;
+    else {
+      count++;
+      added.add(f.filter);
+    }
+  }
+}
+
 /** S1–S5 for an MQTT 5 SUBSCRIBE; the SUBACK with one reason code per filter. */
 export async function handleSubscribe5(
   ctx: SessionContext,
@@ -71,6 +94,7 @@ export async function handleSubscribe5(
   subscriptions: readonly Subscription[],
 ): Promise<SubackOutcome> {
   const codes: number[] = subscriptions.map((f) => precheck(ctx, sub, f) ?? -1);
+  quota(ctx, sub, subscriptions, codes);
   const asked: SubscribeRequest[] = [];
   for (const [i, f] of subscriptions.entries()) {
     if (codes[i] >= 0) continue;

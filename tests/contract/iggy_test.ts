@@ -32,6 +32,7 @@ const credentials = {
 function config(): GatewayConfig["iggy"] {
   return {
     address,
+    protocol: (Deno.env.get("IGGY_TEST_PROTOCOL") ?? "auto") as "auto" | "0.11" | "0.12",
     username: credentials.username,
     password: credentials.password,
     token: "",

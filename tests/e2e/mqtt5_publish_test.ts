@@ -160,7 +160,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir();
     const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/o.db`, IGGY_MQTT_LOG_AUTO_CREATE: "true" };
-    const spy = new SpyBackend(createBackend(loadConfig({ text: "", source: "t", env })));
+    const spy = new SpyBackend(await createBackend(loadConfig({ text: "", source: "t", env })));
     const gw = await startGateway({ env, overrides: { backend: spy } });
     try {
       const k = await client5(gw, { properties: { requestProblemInformation: true } });
@@ -307,6 +307,28 @@ Deno.test({
       await k.c.unsubscribeAsync(["sensors/a/data", "never/subscribed"]);
       await waitFor(() => unsubacks.length === 1, 5000, "UNSUBACK");
       assert.deepEqual(unsubacks[0].granted ?? unsubacks[0].reasonCode, [0, 0x11]);
+      await k.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 SUBACK 0x97 for the filters past limits.max_subscriptions_per_client; replacing a held subscription still works",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_SUBSCRIPTIONS_PER_CLIENT: "2" } });
+    try {
+      const k = await client5(gw);
+      await k.c.subscribeAsync("sensors/q1/data", { qos: 0 });
+      const suback: Packet = await k.c.subscribeAsync({
+        "sensors/q1/data": { qos: 1 }, // a replacement: not counted
+        "sensors/q2/data": { qos: 1 },
+        "sensors/q3/data": { qos: 1 },
+      }).then(() => assert.fail("0x97 expected"), (e: Packet) => e.packet);
+      assert.deepEqual(suback.granted, [1, 1, 0x97]);
       await k.c.endAsync();
     } finally {
       await gw.stop();

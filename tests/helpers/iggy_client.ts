@@ -10,6 +10,7 @@ import { IggyBackend } from "../../src/log/iggy/mod.ts";
 export function iggyClient(address: string, username: string, password: string): IggyBackend {
   return new IggyBackend({
     address,
+    protocol: "auto",
     username,
     password,
     token: "",

@@ -71,8 +71,13 @@ export class SpyBackend implements LogBackend {
     if (this.failWith) throw new BackendError(this.failWith, "test outage");
     return this.inner.append(r);
   }
-  poll(a: PartitionAddress, from: number, count: number): Promise<StoredMessage[]> {
-    return this.inner.poll(a, from, count);
+  poll(
+    a: PartitionAddress,
+    from: number,
+    count: number,
+    signal?: AbortSignal,
+  ): Promise<StoredMessage[]> {
+    return this.inner.poll(a, from, count, signal);
   }
   nextOffset(a: PartitionAddress): Promise<number> {
     return this.inner.nextOffset(a);

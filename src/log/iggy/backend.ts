@@ -21,7 +21,7 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { decodePollReply, decodeSendReply, FRAME_HEADER_SIZE } from "./batch.ts";
+import { decodeSendReply, FRAME_HEADER_SIZE, type PollReply } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
 import * as cmd from "./commands.ts";
@@ -33,14 +33,12 @@ import type { Credentials } from "./login.ts";
 import { TopicRecordCache } from "./topic_record_cache.ts";
 import { IggyPool } from "./pool.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
-import {
-  decodeStreamDetails,
-  decodeStreams,
-  decodeTopic,
-  nextOffsetOf,
-  type TopicRecord,
-} from "./records.ts";
+import { nextOffsetOf, type TopicRecord } from "./records.ts";
 import { SendEncoder } from "./send_encoder.ts";
+import { listTopics } from "./list_topics.ts";
+import { type Dialect, DIALECT_011, DialectChooser } from "./dialect.ts";
+import { PartitionOps012 } from "./v12/partitions.ts";
+import { describeServer } from "./server_info.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
 export const POLL_CONSUMER = "mqtt-gateway-poll";
@@ -53,14 +51,6 @@ export interface IggyBackendDeps {
   readonly random?: () => number;
 }
 
-function info(stream: string, topic: string, r: TopicRecord): TopicInfo {
-  return { stream, topic, partitions: r.partitionsCount, acksBeforeDisk: acksBeforeDisk(r) };
-}
-
-/**
- * Iggy 0.9 answers a send once it is in the partition's journal; the journal reaches the disk
- * only every `messages_required_to_save` messages, fsynced only with `enforce_fsync`.
- */
 /**
  * An upper bound of a message's frame size (UTF-8 is at most 3 bytes per UTF-16 unit): the
  * batch bounds, and the encoder's buffer size.
@@ -69,11 +59,6 @@ function wireSizeOf(m: OutgoingMessage): number {
   let n = FRAME_HEADER_SIZE + m.payload.length;
   for (const [k, v] of m.headers) n += 10 + 3 * (k.length + v.length);
   return n;
-}
-
-function acksBeforeDisk(r: TopicRecord): boolean {
-  return r.options.get(cmd.FSYNC_OPTION) !== "true" ||
-    r.options.get(cmd.FLUSH_COUNT_OPTION) !== "1";
 }
 
 /**
@@ -92,6 +77,8 @@ export class IggyBackend implements LogBackend {
   readonly #encoder = new SendEncoder();
   readonly #topics: TopicRecordCache;
   readonly #principals: PrincipalAuthenticator;
+  readonly #chooser: DialectChooser;
+  readonly #v12: PartitionOps012;
   #state: "new" | "open" | "failed" | "closed" = "new";
 
   /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
@@ -111,8 +98,11 @@ export class IggyBackend implements LogBackend {
     const credentials: Credentials = config.token
       ? { kind: "token", token: config.token }
       : { kind: "password", username: config.username, password: config.password };
+    this.#chooser = new DialectChooser(config.protocol);
+    const connectOptions = { timeoutMs: config.request_timeout_ms, label: "auth" };
     this.#pool = new IggyPool({
       dial,
+      chooser: this.#chooser,
       credentials,
       size: config.pool_size,
       requestTimeoutMs: config.request_timeout_ms,
@@ -133,9 +123,14 @@ export class IggyBackend implements LogBackend {
       (s, t) => this.#fetchTopic(s, t),
       config.metadata_refresh_ms,
     );
+    this.#v12 = new PartitionOps012({
+      request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
+      session: () => this.#pool.registration?.session,
+      timeoutMs: config.request_timeout_ms,
+    });
     this.#principals = new PrincipalAuthenticator({
-      dial,
-      requestTimeoutMs: config.request_timeout_ms,
+      connect: (c) => this.#chooser.connect(dial, c, connectOptions),
+      dialect: () => this.#dialect,
       patUsername: auth.patUsername,
       cacheTtlMs: auth.cacheTtlMs,
       service: () => this.#pool.ready ? (c, b) => this.#pool.request(c, b) : undefined,
@@ -158,12 +153,23 @@ export class IggyBackend implements LogBackend {
     if (this.#state === "closed") return;
     this.#state = "closed";
     await this.#batcher.flush();
+    this.#v12.cancelAll();
     await this.#pool.close();
+  }
+
+  /** The dialect in use: the detected one, 0.11 until a first Register tells. */
+  get #dialect(): Dialect {
+    return this.#chooser.current ?? DIALECT_011;
+  }
+
+  get #on012(): boolean {
+    return this.#chooser.current?.name === "0.12";
   }
 
   health(): BackendHealth {
     if (this.#state === "closed") return { ready: false, reason: "Iggy backend is closed" };
-    if (this.#pool.ready) return { ready: true };
+    const detail = describeServer(this.#pool.registration, this.#chooser);
+    if (this.#pool.ready) return { ready: true, detail };
     const why = this.#pool.lastError?.message ??
       `Iggy at ${this.#config.address} not connected yet`;
     return { ready: false, reason: why };
@@ -191,36 +197,18 @@ export class IggyBackend implements LogBackend {
       `read topic "${topic}" of stream "${stream}"`,
       Code.GET_TOPIC,
       cmd.getTopicBody(stream, topic),
-      decodeTopic,
+      (b) => this.#dialect.decodeTopic(b),
     );
   }
 
   async getTopic(stream: string, topic: string): Promise<TopicInfo | null> {
     const r = await this.#topics.get(stream, topic);
-    return r ? info(stream, topic, r) : null;
+    return r ? this.#info(stream, topic, r) : null;
   }
 
-  /** GET_STREAMS, then GET_STREAM of each stream for its topic headers. */
-  async listTopics(): Promise<TopicInfo[]> {
-    const streams = await this.#call(
-      "list streams",
-      Code.GET_STREAMS,
-      new Uint8Array(0),
-      decodeStreams,
-    );
-    const out: TopicInfo[] = [];
-    for (const s of streams) {
-      const details = await this.#call(
-        `read stream "${s.name}"`,
-        Code.GET_STREAM,
-        cmd.getStreamBody(s.name),
-        decodeStreamDetails,
-      );
-      for (const t of details?.topics ?? []) {
-        out.push({ stream: s.name, topic: t.name, partitions: t.partitionsCount });
-      }
-    }
-    return out;
+  /** Every topic of every stream (`list_topics.ts`). */
+  listTopics(): Promise<TopicInfo[]> {
+    return listTopics((w, c, b, d) => this.#call(w, c, b, d), this.#dialect);
   }
 
   async createTopic(
@@ -238,9 +226,8 @@ export class IggyBackend implements LogBackend {
     }
     let record: TopicRecord | null;
     try {
-      record = decodeTopic(
-        await this.#pool.request(Code.CREATE_TOPIC, cmd.createTopicBody(stream, topic, options)),
-      );
+      const body = this.#dialect.createTopicBody(stream, topic, options);
+      record = this.#dialect.decodeTopic(await this.#pool.request(Code.CREATE_TOPIC, body));
     } catch (e) {
       if (!(e instanceof IggyError && e.code === Status.TOPIC_EXISTS)) {
         throw toBackendError(e, `create ${where}`);
@@ -249,7 +236,7 @@ export class IggyBackend implements LogBackend {
     }
     if (!record) throw new BackendError("not_found", `Cannot create ${where}: it vanished`);
     this.#topics.set(stream, topic, record);
-    return info(stream, topic, record);
+    return this.#info(stream, topic, record);
   }
 
   async append(request: AppendRequest): Promise<AppendReceipt> {
@@ -277,7 +264,10 @@ export class IggyBackend implements LogBackend {
         Date.now() * 1000,
         bytes,
       );
-      return decodeSendReply(await this.#pool.request(Code.SEND_MESSAGES, frame, true));
+      const reply = this.#on012
+        ? await this.#v12.send(a, frame, messages.length)
+        : await this.#pool.request(Code.SEND_MESSAGES, frame, true);
+      return decodeSendReply(reply);
     } catch (e) {
       const err = toBackendError(
         e,
@@ -288,20 +278,32 @@ export class IggyBackend implements LogBackend {
     }
   }
 
+  /**
+   * Reads from `fromOffset`. On 0.12 a caught-up poll waits in Iggy until a message arrives
+   * (or about a second passes); `signal` cancels that wait (CANCEL_DEFERRED_REQUEST).
+   */
   async poll(
     address: PartitionAddress,
     fromOffset: number,
     count: number,
+    signal?: AbortSignal,
   ): Promise<StoredMessage[]> {
     if (count <= 0) return [];
     const where =
       `poll stream "${address.stream}" topic "${address.topic}" partition ${address.partition}`;
-    const reply = await this.#call(
-      where,
-      Code.POLL_MESSAGES,
-      cmd.pollBody(POLL_CONSUMER, address, fromOffset, count),
-      decodePollReply,
-    );
+    let reply: PollReply;
+    try {
+      reply = this.#on012
+        ? await this.#v12.poll(POLL_CONSUMER, address, fromOffset, count, signal)
+        : this.#dialect.decodePollReply(
+          await this.#pool.request(
+            Code.POLL_MESSAGES,
+            cmd.pollBody(POLL_CONSUMER, address, fromOffset, count),
+          ),
+        );
+    } catch (e) {
+      throw toBackendError(e, where);
+    }
     try {
       return reply.messages
         .filter((m) => m.offset >= fromOffset)
@@ -336,8 +338,15 @@ export class IggyBackend implements LogBackend {
   }
 
   async storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void> {
+    const action =
+      `store offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
+    if (this.#on012) {
+      return await this.#v12.storeOffset(consumer, address, offset).catch((e) => {
+        throw toBackendError(e, action);
+      });
+    }
     await this.#call(
-      `store offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`,
+      action,
       Code.STORE_CONSUMER_OFFSET,
       cmd.storeOffsetBody(consumer, address, offset),
       () => undefined,
@@ -345,12 +354,28 @@ export class IggyBackend implements LogBackend {
   }
 
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null> {
+    const action =
+      `read offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
+    if (this.#on012) {
+      return this.#v12.getOffset(consumer, address).catch((e) => {
+        throw toBackendError(e, action);
+      });
+    }
     return this.#call(
-      `read offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`,
+      action,
       Code.GET_CONSUMER_OFFSET,
       cmd.getOffsetBody(consumer, address),
       cmd.decodeOffsetReply,
     );
+  }
+
+  #info(stream: string, topic: string, r: TopicRecord): TopicInfo {
+    return {
+      stream,
+      topic,
+      partitions: r.partitionsCount,
+      acksBeforeDisk: this.#dialect.acksBeforeDisk(r),
+    };
   }
 
   /** Iggy gives no push signal of appends over TCP: listeners never fire. */

@@ -15,6 +15,7 @@ import { topicBody } from "./records_testing.ts";
 
 const config: GatewayConfig["iggy"] = {
   address: "127.0.0.1:1",
+  protocol: "0.11", // the frame-level fake speaks 0.11 only
   username: "iggy",
   password: "iggy",
   token: "",
@@ -65,10 +66,17 @@ Deno.test("IggyBackend.open() rejects as unavailable, naming the address, when n
   await b.close();
 });
 
-Deno.test("IggyBackend.open() names both protocol versions when the server is incompatible", async () => {
+Deno.test("IggyBackend.open() names both protocol windows when the server speaks neither", async () => {
+  const s = new FakeServer(() => [evictionFrame(14, 0x4001, 0x4000)]);
+  const b = new IggyBackend({ ...config, protocol: "auto" }, auth, { dial: s.dial });
+  await assert.rejects(b.open(), /0\.16\.0\.\.0\.16\.1.*0\.11\.x.*0\.12\.x/s);
+  await b.close();
+});
+
+Deno.test("IggyBackend.open() with iggy.protocol 0.11 refuses a 0.12 server and names the key", async () => {
   const s = new FakeServer(() => [evictionFrame(14, 0x3000, 0x3000)]);
   const b = new IggyBackend(config, auth, { dial: s.dial });
-  await assert.rejects(b.open(), /0\.12\.0.*0\.11\.0/s);
+  await assert.rejects(b.open(), /0\.12\.0.*iggy\.protocol is "0\.11"/s);
   await b.close();
 });
 
@@ -84,7 +92,10 @@ Deno.test("IggyBackend.append() coalesces concurrent appends and gives each its 
   const s = iggy();
   const b = new IggyBackend(config, auth, { dial: s.dial });
   await b.open();
-  assert.deepEqual(b.health(), { ready: true });
+  assert.deepEqual(b.health(), {
+    ready: true,
+    detail: "Iggy server 0.9.0, binary protocol 0.11.0 (dialect 0.11, iggy.protocol 0.11)",
+  });
   const [x, y] = await Promise.all([
     b.append({ ...A, messages: [msg("a"), msg("b")] }),
     b.append({ ...A, messages: [msg("c")] }),

@@ -24,7 +24,8 @@ export interface RegisterReply {
   readonly serverVersion: string;
 }
 
-function writeShortBytes(w: ByteWriter, value: string, what: string): void {
+/** `[len:u8][UTF-8]`, at most 255 bytes (passwords and tokens). */
+export function writeShortBytes(w: ByteWriter, value: string, what: string): void {
   const b = toUtf8(value);
   if (b.length > 255) throw new EncodeError(`${what} must be at most 255 bytes`);
   w.u8(b.length).bytes(b);

@@ -8,14 +8,18 @@
  */
 
 import { Code, IggyConnectionError } from "./codes.ts";
-import { IggyConnection, NotSentError } from "./connection.ts";
+import { NotSentError } from "./connection.ts";
+import type { DialectChooser, Link } from "./dialect.ts";
 import type { Dialer } from "./dial.ts";
-import type { Credentials } from "./login.ts";
+import type { Credentials, RegisterReply } from "./login.ts";
+import type { RequestOptions012 } from "./v12/connection.ts";
 
 /** Pool settings. */
 export interface PoolOptions {
   readonly dial: Dialer;
   readonly credentials: Credentials;
+  /** Picks the wire dialect of each connection (`iggy.protocol`). */
+  readonly chooser: DialectChooser;
   /** Number of connections (≥ 1). */
   readonly size: number;
   readonly requestTimeoutMs: number;
@@ -37,7 +41,7 @@ export function backoffDelay(attempt: number, maxMs: number, random: () => numbe
 /** The service connection pool. */
 export class IggyPool {
   readonly #o: PoolOptions;
-  readonly #conns: (IggyConnection | undefined)[];
+  readonly #conns: (Link | undefined)[];
   readonly #loops: Promise<void>[] = [];
   readonly #sleeps = new Set<() => void>();
   #closed = false;
@@ -55,6 +59,11 @@ export class IggyPool {
   /** True when at least one connection is registered. */
   get ready(): boolean {
     return this.#conns.some((c) => c && !c.isClosed);
+  }
+
+  /** Register reply of a live connection (server version, session), if any. */
+  get registration(): RegisterReply | undefined {
+    return this.#conns.find((c) => c && !c.isClosed)?.registration;
   }
 
   /** Why the pool is not ready (the last connect or login error). */
@@ -83,13 +92,12 @@ export class IggyPool {
     let attempt = 0;
     let firstRound = true;
     while (!this.#closed) {
-      let conn: IggyConnection | undefined;
+      let conn: Link | undefined;
       try {
-        conn = new IggyConnection(await this.#o.dial(), {
+        conn = await this.#o.chooser.connect(this.#o.dial, this.#o.credentials, {
           timeoutMs: this.#o.requestTimeoutMs,
           label: `#${slot}`,
         });
-        await conn.register(this.#o.credentials);
         if (this.#closed) {
           await conn.close();
           break;
@@ -140,8 +148,8 @@ export class IggyPool {
     }
   }
 
-  #pick(exclude?: IggyConnection): IggyConnection | undefined {
-    let best: IggyConnection | undefined;
+  #pick(exclude?: Link): Link | undefined {
+    let best: Link | undefined;
     const n = this.#conns.length;
     this.#turn = (this.#turn + 1) % n;
     for (let k = 0; k < n; k++) {
@@ -157,8 +165,13 @@ export class IggyPool {
    * the socket (its connection died first) is tried once more on another connection; a
    * request that was sent is never repeated.
    */
-  async request(code: number, body?: Uint8Array, framed = false): Promise<Uint8Array> {
-    let exclude: IggyConnection | undefined;
+  async request(
+    code: number,
+    body?: Uint8Array,
+    framed = false,
+    options?: RequestOptions012,
+  ): Promise<Uint8Array> {
+    let exclude: Link | undefined;
     for (let attempt = 0;; attempt++) {
       const conn = this.#pick(exclude);
       if (!conn || this.#closed) {
@@ -170,7 +183,9 @@ export class IggyPool {
         );
       }
       try {
-        return await (framed ? conn.requestFramed(code, body!) : conn.request(code, body));
+        return await (framed
+          ? conn.requestFramed(code, body!, options)
+          : conn.request(code, body, options));
       } catch (e) {
         if (!(e instanceof NotSentError) || attempt >= 1) throw e;
         exclude = conn;

@@ -8,6 +8,7 @@ import {
   resultOk,
 } from "./fake_server_testing.ts";
 import { backoffDelay, IggyPool } from "./pool.ts";
+import { DialectChooser } from "./dialect.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 
 await loadHashes();
@@ -30,6 +31,7 @@ function server(): FakeServer {
 }
 
 const base = {
+  chooser: new DialectChooser("0.11"),
   credentials: { kind: "password" as const, username: "iggy", password: "iggy" },
   requestTimeoutMs: 500,
   heartbeatMs: 0,

@@ -21,11 +21,10 @@ import {
 } from "../../access/permissions.ts";
 import { ByteWriter, toHex, toUtf8 } from "./bytes.ts";
 import { Code, EvictionReason, IggyError, IggyEvictionError, Status } from "./codes.ts";
-import { IggyConnection } from "./connection.ts";
-import type { Dialer } from "./dial.ts";
 import { EncodeError, writeNumericIdentifier } from "./encoding.ts";
 import type { Credentials } from "./login.ts";
-import { decodeStreamDetails, decodeStreams, decodeUser, type WirePermissions } from "./records.ts";
+import { type Dialect, DIALECT_011, type Link } from "./dialect.ts";
+import type { WirePermissions } from "./records.ts";
 
 /** Bound of the principal cache. */
 export const MAX_CACHED = 10_000;
@@ -35,8 +34,10 @@ export type RequestFn = (code: number, body?: Uint8Array) => Promise<Uint8Array>
 
 /** Settings of the authenticator. */
 export interface PrincipalOptions {
-  readonly dial: Dialer;
-  readonly requestTimeoutMs: number;
+  /** Opens a connection logged in with `credentials` (in the server's dialect). */
+  readonly connect: (credentials: Credentials) => Promise<Link>;
+  /** Decoders of the dialect the server speaks (default 0.11). */
+  readonly dialect?: () => Dialect;
   /** Username that means "the password is a personal access token" ("" = never). */
   readonly patUsername: string;
   readonly cacheTtlMs: number;
@@ -69,6 +70,7 @@ function numericId(id: number): Uint8Array {
 export async function nameWirePermissions(
   wire: WirePermissions,
   request: RequestFn,
+  d: Dialect = DIALECT_011,
 ): Promise<Permissions> {
   const global = Object.fromEntries(
     GLOBAL_KEYS.map((k, i) => [k, wire.global[i]]),
@@ -76,14 +78,16 @@ export async function nameWirePermissions(
   const streams = new Map<string, StreamPermissions>();
   if (wire.streams.length > 0) {
     const names = new Map(
-      decodeStreams(await request(Code.GET_STREAMS)).map((s) => [s.id, s.name]),
+      d.decodeStreams(await request(Code.GET_STREAMS)).map((s) => [s.id, s.name]),
     );
     for (const s of wire.streams) {
       const name = names.get(s.streamId);
       if (name === undefined) continue;
       const topics = new Map<string, TopicPermissions>();
       if (s.topics.length > 0) {
-        const details = decodeStreamDetails(await request(Code.GET_STREAM, numericId(s.streamId)));
+        const details = d.decodeStreamDetails(
+          await request(Code.GET_STREAM, numericId(s.streamId)),
+        );
         const topicNames = new Map(details?.topics.map((t) => [t.id, t.name]) ?? []);
         for (const t of s.topics) {
           const topicName = topicNames.get(t.topicId);
@@ -155,21 +159,19 @@ export class PrincipalAuthenticator {
     const credentials: Credentials = this.#o.patUsername !== "" && username === this.#o.patUsername
       ? { kind: "token", token: password }
       : { kind: "password", username, password };
-    let conn: IggyConnection | undefined;
+    let conn: Link | undefined;
     try {
-      conn = new IggyConnection(await this.#o.dial(), {
-        timeoutMs: this.#o.requestTimeoutMs,
-        label: "auth",
-      });
-      const { userId } = await conn.register(credentials);
-      const user = decodeUser(await conn.request(Code.GET_USER, numericId(userId)));
+      conn = await this.#o.connect(credentials);
+      const d = this.#o.dialect?.() ?? DIALECT_011;
+      const { userId } = conn.registration!;
+      const user = d.decodeUser(await conn.request(Code.GET_USER, numericId(userId)));
       if (!user) return { ok: false, reason: "bad_credentials" };
       if (user.status === 2) return { ok: false, reason: "inactive" };
       let permissions: Permissions;
       if (user.permissions) {
         const own = conn;
         const request = this.#o.service() ?? ((c, b) => own.request(c, b));
-        permissions = await nameWirePermissions(user.permissions, request);
+        permissions = await nameWirePermissions(user.permissions, request, d);
       } else {
         // root (id 0) holds every right even when no permission block is stored
         permissions = user.id === 0

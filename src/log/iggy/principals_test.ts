@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { DialectChooser } from "./dialect.ts";
 import { ByteWriter } from "./bytes.ts";
 import { Code } from "./codes.ts";
 import { writeName } from "./encoding.ts";
@@ -97,8 +98,8 @@ Deno.test("PrincipalAuthenticator logs in as the user, reads GET_USER and caches
   const server = userServer("pw-ok");
   let now = 0;
   const auth = new PrincipalAuthenticator({
-    dial: server.dial,
-    requestTimeoutMs: 1000,
+    connect: (c) =>
+      new DialectChooser("0.11").connect(server.dial, c, { timeoutMs: 1000, label: "auth" }),
     patUsername: "",
     cacheTtlMs: 1000,
     service: () => undefined,
@@ -123,8 +124,8 @@ Deno.test("PrincipalAuthenticator logs in as the user, reads GET_USER and caches
 Deno.test("PrincipalAuthenticator uses the PAT login when the username is pat_username", async () => {
   const server = userServer("tok");
   const auth = new PrincipalAuthenticator({
-    dial: server.dial,
-    requestTimeoutMs: 1000,
+    connect: (c) =>
+      new DialectChooser("0.11").connect(server.dial, c, { timeoutMs: 1000, label: "auth" }),
     patUsername: "token",
     cacheTtlMs: 0,
     service: () => undefined,

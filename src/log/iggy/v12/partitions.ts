@@ -1,0 +1,273 @@
+/**
+ * Partition operations on 0.12 (IGGY-0.12.md §6, §7, §5.6): each send, poll and offset request
+ * carries its partition's route, looked up once (105) and cached. `NotPrimary` looks the route up
+ * again and resends; `HistoryUnavailable` (the partition was recreated) re-routes and sends as new
+ * work under a fresh producer id, never as a replay. Sends are idempotent-producer batches: one
+ * whose reply was lost (cut connection, timeout, eviction) is sent again with the same producer
+ * stamp, which the partition writes once. A caught-up poll waits in Iggy (deferred poll 106) and
+ * is cancelled (108) when its caller aborts or the backend closes.
+ *
+ * @module
+ */
+
+import type { PollReply } from "../batch.ts";
+import { IggyConnectionError, IggyError, IggyTimeoutError } from "../codes.ts";
+import * as cmd from "../commands.ts";
+import { Code } from "../codes.ts";
+import { DeferredCancelledError, type RequestOptions012 } from "./connection.ts";
+import { decodePollReply012, deferredPollBody } from "./poll.ts";
+import { ProducerTable, stampProducer } from "./producer.ts";
+import { decodeRoute, type Route, routeBody, RouteCache, routeKey } from "./route.ts";
+import { Code012, Status012 } from "./wire.ts";
+
+/** Sends one request on some connection (the pool). */
+export type Request012 = (
+  code: number,
+  body: Uint8Array,
+  framed: boolean,
+  o: RequestOptions012,
+) => Promise<Uint8Array>;
+
+/** Where a partition request goes. */
+export interface Address {
+  readonly stream: string;
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** Dependencies of {@link PartitionOps012}. */
+export interface PartitionOpsDeps {
+  readonly request: Request012;
+  /** Session of a live registration (producer ids are minted from it). */
+  readonly session: () => bigint | undefined;
+  readonly timeoutMs: number;
+  /** How long a caught-up poll waits in Iggy (default {@link LONG_POLL_MS}). */
+  readonly longPollMs?: number;
+}
+
+/**
+ * Wait of one deferred poll. Short enough that a reader that stops without cancelling ends
+ * soon (its loop waits for the poll); long enough that the idle gap between two polls (up to
+ * the reader's 50 ms back-off) is rare.
+ */
+export const LONG_POLL_MS = 1_000;
+/** Bytes a deferred poll may return. */
+export const LONG_POLL_MAX_BYTES = 16 * 1024 * 1024;
+/** Attempts of one partition request (re-routes and resends together). */
+export const MAX_ATTEMPTS = 6;
+/** Partitions remembered as caught up; at the bound the oldest is forgotten (it polls plainly). */
+export const MAX_CAUGHT_UP = 100_000;
+
+/** Is the outcome of a request that failed with `e` unknown (it may have been applied)? */
+function uncertain(e: unknown): boolean {
+  return e instanceof IggyConnectionError || e instanceof IggyTimeoutError ||
+    (e instanceof IggyError && e.code === 57);
+}
+
+function statusOf(e: unknown): number | undefined {
+  return e instanceof IggyError ? e.code : undefined;
+}
+
+/** 0.12 partition operations with routes, producer stamps and long polls. */
+export class PartitionOps012 {
+  readonly #d: PartitionOpsDeps;
+  readonly #routes = new RouteCache();
+  readonly #producers: ProducerTable;
+  readonly #caughtUp = new Map<string, number>();
+  readonly #deferred = new Set<() => void>();
+  /** Counters a test or the status page can read. */
+  readonly stats = { reroutes: 0, resends: 0, renewals: 0, longPolls: 0 };
+
+  constructor(deps: PartitionOpsDeps) {
+    this.#d = deps;
+    this.#producers = new ProducerTable(deps.session);
+  }
+
+  /** The partition's route, from the cache or looked up (any node answers 105). */
+  async route(a: Address): Promise<Route> {
+    const key = routeKey(a.stream, a.topic, a.partition);
+    const hit = this.#routes.get(key);
+    if (hit) return hit;
+    const body = routeBody(a.stream, a.topic, a.partition);
+    const route = decodeRoute(await this.#d.request(Code012.GET_PARTITION_ROUTE, body, false, {}));
+    this.#routes.set(key, route);
+    return route;
+  }
+
+  /**
+   * Runs `op` with the partition's route; on NotPrimary or HistoryUnavailable the route is
+   * looked up again and `op` runs again; other errors run it again when `retry` says so
+   * (after a pause). At most {@link MAX_ATTEMPTS} attempts.
+   */
+  async #routed<T>(
+    a: Address,
+    op: (o: RequestOptions012) => Promise<T>,
+    retry: (e: unknown, attempt: number) => boolean = () => false,
+  ): Promise<T> {
+    const key = routeKey(a.stream, a.topic, a.partition);
+    for (let attempt = 1;; attempt++) {
+      const route = await this.route(a);
+      try {
+        return await op({ context: route, node: route.primaryReplica });
+      } catch (e) {
+        const status = statusOf(e);
+        const reroute = status === Status012.NOT_PRIMARY ||
+          status === Status012.HISTORY_UNAVAILABLE;
+        if (reroute) {
+          this.#routes.invalidate(key);
+          this.stats.reroutes++;
+        }
+        const again = retry(e, attempt) || reroute; // retry first: it may restamp the batch
+        if (attempt >= MAX_ATTEMPTS || !again) throw e;
+        if (!reroute) await pause(attempt);
+      }
+    }
+  }
+
+  /**
+   * Sends a SEND_MESSAGES frame of `count` messages to partition `a` as an idempotent batch;
+   * resolves with the reply payload.
+   */
+  async send(a: Address, frame: Uint8Array, count: number): Promise<Uint8Array> {
+    const key = routeKey(a.stream, a.topic, a.partition);
+    let stamp = this.#producers.stamp(key);
+    stampProducer(frame, stamp);
+    let unsure = false;
+    try {
+      const reply = await this.#routed(
+        a,
+        (o) => this.#d.request(Code.SEND_MESSAGES, frame, true, o),
+        (e) => {
+          const status = statusOf(e);
+          if (status === Status012.HISTORY_UNAVAILABLE) {
+            // A new incarnation of the partition: send as new work under a fresh producer.
+            unsure = false;
+            this.#renew(key);
+            stamp = this.#producers.stamp(key);
+            stampProducer(frame, stamp);
+            return true;
+          }
+          if (uncertain(e)) {
+            unsure = true; // resent with the same stamp: written once
+            this.stats.resends++;
+            return true;
+          }
+          if (status === Status012.PRODUCER_UNKNOWN || status === Status012.LIFECYCLE_BUSY) {
+            if (status === Status012.PRODUCER_UNKNOWN && unsure) return false;
+            this.#renew(key);
+            stamp = this.#producers.stamp(key);
+            stampProducer(frame, stamp);
+            return true;
+          }
+          return false;
+        },
+      );
+      this.#producers.confirm(key, stamp, count);
+      return reply;
+    } catch (e) {
+      // The batch may or may not be written: later batches must not take its sequence.
+      if (unsure || uncertain(e) || statusOf(e) === Status012.HISTORY_UNAVAILABLE) this.#renew(key);
+      throw e;
+    }
+  }
+
+  #renew(key: string): void {
+    this.#producers.renew(key);
+    this.stats.renewals++;
+  }
+
+  /**
+   * Polls up to `count` messages from `from`. When the last poll of this partition at the
+   * same offset came back empty (the reader is caught up) it waits in Iggy for new messages.
+   */
+  async poll(
+    consumer: string,
+    a: Address,
+    from: number,
+    count: number,
+    signal?: AbortSignal,
+  ): Promise<PollReply> {
+    const key = routeKey(a.stream, a.topic, a.partition);
+    const body = cmd.pollBody(consumer, a, from, count);
+    const wait = this.#caughtUp.get(key) === from && !signal?.aborted;
+    let reply: PollReply;
+    try {
+      reply = await this.#routed(a, (o) =>
+        wait ? this.#deferredPoll(body, o, signal) : (
+          this.#d.request(Code.POLL_MESSAGES, body, false, o).then(decodePollReply012)
+        ));
+    } catch (e) {
+      if (e instanceof DeferredCancelledError) {
+        return { partitionId: a.partition, currentOffset: 0, messages: [] };
+      }
+      throw e;
+    }
+    this.#caughtUp.delete(key);
+    if (reply.messages.every((m) => m.offset < from)) {
+      if (this.#caughtUp.size >= MAX_CAUGHT_UP) {
+        this.#caughtUp.delete(this.#caughtUp.keys().next().value!);
+      }
+      this.#caughtUp.set(key, from);
+    }
+    return reply;
+  }
+
+  async #deferredPoll(
+    poll: Uint8Array,
+    o: RequestOptions012,
+    signal?: AbortSignal,
+  ): Promise<PollReply> {
+    const waitMs = this.#d.longPollMs ?? LONG_POLL_MS;
+    const body = deferredPollBody(poll, { waitMs, minCount: 1, maxBytes: LONG_POLL_MAX_BYTES });
+    let cancel: (() => void) | undefined;
+    const onAbort = () => cancel?.();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.stats.longPolls++;
+    try {
+      return decodePollReply012(
+        await this.#d.request(Code012.POLL_MESSAGES_DEFERRED, body, false, {
+          ...o,
+          timeoutMs: waitMs + this.#d.timeoutMs,
+          onSent: (c) => {
+            cancel = c;
+            this.#deferred.add(c);
+          },
+        }),
+      );
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      if (cancel) this.#deferred.delete(cancel);
+    }
+  }
+
+  /** Stores a consumer offset on the partition's primary. */
+  async storeOffset(consumer: string, a: Address, offset: number): Promise<void> {
+    const body = cmd.storeOffsetBody(consumer, a, offset);
+    await this.#routed(a, (o) => this.#d.request(Code.STORE_CONSUMER_OFFSET, body, false, o));
+  }
+
+  /** Reads a consumer offset from the partition's primary. */
+  getOffset(consumer: string, a: Address): Promise<number | null> {
+    const body = cmd.getOffsetBody(consumer, a);
+    return this.#routed(
+      a,
+      async (o) =>
+        cmd.decodeOffsetReply(await this.#d.request(Code.GET_CONSUMER_OFFSET, body, false, o)),
+    );
+  }
+
+  /** Forgets every route (the topic was recreated, or the cluster changed). */
+  invalidateRoutes(): void {
+    this.#routes.invalidate();
+  }
+
+  /** Cancels every deferred poll in flight (the backend closes). */
+  cancelAll(): void {
+    for (const cancel of [...this.#deferred]) cancel();
+    this.#deferred.clear();
+  }
+}
+
+function pause(attempt: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.min(20 * 2 ** attempt, 500)));
+}

@@ -1,0 +1,217 @@
+/**
+ * The 0.12 client's semantics against the fake Iggy (`tests/helpers/fake_iggy/`): dialect
+ * auto-detection, pipelining with replies out of order, HistoryUnavailable, TransientNotAccepted,
+ * a resend after a cut connection written once, and a long poll woken by an append. The bytes
+ * themselves are checked against the official codec in `src/log/iggy/v12/vectors_test.ts`.
+ */
+import assert from "node:assert/strict";
+import { IggyBackend } from "../../src/log/iggy/mod.ts";
+import { BackendError } from "../../src/log/port.ts";
+import {
+  type FakeDialect,
+  fakeIggyConfig,
+  FakeNode,
+  type FakeNodeOptions,
+  FakeStore,
+  type HookAction,
+} from "../helpers/fake_iggy/mod.ts";
+import type { FakeRequest } from "../helpers/fake_iggy/wire.ts";
+
+const auth = { patUsername: "", cacheTtlMs: 0 };
+const A = { stream: "s", topic: "t", partition: 0 };
+const msg = (text: string) => ({ payload: new TextEncoder().encode(text), headers: new Map() });
+
+async function withBackend(
+  o: Partial<FakeNodeOptions> & { dialect: FakeDialect },
+  fn: (b: IggyBackend, node: FakeNode, store: FakeStore) => Promise<void>,
+  config = {},
+): Promise<void> {
+  const store = o.store ?? new FakeStore();
+  const node = new FakeNode({ ...o, store });
+  const b = new IggyBackend(fakeIggyConfig(config), auth, { dial: node.dial });
+  try {
+    await b.open();
+    await fn(b, node, store);
+  } finally {
+    await b.close();
+    await node.close();
+  }
+}
+
+function registers(node: FakeNode): number[] {
+  return node.seen.filter((r) => r.operation === 1).map((r) =>
+    new DataView(r.body.buffer, r.body.byteOffset).getUint32(0, true)
+  );
+}
+
+Deno.test("auto: a 0.11 server evicts the 0.12 Register with its window; the gateway registers as 0.11.0", async () => {
+  await withBackend({ dialect: "0.11" }, async (b, node) => {
+    assert.deepEqual(registers(node), [0x3002, 0x2c00]);
+    assert.match(
+      b.health().detail!,
+      /Iggy server 0\.9\.0-fake, binary protocol 0\.11\.0 \(dialect 0\.11/,
+    );
+    await b.createTopic("s", "t", { partitions: 1 });
+    assert.equal((await b.append({ ...A, messages: [msg("a")] })).baseOffset, 0);
+  });
+});
+
+Deno.test("auto: a 0.12.2 server takes the first Register; the log detail names 0.12.2", async () => {
+  await withBackend({ dialect: "0.12" }, (b, node) => {
+    assert.deepEqual(registers(node), [0x3002]);
+    assert.match(b.health().detail!, /0\.10\.0-fake, binary protocol 0\.12\.2 \(dialect 0\.12/);
+    return Promise.resolve();
+  });
+});
+
+Deno.test("auto: a 0.12.0-only server gets a second Register with exactly 0.12.0", async () => {
+  await withBackend({ dialect: "0.12", version: 0x3000 }, (b, node) => {
+    assert.deepEqual(registers(node), [0x3002, 0x3000]);
+    assert.match(b.health().detail!, /binary protocol 0\.12\.0/);
+    return Promise.resolve();
+  });
+});
+
+Deno.test("a server window the gateway does not speak refuses the start, naming both windows", async () => {
+  const node = new FakeNode({ dialect: "0.12", version: 0x4000, store: new FakeStore() });
+  const b = new IggyBackend(fakeIggyConfig(), auth, { dial: node.dial });
+  await assert.rejects(b.open(), (e) =>
+    e instanceof BackendError &&
+    /accepts binary protocol 0\.16\.0; this gateway speaks 0\.11\.x .* and 0\.12\.x/.test(
+      e.message,
+    ));
+  await b.close();
+  await node.close();
+});
+
+Deno.test("0.12: requests are pipelined on one connection and replies matched by id in any order", async () => {
+  let holding = true;
+  const hook = (r: FakeRequest): HookAction => (r.code === 120 && holding ? "hold" : undefined);
+  await withBackend({ dialect: "0.12", hook }, async (b, node) => {
+    await b.createTopic("s", "t", { partitions: 5 });
+    for (let p = 0; p < 5; p++) await b.storeOffset("c", { ...A, partition: p }, 10 + p);
+    const reads = [0, 1, 2, 3, 4].map((p) => b.getOffset("c", { ...A, partition: p }));
+    while (node.heldCount < 5) await new Promise((r) => setTimeout(r, 1));
+    holding = false;
+    node.releaseHeld(); // last request's reply first
+    assert.deepEqual(await Promise.all(reads), [10, 11, 12, 13, 14]);
+    assert.deepEqual(node.reusedIds, [], "every request took a fresh id");
+  });
+});
+
+Deno.test("0.12: HistoryUnavailable re-routes and sends as new work to the new incarnation", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("old")] });
+    store.recreatePartition("s", "t", 0);
+    const r = await b.append({ ...A, messages: [msg("new")] });
+    assert.equal(r.baseOffset, 0);
+    assert.deepEqual(store.payloads("s", "t", 0), ["new"]);
+    const sends = node.seen.filter((x) => x.code === 101);
+    const seqs = sends.map((x) => producerOf(x));
+    assert.equal(seqs.length, 3); // old, refused with 87, new
+    assert.notEqual(seqs[2].id, seqs[1].id, "new work runs under a fresh producer");
+    assert.equal(seqs[2].seq, 0);
+    assert.deepEqual(await b.poll(A, 0, 10).then((m) => m.length), 1);
+  });
+});
+
+function producerOf(r: FakeRequest): { id: bigint; seq: number } {
+  const v = new DataView(r.body.buffer, r.body.byteOffset, r.body.byteLength);
+  const batch = 4 + v.getUint32(0, true);
+  return { id: v.getBigUint64(batch + 56, true), seq: v.getUint32(batch + 68, true) };
+}
+
+Deno.test("0.12: TransientNotAccepted is retried with back-off as the identical frame", async () => {
+  let refused = 0;
+  const hook = (r: FakeRequest): HookAction =>
+    r.code === 101 && refused++ < 2 ? { status: 58 } : undefined;
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    assert.equal((await b.append({ ...A, messages: [msg("a")] })).baseOffset, 0);
+    const sends = node.seen.filter((x) => x.code === 101);
+    assert.equal(sends.length, 3);
+    assert.ok(sends.every((s) => s.request === sends[0].request), "same request id");
+    assert.deepEqual(store.payloads("s", "t", 0), ["a"]);
+  });
+});
+
+Deno.test("0.12: a batch whose reply was lost to a cut connection is resent and written once", async () => {
+  let cut = 0;
+  const hook = (r: FakeRequest): HookAction =>
+    r.code === 101 && cut++ === 1 ? "cut-after-apply" : undefined;
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("first")] });
+    const r = await b.append({ ...A, messages: [msg("lost reply"), msg("second")] });
+    assert.equal(r.baseOffset, 1);
+    await b.append({ ...A, messages: [msg("third")] });
+    assert.deepEqual(store.payloads("s", "t", 0), ["first", "lost reply", "second", "third"]);
+    const sends = node.seen.filter((x) => x.code === 101).map(producerOf);
+    assert.deepEqual(sends.map((s) => s.seq), [0, 1, 1, 3], "the resend kept its stamp");
+    assert.equal(registers(node).length, 2, "the resend went over a new connection");
+  });
+});
+
+Deno.test("0.11: the same cut connection fails the append; the caller's retry duplicates it", async () => {
+  let cut = 0;
+  const hook = (r: FakeRequest): HookAction =>
+    r.code === 101 && cut++ === 0 ? "cut-after-apply" : undefined;
+  await withBackend({ dialect: "0.11", hook }, async (b, _node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await assert.rejects(b.append({ ...A, messages: [msg("m")] }), BackendError);
+    for (;;) {
+      try {
+        await b.append({ ...A, messages: [msg("m")] }); // what an MQTT client's resend does
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    assert.deepEqual(store.payloads("s", "t", 0), ["m", "m"], "one duplicate per lost reply");
+  }, { protocol: "0.11" });
+});
+
+Deno.test("0.12: a caught-up poll waits in Iggy and an append wakes it", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    assert.deepEqual(await b.poll(A, 0, 10), []); // plain poll: empty, now caught up
+    const waiting = b.poll(A, 0, 10);
+    while (node.waitingPolls === 0) await new Promise((r) => setTimeout(r, 1));
+    assert.equal(node.seen.filter((r) => r.code === 106).length, 1);
+    store.appendExternal("s", "t", 0, new TextEncoder().encode("woken"));
+    const got = await waiting;
+    assert.deepEqual(got.map((m) => new TextDecoder().decode(m.payload)), ["woken"]);
+  });
+});
+
+Deno.test("0.12: aborting a waiting poll cancels it in Iggy (108) and returns no messages", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.poll(A, 0, 10);
+    const ac = new AbortController();
+    const waiting = b.poll(A, 0, 10, ac.signal);
+    while (node.waitingPolls === 0) await new Promise((r) => setTimeout(r, 1));
+    ac.abort();
+    assert.deepEqual(await waiting, []);
+    while (node.waitingPolls !== 0) await new Promise((r) => setTimeout(r, 1));
+    const cancel = node.seen.find((r) => r.code === 108)!;
+    const deferred = node.seen.find((r) => r.code === 106)!;
+    assert.equal(cancel.request, deferred.request, "108 names the deferred poll's request id");
+  });
+});
+
+Deno.test("0.12: closing the backend cancels waiting polls", async () => {
+  const store = new FakeStore();
+  const node = new FakeNode({ dialect: "0.12", store });
+  const b = new IggyBackend(fakeIggyConfig(), auth, { dial: node.dial });
+  await b.open();
+  await b.createTopic("s", "t", { partitions: 1 });
+  await b.poll(A, 0, 10);
+  const waiting = b.poll(A, 0, 10);
+  while (node.waitingPolls === 0) await new Promise((r) => setTimeout(r, 1));
+  await b.close();
+  assert.deepEqual(await waiting, []);
+  assert.ok(node.seen.some((r) => r.code === 108));
+  await node.close();
+});
