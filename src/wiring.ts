@@ -83,7 +83,8 @@ export function storedSessionOptions(
     stream: s.store_stream,
     topic: s.store_topic,
     maxSessions: config.limits.max_stored_sessions,
-    maxExpiryS: s.expiry_s,
+    // The longest a session may live offline, 3.1.1 or MQTT 5 (the record topic keeps twice it).
+    maxExpiryS: Math.max(s.expiry_s, s.max_expiry_s),
     // Often enough that an expiry is late by a small part of it, at most once a minute.
     sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
     onExpired,

@@ -139,6 +139,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
       "A stored session (MQTT 3.1.1 clean session 0) is removed after this many seconds offline.",
   },
   {
+    key: "session.max_expiry_s",
+    type: int(0, MAX_I32),
+    default: 86_400,
+    doc:
+      "MQTT 5: a client's Session Expiry Interval is capped to this (s); 0 keeps every MQTT 5 session clean.",
+  },
+  {
     key: "session.store_stream",
     type: str,
     default: "mqtt_gateway",

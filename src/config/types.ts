@@ -37,6 +37,7 @@ export interface GatewayConfig {
   readonly session: {
     readonly will: "publish" | "refuse";
     readonly expiry_s: number;
+    readonly max_expiry_s: number;
     readonly store_stream: string;
     readonly store_topic: string;
   };

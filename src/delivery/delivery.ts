@@ -84,7 +84,7 @@ export class Delivery implements DeliveryPort {
       const code = await this.#subscriptions.subscribeOne(queue, f);
       codes.push(code);
       if (sub.session !== null && code < SUBACK_FAILURE) {
-        this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1);
+        this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1, f.options);
       }
     }
     return codes;

@@ -12,6 +12,8 @@
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { LogBackend } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
+import type { SubscriptionOptions } from "../codec/packets.ts";
+import { keptOptions } from "../session/stored_options.ts";
 import {
   sessionConsumer,
   type StoredSession,
@@ -52,8 +54,17 @@ export class SessionDelivery {
   }
 
   /** A stored session's client subscribed: record the filter, store its start positions. */
-  subscribed(queue: ClientQueue, session: StoredSession, filter: string, qos: 0 | 1): void {
+  subscribed(
+    queue: ClientQueue,
+    session: StoredSession,
+    filter: string,
+    qos: 0 | 1,
+    options?: SubscriptionOptions,
+  ): void {
     session.subscriptions.set(filter, qos);
+    const kept = keptOptions(options); // MQTT 5: they come back with the subscription
+    if (kept !== undefined) (session.options ??= new Map()).set(filter, kept);
+    else session.options?.delete(filter);
     for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
       session.triples.add(k);
     }
@@ -64,7 +75,10 @@ export class SessionDelivery {
   /** A stored session's client unsubscribed: the filter leaves its record. */
   unsubscribed(session: StoredSession, filters: readonly string[]): void {
     let changed = false;
-    for (const f of filters) changed = session.subscriptions.delete(f) || changed;
+    for (const f of filters) {
+      changed = session.subscriptions.delete(f) || changed;
+      session.options?.delete(f);
+    }
     if (changed) this.#sessions.save(session);
   }
 
@@ -81,13 +95,16 @@ export class SessionDelivery {
       return stored !== null ? stored + 1 : session.triples.has(key) ? 0 : null;
     };
     for (const [filter, qos] of [...session.subscriptions]) {
-      const code = await this.#subs.subscribeOne(queue, { filter, qos }, { startAt, pending });
+      const options = session.options?.get(filter);
+      const f = options === undefined ? { filter, qos } : { filter, qos, options };
+      const code = await this.#subs.subscribeOne(queue, f, { startAt, pending });
       if (code >= SUBACK_FAILURE) { // refused (MQTT 5: any reason code from 0x80)
         this.#logger.warn("Stored subscription not restored", {
           client_id: session.clientId,
           filter,
         });
         session.subscriptions.delete(filter);
+        session.options?.delete(filter);
         continue;
       }
       for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {

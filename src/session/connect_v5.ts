@@ -4,8 +4,8 @@
  * (the client's receive maximum and maximum packet size, problem information), and the CONNACK
  * properties, which promise only what the gateway implements.
  *
- * Hooks for stored sessions and wildcards (issue 18): {@link grantedSessionExpiry} and
- * `WILDCARDS_AVAILABLE` are the two places that change when they land.
+ * Stored sessions and wildcards (issue 18): {@link grantedSessionExpiry} grants a stored session
+ * up to `session.max_expiry_s`, and `WILDCARDS_AVAILABLE` says wildcard filters are resolved.
  *
  * @module
  */
@@ -53,11 +53,12 @@ export function connackReason5(o: ConnackOutcome): number {
 export const WILDCARDS_AVAILABLE = true;
 
 /**
- * The session expiry the gateway grants. 0 until stored sessions land (issue 18): the session
- * then ends with the connection, whatever the client asked.
+ * The session expiry the gateway grants (s): what the client asked, capped by
+ * `session.max_expiry_s` (0xFFFFFFFF, "never", too). More than 0 makes a stored session
+ * (`session_request.ts`); 0 ends the session with the connection.
  */
-export function grantedSessionExpiry(_requested: number): number {
-  return 0;
+export function grantedSessionExpiry(requested: number, maxS: number): number {
+  return Math.min(requested, maxS);
 }
 
 /** Refusals of an MQTT 5 CONNECT decided before any login, or null. */
@@ -97,7 +98,7 @@ export function v5SessionOf(config: GatewayConfig, p: ConnectPacket): V5Session 
     receiveMaximum: props.receiveMaximum ?? 65_535,
     maximumPacketSize: props.maximumPacketSize ?? Infinity,
     problemInformation: props.requestProblemInformation !== 0,
-    sessionExpiry: grantedSessionExpiry(props.sessionExpiry ?? 0),
+    sessionExpiry: grantedSessionExpiry(props.sessionExpiry ?? 0, config.session.max_expiry_s),
     pubackCoordinates: config.mqtt5.puback_coordinates,
   };
 }

@@ -350,7 +350,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       case "pingreq":
         return act(this.#ctx, this, handlePingreq());
       case "disconnect":
-        return act(this.#ctx, this, handleDisconnect(p.reasonCode));
+        return act(ctx, this, handleDisconnect(p, this.session, ctx.config.session.max_expiry_s));
     }
   }
 

@@ -12,6 +12,7 @@ import {
   type PingrespOutcome,
   refuseConnect,
 } from "./outcome.ts";
+import type { StoredSession } from "./stored_sessions.ts";
 
 /** A CONNECT of a protocol level the gateway does not speak. */
 export type UnsupportedConnect = Extract<ClientPacket, { type: "connect_unsupported" }>;
@@ -37,10 +38,19 @@ const DISCONNECTED_WITH_WILL: CloseOutcome = Object.freeze({
 
 /**
  * DISCONNECT: close once queued output is written; the will is discarded [MQTT-3.14.4-3],
- * unless an MQTT 5 client asked for it with reason code 0x04 [MQTT-3.14.2.1].
+ * unless an MQTT 5 client asked for it with reason code 0x04 [MQTT-3.14.2.1]. An MQTT 5
+ * DISCONNECT's Session Expiry Interval replaces the stored session's (capped by
+ * `session.max_expiry_s`; 0: the session ends now) before it goes offline [MQTT-3.14.2.2.2].
  */
-export function handleDisconnect(reasonCode = 0): CloseOutcome {
-  return reasonCode === 0x04 ? DISCONNECTED_WITH_WILL : DISCONNECTED;
+export function handleDisconnect(
+  p: { readonly reasonCode?: number; readonly sessionExpiry?: number } = {},
+  session: StoredSession | null = null,
+  maxExpiryS = 0,
+): CloseOutcome {
+  if (session !== null && p.sessionExpiry !== undefined) {
+    session.expiryS = Math.min(p.sessionExpiry, maxExpiryS);
+  }
+  return p.reasonCode === 0x04 ? DISCONNECTED_WITH_WILL : DISCONNECTED;
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * What a CONNECT asks of its session (DESIGN §4 "Stored sessions"): a clean session, or a
  * stored one that outlives the connection for `expiryS` seconds offline. MQTT 3.1.1: clean
- * session 0 asks for a stored session with the configured `session.expiry_s`. MQTT 5 (wired
- * after the MQTT 5 branch merges): the Session Expiry Interval, capped by the configured maximum,
+ * session 0 asks for a stored session with the configured `session.expiry_s`. MQTT 5: the
+ * Session Expiry Interval granted in `connect_v5.ts` (capped by `session.max_expiry_s`)
  * becomes `expiryS`, and a value of 0 a clean-at-end session; the stored-session code takes this
  * value and never parses a CONNECT itself.
  *
@@ -41,8 +41,9 @@ export function sessionRequestOf(
 
 /**
  * A stored session the gateway cannot keep: the log did not answer, or a new one would pass
- * `limits.max_stored_sessions`. CONNACK 3 (server unavailable); counted. Reads records other
- * gateways wrote first, so a client coming from another gateway resumes its session.
+ * `limits.max_stored_sessions`. CONNACK 3 (server unavailable; MQTT 5: 0x88, or 0x97 when full);
+ * counted. Reads records other gateways wrote first, so a client coming from another gateway
+ * resumes its session.
  */
 export async function refuseStoredSession(
   ctx: SessionContext,
@@ -51,10 +52,12 @@ export async function refuseStoredSession(
 ): Promise<ConnackOutcome | null> {
   if (!req.store) return null;
   let reason: string | null = null;
+  let full = false;
   if (!await ctx.sessions.sync()) {
     reason = "stored sessions are unavailable (the log did not answer)";
-  } else if (ctx.sessions.full(clientId)) reason = "max_stored_sessions reached";
+  } else if ((full = ctx.sessions.full(clientId))) reason = "max_stored_sessions reached";
   if (reason === null) return null;
   ctx.metrics.storedSessionsRefused.inc();
-  return refuseConnect(ConnackCode.SERVER_UNAVAILABLE, reason);
+  const o = refuseConnect(ConnackCode.SERVER_UNAVAILABLE, reason);
+  return full ? { ...o, reasonCode5: 0x97 } : o; // MQTT 5: 0x97 Quota exceeded, else 0x88
 }

@@ -16,6 +16,7 @@ import { utf8Length } from "../base/utf8.ts";
 import { xxh3_64 } from "../base/xxhash.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
+import { decodeStoredOptions, encodeStoredOptions, type StoredOptions } from "./stored_options.ts";
 
 /** Header naming the client id of a session record. */
 export const H_SESSION = "mqtt.session";
@@ -39,6 +40,8 @@ export interface StoredSession {
   readonly clientId: string;
   /** Filters as subscribed → granted QoS. */
   readonly subscriptions: Map<string, 0 | 1>;
+  /** MQTT 5 options of the filters that have them (`stored_options.ts`); absent on 3.1.1. */
+  options?: StoredOptions;
   /** Triple keys with a position: a missing stored offset there means offset 0. */
   readonly triples: Set<string>;
   expiryS: number;
@@ -198,6 +201,7 @@ export class StoredSessions {
     this.#write(s.clientId, {
       v: 1,
       s: [...s.subscriptions],
+      p: encodeStoredOptions(s.options),
       t: [...s.triples],
       e: s.expiryS,
       o: s.offlineSinceMs,
@@ -309,6 +313,7 @@ export class StoredSessions {
     };
     s.subscriptions.clear();
     for (const [f, q] of r.s) s.subscriptions.set(String(f), q === 0 ? 0 : 1);
+    s.options = decodeStoredOptions(r.p);
     s.triples.clear();
     for (const k of Array.isArray(r.t) ? r.t : []) s.triples.add(String(k));
     s.expiryS = Number(r.e) > 0 ? Number(r.e) : this.#opts.maxExpiryS;

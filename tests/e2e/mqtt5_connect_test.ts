@@ -16,10 +16,12 @@ type Packet = any;
 
 Deno.test({
   name:
-    "MQTT 5 CONNACK properties: capabilities, assigned client id, server keep-alive when clamped, session expiry capped to 0",
+    "MQTT 5 CONNACK properties: capabilities, assigned client id, server keep-alive when clamped, session expiry capped to session.max_expiry_s",
   ...opts,
   async fn() {
-    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_KEEP_ALIVE_S: "120" } });
+    const gw = await startGateway({
+      env: { IGGY_MQTT_LIMITS_MAX_KEEP_ALIVE_S: "120", IGGY_MQTT_SESSION_MAX_EXPIRY_S: "600" },
+    });
     try {
       const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
         protocolVersion: 5,
@@ -47,7 +49,7 @@ Deno.test({
           serverKeepAlive: p.serverKeepAlive,
         },
         {
-          sessionExpiryInterval: 0,
+          sessionExpiryInterval: 600,
           receiveMaximum: 64,
           maximumQoS: 1,
           retainAvailable: false,

@@ -190,10 +190,10 @@ Deno.test({
 
 Deno.test({
   name:
-    "MQTT 5 will delay (MQTT.js): the CONNACK caps session expiry to 0, so the session ends with the connection and the delayed will goes out at once [MQTT-3.1.3-9]",
+    "MQTT 5 will delay (MQTT.js): with session.max_expiry_s = 0 the CONNACK caps session expiry to 0, so the session ends with the connection and the delayed will goes out at once [MQTT-3.1.3-9]",
   ...opts,
   async fn() {
-    const gw = await startGateway();
+    const gw = await startGateway({ env: { IGGY_MQTT_SESSION_MAX_EXPIRY_S: "0" } });
     try {
       const watcher = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
         protocolVersion: 5,

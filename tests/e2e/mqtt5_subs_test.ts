@@ -3,7 +3,8 @@
  * `protocolVersion: 5`: overlapping v5 subscriptions deliver one copy carrying every matching
  * subscription identifier [MQTT-3.3.4-3, MQTT-3.3.5-1]; No Local applies to a wildcard
  * subscription; `iggy-from` replays through the catch-up with the v5 options; the delivery's
- * refusals of wildcard filters have their v5 reason codes.
+ * refusals of wildcard filters have their v5 reason codes; a session expiry > 0 makes a stored
+ * session whose subscriptions keep their v5 options across a gateway restart.
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
@@ -18,6 +19,29 @@ interface Received {
   readonly topic: string;
   readonly payload: string;
   readonly packet: Packet;
+}
+
+/**
+ * An MQTT 5 client with a session expiry, recording from before its CONNACK is read (a resumed
+ * session's backlog may follow the CONNACK at once); resolves with the CONNACK too.
+ */
+async function stored5(gw: TestGateway, clientId: string, expiry: number) {
+  const c = mqtt.connect(`mqtt://127.0.0.1:${gw.port}`, {
+    protocolVersion: 5,
+    clientId,
+    clean: false,
+    reconnectPeriod: 0,
+    properties: { sessionExpiryInterval: expiry },
+  });
+  const got: Received[] = [];
+  c.on("message", (topic, payload, packet) => {
+    got.push({ topic, payload: payload.toString(), packet });
+  });
+  const connack: Packet = await new Promise((resolve, reject) => {
+    c.once("connect", resolve);
+    c.once("error", reject);
+  });
+  return { c, got, connack };
 }
 
 async function client5(gw: TestGateway, o: Record<string, unknown> = {}) {
@@ -173,6 +197,106 @@ Deno.test({
       await c.c.endAsync();
     } finally {
       await denied.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 session expiry > 0: a stored session across a gateway restart, session present 1, the backlog with its subscription identifiers; No Local still applies after the resume",
+  ...opts,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-stored5-" });
+    const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db` };
+    try {
+      const gw1 = await startGateway({ env });
+      try {
+        const pub = await client5(gw1);
+        await pub.c.publishAsync("building/north/room/1", "create", { qos: 1 }); // targets exist
+        await pub.c.publishAsync("building/south/room/2", "create", { qos: 1 });
+        const dev = await stored5(gw1, "v5-dev", 3600);
+        assert.equal(dev.connack.sessionPresent, false);
+        assert.equal(dev.connack.properties?.sessionExpiryInterval, undefined, "granted as asked");
+        await dev.c.subscribeAsync("building/+/room/#", {
+          qos: 1,
+          properties: { subscriptionIdentifier: 11 },
+        });
+        await dev.c.subscribeAsync("building/north/room/#", {
+          qos: 1,
+          nl: true,
+          properties: { subscriptionIdentifier: 12 },
+        });
+        await dev.c.endAsync();
+        await waitFor(
+          () => gw1.gateway.sessions.get("v5-dev")?.offlineSinceMs != null,
+          5000,
+          "off",
+        );
+        await pub.c.publishAsync("building/north/room/1", "a", { qos: 1 });
+        await pub.c.publishAsync("building/south/room/2", "b", { qos: 1 });
+        await pub.c.endAsync();
+      } finally {
+        await gw1.stop();
+      }
+      const gw2 = await startGateway({ env });
+      try {
+        const dev = await stored5(gw2, "v5-dev", 3600);
+        assert.equal(dev.connack.sessionPresent, true);
+        await waitFor(() => dev.got.length === 2, 5000, "the backlog");
+        const byPayload = new Map(dev.got.map((m) => [m.payload, ids(m.packet)]));
+        assert.deepEqual(byPayload.get("a"), [11, 12]);
+        assert.deepEqual(byPayload.get("b"), [11]);
+        // Its own publish: No Local of subscription 12 came back with the session.
+        await dev.c.publishAsync("building/north/room/1", "self", { qos: 1 });
+        await waitFor(() => dev.got.length === 3, 5000, "its own message once");
+        assert.deepEqual(ids(dev.got[2].packet), [11]);
+        await new Promise((r) => setTimeout(r, 200));
+        assert.equal(dev.got.length, 3);
+        await dev.c.endAsync();
+      } finally {
+        await gw2.stop();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 stored sessions: a DISCONNECT with Session Expiry Interval 0 ends the session (present 0 on return); past limits.max_stored_sessions a v5 CONNECT gets CONNACK 0x97",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "1" } });
+    try {
+      const pub = await client5(gw);
+      await pub.c.publishAsync("building/north/room/1", "create", { qos: 1 });
+      const dev = await stored5(gw, "v5-end", 3600);
+      await dev.c.subscribeAsync("building/+/room/#", { qos: 1 });
+      const other = mqtt.connect(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        clientId: "v5-other",
+        clean: false,
+        reconnectPeriod: 0,
+        properties: { sessionExpiryInterval: 60 },
+      });
+      const refused: Packet = await new Promise((resolve) => {
+        other.once("error", (e: Packet) => resolve(e));
+        other.once("connect", (p: Packet) => resolve(p));
+      });
+      assert.equal(refused.code, 0x97, "one stored session is the bound");
+      other.end(true);
+      await dev.c.endAsync(false, { properties: { sessionExpiryInterval: 0 } });
+      await waitFor(() => gw.gateway.sessions.get("v5-end")?.offlineSinceMs != null, 5000, "off");
+      await pub.c.publishAsync("building/north/room/1", "while away", { qos: 1 });
+      const back = await stored5(gw, "v5-end", 3600);
+      assert.equal(back.connack.sessionPresent, false, "the session ended at the DISCONNECT");
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(back.got, []);
+      await back.c.endAsync();
+      await pub.c.endAsync();
+    } finally {
+      await gw.stop();
     }
   },
 });
