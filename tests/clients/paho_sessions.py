@@ -1,9 +1,11 @@
-"""Paho (paho-mqtt 2.1.0, MQTT 3.1.1) clients for the session scenarios of the Eclipse Paho
+"""Paho (paho-mqtt 2.1.0, MQTT 3.1.1 or 5) clients for the session scenarios of the Eclipse Paho
 interoperability tests, driven by tests/e2e/paho_interop_test.ts. Written for this gateway from
 the scenarios' descriptions, with the topic and wildcard sets those tests use.
 
-usage: paho_sessions.py PORT SCENARIO
+usage: paho_sessions.py PORT SCENARIO [VERSION]
 SCENARIO: offline_queueing | overlapping | redelivery | expiry_before | expiry_after
+VERSION: 3.1.1 (default: clean session 0/1) or 5 (Clean Start and a Session Expiry Interval:
+3600 s for a kept session, 1 s in the expiry scenario, 0 for a clean one)
 Prints one line per observation and "pass" last; exits 1 with "fail: <why>" otherwise.
 
 Differences from the Paho suite, by design of the gateway (README "What the gateway does not
@@ -15,18 +17,23 @@ import threading
 import time
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 
 TOPICS = ("TopicA", "TopicA/B", "Topic/C", "TopicA/C", "/TopicA")
 WILDTOPICS = ("TopicA/+", "+/C", "#", "/#", "/+", "+/+", "TopicA/#")
 TIMEOUT = 10
 
 port, scenario = int(sys.argv[1]), sys.argv[2]
+V5 = len(sys.argv) > 3 and sys.argv[3] == "5"
 
 
 class Device:
     """One paho client with its CONNACK and the messages it received."""
 
-    def __init__(self, client_id, clean, manual_ack=False):
+    def __init__(self, client_id, clean, manual_ack=False, expiry=3600):
+        self.clean = clean
+        self.expiry = 0 if clean else expiry
         self.connected = threading.Event()
         self.session_present = None
         self.messages = []
@@ -34,8 +41,8 @@ class Device:
         self.client = mqtt.Client(
             mqtt.CallbackAPIVersion.VERSION2,
             client_id=client_id,
-            clean_session=clean,
-            protocol=mqtt.MQTTv311,
+            clean_session=None if V5 else clean,
+            protocol=mqtt.MQTTv5 if V5 else mqtt.MQTTv311,
             manual_ack=manual_ack,
         )
         self.client.on_connect = self._on_connect
@@ -51,7 +58,14 @@ class Device:
             self.messages.append((msg.topic, msg.payload.decode(), msg.qos, msg.mid))
 
     def connect(self):
-        self.client.connect("127.0.0.1", port, keepalive=60)
+        if V5:
+            props = Properties(PacketTypes.CONNECT)
+            props.SessionExpiryInterval = self.expiry
+            self.client.connect(
+                "127.0.0.1", port, keepalive=60, clean_start=self.clean, properties=props
+            )
+        else:
+            self.client.connect("127.0.0.1", port, keepalive=60)
         self.client.loop_start()
         if not self.connected.wait(TIMEOUT) or self.rc != 0:
             fail("no CONNACK 0")
@@ -163,7 +177,7 @@ def redelivery():
 
 
 def expiry_before():
-    a = Device("expiring", clean=False).connect()
+    a = Device("expiring", clean=False, expiry=1).connect()
     a.subscribe([(WILDTOPICS[0], 1)])
     a.disconnect()
 
@@ -173,7 +187,7 @@ def expiry_after():
     b = Device("publisher", clean=True).connect()
     b.publish(TOPICS[1], "after expiry", 1)
     b.disconnect()
-    a = Device("expiring", clean=False).connect()
+    a = Device("expiring", clean=False, expiry=1).connect()
     if a.session_present:
         fail("session present 1 after the session expired")
     a.barrier()
