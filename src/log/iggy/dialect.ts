@@ -49,6 +49,8 @@ export interface Link {
   readonly load: number;
   readonly lastUsed: number;
   readonly registration: RegisterReply | undefined;
+  /** Replica id of the node that answered (0.12 reply header byte 61). */
+  readonly replica?: number;
   register(credentials: Credentials): Promise<RegisterReply>;
   request(code: number, body?: Uint8Array, o?: RequestOptions012): Promise<Uint8Array>;
   requestFramed(code: number, frame: Uint8Array, o?: RequestOptions012): Promise<Uint8Array>;

@@ -28,6 +28,8 @@ export interface PoolOptions {
   readonly reconnectMaxMs: number;
   /** Source of jitter in [0, 1). */
   readonly random?: () => number;
+  /** Keep reconnecting after a failed first round (a node of a cluster that is down). */
+  readonly persistent?: boolean;
 }
 
 const BACKOFF_BASE_MS = 100;
@@ -61,6 +63,11 @@ export class IggyPool {
     return this.#conns.some((c) => c && !c.isClosed);
   }
 
+  /** Replica id of the node this pool's connections reached (0.12), if known. */
+  get replica(): number | undefined {
+    return this.#conns.find((c) => c && !c.isClosed)?.replica;
+  }
+
   /** Register reply of a live connection (server version, session), if any. */
   get registration(): RegisterReply | undefined {
     return this.#conns.find((c) => c && !c.isClosed)?.registration;
@@ -83,7 +90,7 @@ export class IggyPool {
     }
     const error = await first;
     if (error) {
-      await this.close();
+      if (!this.#o.persistent) await this.close();
       throw error;
     }
   }

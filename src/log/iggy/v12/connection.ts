@@ -30,6 +30,9 @@ import { randomRequestChecksum, requestFrame012, type RouteContext } from "./hea
 import { encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
 import { Code012, MAX_PENDING_PER_CONNECTION, PROTOCOL_012_PACKED } from "./wire.ts";
 
+/** Byte of a reply header naming the replica that sent it. */
+const REPLICA_AT = 61;
+
 /** First pause before resending a transiently refused request; doubles per attempt. */
 export const TRANSIENT_BACKOFF_MS = 20;
 const TRANSIENT_BACKOFF_MAX_MS = 500;
@@ -98,6 +101,8 @@ export class IggyConnection012 {
   lastUsed = Date.now();
   /** What Register answered, once registered. */
   registration: RegisterReply | undefined;
+  /** Replica id of the node, from the `replica` byte (61) of its replies. */
+  replica: number | undefined;
 
   constructor(transport: Transport, options: ConnectionOptions012) {
     this.#transport = transport;
@@ -281,6 +286,7 @@ export class IggyConnection012 {
 
   #deliver(frame: Frame): void {
     this.#lastReceived = Date.now();
+    this.replica = frame.header[REPLICA_AT];
     if (readFrameKind(frame.header) === FrameKind.EVICTION) {
       try {
         decodeReply(frame.header, frame.body, 0);
