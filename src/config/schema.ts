@@ -293,7 +293,8 @@ export const KEY_SPECS: readonly KeySpec[] = [
     key: "iggy.pool_size",
     type: int(1, 64),
     default: 2,
-    doc: "Service connections (one request in flight each).",
+    doc:
+      "Service connections per Iggy node (protocol 0.11: one request in flight each; 0.12: up to 256 each).",
   },
   {
     key: "iggy.heartbeat_interval_ms",
