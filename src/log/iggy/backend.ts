@@ -35,7 +35,7 @@ import { ClusterPool } from "./cluster.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
 import { nextOffsetOf, type TopicRecord } from "./records.ts";
 import { SendEncoder } from "./send_encoder.ts";
-import { type Dialect, DIALECT_011, DialectChooser } from "./dialect.ts";
+import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
 import { PartitionOps012 } from "./v12/partitions.ts";
 import { describeServer } from "./server_info.ts";
 
@@ -106,6 +106,7 @@ export class IggyBackend implements LogBackend {
     const connectOptions = { timeoutMs: config.request_timeout_ms, label: "auth" };
     this.#pool = new ClusterPool(dials, {
       chooser: this.#chooser,
+      sessions: new SessionKeeper(),
       credentials,
       size: config.pool_size,
       requestTimeoutMs: config.request_timeout_ms,

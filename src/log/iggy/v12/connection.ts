@@ -27,7 +27,7 @@ import { commandName, decodeReply } from "../reply.ts";
 import { randomMessageId } from "../batch.ts";
 import { FrameReader } from "./frame_reader.ts";
 import { randomRequestChecksum, requestFrame012, type RouteContext } from "./header.ts";
-import { encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
+import { bindSessionBody, encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
 import { Code012, MAX_PENDING_PER_CONNECTION, PROTOCOL_012_PACKED } from "./wire.ts";
 
 /** Byte of a reply header naming the replica that sent it. */
@@ -59,6 +59,17 @@ export interface RequestOptions012 {
   readonly node?: number;
 }
 
+/** One logical 0.12 session: what a further connection needs to bind to it. */
+export interface SessionState012 {
+  readonly client: bigint;
+  readonly session: bigint;
+  /** Never logged. */
+  readonly secret: Uint8Array;
+  /** Next request id of the session (gaps allowed, never reused). */
+  nextId: bigint;
+  readonly reply: RegisterReply;
+}
+
 /** A deferred poll this client cancelled. */
 export class DeferredCancelledError extends Error {
   constructor() {
@@ -86,7 +97,8 @@ export class IggyConnection012 {
   readonly #o: Required<ConnectionOptions012>;
   #client = 0n;
   #session = 0n;
-  #nextId = 1n;
+  /** The logical session, shared by every connection bound to it (one request-id counter). */
+  #shared: SessionState012 | undefined;
   readonly #pending = new Map<bigint, Pending>();
   readonly #slots: (() => void)[] = [];
   #inFlight = 0;
@@ -132,9 +144,15 @@ export class IggyConnection012 {
     return this.#session;
   }
 
+  /** The logical session this connection registered or bound, once logged in. */
+  get sessionState(): SessionState012 | undefined {
+    return this.#shared;
+  }
+
   /** Logs in: Register with a fresh client id and bind secret. */
   async register(credentials: Credentials): Promise<RegisterReply> {
-    const { code, body } = encodeRegister012(credentials, newBindSecret(), this.#o.protocolVersion);
+    const secret = newBindSecret();
+    const { code, body } = encodeRegister012(credentials, secret, this.#o.protocolVersion);
     this.#client = randomMessageId();
     const frame = requestFrame012(code, body, {
       client: this.#client,
@@ -147,7 +165,34 @@ export class IggyConnection012 {
     if (reply.session === 0n) throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound no session");
     this.#session = reply.session;
     this.registration = reply;
+    this.#shared = { client: this.#client, session: reply.session, secret, nextId: 1n, reply };
     return reply;
+  }
+
+  /**
+   * Attaches this connection to a session another connection registered (BindSession, 15),
+   * saving a login; its requests then draw ids from that session's one counter.
+   */
+  async bind(s: SessionState012): Promise<RegisterReply> {
+    this.#client = s.client;
+    const request = s.nextId++;
+    const body = bindSessionBody(this.#o.protocolVersion, s.client, s.session, s.secret);
+    const frame = requestFrame012(Code012.BIND_SESSION, body, {
+      client: s.client,
+      request,
+      session: s.session,
+      operation: 2,
+    });
+    const reply = decodeRegisterReply(
+      await this.#exchange(Code012.BIND_SESSION, request, frame, this.#o.timeoutMs),
+    );
+    if (reply.session !== s.session) {
+      throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound another session");
+    }
+    this.#session = s.session;
+    this.registration = s.reply;
+    this.#shared = s;
+    return s.reply;
   }
 
   /** Sends one command on the session; resolves with its reply payload. */
@@ -193,7 +238,7 @@ export class IggyConnection012 {
       if (this.#closedWith) {
         throw new NotSentError(`Cannot ${commandName(code)}: ${this.#closedWith.message}`);
       }
-      const request = unbound ? 0n : this.#nextId++;
+      const request = unbound ? 0n : this.#shared!.nextId++;
       const frame = requestFrame012(code, body, {
         client: this.#client,
         request,
