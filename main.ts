@@ -22,7 +22,7 @@ import { compileMap, explainJson, initPartitioner, MapError } from "./src/mappin
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/access/password.ts";
-import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/mod.ts";
+import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/version.ts";
 import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts";
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
@@ -35,7 +35,7 @@ async function main(argv: string[]): Promise<number> {
   const first = argv[0];
   if (first === "--version" || first === "version") {
     console.log(
-      `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1; Iggy binary protocol ${
+      `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1 and 5; Iggy binary protocol ${
         formatVersion(PROTOCOL_VERSION)
       })`,
     );

@@ -31,6 +31,7 @@ import { SourceGuard } from "./session/source_guard.ts";
 import { deliveryOptions, loadMap, sourceGuardOptions, topicCacheOptions } from "./wiring.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
+import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
 import { tripleGauge } from "./observe/triple_gauge.ts";
 
@@ -69,17 +70,25 @@ export class Gateway {
   #http: HttpServer | null = null;
   #connections = new Set<Connection>();
   #stopping = false;
+  /** Sockets over a connection limit: MQTT 5 clients get CONNACK 0x97 / 0x9F first. */
+  #refusals: EarlyRefusals;
   #started = false;
 
-  private constructor(config: GatewayConfig, map: CompiledMap, o: GatewayOverrides) {
+  private constructor(
+    config: GatewayConfig,
+    map: CompiledMap,
+    backend: LogBackend,
+    o: GatewayOverrides,
+  ) {
     this.config = config;
     this.logger = o.logger ?? new Logger(config.gateway.log_level);
-    this.backend = o.backend ?? createBackend(config);
+    this.backend = backend;
     this.maps = { current: map };
     this.durability = new DurabilityWatch(this.logger);
     const clock = o.clock ?? systemClock;
     const l = config.limits;
     this.registry = new ConnectionRegistry(l.max_connections);
+    this.#refusals = new EarlyRefusals(config.listeners.mqtt_versions.includes("5"));
     this.#deadlines = new DeadlineWheel(clock);
     const topics = new TopicCache(
       this.backend,
@@ -124,7 +133,7 @@ export class Gateway {
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
     await initPartitioner();
     const map = o.map ?? await loadMap(config);
-    return new Gateway(config, map, o);
+    return new Gateway(config, map, o.backend ?? await createBackend(config), o);
   }
 
   /**
@@ -259,8 +268,7 @@ export class Gateway {
         remote: t.remoteAddress,
         max_per_second: this.config.limits.max_connection_rate_per_source,
       });
-      t.close();
-      return;
+      return this.#refusals.refuse(t, 0x9f, "connection rate from this source exceeded");
     }
     const conn = new Connection(t, this.#ctx);
     if (this.#stopping || !this.registry.admit(conn)) {
@@ -270,8 +278,8 @@ export class Gateway {
       this.logger.limited("warn", "Connection refused: max_connections reached", {
         max: this.config.limits.max_connections,
       });
-      t.close();
-      return;
+      if (this.#stopping) return t.close();
+      return this.#refusals.refuse(t, 0x97, "max_connections reached");
     }
     conn.start(this.#connections);
   }

@@ -16,7 +16,7 @@ export async function durabilityLines(
   map: CompiledMap,
 ): Promise<string[]> {
   if (config.gateway.backend !== "iggy") return [];
-  const backend = createBackend(config);
+  const backend = await createBackend(config);
   try {
     await backend.open();
   } catch (err) {

@@ -12,6 +12,10 @@ export interface DecoderLimits {
   readonly maxPacketBytes: number;
   readonly maxTopicBytes: number;
   readonly maxTopicLevels: number;
+  /** MQTT 5: user properties one packet may carry; more → DISCONNECT 0x95. */
+  readonly maxUserProperties?: number;
+  /** MQTT 5: topic aliases the client may set (the CONNACK's Topic Alias Maximum). */
+  readonly topicAliasMaximum?: number;
 }
 
 /** A cursor over one packet body. Every read is bounds-checked. */
@@ -26,6 +30,24 @@ export class Reader {
     const v = (this.b[this.pos] << 8) | this.b[this.pos + 1];
     this.pos += 2;
     return v;
+  }
+  u32(): number {
+    if (this.pos + 4 > this.end) throw truncated();
+    const b = this.b, p = this.pos;
+    this.pos += 4;
+    return ((b[p] << 24) >>> 0) + ((b[p + 1] << 16) | (b[p + 2] << 8) | b[p + 3]);
+  }
+  /** Variable byte integer [MQTT-1.5.5]: at most 4 bytes. */
+  varint(): number {
+    let v = 0;
+    let mult = 1;
+    for (let i = 0; i < 4; i++) {
+      const d = this.u8();
+      v += (d & 0x7f) * mult;
+      if ((d & 0x80) === 0) return v;
+      mult *= 128;
+    }
+    throw new ProtocolError("MQTT-1.5.5", "Variable byte integer longer than 4 bytes");
   }
   bytes(): Uint8Array {
     const n = this.u16();

@@ -1,5 +1,6 @@
 /**
- * Bounded MQTT 3.1.1 decoder. Bytes go in as they arrive; whole packets come out.
+ * Bounded MQTT 3.1.1 and MQTT 5 decoder (the CONNECT's protocol level decides which; the MQTT 5
+ * bodies are in `decode_v5.ts`). Bytes go in as they arrive; whole packets come out.
  *
  * The bound comes first: the remaining length is checked against `maxPacketBytes` as soon as
  * the fixed header is complete, before any body byte is buffered [MQTT-2.2.3]. Buffered bytes
@@ -21,14 +22,27 @@ import {
   Reader,
   truncated,
 } from "./_fields.ts";
-import { decodeConnect } from "./decode_connect.ts";
+import { decodeConnect, type ProtocolLevels } from "./decode_connect.ts";
+import {
+  decodeDisconnect5,
+  decodePuback5,
+  decodeSubscribe5,
+  decodeUnsubscribe5,
+  readPublishProperties,
+  V5State,
+} from "./decode_v5.ts";
 import { ProtocolError } from "./errors.ts";
 import { type ClientPacket, PacketType, type PublishPacket, type Subscription } from "./packets.ts";
 import { decodeMqttString } from "./mqtt_string.ts";
 
 export type { DecoderLimits } from "./_fields.ts";
+export type { ProtocolLevels } from "./decode_connect.ts";
 
 const EMPTY = new Uint8Array(0);
+/** MQTT 5 reason code 0x95 Packet too large. */
+const PACKET_TOO_LARGE = 0x95;
+/** MQTT 5 AUTH packet type [MQTT-3.15]. */
+const AUTH = 15;
 
 /** Incremental decoder for one connection. */
 export class PacketDecoder {
@@ -37,9 +51,18 @@ export class PacketDecoder {
   #connected = false;
   /** The previous PUBLISH's topic (clients mostly repeat theirs): reused when bytes match. */
   #lastTopic: LastTopic | null = null;
+  #levels: ProtocolLevels | undefined;
+  /** Set by an MQTT 5 CONNECT; null on a 3.1.1 connection. */
+  #v5: V5State | null = null;
 
-  constructor(limits: DecoderLimits) {
+  constructor(limits: DecoderLimits, levels?: ProtocolLevels) {
     this.#limits = limits;
+    this.#levels = levels;
+  }
+
+  /** The connection speaks MQTT 5 (its CONNECT had protocol level 5). */
+  get v5(): boolean {
+    return this.#v5 !== null;
   }
 
   /** Bytes held waiting for the rest of a packet. */
@@ -71,6 +94,17 @@ export class PacketDecoder {
     return out;
   }
 
+  #decodeConnect(b: Uint8Array, start: number, end: number): ClientPacket {
+    if (this.#connected) throw new ProtocolError("MQTT-3.1.0-2", "Second CONNECT");
+    const p = decodeConnect(b, start, end, this.#limits, this.#levels);
+    this.#connected = true;
+    if (p.type === "connect" && p.protocolLevel === 5) {
+      this.#v5 = new V5State(this.#limits);
+      this.#v5.sessionExpiryZero = (p.properties?.sessionExpiry ?? 0) === 0;
+    }
+    return p;
+  }
+
   #decodeBody(byte1: number, b: Uint8Array, start: number, end: number): ClientPacket {
     const type = byte1 >> 4;
     const flags = byte1 & 0x0f;
@@ -78,18 +112,15 @@ export class PacketDecoder {
       throw new ProtocolError("MQTT-3.1.0-1", "First packet is not CONNECT");
     }
     switch (type) {
-      case PacketType.CONNECT: {
-        if (this.#connected) throw new ProtocolError("MQTT-3.1.0-2", "Second CONNECT");
+      case PacketType.CONNECT:
         expectFlags(flags, 0, "CONNECT", "MQTT-2.2.2-2");
-        const p = decodeConnect(b, start, end, this.#limits);
-        this.#connected = true;
-        return p;
-      }
+        return this.#decodeConnect(b, start, end);
       case PacketType.PUBLISH:
         this.#lastTopic ??= { bytes: EMPTY, topic: "" };
-        return decodePublish(flags, b, start, end, this.#limits, this.#lastTopic);
+        return decodePublish(flags, b, start, end, this.#limits, this.#lastTopic, this.#v5);
       case PacketType.PUBACK:
         expectFlags(flags, 0, "PUBACK", "MQTT-2.2.2-2");
+        if (this.#v5 !== null) return decodePuback5(b, start, end);
         return { type: "puback", packetId: decodeIdOnly(b, start, end, "PUBACK") };
       case PacketType.PUBREC:
       case PacketType.PUBREL:
@@ -101,9 +132,11 @@ export class PacketDecoder {
         );
       case PacketType.SUBSCRIBE:
         expectFlags(flags, 2, "SUBSCRIBE", "MQTT-3.8.1-1");
+        if (this.#v5 !== null) return decodeSubscribe5(b, start, end, this.#limits);
         return decodeSubscribe(b, start, end);
       case PacketType.UNSUBSCRIBE:
         expectFlags(flags, 2, "UNSUBSCRIBE", "MQTT-3.10.1-1");
+        if (this.#v5 !== null) return decodeUnsubscribe5(b, start, end, this.#limits);
         return decodeUnsubscribe(b, start, end);
       case PacketType.PINGREQ:
         expectFlags(flags, 0, "PINGREQ", "MQTT-2.2.2-2");
@@ -111,8 +144,16 @@ export class PacketDecoder {
         return { type: "pingreq" };
       case PacketType.DISCONNECT:
         expectFlags(flags, 0, "DISCONNECT", "MQTT-2.2.2-2");
+        if (this.#v5 !== null) return decodeDisconnect5(b, start, end, this.#v5);
         expectEmpty(start, end, "DISCONNECT");
         return { type: "disconnect" };
+      case AUTH:
+        // No enhanced authentication: a CONNECT with a method was refused (CONNACK 0x8C), so
+        // an AUTH afterwards is a Protocol Error [MQTT-4.12.0-1]. On 3.1.1, type 15 is reserved.
+        if (this.#v5 !== null) {
+          throw new ProtocolError("MQTT-4.12.0-1", "AUTH without an authentication method", 0x82);
+        }
+        throw new ProtocolError("MQTT-2.2.1", `Reserved packet type ${type}`);
       case PacketType.CONNACK:
       case PacketType.SUBACK:
       case PacketType.UNSUBACK:
@@ -143,6 +184,7 @@ function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedHeader |
         const err = new ProtocolError(
           "MQTT-2.2.3",
           `Packet of ${remaining} bytes exceeds max_packet_bytes ${max}`,
+          PACKET_TOO_LARGE,
         );
         err.packetType = b[pos] >> 4;
         throw err;
@@ -153,7 +195,7 @@ function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedHeader |
     // Refuse as soon as the partial length already exceeds the cap.
     if (remaining > max) {
       throw tagged(
-        new ProtocolError("MQTT-2.2.3", `Packet exceeds max_packet_bytes ${max}`),
+        new ProtocolError("MQTT-2.2.3", `Packet exceeds max_packet_bytes ${max}`, PACKET_TOO_LARGE),
         b,
         pos,
       );
@@ -197,6 +239,27 @@ function sameBytes(a: Uint8Array, b: Uint8Array, from: number): boolean {
   return true;
 }
 
+/** A PUBLISH topic name at `b[from, to)`, checked, or the last one when the bytes repeat. */
+function readTopic(
+  b: Uint8Array,
+  from: number,
+  to: number,
+  limits: DecoderLimits,
+  last: LastTopic,
+): string {
+  const n = to - from;
+  if (n === last.bytes.length && n > 0 && sameBytes(last.bytes, b, from)) {
+    // Same bytes as the last topic: already decoded and validated (UTF-8, U+0000, wildcards,
+    // levels). Saves ~6% of QoS 0 ingest CPU, and the string keeps its cached hash.
+    return last.topic;
+  }
+  const topic = decodeMqttString(b, from, to);
+  checkTopicName(topic, limits);
+  last.bytes = b.slice(from, to);
+  last.topic = topic;
+  return topic;
+}
+
 function decodePublish(
   flags: number,
   b: Uint8Array,
@@ -204,10 +267,14 @@ function decodePublish(
   end: number,
   limits: DecoderLimits,
   last: LastTopic,
+  v5: V5State | null,
 ): PublishPacket {
   const qos = (flags >> 1) & 0x03;
   if (qos === 3) throw new ProtocolError("MQTT-3.3.1-4", "PUBLISH with QoS 3");
-  if (qos === 2) throw new ProtocolError("MQTT-3.3.1-4", "PUBLISH with QoS 2 is not supported");
+  if (qos === 2) {
+    // MQTT 5: 0x9B QoS not supported (the CONNACK said Maximum QoS 1) [MQTT-3.2.2-11].
+    throw new ProtocolError("MQTT-3.3.1-4", "PUBLISH with QoS 2 is not supported", 0x9b);
+  }
   const dup = (flags & 0x08) !== 0;
   if (qos === 0 && dup) throw new ProtocolError("MQTT-3.3.1-2", "DUP set on a QoS 0 PUBLISH");
   if (end - start < 2) throw truncated();
@@ -220,17 +287,10 @@ function decodePublish(
       `Topic of ${topicLen} bytes exceeds max_topic_bytes ${limits.maxTopicBytes}`,
     );
   }
-  let topic: string;
-  if (topicLen === last.bytes.length && topicLen > 0 && sameBytes(last.bytes, b, start + 2)) {
-    // Same bytes as the last topic: already decoded and validated (UTF-8, U+0000, wildcards,
-    // levels). Saves ~6% of QoS 0 ingest CPU, and the string keeps its cached hash.
-    topic = last.topic;
-  } else {
-    topic = decodeMqttString(b, start + 2, topicEnd);
-    checkTopicName(topic, limits);
-    last.bytes = b.slice(start + 2, topicEnd);
-    last.topic = topic;
-  }
+  // An empty MQTT 5 topic is given by its topic alias (below).
+  const topic = topicLen === 0 && v5 !== null
+    ? ""
+    : readTopic(b, start + 2, topicEnd, limits, last);
   let pos = topicEnd;
   let packetId = 0;
   if (qos === 1) {
@@ -239,6 +299,7 @@ function decodePublish(
     if (packetId === 0) throw new ProtocolError("MQTT-2.3.1-1", "PUBLISH with packet identifier 0");
     pos += 2;
   }
+  if (v5 !== null) return decodePublishTail5(flags, b, pos, end, topic, qos, packetId, v5);
   return {
     type: "publish",
     topic,
@@ -247,6 +308,35 @@ function decodePublish(
     dup,
     packetId,
     payload: b.slice(pos, end),
+  };
+}
+
+/** The rest of an MQTT 5 PUBLISH: properties, the topic alias, the payload. */
+function decodePublishTail5(
+  flags: number,
+  b: Uint8Array,
+  pos: number,
+  end: number,
+  topic: string,
+  qos: number,
+  packetId: number,
+  v5: V5State,
+): PublishPacket {
+  if (flags & 0x01) {
+    // The CONNACK said Retain Available 0 [MQTT-3.3.1-13]: 0x9A Retain not supported.
+    throw new ProtocolError("MQTT-3.3.1-13", "PUBLISH with RETAIN; retain is not available", 0x9a);
+  }
+  const { properties, payloadStart } = readPublishProperties(b, pos, end, v5);
+  const resolved = v5.resolveAlias(topic, properties.topicAlias);
+  return {
+    type: "publish",
+    topic: resolved,
+    qos: qos as 0 | 1,
+    retain: (flags & 0x01) !== 0,
+    dup: (flags & 0x08) !== 0,
+    packetId,
+    payload: b.slice(payloadStart, end),
+    properties,
   };
 }
 

@@ -256,7 +256,7 @@ for (const [name, bytes] of VALID_PACKETS) {
   });
 }
 
-Deno.test("PacketDecoder.push() answers MQTT 5 and MQIsdp level 3 CONNECTs as unsupported", () => {
+Deno.test("PacketDecoder.push() answers MQTT 5 (when not enabled) and MQIsdp level 3 CONNECTs as unsupported", () => {
   const v5 = generate({
     cmd: "connect",
     protocolId: "MQTT",
@@ -274,8 +274,11 @@ Deno.test("PacketDecoder.push() answers MQTT 5 and MQIsdp level 3 CONNECTs as un
     keepalive: 5,
   });
   assert.equal(oracleParse(v5, 5)[0].protocolVersion, 5);
-  assert.deepEqual(new PacketDecoder(LIMITS).push(v5), [
+  assert.deepEqual(new PacketDecoder(LIMITS, { v4: true, v5: false }).push(v5), [
     { type: "connect_unsupported", protocolName: "MQTT", level: 5 },
+  ]);
+  assert.deepEqual(new PacketDecoder(LIMITS, { v4: false, v5: true }).push(CONNECT), [
+    { type: "connect_unsupported", protocolName: "MQTT", level: 4 },
   ]);
   assert.deepEqual(new PacketDecoder(LIMITS).push(v3), [
     { type: "connect_unsupported", protocolName: "MQIsdp", level: 3 },

@@ -81,7 +81,10 @@ export function encodePuback(packetId: number): Uint8Array {
   return b;
 }
 
-/** Outbound PUBLISH. `topicBytes` may be cached by the caller (it is per topic, not per copy). */
+/**
+ * Outbound PUBLISH. `topicBytes` may be cached by the caller (it is per topic, not per copy).
+ * `props`: the MQTT 5 property block without its length prefix; null for 3.1.1 (no field).
+ */
 export function encodePublish(
   topicBytes: Uint8Array,
   payload: Uint8Array,
@@ -89,10 +92,11 @@ export function encodePublish(
   packetId: number,
   dup: boolean,
   retain = false,
+  props: Uint8Array | null = null,
 ): Uint8Array {
-  const remaining = 2 + topicBytes.length + (qos > 0 ? 2 : 0) + payload.length;
-  const lenBytes = remaining < 128 ? 1 : remaining < 16384 ? 2 : remaining < 2097152 ? 3 : 4;
-  const out = new Uint8Array(1 + lenBytes + remaining);
+  const propsField = props === null ? 0 : varintBytes(props.length) + props.length;
+  const remaining = 2 + topicBytes.length + (qos > 0 ? 2 : 0) + propsField + payload.length;
+  const out = new Uint8Array(1 + varintBytes(remaining) + remaining);
   out[0] = 0x30 | (dup ? 0x08 : 0) | (qos << 1) | (retain ? 1 : 0);
   let pos = 1;
   for (const digit of remainingLength(remaining)) out[pos++] = digit;
@@ -104,8 +108,30 @@ export function encodePublish(
     out[pos++] = packetId >> 8;
     out[pos++] = packetId & 0xff;
   }
+  if (props !== null) {
+    for (const digit of remainingLength(props.length)) out[pos++] = digit;
+    out.set(props, pos);
+    pos += props.length;
+  }
   out.set(payload, pos);
   return out;
+}
+
+/** Bytes of a PUBLISH as {@link encodePublish} would make it (maximum packet size checks). */
+export function publishSize(
+  topicBytes: number,
+  payload: number,
+  qos: 0 | 1,
+  props: Uint8Array | null,
+): number {
+  const propsField = props === null ? 0 : varintBytes(props.length) + props.length;
+  const remaining = 2 + topicBytes + (qos > 0 ? 2 : 0) + propsField + payload;
+  return 1 + varintBytes(remaining) + remaining;
+}
+
+/** Size of a variable byte integer [MQTT-1.5.5]. */
+function varintBytes(n: number): number {
+  return n < 128 ? 1 : n < 16384 ? 2 : n < 2097152 ? 3 : 4;
 }
 
 export { utf8 };

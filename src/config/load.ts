@@ -155,6 +155,7 @@ function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfi
   return {
     gateway: table("gateway"),
     listeners: table("listeners"),
+    mqtt5: table("mqtt5"),
     session: table("session"),
     auth: table("auth"),
     mapping: table("mapping"),
@@ -171,6 +172,13 @@ function crossCheck(c: GatewayConfig): void {
     throw new ConfigError(
       "listeners.tcp",
       "at least one of listeners.tcp and listeners.tls is needed",
+    );
+  }
+  const versions = c.listeners.mqtt_versions;
+  if (versions.length === 0 || versions.some((v) => v !== "3.1.1" && v !== "5")) {
+    throw new ConfigError(
+      "listeners.mqtt_versions",
+      `must list "3.1.1", "5" or both, got ${JSON.stringify(versions)}`,
     );
   }
   if (c.listeners.tls !== "") {

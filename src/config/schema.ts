@@ -99,10 +99,33 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "PEM private key for the TLS listener.",
   },
   {
+    key: "listeners.mqtt_versions",
+    type: list,
+    default: ["3.1.1", "5"],
+    doc:
+      'MQTT versions the MQTT listeners speak: "3.1.1", "5" or both; another version\'s CONNECT gets CONNACK 0x01 / 0x84.',
+  },
+  {
     key: "listeners.http",
     type: optAddr,
     default: "127.0.0.1:8080",
     doc: "Health, readiness and metrics HTTP, host:port; empty disables it.",
+  },
+
+  // [mqtt5]
+  {
+    key: "mqtt5.puback_coordinates",
+    type: bool,
+    default: true,
+    doc:
+      "A successful MQTT 5 QoS 1 PUBACK carries the log coordinates as user properties iggy.stream, iggy.topic, iggy.partition, iggy.offset.",
+  },
+  {
+    key: "mqtt5.max_will_delay_s",
+    type: int(0, 86_400),
+    default: 300,
+    doc:
+      "Will delay interval longer than this is shortened to it (s); the will goes out at once when the session ends first.",
   },
 
   // [session]
@@ -377,6 +400,19 @@ export const KEY_SPECS: readonly KeySpec[] = [
     type: int(1, 65_535),
     default: 32,
     doc: "Most '/'-separated levels in a topic; more → rejected.",
+  },
+  {
+    key: "limits.max_user_properties",
+    type: int(0, 1_000),
+    default: 32,
+    doc:
+      "MQTT 5 user properties one packet may carry; more → DISCONNECT 0x95. Each must also fit an Iggy header (255 bytes).",
+  },
+  {
+    key: "limits.max_topic_aliases",
+    type: int(0, 65_535),
+    default: 16,
+    doc: "MQTT 5 inbound topic aliases per connection (CONNACK Topic Alias Maximum); 0 = none.",
   },
   {
     key: "limits.max_subscriptions_per_client",

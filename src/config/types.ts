@@ -27,6 +27,12 @@ export interface GatewayConfig {
     readonly tls_cert_file: string;
     readonly tls_key_file: string;
     readonly http: string;
+    /** "3.1.1" and/or "5". */
+    readonly mqtt_versions: readonly string[];
+  };
+  readonly mqtt5: {
+    readonly puback_coordinates: boolean;
+    readonly max_will_delay_s: number;
   };
   readonly session: { readonly will: "publish" | "refuse" };
   readonly auth: {
@@ -79,6 +85,8 @@ export interface GatewayConfig {
     readonly max_keep_alive_s: number;
     readonly max_topic_bytes: number;
     readonly max_topic_levels: number;
+    readonly max_user_properties: number;
+    readonly max_topic_aliases: number;
     readonly max_subscriptions_per_client: number;
     readonly max_inflight_per_client: number;
     readonly max_inflight_publishes_per_client: number;

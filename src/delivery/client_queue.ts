@@ -22,6 +22,10 @@ export interface Copy {
   readonly ledger: AckLedger;
   readonly entry: LedgerEntry;
   readonly bytes: number;
+  /** MQTT 5 property block of this copy; null or absent for a 3.1.1 subscriber. */
+  readonly props?: Uint8Array | null;
+  /** RETAIN flag (MQTT 5 Retain As Published). */
+  readonly retain?: boolean;
 }
 
 /** Limits of a client queue. */
@@ -41,6 +45,8 @@ export class ClientQueue implements DeadlineOwner {
   readonly sub: Subscriber;
   #limits: QueueLimits;
   #budget: OutboundBudget;
+  /** The in-flight window: ours, or the MQTT 5 client's Receive Maximum when smaller. */
+  readonly #maxInflight: number;
   #inflight = new Map<number, Copy>();
   /** When each in-flight copy was (last) written, for resends. */
   #sentAt = new Map<number, number>();
@@ -61,6 +67,7 @@ export class ClientQueue implements DeadlineOwner {
     this.sub = sub;
     this.#limits = limits;
     this.#budget = budget;
+    this.#maxInflight = Math.min(limits.maxInflight, sub.v5?.receiveMaximum ?? Infinity);
   }
 
   /** Bytes counted against this client's cap. */
@@ -89,7 +96,7 @@ export class ClientQueue implements DeadlineOwner {
       return "evict"; // hard cap reached
     }
     if (this.#overCap(copy.bytes)) this.#pause();
-    if (this.#inflight.size < this.#limits.maxInflight && this.#waiting.length === 0) {
+    if (this.#inflight.size < this.#maxInflight && this.#waiting.length === 0) {
       this.#send(copy);
       return "sent";
     }
@@ -111,7 +118,7 @@ export class ClientQueue implements DeadlineOwner {
 
   /** Moves waiting copies into the window and unpauses once under the cap. */
   refill(): void {
-    while (this.#waiting.length > 0 && this.#inflight.size < this.#limits.maxInflight) {
+    while (this.#waiting.length > 0 && this.#inflight.size < this.#maxInflight) {
       const copy = this.#waiting.shift()!;
       this.#waitingBytes -= copy.bytes;
       this.#budget.bytes -= copy.bytes;
@@ -164,7 +171,7 @@ export class ClientQueue implements DeadlineOwner {
     const id = this.#allocateId();
     this.#inflight.set(id, copy);
     if (this.#limits.resendAfterMs) this.#sentAt.set(id, this.now());
-    this.sub.outbox.push(encodePublish(copy.topicBytes, copy.payload, 1, id, false));
+    this.sub.outbox.push(encodeCopy(copy, id, false));
   }
 
   /**
@@ -180,7 +187,7 @@ export class ClientQueue implements DeadlineOwner {
       if (now - at < after) continue;
       const copy = this.#inflight.get(id);
       if (!copy || this.queuedBytes + copy.bytes > this.#limits.maxClientBytes) continue;
-      this.sub.outbox.push(encodePublish(copy.topicBytes, copy.payload, 1, id, true));
+      this.sub.outbox.push(encodeCopy(copy, id, true));
       this.#sentAt.set(id, now);
       n++;
     }
@@ -195,4 +202,17 @@ export class ClientQueue implements DeadlineOwner {
       if (!this.#inflight.has(id)) return id;
     }
   }
+}
+
+/** A QoS 1 copy as a PUBLISH with packet id `id`. */
+function encodeCopy(copy: Copy, id: number, dup: boolean): Uint8Array {
+  return encodePublish(
+    copy.topicBytes,
+    copy.payload,
+    1,
+    id,
+    dup,
+    copy.retain ?? false,
+    copy.props ?? null,
+  );
 }

@@ -67,13 +67,25 @@ export class Delivery implements DeliveryPort {
     return codes;
   }
 
-  unsubscribe(sub: Subscriber, filters: readonly string[]): void {
+  /** Removes the subscriptions; per filter, whether one existed (MQTT 5 UNSUBACK 0x11). */
+  unsubscribe(sub: Subscriber, filters: readonly string[]): boolean[] {
     const queue = this.#clients.get(sub);
-    if (!queue) return;
-    for (const f of filters) {
+    if (!queue) return filters.map(() => false);
+    return filters.map((f) => {
       const s = this.registry.remove(queue, f);
       if (s) this.#subscriptions.release(s);
-    }
+      return s !== undefined;
+    });
+  }
+
+  /** The client's subscriptions, for MQTT 5 SUBACK 0x97 (`max_subscriptions_per_client`). */
+  subscriptionsOf(sub: Subscriber): { count: number; has(filter: string): boolean } {
+    const queue = this.#clients.get(sub);
+    if (!queue) return { count: 0, has: () => false };
+    return {
+      count: this.registry.countFor(queue),
+      has: (f) => this.registry.get(queue, f) !== undefined,
+    };
   }
 
   puback(sub: Subscriber, packetId: number): void {

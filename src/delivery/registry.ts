@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { SubscriptionOptions } from "../codec/packets.ts";
 
 /** A triple: one partition of one Iggy topic, where an MQTT topic's messages live. */
 export interface Triple {
@@ -22,6 +23,8 @@ export function tripleKey(t: Triple): string {
 export interface Subscription<C> {
   readonly client: C;
   qos: 0 | 1;
+  /** MQTT 5 subscription options (No Local, Retain As Published, identifier); absent on 3.1.1. */
+  options?: SubscriptionOptions;
   /** Per triple key: the first offset this subscription may receive. */
   readonly startOffsets: Map<string, number>;
 }

@@ -92,7 +92,10 @@ export class ClientQueues {
   evict(q: ClientQueue, reason: string): void {
     this.#metrics.evictions.inc();
     this.#logger.limited("warn", "Evicting slow consumer", { client_id: q.sub.clientId, reason });
-    q.sub.close(reason); // the session calls detach(), which strikes its copies
+    // MQTT 5: DISCONNECT 0x97 Quota exceeded first. The session calls detach(), which strikes
+    // its copies.
+    if (q.sub.disconnect) q.sub.disconnect(0x97, reason);
+    else q.sub.close(reason);
   }
 
   /** Ends the resend timer. */

@@ -104,13 +104,20 @@ export class Subscriptions {
     const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
     if (existing) {
       existing.qos = granted; // [MQTT-3.8.4-3] replace, no duplicate copies
+      existing.options = f.options; // MQTT 5: the options are replaced too
       return granted;
     }
-    return await this.#attach(queue, topic, r, granted);
+    return await this.#attach(queue, topic, r, granted, f.options);
   }
 
   /** S4–S5: finds the target's partitions and subscribes to the reader of each. */
-  async #attach(queue: ClientQueue, topic: string, r: Resolution, granted: 0 | 1): Promise<number> {
+  async #attach(
+    queue: ClientQueue,
+    topic: string,
+    r: Resolution,
+    granted: 0 | 1,
+    options?: MqttSubscription["options"],
+  ): Promise<number> {
     let info;
     try {
       info = await this.#preparer.topics.lookup(r.stream, r.topic);
@@ -148,6 +155,7 @@ export class Subscriptions {
       return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
     const s: Subscription<ClientQueue> = { client: queue, qos: granted, startOffsets };
+    if (options !== undefined) s.options = options;
     this.#registry.upsert(s, topic);
     this.#startReaders(fresh);
     return granted;
@@ -260,7 +268,11 @@ export class Subscriptions {
       for (const [queue, sub] of [...(this.#registry.lookup(topic) ?? new Map())]) {
         this.#registry.remove(queue, topic);
         this.release(sub);
-        const code = await this.subscribeOne(queue, { filter: topic, qos: sub.qos });
+        const code = await this.subscribeOne(queue, {
+          filter: topic,
+          qos: sub.qos,
+          ...(sub.options ? { options: sub.options } : {}),
+        });
         if (code === SUBACK_FAILURE) {
           this.#logger.warn("Subscription dropped after reload", {
             client_id: queue.sub.clientId,

@@ -4,6 +4,8 @@
  *
  * @module
  */
+import type { MessageProperties } from "../codec/packets.ts";
+import { stampProperties } from "./envelope_v5.ts";
 import type { OutgoingMessage, StoredMessage } from "./port.ts";
 
 /** Header names, exactly as the design names them. */
@@ -19,7 +21,10 @@ export const H_WILL = "mqtt.will";
 /** Iggy refuses empty messages; an empty MQTT payload is stored as this one byte + H_EMPTY. */
 const EMPTY_STAND_IN = new Uint8Array([0]);
 
-/** Builds the stored form of one PUBLISH. */
+/**
+ * Builds the stored form of one PUBLISH. `props`: its MQTT 5 properties, already checked to
+ * fit (`envelope_v5.ts`); absent for 3.1.1.
+ */
 export function envelope(
   topic: string,
   payload: Uint8Array,
@@ -28,8 +33,10 @@ export function envelope(
   packetId: number,
   retain: boolean,
   will = false,
+  props?: MessageProperties,
 ): OutgoingMessage {
   const headers = new Map<string, string>();
+  if (props !== undefined) stampProperties(headers, props);
   headers.set(H_TOPIC, topic);
   headers.set(H_QOS, qos === 1 ? "1" : "0");
   headers.set(H_CLIENT_ID, clientId);

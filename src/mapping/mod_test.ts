@@ -15,7 +15,18 @@ Deno.test("mod.ts exports exactly the mapping API", () => {
   ]);
 });
 
-Deno.test("partitionForKey() works without waiting for initPartitioner()", () => {
-  // The hash module loads synchronously on first use (base/xxhash.ts).
-  assert.equal(mapping.partitionForKey("sensor-1", 3), 1); // IGGY.md §5
+Deno.test("partitionForKey() needs no initialisation (XXH32 loads no WebAssembly)", async () => {
+  // Runs in a fresh worker, so nothing of this file's other tests has run there first.
+  const url = new URL("./mod.ts", import.meta.url).href;
+  const code = `import { partitionForKey } from ${JSON.stringify(url)};
+    try { postMessage(String(partitionForKey("sensor-1", 3))); }
+    catch (e) { postMessage(String(e.message)); }`;
+  const worker = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })), {
+    type: "module",
+  });
+  const message = await new Promise<string>((resolve) => {
+    worker.onmessage = (e) => resolve(e.data);
+  });
+  worker.terminate();
+  assert.equal(message, "1", "XXH32('sensor-1') % 3 (IGGY.md §5)");
 });

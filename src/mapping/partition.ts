@@ -5,14 +5,14 @@
  * @module
  */
 
-import { loadHashes, xxh32 } from "../base/xxhash.ts";
+import { xxh32 } from "../base/xxhash.ts";
 
 /**
- * Loads the XXH32 wasm (`base/xxhash.ts`) ahead of the first publish. {@link partitionForKey}
- * is synchronous and loads it itself if this was not called.
+ * Resolves at once: XXH32 is plain TypeScript now (`base/xxhash.ts`), so there is nothing to
+ * load. Kept so that start-up code written for the WebAssembly hasher keeps working.
  */
 export function initPartitioner(): Promise<void> {
-  return loadHashes();
+  return Promise.resolve();
 }
 
 /**

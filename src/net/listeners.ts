@@ -5,7 +5,7 @@
  * @module
  */
 import net from "node:net";
-import tls from "node:tls";
+import type tls from "node:tls";
 import { OperatorError } from "../config/errors.ts";
 import { bindError, formatAddress } from "./bind_error.ts";
 import type { Transport, TransportSink } from "../session/transport.ts";
@@ -189,7 +189,16 @@ export function listenTls(
     });
     return Promise.reject(error);
   }
-  const server = tlsServer(cert, key, o, onAccept);
+  // node:tls only when a TLS listener is configured: its modules are RSS a plain-TCP gateway
+  // would carry for nothing.
+  return import("node:tls").then(({ default: tls }) => {
+    const server = tlsServer(tls, cert, key, o, onAccept);
+    return bindTls(server, hostname, port);
+  });
+}
+
+/** Binds the TLS server; reloads swap its secure context. */
+function bindTls(server: tls.Server, hostname: string, port: number): Promise<MqttListener> {
   return bind(server, "MQTT TLS listener", hostname, port).then((a) => ({
     kind: "tls",
     hostname: a.address,
@@ -205,6 +214,7 @@ export function listenTls(
 
 /** The node:tls server: bounded handshakes, accept time kept, failed handshakes dropped. */
 function tlsServer(
+  tls: typeof import("node:tls"),
   cert: string,
   key: string,
   o: TlsListenOptions,

@@ -96,6 +96,14 @@ export class GatewayMetrics {
     "mqtt_deliveries_dropped_total",
     "QoS 0 copies dropped because a queue was over its cap",
   );
+  readonly droppedTooLarge = this.registry.counter(
+    "mqtt_deliveries_too_large_total",
+    "Copies not sent because they exceed the MQTT 5 subscriber's Maximum Packet Size",
+  );
+  readonly expired = this.registry.counter(
+    "mqtt_messages_expired_total",
+    "Polled messages not delivered because their MQTT 5 message expiry interval had passed",
+  );
   readonly evictions = this.registry.counter(
     "mqtt_slow_consumer_evictions_total",
     "Clients evicted as slow consumers",

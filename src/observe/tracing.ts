@@ -12,11 +12,15 @@ const tracer = trace.getTracer("iggy-mqtt-gateway");
 /** At most this many connection links per delivery batch span (bounded). */
 const MAX_LINKS = 16;
 
-/** Starts the long-lived span of one MQTT connection. */
-export function startConnectionSpan(clientId: string, remote: string): Span {
-  return tracer.startSpan("mqtt.connection", {
+/**
+ * Starts the long-lived span of one MQTT connection; null when it would not be recorded (no
+ * exporter: the API's no-op span), so an idle connection holds no span object for nothing.
+ */
+export function startConnectionSpan(clientId: string, remote: string): Span | null {
+  const span = tracer.startSpan("mqtt.connection", {
     attributes: { "mqtt.client_id": clientId, "net.peer.ip": remote },
   });
+  return span.isRecording() ? span : null;
 }
 
 /** Starts the span of one append batch, linked to its connection. */

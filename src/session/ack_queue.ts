@@ -15,7 +15,8 @@ export type SlotEnd = "ack" | "close";
 
 /** Who sends the released PUBACKs, and closes when a slot ends without one. */
 export interface AckOwner {
-  pubackReady(packetId: number): void;
+  /** `packet`: an MQTT 5 PUBACK already encoded (reason code, properties); else the plain one. */
+  pubackReady(packetId: number, packet?: Uint8Array): void;
   unacknowledged(): void;
 }
 
@@ -43,6 +44,8 @@ export class AckQueue {
   /** Sequence number of the oldest open slot, and of the next slot to take. */
   #head = 0;
   #tail = 0;
+  /** MQTT 5 PUBACKs encoded per slot (reason codes, coordinates); made on first use. */
+  #packets: (Uint8Array | undefined)[] | null = null;
   readonly #owner: AckOwner;
 
   constructor(owner: AckOwner) {
@@ -63,12 +66,24 @@ export class AckQueue {
     return this.#tail++;
   }
 
-  /** Ends a slot and releases every ended slot at the head, in order. */
-  settle(slot: number, end: SlotEnd): void {
+  /** The packet id a still open slot was taken for. */
+  packetIdOf(slot: number): number {
+    return this.#ids[slot & (this.#ids.length - 1)];
+  }
+
+  /**
+   * Ends a slot and releases every ended slot at the head, in order. `packet`: with "ack", the
+   * MQTT 5 PUBACK to send for it (a reason code such as 0x87 keeps the connection open).
+   */
+  settle(slot: number, end: SlotEnd, packet?: Uint8Array): void {
     // A slot below the head was released by a "close" that emptied the queue: nothing to do.
     if (slot < this.#head || slot >= this.#tail) return;
     const mask = this.#ids.length - 1;
     this.#ends[slot & mask] = end === "ack" ? ACK : CLOSE;
+    // Set (or cleared) on every settle once in use, so no stale packet outlives its slot.
+    if (packet !== undefined || this.#packets !== null) {
+      (this.#packets ??= [])[slot & mask] = packet;
+    }
     while (this.#head < this.#tail) {
       const at = this.#head & mask;
       const state = this.#ends[at];
@@ -79,7 +94,12 @@ export class AckQueue {
         this.#head = this.#tail;
         return;
       }
-      this.#owner.pubackReady(this.#ids[at]);
+      const packets = this.#packets;
+      if (packets === null) this.#owner.pubackReady(this.#ids[at]);
+      else {
+        this.#owner.pubackReady(this.#ids[at], packets[at]);
+        packets[at] = undefined;
+      }
     }
   }
 
@@ -89,10 +109,14 @@ export class AckQueue {
     const ends = new Uint8Array(ids.length);
     const oldMask = this.#ids.length - 1;
     const mask = ids.length - 1;
+    const old = this.#packets;
+    const packets: (Uint8Array | undefined)[] | null = old === null ? null : [];
     for (let seq = this.#head; seq < this.#tail; seq++) {
       ids[seq & mask] = this.#ids[seq & oldMask];
       ends[seq & mask] = this.#ends[seq & oldMask];
+      if (packets !== null) packets[seq & mask] = old![seq & oldMask];
     }
+    this.#packets = packets;
     this.#ids = ids;
     this.#ends = ends;
   }

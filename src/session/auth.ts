@@ -28,19 +28,33 @@ function anonymousPermissions(mode: GatewayConfig["auth"]["anonymous_permissions
   };
 }
 
+function anonymousPrincipal(auth: GatewayConfig["auth"]): Principal {
+  return Object.freeze({
+    username: "",
+    permissions: anonymousPermissions(auth.anonymous_permissions),
+  });
+}
+
 /** Checks CONNECT credentials against the backend and the anonymous rules. */
 export class Authenticator {
   #auth: GatewayConfig["auth"];
   #backend: LogBackend;
+  /**
+   * One anonymous principal for every anonymous connection (it depends on the config only):
+   * one per connection was four objects (~0.3 KB) held by each idle connection.
+   */
+  #anonymous: Principal;
 
   constructor(auth: GatewayConfig["auth"], backend: LogBackend) {
     this.#auth = auth;
     this.#backend = backend;
+    this.#anonymous = anonymousPrincipal(auth);
   }
 
   /** Swaps the auth config (hot reload). */
   reload(auth: GatewayConfig["auth"]): void {
     this.#auth = auth;
+    this.#anonymous = anonymousPrincipal(auth);
   }
 
   async authenticate(p: ConnectPacket, remoteAddress: string): Promise<AuthDecision> {
@@ -55,13 +69,7 @@ export class Authenticator {
           `anonymous access is not allowed from ${remoteAddress}`,
         );
       }
-      return {
-        ok: true,
-        principal: {
-          username: "",
-          permissions: anonymousPermissions(this.#auth.anonymous_permissions),
-        },
-      };
+      return { ok: true, principal: this.#anonymous };
     }
     const password = p.password === null ? "" : new TextDecoder().decode(p.password);
     const result = await this.#backend.authenticate(p.username, password);

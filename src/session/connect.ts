@@ -12,7 +12,14 @@ import { isControlChar } from "../codec/mqtt_string.ts";
 import { utf8Length } from "../base/utf8.ts";
 import type { Principal } from "../log/port.ts";
 import type { SessionContext } from "./context.ts";
-import { type ConnackOutcome, type ConnackReturnCode, refuseConnect } from "./outcome.ts";
+import {
+  CONNACK_ACCEPTED,
+  type ConnackOutcome,
+  type ConnackReturnCode,
+  refuseConnect,
+} from "./outcome.ts";
+import { connackProperties, refuseConnect5, v5SessionOf } from "./connect_v5.ts";
+import type { V5Session } from "./v5_session.ts";
 import { type HeldWill, refuseWill } from "./will.ts";
 
 /** A CONNECT that passed every check: the session to establish. */
@@ -24,6 +31,10 @@ export interface AcceptedConnect {
   readonly will: HeldWill | null;
   /** Silence after which the connection is closed (1.5× the clamped keep-alive). */
   readonly timeoutMs: number;
+  /** MQTT 5 session state; null on 3.1.1. */
+  readonly v5: V5Session | null;
+  /** The CONNACK to send. */
+  readonly connack: ConnackOutcome;
 }
 
 /** What {@link handleConnect} decides. */
@@ -48,7 +59,7 @@ export async function handleConnect(
 ): Promise<ConnectResult | null> {
   const clientId = assignClientId(p);
   if (typeof clientId !== "string") return clientId;
-  const refused = refuseByPolicy(ctx, p);
+  const refused = (p.protocolLevel === 5 ? refuseConnect5(p) : null) ?? refuseByPolicy(ctx, p);
   if (refused !== null) return refused;
   const source = site.remoteAddress;
   const decision = await ctx.authenticator.authenticate(p, source);
@@ -69,13 +80,26 @@ export async function handleConnect(
     if (why !== null) return refuseConnect(ConnackCode.NOT_AUTHORIZED, why);
     will = p.will as HeldWill;
   }
-  return {
-    kind: "accepted",
+  const maxKeepAlive = ctx.config.limits.max_keep_alive_s;
+  const accepted = {
+    kind: "accepted" as const,
     clientId,
     principal: decision.principal,
     will,
-    timeoutMs: keepAliveTimeoutMs(p.keepAliveSeconds, ctx.config.limits.max_keep_alive_s),
+    timeoutMs: keepAliveTimeoutMs(p.keepAliveSeconds, maxKeepAlive),
+    v5: null,
+    connack: CONNACK_ACCEPTED,
   };
+  if (p.protocolLevel !== 5) return accepted;
+  const session = v5SessionOf(ctx.config, p);
+  const clamped = p.keepAliveSeconds === 0 || p.keepAliveSeconds > maxKeepAlive;
+  const properties5 = connackProperties(ctx.config, {
+    assignedClientId: p.clientId === "" ? clientId : null,
+    serverKeepAlive: clamped ? maxKeepAlive : null,
+    requestedSessionExpiry: p.properties?.sessionExpiry ?? 0,
+    session,
+  });
+  return { ...accepted, v5: session, connack: { ...CONNACK_ACCEPTED, properties5 } };
 }
 
 /** The client id to use, or the refusal [MQTT-3.1.3-6], [MQTT-3.1.3-8]. */
@@ -83,7 +107,10 @@ function assignClientId(p: ConnectPacket): string | ConnackOutcome {
   let clientId = p.clientId;
   if (clientId === "") {
     // [MQTT-3.1.3-8] an empty id needs a clean session; [MQTT-3.1.3-6] we then assign one.
-    if (!p.cleanSession) return refuseConnect(ConnackCode.IDENTIFIER_REJECTED, "empty client id");
+    // MQTT 5 assigns one whatever Clean Start says (and tells it in the CONNACK).
+    if (!p.cleanSession && p.protocolLevel !== 5) {
+      return refuseConnect(ConnackCode.IDENTIFIER_REJECTED, "empty client id");
+    }
     clientId = `auto-${crypto.randomUUID()}`;
   }
   if (isForbiddenClientId(clientId) || utf8Length(clientId) > 255) {

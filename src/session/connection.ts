@@ -10,9 +10,10 @@
  *
  * @module
  */
-import { PacketDecoder } from "../codec/decoder.ts";
+import type { PacketDecoder } from "../codec/decoder.ts";
+import { encodeDisconnect5 } from "../codec/encode_v5.ts";
 import { ProtocolError } from "../codec/errors.ts";
-import { type ClientPacket, PacketType } from "../codec/packets.ts";
+import type { ClientPacket } from "../codec/packets.ts";
 import type { Principal } from "../log/port.ts";
 import { startConnectionSpan } from "../observe/tracing.ts";
 import { type AcceptedConnect, type ConnectResult, handleConnect } from "./connect.ts";
@@ -20,12 +21,13 @@ import type { SessionContext } from "./context.ts";
 import { handleDisconnect, handlePingreq, handleUnsupportedConnect } from "./control.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { Subscriber } from "./delivery_port.ts";
-import { CONNACK_ACCEPTED } from "./outcome.ts";
+import type { V5Session } from "./v5_session.ts";
+import { countReadError, decoderFor } from "./decoder_of.ts";
 import { Outbox } from "./outbox.ts";
-import { ConnectionPublisher, type PublishSite } from "./publish_batch.ts";
+import { ConnectionPublisher, type PublishSite, readGate } from "./publish_batch.ts";
 import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
 import type { Transport, TransportSink } from "./transport.ts";
-import type { HeldWill } from "./will.ts";
+import { type HeldWill, willDelayMs } from "./will.ts";
 import { act, type WireSite } from "./wire.ts";
 import type { Span, SpanContext } from "@opentelemetry/api";
 
@@ -61,19 +63,16 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   #eof = false;
   /** The gateway's set of open connections; this one leaves it when closed. */
   #live: Set<Connection> | null = null;
+  /** MQTT 5 session state (null on 3.1.1 and before CONNACK). */
+  #v5: V5Session | null = null;
 
   constructor(transport: Transport, ctx: SessionContext) {
     this.#ctx = ctx;
     this.#transport = transport;
-    const l = ctx.config.limits;
-    this.#decoder = new PacketDecoder({
-      maxPacketBytes: l.max_packet_bytes,
-      maxTopicBytes: l.max_topic_bytes,
-      maxTopicLevels: l.max_topic_levels,
-    });
+    this.#decoder = decoderFor(ctx.config);
     this.outbox = new Outbox(transport, ctx.outboundBudget, this);
     this.lastActivity = transport.acceptedAt ?? ctx.clock.now();
-    this.timeoutMs = l.connect_timeout_ms;
+    this.timeoutMs = ctx.config.limits.connect_timeout_ms;
   }
 
   get clientId(): string {
@@ -90,6 +89,15 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
 
   get spanContext(): SpanContext | null {
     return this.#span?.spanContext() ?? null;
+  }
+
+  /** MQTT 5 session state once connected; null on 3.1.1. */
+  get v5(): V5Session | null {
+    return this.#v5;
+  }
+  /** The CONNECT was MQTT 5 (WireSite). */
+  get speaks5(): boolean {
+    return this.#decoder.v5;
   }
 
   /**
@@ -141,6 +149,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       this.#onError(err);
       this.#packets = NO_PACKETS;
       this.#next = 0;
+      this.#publisher?.flush();
+      if (err instanceof ProtocolError) this.disconnect(err.reasonCode, err.reason);
       this.#finish();
     }
   }
@@ -175,8 +185,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
         // outbox without bound: past twice the per-client cap it is closed.
         if (this.outbox.queuedBytes > 2 * ctx.config.limits.max_outbound_queue_bytes_per_client) {
           ctx.metrics.evictions.inc();
-          this.close("client does not read its socket: outbound queue over the hard cap");
-          return;
+          return this.disconnect(0x97, "client does not read its socket: outbound queue hard cap");
         }
         const backlog = this.#backlog;
         if (backlog === null || backlog.length === 0) break;
@@ -225,17 +234,10 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.close("connection ended");
   }
 
-  /** Back-pressure before each read: per-client and gateway-wide bounds on waiting appends. */
+  /** Back-pressure before each read (see {@link readGate}). */
   #readGate(): Promise<void> | undefined {
     if (this.#closed) return undefined;
-    const pub = this.#publisher;
-    if (pub !== null && pub.inflight >= this.#ctx.config.limits.max_inflight_publishes_per_client) {
-      return pub.room().then(() => this.#readGate());
-    }
-    if (this.#ctx.appendBudget.full) {
-      return this.#ctx.appendBudget.room().then(() => this.#readGate());
-    }
-    return undefined;
+    return readGate(this.#ctx, this.#publisher)?.then(() => this.#readGate());
   }
 
   /** Called by the deadline wheel: no CONNECT in time, or 1.5× keep-alive of silence. */
@@ -245,7 +247,20 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       client_id: this.#clientId,
       after_ms: this.timeoutMs,
     });
-    this.close(this.#clientId === null ? "no CONNECT in time" : "keep-alive expired");
+    if (this.#clientId === null) return this.close("no CONNECT in time");
+    this.disconnect(0x8d, "keep-alive timeout"); // [MQTT-3.1.2-22]
+  }
+
+  /**
+   * Closes; a connected MQTT 5 client is told why first [MQTT-4.13.2-1], written straight to
+   * the transport, not waited for: a peer that does not read cannot hold the close up.
+   */
+  disconnect(reasonCode: number, reason: string): void {
+    if (this.#closed) return;
+    if (this.#v5 !== null) {
+      this.#transport.write(encodeDisconnect5(reasonCode, reason)).catch(() => {});
+    }
+    this.close(reason);
   }
 
   /** Closes at once: pending output is dropped. Idempotent. */
@@ -265,7 +280,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     const will = this.#will;
     if (will !== null) {
       this.#will = null;
-      ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!);
+      const delay = willDelayMs(will, this.#v5?.sessionExpiry, ctx.config.mqtt5.max_will_delay_s);
+      ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!, delay);
     }
     this.#publisher?.wake();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
@@ -273,9 +289,10 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#live = null;
   }
 
-  /** AckQueue: the PUBACK of `packetId` may go now. */
-  pubackReady(packetId: number): void {
-    this.outbox.pushPuback(packetId);
+  /** AckQueue: the PUBACK of `packetId` (or an MQTT 5 PUBACK already encoded) may go now. */
+  pubackReady(packetId: number, packet?: Uint8Array): void {
+    if (packet === undefined) this.outbox.pushPuback(packetId);
+    else this.outbox.push(packet);
   }
 
   /** AckQueue: a QoS 1 publish gets no PUBACK, so the connection must close. */
@@ -293,7 +310,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       if (!this.#closed) await pub.idle();
     }
     await this.outbox.drained();
-    this.close("gateway stopping");
+    this.disconnect(0x8b, "gateway stopping");
   }
 
   /** Takes no new packets and closes once what is queued has been written (WireSite). */
@@ -304,18 +321,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   }
 
   #onError(err: unknown): void {
-    const ctx = this.#ctx;
-    if (err instanceof ProtocolError) {
-      ctx.metrics.protocolErrors.inc({ rule: err.rule });
-      if (err.packetType === PacketType.PUBLISH) ctx.metrics.outcome.rejected.inc();
-      ctx.logger.limited("warn", "Protocol violation; closing connection", {
-        client_id: this.#clientId,
-        remote: this.#transport.remoteAddress,
-        error: err.message,
-      });
-    } else if (!this.#closed) {
-      ctx.logger.debug("Connection read failed", { client_id: this.#clientId, error: err });
-    }
+    countReadError(this.#ctx, err, this.#clientId, this.#transport.remoteAddress, this.#closed);
   }
 
   /**
@@ -337,11 +343,11 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       case "subscribe":
         return handleSubscribe(ctx, this, p).then((o) => act(this.#ctx, this, o));
       case "unsubscribe":
-        return act(this.#ctx, this, handleUnsubscribe(ctx, this, p));
+        return act(this.#ctx, this, handleUnsubscribe(ctx, this, p, this.speaks5));
       case "pingreq":
         return act(this.#ctx, this, handlePingreq());
       case "disconnect":
-        return act(this.#ctx, this, handleDisconnect());
+        return act(this.#ctx, this, handleDisconnect(p.reasonCode));
     }
   }
 
@@ -350,7 +356,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     if (r === null || this.#closed) return;
     if (r.kind === "accepted") {
       this.#establish(r);
-      r = CONNACK_ACCEPTED;
+      r = r.connack;
     }
     act(this.#ctx, this, r);
   }
@@ -361,11 +367,15 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#will = s.will;
     this.#principal = s.principal;
     this.#clientId = s.clientId;
+    this.#v5 = s.v5;
     this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
+    ctx.wills.cancel(s.clientId); // [MQTT-3.1.3-9] back before its will's delay passed
     const old = ctx.registry.claim(s.clientId, this);
     if (old !== null) {
       ctx.metrics.takeovers.inc();
-      old.close("taken over by a new connection with the same client id");
+      const why = "taken over by a new connection with the same client id";
+      if (old.disconnect) old.disconnect(0x8e, why);
+      else old.close(why);
     }
     this.timeoutMs = s.timeoutMs;
     this.lastActivity = ctx.clock.now();

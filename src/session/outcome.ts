@@ -12,6 +12,7 @@
  * @module
  */
 import { ConnackCode } from "../codec/encoder.ts";
+import type { PropertyWriter } from "../codec/encode_v5.ts";
 
 /** A CONNACK return code (MQTT 3.1.1 §3.2.2.3). */
 export type ConnackReturnCode = typeof ConnackCode[keyof typeof ConnackCode];
@@ -22,19 +23,26 @@ export interface ConnackOutcome {
   readonly code: ConnackReturnCode;
   /** Why it was refused (logs and close reason); "" when accepted. */
   readonly reason: string;
+  /** MQTT 5: a reason code with no 3.1.1 equivalent (e.g. 0x8C); else mapped from `code`. */
+  readonly reasonCode5?: number;
+  /** MQTT 5: the CONNACK properties of an accepted CONNECT. */
+  readonly properties5?: PropertyWriter;
+  /** Answer in the MQTT 5 format although the connection is not v5 (a refused v5 CONNECT). */
+  readonly format5?: boolean;
 }
 
-/** Answer a SUBSCRIBE with one return code per filter (0, 1 or 0x80). */
+/** Answer a SUBSCRIBE with one return code per filter (0, 1 or 0x80; MQTT 5 reason codes). */
 export interface SubackOutcome {
   readonly kind: "suback";
   readonly packetId: number;
   readonly codes: readonly number[];
 }
 
-/** Answer an UNSUBSCRIBE. */
+/** Answer an UNSUBSCRIBE (MQTT 5: one reason code per filter, 0 or 0x11). */
 export interface UnsubackOutcome {
   readonly kind: "unsuback";
   readonly packetId: number;
+  readonly codes?: readonly number[];
 }
 
 /** Answer a PINGREQ. */

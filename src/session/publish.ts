@@ -48,6 +48,8 @@ export interface PreparedAppend {
 export interface Denied {
   readonly kind: "denied";
   readonly reason: string;
+  /** MQTT 5 PUBACK reason code: 0x87 not authorized (default), 0x90 topic name invalid. */
+  readonly reasonCode?: number;
 }
 
 /** A publish that could not be prepared because the backend failed. */
@@ -114,7 +116,9 @@ export class PublishPreparer {
     will = false,
   ): Prepared | Promise<Prepared> {
     // $SYS topics are the server's own namespace: refused (DESIGN §3 edge cases).
-    if (p.topic.startsWith("$SYS")) return denied(`topic "${p.topic}" is reserved ($SYS)`);
+    if (p.topic.startsWith("$SYS")) {
+      return denied(`topic "${p.topic}" is reserved ($SYS)`, TOPIC_NAME_INVALID);
+    }
     const r = this.resolve(p.topic); // P2 match, P3 resolve
     const refused = permit(r, principal); // P4, first half: before any backend call
     if (refused !== null) return refused;
@@ -141,7 +145,16 @@ export class PublishPreparer {
       address: balanced
         ? this.#balancedAddress(r, info.partitions)
         : this.#address(r, this.#partition(r, info)),
-      message: envelope(p.topic, p.payload, p.qos, clientId, p.packetId, p.retain, will),
+      message: envelope(
+        p.topic,
+        p.payload,
+        p.qos,
+        clientId,
+        p.packetId,
+        p.retain,
+        will,
+        p.properties,
+      ),
       rule: r.rule,
     };
   }
@@ -203,13 +216,18 @@ export class PublishPreparer {
 /** P4, first half: the resolved names are valid and the principal may send there. */
 function permit(r: Resolution, principal: Principal): Denied | null {
   const invalid = checkResolution(r);
-  if (invalid !== null) return denied(invalid);
+  if (invalid !== null) return denied(invalid, TOPIC_NAME_INVALID);
   if (!canSend(principal.permissions, r.stream, r.topic)) {
     return denied(`user "${principal.username}" may not send to ${r.stream}/${r.topic}`);
   }
   return null;
 }
 
-function denied(reason: string): Denied {
-  return { kind: "denied", reason };
+/** MQTT 5 0x90: the topic name is well formed but this gateway cannot take it. */
+const TOPIC_NAME_INVALID = 0x90;
+
+function denied(reason: string, reasonCode?: number): Denied {
+  return reasonCode === undefined
+    ? { kind: "denied", reason }
+    : { kind: "denied", reason, reasonCode };
 }

@@ -23,6 +23,15 @@ import { startAppendSpan } from "../observe/tracing.ts";
 import { type AckOwner, AckQueue } from "./ack_queue.ts";
 import type { SessionContext } from "./context.ts";
 import { type Denied, type Failed, placedAt, type Prepared } from "./publish.ts";
+import type { V5Session } from "./v5_session.ts";
+import {
+  type ContentRefusal,
+  coordinatesPuback,
+  failureCode,
+  Puback5,
+  refusalPuback,
+  refuseContent5,
+} from "./publish_v5.ts";
 
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch {
@@ -46,6 +55,10 @@ function release(b: PartitionBatch): void {
 /** What the publisher needs of its connection: PUBACK sending (AckOwner) and the trace. */
 export interface PublishSite extends AckOwner {
   readonly spanContext: SpanContext | null;
+  /** MQTT 5 session state; null on 3.1.1. */
+  readonly v5?: V5Session | null;
+  /** Closes, telling an MQTT 5 client why. */
+  disconnect?(reasonCode: number, reason: string): void;
 }
 
 /** The PUBLISH pipeline of one connected client. */
@@ -81,6 +94,10 @@ export class ConnectionPublisher {
    * metadata is not cached (this connection only waits, so per-partition order holds).
    */
   publish(p: PublishPacket): Promise<void> | undefined {
+    if (p.properties !== undefined) {
+      const refusal = refuseContent5(p);
+      if (refusal !== null) return this.#refuseContent(p, refusal);
+    }
     const prepared = this.#ctx.preparer.prepare(p, this.#principal, this.#clientId);
     if (prepared instanceof Promise) {
       this.flush();
@@ -105,7 +122,10 @@ export class ConnectionPublisher {
     if (batch.messages.length >= ctx.config.limits.max_append_batch) this.flush();
   }
 
-  /** `denied` or `failed` before the append: counted, logged, no PUBACK [MQTT-3.3.5-2]. */
+  /**
+   * `denied` or `failed` before the append: counted, logged, no PUBACK [MQTT-3.3.5-2]; MQTT 5
+   * gets a PUBACK with the reason code instead, and the connection stays open.
+   */
   #refuse(p: PublishPacket, r: Denied | Failed): void {
     const ctx = this.#ctx;
     ctx.metrics.outcome[r.kind].inc();
@@ -113,7 +133,34 @@ export class ConnectionPublisher {
       client_id: this.#clientId,
       reason: r.reason,
     });
-    if (p.qos === 1) this.#acks.settle(this.#acks.take(p.packetId), "close");
+    const v5 = this.#site.v5;
+    if (p.qos === 1) {
+      const slot = this.#acks.take(p.packetId);
+      if (v5 == null) this.#acks.settle(slot, "close");
+      else {
+        const code = r.kind === "failed"
+          ? Puback5.UNSPECIFIED_ERROR
+          : (r.reasonCode ?? Puback5.NOT_AUTHORIZED);
+        this.#acks.settle(slot, "ack", refusalPuback(v5, p.packetId, code, r.reason));
+      }
+    }
+    this.#checkIdle();
+  }
+
+  /** MQTT 5: refused for its content (`rejected`): PUBACK `code` (QoS 1) or DISCONNECT. */
+  #refuseContent(p: PublishPacket, refusal: ContentRefusal): undefined {
+    const ctx = this.#ctx;
+    const reason = refusal.reason;
+    ctx.metrics.outcome.rejected.inc();
+    ctx.logger.limited("warn", "Publish rejected", { client_id: this.#clientId, reason });
+    const v5 = this.#site.v5;
+    if (p.qos === 0 || v5 == null) {
+      this.flush(); // what came before it is appended
+      this.#site.disconnect?.(refusal.disconnectCode, reason);
+      return;
+    }
+    const puback = refusalPuback(v5, p.packetId, refusal.pubackCode, reason);
+    this.#acks.settle(this.#acks.take(p.packetId), "ack", puback);
     this.#checkIdle();
   }
 
@@ -141,11 +188,9 @@ export class ConnectionPublisher {
     };
     ctx.backend.append({ ...b.address, messages: b.messages, onCommitted }).then(
       (receipt) => {
-        this.#confirmed(b, n, started, span);
-        if (!offered) {
-          const at = placedAt(b.address, receipt.partition);
-          ctx.delivery.notifyAppended(at, receipt.baseOffset, b.messages);
-        }
+        const at = placedAt(b.address, receipt.partition);
+        this.#confirmed(b, at, n, started, span, receipt.baseOffset);
+        if (!offered) ctx.delivery.notifyAppended(at, receipt.baseOffset, b.messages);
         release(b);
       },
       (err) => {
@@ -156,15 +201,29 @@ export class ConnectionPublisher {
   }
 
   /** The append is confirmed: PUBACKs may go (in order), outcomes `acked` and `appended`. */
-  #confirmed(b: PartitionBatch, n: number, started: number, span: Span): void {
+  #confirmed(
+    b: PartitionBatch,
+    at: PartitionAddress,
+    n: number,
+    started: number,
+    span: Span,
+    baseOffset: number | null,
+  ): void {
     const ctx = this.#ctx;
     const seconds = (ctx.clock.now() - started) / 1000;
+    const coordinates = this.#site.v5?.pubackCoordinates === true;
     let acked = 0;
-    for (const slot of b.slots) {
+    for (let i = 0; i < b.slots.length; i++) {
+      const slot = b.slots[i];
       if (slot < 0) continue;
       acked++;
       ctx.metrics.pubackLatency.observe(seconds);
-      this.#acks.settle(slot, "ack");
+      if (!coordinates) this.#acks.settle(slot, "ack");
+      else {
+        const id = this.#acks.packetIdOf(slot);
+        const offset = baseOffset === null ? null : baseOffset + i;
+        this.#acks.settle(slot, "ack", coordinatesPuback(id, at, offset));
+      }
     }
     if (acked > 0) ctx.metrics.outcome.acked.inc(acked);
     if (n - acked > 0) ctx.metrics.outcome.appended.inc(n - acked);
@@ -187,7 +246,15 @@ export class ConnectionPublisher {
     const message = String((err as Error)?.message ?? err);
     span.setStatus({ code: SpanStatusCode.ERROR, message });
     span.end();
-    for (const slot of b.slots) if (slot >= 0) this.#acks.settle(slot, "close");
+    const v5 = this.#site.v5;
+    for (const slot of b.slots) {
+      if (slot < 0) continue;
+      if (v5 == null) this.#acks.settle(slot, "close");
+      else {
+        const id = this.#acks.packetIdOf(slot);
+        this.#acks.settle(slot, "ack", refusalPuback(v5, id, failureCode(err), message));
+      }
+    }
     this.#settled(n);
   }
 
@@ -223,4 +290,19 @@ export class ConnectionPublisher {
     this.#idle.resolve();
     this.#idle = null;
   }
+}
+
+/**
+ * Back-pressure before each read: per-client and gateway-wide bounds on waiting appends. The
+ * promise to wait for before checking again, or undefined when the read may go on.
+ */
+export function readGate(
+  ctx: SessionContext,
+  pub: ConnectionPublisher | null,
+): Promise<void> | undefined {
+  if (pub !== null && pub.inflight >= ctx.config.limits.max_inflight_publishes_per_client) {
+    return pub.room();
+  }
+  if (ctx.appendBudget.full) return ctx.appendBudget.room();
+  return undefined;
 }

@@ -9,6 +9,8 @@
 export interface Registered {
   /** Closes the connection; `reason` goes to the log. */
   close(reason: string): void;
+  /** Closes, telling an MQTT 5 client why (DISCONNECT with `reasonCode`) first. */
+  disconnect?(reasonCode: number, reason: string): void;
 }
 
 /** Connection and client-id bookkeeping. */

@@ -8,6 +8,7 @@ import type { ClientPacket } from "../codec/packets.ts";
 import type { SessionContext } from "./context.ts";
 import type { Subscriber } from "./delivery_port.ts";
 import type { SubackOutcome, UnsubackOutcome } from "./outcome.ts";
+import { handleSubscribe5, handleUnsubscribe5 } from "./subscribe_v5.ts";
 
 /** A decoded SUBSCRIBE. */
 export type SubscribePacket = Extract<ClientPacket, { type: "subscribe" }>;
@@ -20,6 +21,10 @@ export async function handleSubscribe(
   sub: Subscriber,
   p: SubscribePacket,
 ): Promise<SubackOutcome> {
+  // MQTT 5 (its filters carry options): reason codes per filter, in subscribe_v5.ts.
+  if (p.subscriptions[0]?.options !== undefined) {
+    return await handleSubscribe5(ctx, sub, p.packetId, p.subscriptions);
+  }
   const codes = await ctx.delivery.subscribe(sub, p.subscriptions);
   return { kind: "suback", packetId: p.packetId, codes };
 }
@@ -29,7 +34,9 @@ export function handleUnsubscribe(
   ctx: SessionContext,
   sub: Subscriber,
   p: UnsubscribePacket,
+  v5 = false,
 ): UnsubackOutcome {
+  if (v5) return handleUnsubscribe5(ctx, sub, p.packetId, p.filters);
   ctx.delivery.unsubscribe(sub, p.filters);
   return { kind: "unsuback", packetId: p.packetId };
 }

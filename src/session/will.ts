@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Will } from "../codec/packets.ts";
+import type { Will, WillProperties } from "../codec/packets.ts";
 import { checkResolution } from "../mapping/mod.ts";
 import { canSend } from "../access/permissions.ts";
 import type { Principal } from "../log/port.ts";
@@ -39,6 +39,22 @@ export interface HeldWill {
   readonly payload: Uint8Array;
   readonly qos: 0 | 1;
   readonly retain: boolean;
+  /** MQTT 5 will properties (stored with the message like a PUBLISH's; will delay). */
+  readonly properties?: WillProperties;
+}
+
+/**
+ * How long after the connection ended the will goes out (ms): the MQTT 5 Will Delay Interval,
+ * but no later than the session ends [MQTT-3.1.3-9] and at most `mqtt5.max_will_delay_s`.
+ * While sessions end with the connection (session expiry 0), that is at once.
+ */
+export function willDelayMs(
+  will: HeldWill,
+  sessionExpiry: number | undefined,
+  maxSeconds: number,
+): number {
+  const asked = will.properties?.willDelay ?? 0;
+  return Math.min(asked, sessionExpiry ?? 0, maxSeconds) * 1000;
 }
 
 /**
@@ -60,19 +76,60 @@ export function refuseWill(ctx: WillContext, will: Will, principal: Principal): 
 /** Wills being appended, so a graceful stop can wait for them before closing the log. */
 export class WillPublisher {
   #pending = new Set<Promise<void>>();
+  /** Delayed wills by client id (at most one per client id: one per ended connection). */
+  #delayed = new Map<string, { timer: ReturnType<typeof setTimeout>; publish: () => void }>();
 
   get pending(): number {
     return this.#pending.size;
   }
 
-  /** Publishes `will` of `clientId` now. Never throws; the outcome is counted and logged. */
-  publish(ctx: WillContext, will: HeldWill, principal: Principal, clientId: string): void {
-    const p = publishWill(ctx, will, principal, clientId).finally(() => this.#pending.delete(p));
-    this.#pending.add(p);
+  /** Wills waiting for their delay. */
+  get delayed(): number {
+    return this.#delayed.size;
   }
 
-  /** Resolves once every will published so far has settled. */
+  /**
+   * Publishes `will` of `clientId` now, or after `delayMs` (MQTT 5 will delay) unless a new
+   * connection with the same client id comes first ({@link cancel}). Never throws; the outcome
+   * is counted and logged.
+   */
+  publish(
+    ctx: WillContext,
+    will: HeldWill,
+    principal: Principal,
+    clientId: string,
+    delayMs = 0,
+  ): void {
+    const now = () => {
+      const p = publishWill(ctx, will, principal, clientId).finally(() => this.#pending.delete(p));
+      this.#pending.add(p);
+    };
+    if (delayMs <= 0) return now();
+    this.cancel(clientId);
+    const publish = () => {
+      this.#delayed.delete(clientId);
+      now();
+    };
+    this.#delayed.set(clientId, { timer: setTimeout(publish, delayMs), publish });
+  }
+
+  /** A new connection with `clientId` arrived before its will's delay passed: not sent. */
+  cancel(clientId: string): void {
+    const d = this.#delayed.get(clientId);
+    if (d === undefined) return;
+    clearTimeout(d.timer);
+    this.#delayed.delete(clientId);
+  }
+
+  /**
+   * Resolves once every will published so far has settled. Delayed wills go out now: the
+   * gateway is stopping, and the sessions they wait on end with it.
+   */
   async idle(): Promise<void> {
+    for (const d of [...this.#delayed.values()]) {
+      clearTimeout(d.timer);
+      d.publish();
+    }
     while (this.#pending.size > 0) await Promise.all([...this.#pending]);
   }
 }

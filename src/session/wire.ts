@@ -16,6 +16,14 @@ import {
   encodeSuback,
   encodeUnsuback,
 } from "../codec/encoder.ts";
+import {
+  encodeConnack5,
+  encodeSuback5,
+  encodeUnsuback5,
+  PropertyWriter,
+} from "../codec/encode_v5.ts";
+import { Prop } from "../codec/properties.ts";
+import { connackReason5 } from "./connect_v5.ts";
 import type { SessionContext } from "./context.ts";
 import type { ConnackOutcome, Outcome } from "./outcome.ts";
 import type { Outbox } from "./outbox.ts";
@@ -24,6 +32,8 @@ import type { Outbox } from "./outbox.ts";
 export interface WireSite {
   readonly outbox: Outbox;
   readonly remoteAddress: string;
+  /** The connection's CONNECT was MQTT 5: packets go out in the MQTT 5 format. */
+  readonly speaks5: boolean;
   /** Takes no new packets and closes once what is queued has been written. */
   closeAfterFlush(reason: string): void;
   /** Forgets the will: it is not published when the connection closes. */
@@ -36,14 +46,20 @@ export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined 
     case "connack":
       if (o.code !== ConnackCode.ACCEPTED) countRefusal(ctx, site, o);
       // Clean sessions only: session present is always 0 (DESIGN §2).
-      site.outbox.push(encodeConnack(false, o.code));
+      site.outbox.push(
+        site.speaks5 || o.format5 ? encodeConnackOf5(o) : encodeConnack(false, o.code),
+      );
       if (o.code !== ConnackCode.ACCEPTED) site.closeAfterFlush(o.reason);
       return;
     case "suback":
-      site.outbox.push(encodeSuback(o.packetId, o.codes));
+      site.outbox.push(
+        site.speaks5 ? encodeSuback5(o.packetId, o.codes) : encodeSuback(o.packetId, o.codes),
+      );
       return;
     case "unsuback":
-      site.outbox.push(encodeUnsuback(o.packetId));
+      site.outbox.push(
+        site.speaks5 && o.codes ? encodeUnsuback5(o.packetId, o.codes) : encodeUnsuback(o.packetId),
+      );
       return;
     case "pingresp":
       site.outbox.push(encodePingresp());
@@ -53,6 +69,13 @@ export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined 
       site.closeAfterFlush(o.reason);
       return;
   }
+}
+
+/** An MQTT 5 CONNACK: the reason code, the properties, a reason string on a refusal. */
+function encodeConnackOf5(o: ConnackOutcome): Uint8Array {
+  const props = o.properties5 ?? new PropertyWriter();
+  if (o.code !== ConnackCode.ACCEPTED) props.string(Prop.REASON_STRING, o.reason);
+  return encodeConnack5(false, connackReason5(o), props);
 }
 
 /** Counters and the log line of a refused CONNECT. */

@@ -138,7 +138,18 @@ function connackReady(port: number): () => Promise<boolean> {
   };
 }
 
-/** The gateway: `deno run -P=gateway main.ts run`, ready = HTTP `/ready` 200. */
+/**
+ * The runtime flags of `deno task start` (between `run` and `main.ts`, e.g. `-P=gateway
+ * --no-code-cache`): the bench runs the gateway as the task does, and `start_flags_test.ts`
+ * keeps the compile tasks on the same ones.
+ */
+export function startTaskFlags(): string[] {
+  const config = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`));
+  const words = String(config.tasks.start).split(/\s+/);
+  return words.slice(words.indexOf("run") + 1, words.indexOf("main.ts"));
+}
+
+/** The gateway: as `deno task start` runs it, ready = HTTP `/ready` 200. */
 export function gatewayServer(
   dataDir: string,
   denoFlags: string[] = [],
@@ -162,7 +173,7 @@ export function gatewayServer(
         IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
         ...extraEnv,
       };
-      const cmd = [Deno.execPath(), "run", "-P=gateway", ...denoFlags, "main.ts", "run"];
+      const cmd = [Deno.execPath(), "run", ...startTaskFlags(), ...denoFlags, "main.ts", "run"];
       cmd.push("--config", "config/gateway.toml");
       return spawnUntilReady(name, launchArgv(o, 0, cmd), port, async () => {
         try {

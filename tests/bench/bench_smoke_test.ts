@@ -41,6 +41,17 @@ Deno.test({
       const report = JSON.parse(await Deno.readTextFile(out));
       assert.equal(report.mode, "smoke");
       assert.ok(report.rows.length > 0, "no figures reported");
+      // The client-bound marking needs the load generator's own CPU in every scenario run.
+      for (const [scenario, runs] of Object.entries(report.raw)) {
+        if (scenario === "start" || scenario === "store") continue; // no load generator there
+        for (const [server, r] of Object.entries(runs as Record<string, unknown>)) {
+          const cpu = (r as { loadgenCpuPct?: unknown } | null)?.loadgenCpuPct;
+          assert.ok(
+            typeof cpu === "number" && Number.isFinite(cpu),
+            `${scenario} on ${server}: no load generator CPU`,
+          );
+        }
+      }
     } finally {
       await Deno.remove(out).catch(() => {});
     }

@@ -10,13 +10,18 @@
  * (1 publisher → --subs subscribers, window-bounded), e2e (1:1 at --rate msg/s), idle
  * (--count idle connections: RSS per connection and connects/s).
  *
+ * The ingest scenarios run over raw libc sockets in one synchronous epoll loop
+ * (`_raw_load.ts`, `_raw_socket.ts`): a Deno socket costs an op, a promise and a wake per
+ * read, which made this process, not Mosquitto, the limit on QoS 1. `--coalesce-us` (default
+ * 100) is how long QoS 1 lets PUBACKs gather after a wake before it reads again.
+ *
  * @module
  */
 import { parseArgs } from "node:util";
-import { setImmediate } from "node:timers";
 import { connectMqtt, DISCONNECT, encodePublish, publishPayloadAt, repeat } from "./_mqtt.ts";
 import { writeAll } from "./_mqtt.ts";
 import { Link, openMany } from "./_link.ts";
+import { type IngestOptions, qos0Raw, qos1Raw } from "./_raw_load.ts";
 import { cpuPercent, cpuTicks, Histogram, rssBytes } from "./_stats.ts";
 
 const { values: a } = parseArgs({
@@ -35,6 +40,7 @@ const { values: a } = parseArgs({
     count: { type: "string", default: "10000" },
     "max-msgs": { type: "string", default: "50000000" },
     "payload-bytes": { type: "string", default: "100" },
+    "coalesce-us": { type: "string", default: "100" },
   },
 });
 const PORT = Number(a.port);
@@ -63,112 +69,6 @@ function cpuWindow() {
       serverCpuPct: cpuPercent(cpuTicks(SERVER_PID) - s0, ms),
       loadgenCpuPct: cpuPercent(cpuTicks("self") - l0, ms),
     };
-  };
-}
-
-/** QoS 0 ingest: write pre-encoded chunks as fast as the socket takes them, then a barrier. */
-async function qos0(conns: number) {
-  const chunkMsgs = 512;
-  const chunk = repeat(encodePublish("bench/ingest0", PAYLOAD, 0).bytes, chunkMsgs);
-  const links = await openMany(PORT, conns, "bench-q0");
-  let sent = 0;
-  const phase = (until: number) =>
-    Promise.all(links.map(async (l) => {
-      while (performance.now() < until && sent < MAX_MSGS) {
-        await writeAll(l.conn, chunk);
-        sent += chunkMsgs;
-      }
-      await l.barrier();
-    }));
-  await phase(performance.now() + WARMUP);
-  sent = 0;
-  const t0 = performance.now();
-  const cpu = cpuWindow();
-  await phase(t0 + DURATION);
-  const ms = performance.now() - t0;
-  const c = cpu();
-  links.forEach((l) => l.close());
-  return { msgs: sent, elapsedMs: ms, msgsPerSec: sent / (ms / 1000), ...c };
-}
-
-/** QoS 1 ingest: each connection keeps `inflight` PUBLISHes outstanding, refilled per read. */
-async function qos1(conns: number, inflight: number) {
-  const tpl = encodePublish("bench/ingest1", PAYLOAD, 1, 1);
-  const len = tpl.bytes.length;
-  const hist = new Histogram();
-  const links = await openMany(PORT, conns, "bench-q1");
-  let measuring = false;
-  let stopped = false;
-  let acked = 0;
-  let outstanding = 0;
-  const starts = links.map((l) => {
-    const sendAt = new Float64Array(65536);
-    const out = repeat(tpl.bytes, inflight);
-    let nextId = 1;
-    let refill = 0;
-    const send = async (n: number) => {
-      const now = performance.now();
-      for (let k = 0; k < n; k++) {
-        const id = nextId;
-        nextId = nextId === 65535 ? 1 : nextId + 1;
-        out[k * len + tpl.idAt] = id >> 8;
-        out[k * len + tpl.idAt + 1] = id & 0xff;
-        sendAt[id] = now;
-      }
-      outstanding += n;
-      await writeAll(l.conn, n === inflight ? out : out.subarray(0, n * len));
-    };
-    l.onPuback = (id) => {
-      outstanding--;
-      if (measuring) {
-        hist.recordMs(performance.now() - sendAt[id]);
-        acked++;
-      }
-      if (!stopped) refill++;
-    };
-    // Refills go out once per event-loop turn, not once per read: a server that writes each
-    // PUBACK on its own (mosquitto) would otherwise cost one write per PUBACK here, and the
-    // load generator, not the server, would set the pace.
-    // One write at a time: `out` is reused, and two writeAll()s could interleave.
-    let scheduled = false;
-    let writing = false;
-    const schedule = () => {
-      if (refill === 0 || scheduled || writing) return;
-      scheduled = true;
-      setImmediate(flush);
-    };
-    const flush = () => {
-      scheduled = false;
-      if (refill === 0 || writing) return;
-      const n = refill;
-      refill = 0;
-      writing = true;
-      send(n).finally(() => {
-        writing = false;
-        schedule();
-      });
-    };
-    l.afterChunk = schedule;
-    return () => send(inflight);
-  });
-  await Promise.all(starts.map((s) => s()));
-  await sleep(WARMUP);
-  measuring = true;
-  const t0 = performance.now();
-  const cpu = cpuWindow();
-  while (performance.now() - t0 < DURATION && acked < MAX_MSGS) await sleep(20);
-  measuring = false;
-  stopped = true;
-  const ms = performance.now() - t0;
-  const c = cpu();
-  for (let i = 0; i < 250 && outstanding > 0; i++) await sleep(20);
-  links.forEach((l) => l.close());
-  return {
-    msgs: acked,
-    elapsedMs: ms,
-    msgsPerSec: acked / (ms / 1000),
-    puback: hist.summary(),
-    ...c,
   };
 }
 
@@ -366,12 +266,29 @@ async function idle(count: number) {
   };
 }
 
+/** The ingest scenarios' options from the command line. */
+function ingest(): IngestOptions {
+  return {
+    port: PORT,
+    conns: Number(a.conns),
+    warmupMs: WARMUP,
+    durationMs: DURATION,
+    maxMsgs: MAX_MSGS,
+    payload: PAYLOAD,
+    cpuWindow,
+  };
+}
+
 async function main(): Promise<unknown> {
   switch (a.scenario) {
     case "qos0":
-      return await qos0(Number(a.conns));
+      return qos0Raw(ingest());
     case "qos1":
-      return await qos1(Number(a.conns), Number(a.inflight));
+      return qos1Raw({
+        ...ingest(),
+        inflight: Number(a.inflight),
+        coalesceUs: Number(a["coalesce-us"]),
+      });
     case "fanout":
       return await fanout(Number(a.subs), Number(a.window));
     case "e2e":

@@ -7,6 +7,8 @@
  *   deno task bench --smoke         ~1 s per scenario, tiny counts; checks only that every
  *                                   scenario produced figures, exits 1 when one did not
  *   --servers=gateway,mosquitto     subset of servers   --scenarios=qos1,qos0_10   subset
+ *                                   ("store": the gateway's RSS on a small and a large store,
+ *                                   see _store_scenario.ts)
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
  *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
  *   --backend=iggy                  QoS 0 and QoS 1 through a real Iggy server (IGGY_TEST_ADDRESS,
@@ -34,8 +36,9 @@ import {
   type ServerDef,
 } from "./_servers.ts";
 import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
-import { cpuPercent, cpuTicks } from "./_stats.ts";
+import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
 import { IGGY_VARIANTS, iggyGateways, renderIggyTable } from "./_iggy.ts";
+import { storeScenario } from "./_store_scenario.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -72,7 +75,7 @@ const scenarioIds = a.scenarios
   ? a.scenarios.split(",")
   : IGGY
   ? ["qos1", "qos0_10"]
-  : Object.keys(SCENARIOS);
+  : [...Object.keys(SCENARIOS), "store"];
 
 const launch: LaunchOptions = {
   taskset: has("taskset", ["-c", "0", "true"]),
@@ -158,19 +161,29 @@ try {
   // Start to ready: full mode takes the median of three starts; the last one stays up.
   for (const name of serverNames) {
     startMs[name] = [];
+    const rss: number[] = [];
     for (let i = 0; i < (SMOKE ? 1 : 3); i++) {
       servers[name]?.stop && await servers[name].stop();
       servers[name] = await defs[name].start(launch);
       startMs[name].push(servers[name].readyMs);
+      // RSS at ready, once what start-up left behind has run (timers, the first GC).
+      await new Promise((r) => setTimeout(r, 500));
+      rss.push(rssBytes(servers[name].pid) / 1024 / 1024);
     }
-    const sorted = [...startMs[name]].sort((x, y) => x - y);
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
     results.start ??= {};
-    results.start[name] = { readyMs: sorted[Math.floor(sorted.length / 2)], runs: startMs[name] };
+    results.start[name] = {
+      readyMs: median(startMs[name]),
+      runs: startMs[name],
+      rssMb: median(rss),
+      rssRunsMb: rss,
+    };
     console.error(
       `[bench] ${name} ready in ${startMs[name].map((m) => m.toFixed(0)).join(", ")} ms`,
     );
   }
   for (const id of scenarioIds) {
+    if (id === "store") continue; // after the others, on its own gateways
     results[id] = {};
     for (const name of serverNames) {
       const waited = await settle();
@@ -179,6 +192,11 @@ try {
       results[id][name] = r;
       console.error(`[bench] ${id} on ${name}: ${JSON.stringify(r)}`);
     }
+  }
+  if (scenarioIds.includes("store") && serverNames.includes("gateway")) {
+    for (const s of Object.values(servers)) await s.stop();
+    results.store = { gateway: await storeScenario(dataDir, gwFlags, launch, SMOKE) };
+    console.error(`[bench] store on gateway: ${JSON.stringify(results.store.gateway)}`);
   }
 } finally {
   for (const s of Object.values(servers)) await s.stop();
@@ -220,7 +238,9 @@ const missing = rows.filter((r) =>
   FIGURES.some((f) => f.id === r.id) && scenarioIds.concat("start")
     .includes(r.scenario)
 ).flatMap((r) =>
-  serverNames.filter((n) => typeof r.values[n] !== "number" || !Number.isFinite(r.values[n]))
+  serverNames.filter((n) => r.scenario !== "store" || n === "gateway").filter((n) =>
+    typeof r.values[n] !== "number" || !Number.isFinite(r.values[n])
+  )
     .map((n) => `${r.label} on ${n}`)
 );
 if (missing.length > 0) {

@@ -408,3 +408,53 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "iggy mode: an MQTT 5 PUBACK's coordinates (iggy.stream/topic/partition/offset) point at the message in Iggy, user properties stored as headers",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: iggyEnv("gw-v5", { IGGY_MQTT_LOG_AUTO_CREATE: "true" }),
+      map: MAP,
+    });
+    const probe = probeBackend();
+    await probe.open();
+    try {
+      const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        username: USER,
+        password: PASS,
+        reconnectPeriod: 0,
+      });
+      // deno-lint-ignore no-explicit-any
+      const pubacks: any[] = [];
+      c.on("packetreceive", (p) => p.cmd === "puback" && pubacks.push(p));
+      for (const v of ["first", "second", "third"]) {
+        await c.publishAsync("building/east/room/7/t", v, {
+          qos: 1,
+          properties: { userProperties: { n: v } },
+        });
+      }
+      await waitFor(() => pubacks.length === 3, 10_000, "PUBACKs");
+      for (const [i, v] of ["first", "second", "third"].entries()) {
+        const u = pubacks[i].properties.userProperties;
+        assert.equal(u["iggy.stream"], `building_east_${SUFFIX}`);
+        assert.equal(u["iggy.topic"], "telemetry");
+        const at = {
+          stream: u["iggy.stream"],
+          topic: u["iggy.topic"],
+          partition: Number(u["iggy.partition"]),
+        };
+        const [m] = await probe.poll(at, Number(u["iggy.offset"]), 1);
+        assert.equal(m.offset, Number(u["iggy.offset"]));
+        assert.equal(new TextDecoder().decode(m.payload), v);
+        assert.equal(m.headers.get("mqtt5.user.0.n"), v);
+      }
+      await c.endAsync();
+    } finally {
+      await probe.close();
+      await gw.stop();
+    }
+  },
+});

@@ -33,7 +33,7 @@ async function spyGateway(extraEnv: Record<string, string> = {}, toml = "") {
     IGGY_MQTT_LOG_AUTO_CREATE: "true",
     ...extraEnv,
   };
-  const spy = new SpyBackend(createBackend(loadConfig({ text: toml, source: "t", env })));
+  const spy = new SpyBackend(await createBackend(loadConfig({ text: toml, source: "t", env })));
   const gw = await startGateway({ env, toml, overrides: { backend: spy } });
   return { gw, spy, dbPath: `${dir}/held.db` };
 }

@@ -89,7 +89,7 @@ const CASES: Case[] = [
   { name: "CONNECT reserved flag bit 0 set [MQTT-3.1.2-3]", first: true, bytes: connect(0x03, str("c")), expect: closed("MQTT-3.1.2-3") },
   { name: "CONNECT protocol name MQTX [MQTT-3.1.2-1]", first: true, bytes: connect(2, str("c"), "MQTX"), expect: closed("MQTT-3.1.2-1") },
   { name: "CONNECT MQIsdp level 3 gets CONNACK 1 [MQTT-3.1.2-2]", first: true, bytes: connect(2, str("c"), "MQIsdp", 3), expect: { connack: 1 } },
-  { name: "CONNECT MQTT level 5 gets CONNACK 1 [MQTT-3.1.2-2]", first: true, bytes: connect(2, str("c"), "MQTT", 5), expect: { connack: 1 } },
+  { name: "CONNECT MQTT level 5 without its property length [MQTT-2.2.3]", first: true, bytes: connect(2, str("c"), "MQTT", 5), expect: closed("MQTT-2.2.3") },
   { name: "CONNECT MQTT level 6 gets CONNACK 1 [MQTT-3.1.2-2]", first: true, bytes: connect(2, str("c"), "MQTT", 6), expect: { connack: 1 } },
   { name: "CONNECT will QoS 1 without will flag [MQTT-3.1.2-11]", first: true, bytes: connect(0x0a, str("c")), expect: closed("MQTT-3.1.2-11") },
   { name: "CONNECT will retain without will flag [MQTT-3.1.2-11]", first: true, bytes: connect(0x22, str("c")), expect: closed("MQTT-3.1.2-11") },

@@ -14,7 +14,7 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 async function spyGateway(env: Record<string, string>) {
   const dir = await Deno.makeTempDir();
   const all = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/o.db`, IGGY_MQTT_LOG_AUTO_CREATE: "true", ...env };
-  const spy = new SpyBackend(createBackend(loadConfig({ text: "", source: "t", env: all })));
+  const spy = new SpyBackend(await createBackend(loadConfig({ text: "", source: "t", env: all })));
   const gw = await startGateway({ env: all, overrides: { backend: spy } });
   return { gw, spy };
 }

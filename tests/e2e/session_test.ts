@@ -210,15 +210,19 @@ Deno.test({
 
 Deno.test({
   name:
-    "CONNECT level 5 or MQIsdp 3 gets CONNACK 1; empty client id with clean session gets an id; session.will = refuse gets CONNACK 5",
+    "CONNECT level 5 on a 3.1.1-only listener gets CONNACK 0x84, MQIsdp 3 gets CONNACK 1; empty client id with clean session gets an id; session.will = refuse gets CONNACK 5",
   ...opts,
   async fn() {
-    const gw = await startGateway({ env: { IGGY_MQTT_SESSION_WILL: "refuse" } });
+    const gw = await startGateway({
+      env: { IGGY_MQTT_SESSION_WILL: "refuse", IGGY_MQTT_LISTENERS_MQTT_VERSIONS: "3.1.1" },
+    });
     try {
       const v5 = await RawClient.connect(gw.port);
       // MQTT 5 CONNECT: "MQTT", level 5, clean, keepalive 60, properties length 0, id "x".
       await v5.send([0x10, 14, 0, 4, 77, 81, 84, 84, 5, 2, 0, 60, 0, 0, 1, 120]);
-      assert.deepEqual([...(await v5.readPacket())!], [0x20, 2, 0, 1]);
+      // An MQTT 5 CONNACK: no session present, 0x84 unsupported protocol version, a reason.
+      const connack = [...(await v5.readPacket())!];
+      assert.deepEqual([connack[0], connack[2], connack[3]], [0x20, 0, 0x84]);
       assert.ok(await v5.closedByPeer());
       const v3 = await RawClient.connect(gw.port);
       await v3.send([0x10, 15, 0, 6, 77, 81, 73, 115, 100, 112, 3, 2, 0, 60, 0, 1, 120]);

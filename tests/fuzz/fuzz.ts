@@ -57,8 +57,16 @@ const DEFAULT_LIMITS: DecoderLimits = {
   maxPacketBytes: 8092,
   maxTopicBytes: 255,
   maxTopicLevels: 32,
+  maxUserProperties: 32,
+  topicAliasMaximum: 16,
 };
-const SMALL_LIMITS: DecoderLimits = { maxPacketBytes: 64, maxTopicBytes: 16, maxTopicLevels: 3 };
+const SMALL_LIMITS: DecoderLimits = {
+  maxPacketBytes: 64,
+  maxTopicBytes: 16,
+  maxTopicLevels: 3,
+  maxUserProperties: 1,
+  topicAliasMaximum: 1,
+};
 const DECODER_BATCH = 2000;
 const DECODER_BATCH_TIMEOUT_MS = 10_000;
 const SOCKET_BATCH = 64;
@@ -84,8 +92,10 @@ type Rand = () => number;
 const int = (r: Rand, n: number) => Math.floor(r() * n);
 const pick = <T>(r: Rand, xs: readonly T[]): T => xs[int(r, xs.length)];
 
-function gen(p: Record<string, unknown>): Uint8Array {
-  return new Uint8Array(mqttPacket.generate(p as unknown as mqttPacket.Packet));
+function gen(p: Record<string, unknown>, protocolVersion = 4): Uint8Array {
+  return new Uint8Array(
+    mqttPacket.generate(p as unknown as mqttPacket.Packet, { protocolVersion }),
+  );
 }
 
 /** The valid CONNECT every socket input starts with (unless the CONNECT itself is mutated). */
@@ -100,12 +110,92 @@ function baseConnect(clientId: string): Uint8Array {
   });
 }
 
+/** The material mutations start from: MQTT 3.1.1 and MQTT 5 connects and packets. */
+interface Corpus {
+  connects: Uint8Array[];
+  packets: Uint8Array[];
+  connects5: Uint8Array[];
+  packets5: Uint8Array[];
+}
+
 /** Valid packets of every type (client and server), the material mutations start from. */
-function buildCorpus(): { connects: Uint8Array[]; packets: Uint8Array[] } {
-  corpusCache ??= makeCorpus();
+function buildCorpus(): Corpus {
+  corpusCache ??= { ...makeCorpus(), ...makeCorpus5() };
   return corpusCache;
 }
-let corpusCache: { connects: Uint8Array[]; packets: Uint8Array[] } | undefined;
+let corpusCache: Corpus | undefined;
+
+/** MQTT 5: connects with properties and a will, packets with properties and topic aliases. */
+function makeCorpus5(): { connects5: Uint8Array[]; packets5: Uint8Array[] } {
+  const g = (p: Record<string, unknown>) => gen(p, 5);
+  const connect = (o: Record<string, unknown>) =>
+    g({ cmd: "connect", protocolId: "MQTT", protocolVersion: 5, clean: true, keepalive: 60, ...o });
+  const connects5 = [
+    connect({ clientId: "fz5" }),
+    connect({
+      clientId: "fz5-p",
+      properties: {
+        sessionExpiryInterval: 10,
+        receiveMaximum: 3,
+        maximumPacketSize: 500,
+        topicAliasMaximum: 4,
+        requestProblemInformation: false,
+        userProperties: { a: "b" },
+      },
+      will: {
+        topic: "w/t",
+        payload: Buffer.from("x"),
+        qos: 1,
+        retain: false,
+        properties: { willDelayInterval: 1, payloadFormatIndicator: true, contentType: "t" },
+      },
+    }),
+  ];
+  const props = {
+    payloadFormatIndicator: true,
+    messageExpiryInterval: 5,
+    contentType: "text/plain",
+    responseTopic: "r/t",
+    correlationData: Buffer.from([1, 2]),
+    userProperties: { k: ["v1", "v2"] },
+  };
+  const packets5 = [
+    g({
+      cmd: "publish",
+      topic: "sensors/a/data",
+      payload: Buffer.from("x"),
+      qos: 1,
+      messageId: 3,
+      properties: props,
+    }),
+    g({
+      cmd: "publish",
+      topic: "sensors/b/data",
+      payload: Buffer.from("y"),
+      qos: 0,
+      properties: { topicAlias: 1 },
+    }),
+    g({
+      cmd: "publish",
+      topic: "",
+      payload: Buffer.from("z"),
+      qos: 0,
+      properties: { topicAlias: 1 },
+    }),
+    g({ cmd: "puback", messageId: 1, reasonCode: 0x10, properties: { reasonString: "r" } }),
+    g({
+      cmd: "subscribe",
+      messageId: 4,
+      properties: { subscriptionIdentifier: 9, userProperties: { u: "1" } },
+      subscriptions: [{ topic: "sensors/a/data", qos: 1, nl: true, rap: true, rh: 2 }],
+    }),
+    g({ cmd: "unsubscribe", messageId: 5, unsubscriptions: ["sensors/a/data"] }),
+    g({ cmd: "disconnect", reasonCode: 4, properties: { reasonString: "bye" } }),
+    g({ cmd: "auth", reasonCode: 0x18, properties: { authenticationMethod: "x" } }),
+    g({ cmd: "pingreq" }),
+  ];
+  return { connects5, packets5 };
+}
 
 function makeCorpus(): { connects: Uint8Array[]; packets: Uint8Array[] } {
   const connect = (o: Record<string, unknown>) =>
@@ -277,13 +367,17 @@ function mutate(r: Rand, b: Uint8Array, corpus: readonly Uint8Array[]): Uint8Arr
  * One fuzz input: usually a valid CONNECT followed by 1–4 packets of which some are mutated;
  * sometimes the CONNECT itself is mutated.
  */
-function makeInput(r: Rand, corpus: ReturnType<typeof buildCorpus>, clientId: string): Uint8Array {
-  const all = [...corpus.connects, ...corpus.packets];
+function makeInput(r: Rand, corpus: Corpus, clientId: string): Uint8Array {
+  // Two inputs in five speak MQTT 5 (a v5 CONNECT, then mostly v5 packets).
+  const v5 = r() < 0.4;
+  const connects = v5 ? corpus.connects5 : corpus.connects;
+  const packets = v5 ? [...corpus.packets5, ...corpus.packets] : corpus.packets;
+  const all = [...connects, ...packets];
   const parts: Uint8Array[] = [];
-  if (r() < 0.2) parts.push(mutate(r, pick(r, corpus.connects), all));
-  else parts.push(r() < 0.5 ? baseConnect(clientId) : pick(r, corpus.connects));
+  if (r() < 0.2) parts.push(mutate(r, pick(r, connects), all));
+  else parts.push(r() < 0.5 && !v5 ? baseConnect(clientId) : pick(r, connects));
   for (let k = 1 + int(r, 4); k > 0; k--) {
-    const p = pick(r, corpus.packets);
+    const p = v5 && r() < 0.7 ? pick(r, corpus.packets5) : pick(r, packets);
     parts.push(r() < 0.7 ? mutate(r, p, all) : p);
   }
   return concatBytes(parts);

@@ -49,17 +49,24 @@ export function scanNewSegments(
   for (let i = first; i < segments.length; i++) {
     const state = segments[i];
     const base = state.segment.base;
-    scanSegment(state, state.written, state.segment.capacity, (h, pos) => {
-      if (h.epoch < maxEpoch) return false; // stale: past an earlier crash's torn tail
-      maxEpoch = h.epoch;
-      const recordBytes = LOG_RECORD_HEADER_BYTES + h.dataBytes;
-      state.written = pos - base + recordBytes;
-      const p = partition(h.topicId, h.partition);
-      if (h.baseOffset + h.count <= p.start) return true; // retained out already
-      p.noteRecord(pos, recordBytes, h.baseOffset, h.count, h.size);
-      state.partitions.set(p, pos + recordBytes);
-      return true;
-    });
+    scanSegment(
+      state,
+      state.written,
+      state.segment.capacity,
+      (h, pos) => {
+        if (h.epoch < maxEpoch) return false; // stale: past an earlier crash's torn tail
+        maxEpoch = h.epoch;
+        const recordBytes = LOG_RECORD_HEADER_BYTES + h.dataBytes;
+        state.written = pos - base + recordBytes;
+        const p = partition(h.topicId, h.partition);
+        if (h.baseOffset + h.count <= p.start) return true; // retained out already
+        p.noteRecord(pos, recordBytes, h.baseOffset, h.count, h.size);
+        state.partitions.set(p, pos + recordBytes);
+        return true;
+      },
+      Infinity,
+      true,
+    );
   }
   return maxEpoch;
 }

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { BackendError } from "../port.ts";
-import { loadHashes } from "../../base/xxhash.ts";
 import { BatchEncoder } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import { type LogRun, MessageLog, type MessageLogOptions } from "./_message_log.ts";
@@ -10,7 +9,6 @@ const SEGMENT = 16 * 1024;
 
 /** A log in a fresh temp directory; `await using` closes it and removes the directory. */
 async function tempLog(overrides: Partial<MessageLogOptions> = {}) {
-  await loadHashes();
   const dir = await Deno.makeTempDir({ prefix: "message_log_test_" });
   const options: MessageLogOptions = {
     dir: `${dir}/log`,

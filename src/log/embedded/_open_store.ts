@@ -6,7 +6,6 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { BackendError } from "../port.ts";
-import { loadHashes } from "../../base/xxhash.ts";
 import { Catalog, loadFloors } from "./_catalog.ts";
 import { MessageLog } from "./_message_log.ts";
 import { openDatabase } from "./_schema.ts";
@@ -38,7 +37,6 @@ export async function openStore(
   let db: DatabaseSync | undefined;
   let log: MessageLog | undefined;
   try {
-    await loadHashes(); // the log's record checksums
     // The writer first: it creates the file and the tables the reader then opens.
     if (!readOnly) {
       link = await WriterLink.start(path, maxStoreBytes, onWriterFailed, options.writerThread);

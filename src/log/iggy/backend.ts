@@ -121,6 +121,8 @@ export class IggyBackend implements LogBackend {
         maxMessages: config.batch_max_messages,
         maxBytes: config.batch_max_bytes,
         lingerMs: config.batch_linger_ms,
+        // A flood of unkeyed messages may use every service connection, one per partition.
+        maxParallel: config.pool_size,
       },
     );
     this.#topics = new TopicRecordCache(

@@ -11,7 +11,9 @@
  * each send of that lane goes to the next partition in turn. So a topic's unkeyed messages
  * are one send at a time carrying all that gathered during the previous one, rather than
  * one small send per partition — Iggy persists (and with fsync, syncs) a topic's sends one
- * after another, so the small sends cost nearly as much each as the one big one.
+ * after another, so the small sends cost nearly as much each as the one big one. Only when a
+ * full batch waits behind the running send (a flood) does a second start, to a partition with
+ * none in flight, up to `maxParallel`: large writes do overlap in Iggy.
  *
  * @module
  */
@@ -33,6 +35,12 @@ export interface BatcherOptions {
   readonly maxMessages: number;
   readonly maxBytes: number;
   readonly lingerMs: number;
+  /**
+   * Sends of one balanced lane in flight at once, each to a partition with none in flight
+   * (default 1). A second starts only when a full batch waits: a flood (QoS 0) gets
+   * parallel sends, a closed loop (QoS 1) keeps whole batches.
+   */
+  readonly maxParallel?: number;
 }
 
 interface Entry<M> {
@@ -53,7 +61,10 @@ interface Lane<M> {
   readonly queue: Entry<M>[];
   bytes: number;
   messages: number;
-  sending: boolean;
+  /** Drain loops running (at most 1 for a partition lane). */
+  senders: number;
+  /** Partitions of a balanced lane with a send in flight. */
+  readonly busy: Set<number>;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
@@ -94,7 +105,8 @@ export class AppendBatcher<M> {
         queue: [],
         bytes: 0,
         messages: 0,
-        sending: false,
+        senders: 0,
+        busy: new Set(),
         timer: undefined,
       };
       this.#lanes.set(key, lane);
@@ -111,23 +123,30 @@ export class AppendBatcher<M> {
   }
 
   #schedule(key: string, lane: Lane<M>): void {
-    if (lane.sending) return; // the running send drains the queue when it ends
     const full = lane.messages >= this.#o.maxMessages || lane.bytes >= this.#o.maxBytes;
+    if (lane.senders > 0) {
+      // The running sends drain the queue; a balanced lane under a flood adds one.
+      const parallel = Math.min(this.#o.maxParallel ?? 1, lane.balancedOver);
+      if (full && lane.senders < parallel) this.#start(key, lane, false);
+      return;
+    }
     if (full || this.#o.lingerMs <= 0) {
       clearTimeout(lane.timer);
       lane.timer = undefined;
-      lane.sending = true;
-      // a microtask lets same-tick appends join this send
-      queueMicrotask(() => this.#drain(key, lane));
+      this.#start(key, lane, true);
     } else {
       lane.timer ??= setTimeout(() => {
         lane.timer = undefined;
-        if (!lane.sending) {
-          lane.sending = true;
-          this.#drain(key, lane);
-        }
+        if (lane.senders === 0) this.#start(key, lane, false);
       }, this.#o.lingerMs);
     }
+  }
+
+  /** Starts a drain loop; `later`: after a microtask, so same-tick appends join its send. */
+  #start(key: string, lane: Lane<M>, later: boolean): void {
+    lane.senders++;
+    if (later) queueMicrotask(() => this.#drain(key, lane));
+    else this.#drain(key, lane);
   }
 
   #take(lane: Lane<M>): Entry<M>[] {
@@ -155,6 +174,7 @@ export class AppendBatcher<M> {
       let bytes = 0;
       for (const e of entries) bytes += e.bytes;
       const address = this.#target(lane);
+      if (lane.balancedOver > 0) lane.busy.add(address.partition);
       try {
         const base = await this.#send(address, messages, bytes);
         let at = 0;
@@ -167,16 +187,24 @@ export class AppendBatcher<M> {
       } catch (err) {
         for (const e of entries) e.reject(err);
       }
+      lane.busy.delete(address.partition);
     }
-    lane.sending = false;
-    if (lane.timer === undefined && lane.queue.length === 0) this.#lanes.delete(key);
+    lane.senders--;
+    const done = lane.senders === 0 && lane.timer === undefined && lane.queue.length === 0;
+    if (done) this.#lanes.delete(key);
     if (this.#lanes.size === 0) { for (const wake of [...this.#idle]) wake(); }
   }
 
-  /** Where a lane's next send goes: its partition, or a balanced lane's next turn. */
+  /**
+   * Where a lane's next send goes: its partition, or a balanced lane's next turn that has no
+   * send in flight (there is one: at most `balancedOver` sends run).
+   */
   #target(lane: Lane<M>): PartitionAddress {
     if (lane.balancedOver === 0) return lane.address;
-    const partition = lane.turn % lane.balancedOver;
+    let partition = lane.turn % lane.balancedOver;
+    for (let i = 0; i < lane.balancedOver && lane.busy.has(partition); i++) {
+      partition = (partition + 1) % lane.balancedOver;
+    }
     lane.turn = partition + 1;
     const { stream, topic } = lane.address;
     return lane.turns[partition] ??= { stream, topic, partition };
@@ -185,11 +213,10 @@ export class AppendBatcher<M> {
   /** Sends everything queued now and resolves when no send is pending. */
   async flush(): Promise<void> {
     for (const [key, lane] of this.#lanes) {
-      if (lane.timer !== undefined && !lane.sending) {
+      if (lane.timer !== undefined && lane.senders === 0) {
         clearTimeout(lane.timer);
         lane.timer = undefined;
-        lane.sending = true;
-        this.#drain(key, lane);
+        this.#start(key, lane, false);
       }
     }
     if (this.#lanes.size === 0) return;

@@ -175,3 +175,30 @@ Deno.test("AppendBatcher: unkeyed appends of a topic share one lane, each send t
   assert.equal(receipts[3].partition, undefined, "a keyed append's receipt names no partition");
   assert.equal(r.calls.find((c) => c.messages[0] === "k")!.address.partition, 1);
 });
+
+Deno.test("AppendBatcher: a full batch waiting behind a balanced send starts another, to a partition with none in flight", async () => {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages: 2,
+    maxBytes: 1000,
+    lingerMs: 0,
+    maxParallel: 2,
+  });
+  r.hold();
+  const bal = (m: string[]) => b.append({ ...A, balancedOver: 3, messages: m });
+  const first = bal(["a"]);
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(r.calls.length, 1);
+  const notFull = bal(["b"]);
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(r.calls.length, 1, "a batch that is not full waits for the running send");
+  const full = bal(["c"]); // 2 messages queued = maxMessages: full
+  const more = [bal(["d", "e"]), bal(["f", "g"])];
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(r.calls.length, 2, "one more send, no more than maxParallel");
+  const inFlight = r.calls.map((c) => c.address.partition);
+  assert.notEqual(inFlight[0], inFlight[1], "never two sends in flight to one partition");
+  r.open();
+  await Promise.all([first, notFull, full, ...more]);
+  assert.deepEqual(r.calls.flatMap((c) => c.messages), ["a", "b", "c", "d", "e", "f", "g"]);
+});

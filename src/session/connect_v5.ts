@@ -1,0 +1,134 @@
+/**
+ * MQTT 5 CONNECT and CONNACK (issue 17, Build 2): what the gateway refuses before any login
+ * (enhanced authentication, retained and QoS 2 wills), the session state a v5 connection keeps
+ * (the client's receive maximum and maximum packet size, problem information), and the CONNACK
+ * properties, which promise only what the gateway implements.
+ *
+ * Hooks for stored sessions and wildcards (issue 18): {@link grantedSessionExpiry} and
+ * `WILDCARDS_AVAILABLE` are the two places that change when they land.
+ *
+ * @module
+ */
+import { ConnackCode } from "../codec/encoder.ts";
+import { PropertyWriter } from "../codec/encode_v5.ts";
+import type { ConnectPacket } from "../codec/packets.ts";
+import { Prop } from "../codec/properties.ts";
+import type { GatewayConfig } from "../config/types.ts";
+import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
+import { refuseContent5 } from "./publish_v5.ts";
+import type { V5Session } from "./v5_session.ts";
+
+/** MQTT 5 CONNACK reason codes [MQTT-3.2.2.2] the gateway sends. */
+export const Connack5 = {
+  SUCCESS: 0x00,
+  UNSUPPORTED_PROTOCOL_VERSION: 0x84,
+  CLIENT_ID_NOT_VALID: 0x85,
+  BAD_USER_NAME_OR_PASSWORD: 0x86,
+  NOT_AUTHORIZED: 0x87,
+  SERVER_UNAVAILABLE: 0x88,
+  BAD_AUTHENTICATION_METHOD: 0x8c,
+  QUOTA_EXCEEDED: 0x97,
+  PAYLOAD_FORMAT_INVALID: 0x99,
+  RETAIN_NOT_SUPPORTED: 0x9a,
+  QOS_NOT_SUPPORTED: 0x9b,
+  CONNECTION_RATE_EXCEEDED: 0x9f,
+} as const;
+
+/** The 3.1.1 return codes the handlers decide, as MQTT 5 reason codes. */
+const FROM_V3: Readonly<Record<number, number>> = {
+  [ConnackCode.ACCEPTED]: Connack5.SUCCESS,
+  [ConnackCode.UNACCEPTABLE_PROTOCOL_VERSION]: Connack5.UNSUPPORTED_PROTOCOL_VERSION,
+  [ConnackCode.IDENTIFIER_REJECTED]: Connack5.CLIENT_ID_NOT_VALID,
+  [ConnackCode.SERVER_UNAVAILABLE]: Connack5.SERVER_UNAVAILABLE,
+  [ConnackCode.BAD_USERNAME_OR_PASSWORD]: Connack5.BAD_USER_NAME_OR_PASSWORD,
+  [ConnackCode.NOT_AUTHORIZED]: Connack5.NOT_AUTHORIZED,
+};
+
+/** The MQTT 5 reason code of a CONNACK outcome. */
+export function connackReason5(o: ConnackOutcome): number {
+  return o.reasonCode5 ?? FROM_V3[o.code] ?? Connack5.NOT_AUTHORIZED;
+}
+
+/** Wildcard Subscription Available: 0 until wildcard filters land (issue 18). */
+export const WILDCARDS_AVAILABLE = false;
+
+/**
+ * The session expiry the gateway grants. 0 until stored sessions land (issue 18): the session
+ * then ends with the connection, whatever the client asked.
+ */
+export function grantedSessionExpiry(_requested: number): number {
+  return 0;
+}
+
+/** Refusals of an MQTT 5 CONNECT decided before any login, or null. */
+export function refuseConnect5(p: ConnectPacket): ConnackOutcome | null {
+  const props = p.properties;
+  if (props?.authenticationMethod !== undefined) {
+    // No enhanced authentication (AUTH) [MQTT-4.12.0-1].
+    return refuse5(
+      Connack5.BAD_AUTHENTICATION_METHOD,
+      `authentication method "${props.authenticationMethod}" is not supported`,
+    );
+  }
+  if (p.will?.qos === 2) {
+    return refuse5(Connack5.QOS_NOT_SUPPORTED, "QoS 2 wills are refused (Maximum QoS 1)");
+  }
+  if (p.will?.retain) {
+    return refuse5(
+      Connack5.RETAIN_NOT_SUPPORTED,
+      "retained wills are refused (Retain Available 0)",
+    );
+  }
+  if (p.will?.properties !== undefined) {
+    const why = refuseContent5({ ...p.will, type: "publish", qos: 0, dup: false, packetId: 0 });
+    if (why !== null) return refuse5(Connack5.PAYLOAD_FORMAT_INVALID, `will: ${why.reason}`);
+  }
+  return null;
+}
+
+function refuse5(code: number, reason: string): ConnackOutcome {
+  return { ...refuseConnect(ConnackCode.NOT_AUTHORIZED, reason), reasonCode5: code };
+}
+
+/** The state an accepted MQTT 5 connection keeps. */
+export function v5SessionOf(config: GatewayConfig, p: ConnectPacket): V5Session {
+  const props = p.properties ?? {};
+  return {
+    receiveMaximum: props.receiveMaximum ?? 65_535,
+    maximumPacketSize: props.maximumPacketSize ?? Infinity,
+    problemInformation: props.requestProblemInformation !== 0,
+    sessionExpiry: grantedSessionExpiry(props.sessionExpiry ?? 0),
+    pubackCoordinates: config.mqtt5.puback_coordinates,
+  };
+}
+
+/** What the CONNACK of an accepted MQTT 5 CONNECT tells about the session. */
+export interface AcceptedFacts {
+  /** The id the gateway assigned to an empty client id, or null. */
+  readonly assignedClientId: string | null;
+  /** The keep-alive the gateway uses when it differs from the client's (s), or null. */
+  readonly serverKeepAlive: number | null;
+  readonly requestedSessionExpiry: number;
+  readonly session: V5Session;
+}
+
+/** CONNACK properties [MQTT-3.2.2.3]: the capabilities, and what was changed from the ask. */
+export function connackProperties(config: GatewayConfig, f: AcceptedFacts): PropertyWriter {
+  const l = config.limits;
+  const w = new PropertyWriter();
+  if (f.requestedSessionExpiry !== f.session.sessionExpiry) {
+    w.u32(Prop.SESSION_EXPIRY, f.session.sessionExpiry);
+  }
+  w.u16(Prop.RECEIVE_MAXIMUM, Math.min(65_535, l.max_inflight_publishes_per_client));
+  w.byte(Prop.MAXIMUM_QOS, 1);
+  w.byte(Prop.RETAIN_AVAILABLE, 0);
+  // Our cap is on the remaining length; a packet of that total size is always under it.
+  w.u32(Prop.MAXIMUM_PACKET_SIZE, l.max_packet_bytes);
+  if (f.assignedClientId !== null) w.string(Prop.ASSIGNED_CLIENT_ID, f.assignedClientId);
+  w.u16(Prop.TOPIC_ALIAS_MAXIMUM, l.max_topic_aliases);
+  w.byte(Prop.WILDCARD_SUB_AVAILABLE, WILDCARDS_AVAILABLE ? 1 : 0);
+  w.byte(Prop.SUB_ID_AVAILABLE, 1);
+  w.byte(Prop.SHARED_SUB_AVAILABLE, 0);
+  if (f.serverKeepAlive !== null) w.u16(Prop.SERVER_KEEP_ALIVE, f.serverKeepAlive);
+  return w;
+}

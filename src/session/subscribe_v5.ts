@@ -1,0 +1,107 @@
+/**
+ * MQTT 5 SUBSCRIBE and UNSUBSCRIBE (issue 17, Build 6): a reason code per filter instead of
+ * 3.1.1's bare 0x80. The refusals the session can tell apart are decided here, before the
+ * delivery is asked: 0x9E shared subscriptions, 0xA2 wildcards (until the delivery resolves
+ * them, issue 18: `DeliveryPort.wildcards`), 0x8F a filter the gateway cannot map, 0x87 no poll
+ * right, 0x97 quota exceeded past `limits.max_subscriptions_per_client`. What the delivery
+ * refuses itself (a backend error) stays 0x80 Unspecified error. UNSUBACK: 0x11 when no
+ * subscription existed.
+ *
+ * The subscription options (No Local, Retain As Published, identifier) travel with each filter
+ * into the delivery, which keeps them with the subscription.
+ *
+ * @module
+ */
+import type { Subscription } from "../codec/packets.ts";
+import { canPoll } from "../access/permissions.ts";
+import { checkResolution } from "../mapping/mod.ts";
+import type { SessionContext } from "./context.ts";
+import type { Subscriber } from "./delivery_port.ts";
+import type { SubackOutcome, UnsubackOutcome } from "./outcome.ts";
+
+/** SUBACK / UNSUBACK reason codes [MQTT-3.9.3, 3.11.3]. */
+export const Suback5 = {
+  UNSPECIFIED_ERROR: 0x80,
+  NOT_AUTHORIZED: 0x87,
+  TOPIC_FILTER_INVALID: 0x8f,
+  QUOTA_EXCEEDED: 0x97,
+  SHARED_NOT_SUPPORTED: 0x9e,
+  WILDCARDS_NOT_SUPPORTED: 0xa2,
+  NO_SUBSCRIPTION_EXISTED: 0x11,
+} as const;
+
+/** The reason code that refuses `f` before the delivery is asked, or null. */
+function precheck(ctx: SessionContext, sub: Subscriber, f: Subscription): number | null {
+  const filter = f.filter;
+  if (filter.startsWith("$share/")) return Suback5.SHARED_NOT_SUPPORTED;
+  if ((filter.includes("#") || filter.includes("+")) && ctx.delivery.wildcards !== true) {
+    return Suback5.WILDCARDS_NOT_SUPPORTED;
+  }
+  if (filter.startsWith("$SYS")) return Suback5.NOT_AUTHORIZED;
+  if (ctx.delivery.wildcards === true) return null; // the delivery resolves wildcard filters
+  const r = ctx.preparer.resolve(filter);
+  if (checkResolution(r) !== null) return Suback5.TOPIC_FILTER_INVALID;
+  if (!canPoll(sub.principal.permissions, r.stream, r.topic)) return Suback5.NOT_AUTHORIZED;
+  return null;
+}
+
+/** 0x97 for each new filter past `limits.max_subscriptions_per_client` (replacements count not). */
+function quota(
+  ctx: SessionContext,
+  sub: Subscriber,
+  subscriptions: readonly Subscription[],
+  codes: number[],
+): void {
+  const held = ctx.delivery.subscriptionsOf?.(sub);
+  if (held === undefined) return;
+  const max = ctx.config.limits.max_subscriptions_per_client;
+  let count = held.count;
+  const added = new Set<string>();
+  for (const [i, f] of subscriptions.entries()) {
+    if (codes[i] >= 0 || held.has(f.filter) || added.has(f.filter)) continue;
+    if (count >= max) codes[i] = Suback5.QUOTA_EXCEEDED;
+    else {
+      count++;
+      added.add(f.filter);
+    }
+  }
+}
+
+/** S1–S5 for an MQTT 5 SUBSCRIBE; the SUBACK with one reason code per filter. */
+export async function handleSubscribe5(
+  ctx: SessionContext,
+  sub: Subscriber,
+  packetId: number,
+  subscriptions: readonly Subscription[],
+): Promise<SubackOutcome> {
+  const codes: number[] = subscriptions.map((f) => precheck(ctx, sub, f) ?? -1);
+  quota(ctx, sub, subscriptions, codes);
+  const asked = subscriptions.filter((_, i) => codes[i] < 0);
+  const granted = asked.length > 0 ? await ctx.delivery.subscribe(sub, asked) : [];
+  let next = 0;
+  for (let i = 0; i < codes.length; i++) if (codes[i] < 0) codes[i] = granted[next++];
+  for (const [i, f] of subscriptions.entries()) {
+    if (codes[i] >= 0x80) {
+      ctx.logger.limited("info", "Subscription refused", {
+        client_id: sub.clientId,
+        filter: f.filter,
+        reason_code: codes[i],
+      });
+    }
+  }
+  return { kind: "suback", packetId, codes };
+}
+
+/** UNSUBSCRIBE of an MQTT 5 client: 0 per removed subscription, 0x11 when none existed. */
+export function handleUnsubscribe5(
+  ctx: SessionContext,
+  sub: Subscriber,
+  packetId: number,
+  filters: readonly string[],
+): UnsubackOutcome {
+  const existed = ctx.delivery.unsubscribe(sub, filters);
+  const codes = filters.map((_, i) =>
+    Array.isArray(existed) && !existed[i] ? Suback5.NO_SUBSCRIPTION_EXISTED : 0
+  );
+  return { kind: "unsuback", packetId, codes };
+}

@@ -1,0 +1,271 @@
+/**
+ * MQTT 5 server DISCONNECTs over real sockets: a malformed or forbidden packet from a v5
+ * client is answered with DISCONNECT and its reason code (and a reason string), then the
+ * connection is closed and counted; the gateway keeps serving. Keep-alive timeout (0x8D),
+ * session taken over (0x8E) and server shutting down (0x8B) with MQTT.js; a client's
+ * DISCONNECT 0x04 publishes its will.
+ */
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import mqtt from "mqtt";
+import {
+  connectRaw,
+  RawClient,
+  startGateway,
+  type TestGateway,
+  varint,
+  waitFor,
+} from "../helpers/gateway.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+const enc = new TextEncoder();
+const str = (
+  s: string,
+) => [...[enc.encode(s).length >> 8, enc.encode(s).length & 0xff], ...enc.encode(s)];
+const packet = (byte1: number, body: readonly number[]) =>
+  new Uint8Array([byte1, ...varint(body.length), ...body]);
+
+/** A v5 CONNECT: clean start, keep-alive, no properties, client id. */
+function connect5(clientId: string, keepAlive = 60): Uint8Array {
+  return packet(0x10, [
+    ...str("MQTT"),
+    5,
+    2,
+    keepAlive >> 8,
+    keepAlive & 0xff,
+    0,
+    ...str(clientId),
+  ]);
+}
+
+async function connectRaw5(gw: TestGateway, clientId: string, keepAlive = 60): Promise<RawClient> {
+  const c = await RawClient.connect(gw.port);
+  await c.send(connect5(clientId, keepAlive));
+  const ack = await c.readPacket();
+  assert.ok(ack !== null && ack[0] === 0x20 && ack[3] === 0, `CONNACK 0, got ${ack && [...ack]}`);
+  return c;
+}
+
+/** The reason code and reason string of a DISCONNECT packet. */
+function disconnectOf(p: Uint8Array | null): { code: number; reason: string } {
+  assert.ok(p !== null && p[0] === 0xe0, `DISCONNECT expected, got ${p && [...p]}`);
+  let i = 1;
+  while (p[i] & 0x80) i++;
+  const body = p.subarray(i + 1);
+  const code = body[0];
+  // Properties: length, then 0x1F reason string.
+  const reason = body.length > 4 && body[2] === 0x1f
+    ? new TextDecoder().decode(body.subarray(5, 5 + ((body[3] << 8) | body[4])))
+    : "";
+  return { code, reason };
+}
+
+/** [name, bytes sent after a v5 CONNECT, DISCONNECT reason code]. */
+// deno-fmt-ignore
+const CASES: [string, Uint8Array, number][] = [
+  ["PUBLISH with a property not allowed in it (0x81)", packet(0x30, [...str("a/b"), 2, 0x11, 0, 0x78]), 0x81],
+  ["PUBLISH with a repeated property (0x82)", packet(0x30, [...str("a/b"), 4, 0x01, 0, 0x01, 0, 0x78]), 0x82],
+  ["PUBLISH QoS 2 (0x9B QoS not supported)", packet(0x34, [...str("a/b"), 0, 1, 0, 0x78]), 0x9b],
+  ["PUBLISH with RETAIN (0x9A Retain not supported)", packet(0x31, [...str("a/b"), 0, 0x78]), 0x9a],
+  ["PUBLISH larger than max_packet_bytes (0x95)", new Uint8Array([0x30, 0xff, 0xff, 0x03]), 0x95],
+  ["PUBLISH with an empty topic and no alias (0x82)", packet(0x30, [0, 0, 0, 0x78]), 0x82],
+  ["SUBSCRIBE with Retain Handling 3 (0x82)", packet(0x82, [0, 1, 0, ...str("a"), 0x30]), 0x82],
+  ["AUTH (0x82: no enhanced authentication)", packet(0xf0, [0x18, 0]), 0x82],
+  ["QoS 0 PUBLISH marked UTF-8 with a non-UTF-8 payload (0x99)", packet(0x30, [...str("sensors/x/data"), 2, 0x01, 1, 0xff]), 0x99],
+];
+
+Deno.test({
+  name:
+    "MQTT 5 malformed and forbidden packets get DISCONNECT with their reason code and a reason string, then close; counted; the gateway keeps serving",
+  ...opts,
+  async fn(t) {
+    const gw = await startGateway();
+    const witness = await connectRaw(gw.port, "witness");
+    try {
+      let n = 0;
+      for (const [name, bytes, code] of CASES) {
+        await t.step({
+          name,
+          ...opts,
+          async fn() {
+            const before = [...gw.gateway.metrics.protocolErrors.values.values()].reduce(
+              (a, b) => a + b,
+              0,
+            );
+            const c = await connectRaw5(gw, `bad-${n++}`);
+            await c.send(bytes);
+            const d = disconnectOf(await c.readPacket());
+            assert.equal(d.code, code, d.reason);
+            assert.ok(d.reason.length > 0, "a reason string");
+            assert.ok(await c.closedByPeer(), "closed after the DISCONNECT");
+            c.close();
+            if (code !== 0x99) {
+              const after = [...gw.gateway.metrics.protocolErrors.values.values()].reduce(
+                (a, b) => a + b,
+                0,
+              );
+              assert.equal(after, before + 1, "counted as a protocol error");
+            }
+            await witness.send([0xc0, 0]);
+            assert.deepEqual([...(await witness.readPacket())!], [0xd0, 0]);
+          },
+        });
+      }
+    } finally {
+      witness.close();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 DISCONNECT from the server: 0x8D keep-alive timeout, 0x8E session taken over, 0x8B server shutting down (MQTT.js sees each)",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const silent = await connectRaw5(gw, "silent", 1);
+      const d = disconnectOf(await silent.readPacket(4000));
+      assert.equal(d.code, 0x8d);
+      silent.close();
+      const reasons: number[] = [];
+      const first = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        clientId: "twin",
+        reconnectPeriod: 0,
+      });
+      first.on("disconnect", (p) => reasons.push(p.reasonCode ?? -1));
+      const second = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        clientId: "twin",
+        reconnectPeriod: 0,
+      });
+      await waitFor(() => reasons.length === 1, 5000, "takeover DISCONNECT");
+      assert.equal(reasons[0], 0x8e);
+      second.on("disconnect", (p) => reasons.push(p.reasonCode ?? -1));
+      await gw.stop();
+      await waitFor(() => reasons.length === 2, 5000, "shutdown DISCONNECT");
+      assert.equal(reasons[1], 0x8b);
+      first.end(true);
+      second.end(true);
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "MQTT 5 DISCONNECT 0x04 from the client publishes its will; DISCONNECT 0x00 does not",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const watcher = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      });
+      const wills: string[] = [];
+      watcher.on("message", (_t, m) => wills.push(m.toString()));
+      await watcher.subscribeAsync("sensors/will/data", { qos: 1 });
+      for (const [id, reasonCode] of [["w-normal", 0], ["w-with-will", 4]] as const) {
+        const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+          protocolVersion: 5,
+          clientId: id,
+          reconnectPeriod: 0,
+          will: { topic: "sensors/will/data", payload: Buffer.from(id), qos: 1, retain: false },
+        });
+        await c.endAsync(false, { reasonCode });
+      }
+      await waitFor(() => wills.length === 1, 5000, "the will");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(wills, ["w-with-will"]);
+      await watcher.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 will delay (MQTT.js): the CONNACK caps session expiry to 0, so the session ends with the connection and the delayed will goes out at once [MQTT-3.1.3-9]",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const watcher = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      });
+      const wills: string[] = [];
+      watcher.on("message", (_t, m, p) => wills.push(`${m} ${p.properties?.contentType}`));
+      await watcher.subscribeAsync("sensors/wd/data", { qos: 1 });
+      const dev = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        clientId: "wd-dev",
+        reconnectPeriod: 0,
+        properties: { sessionExpiryInterval: 600 },
+        will: {
+          topic: "sensors/wd/data",
+          payload: Buffer.from("offline"),
+          qos: 1,
+          retain: false,
+          properties: { willDelayInterval: 120, contentType: "text/plain" },
+        },
+      });
+      // deno-lint-ignore no-explicit-any
+      assert.equal((dev as any).connackPacket?.properties?.sessionExpiryInterval, 0);
+      // deno-lint-ignore no-explicit-any
+      (dev as any).stream.destroy(); // the network connection ends without DISCONNECT
+      await waitFor(() => wills.length === 1, 5000, "the will, well before 120 s");
+      assert.deepEqual(wills, ["offline text/plain"]);
+      dev.end(true);
+      await watcher.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 CONNACK 0x97 over max_connections and 0x9F over the per-source connection rate (MQTT.js), with a reason string",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: {
+        IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "1",
+        IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
+      },
+    });
+    try {
+      const first = await connectRaw5(gw, "only-one");
+      const refused = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      }).then(() => null, (e) => e);
+      assert.equal(refused?.code, 0x97, String(refused));
+      first.close();
+    } finally {
+      await gw.stop();
+    }
+    const rated = await startGateway({
+      env: { IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "1" },
+    });
+    try {
+      const codes: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        const r = await mqtt.connectAsync(`mqtt://127.0.0.1:${rated.port}`, {
+          protocolVersion: 5,
+          reconnectPeriod: 0,
+        }).then((c) => (c.end(true), 0), (e) => e.code);
+        codes.push(r);
+      }
+      assert.ok(codes.includes(0x9f), `codes ${codes}`);
+    } finally {
+      await rated.stop();
+    }
+  },
+});
