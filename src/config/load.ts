@@ -123,7 +123,7 @@ function checkValue(spec: KeySpec, raw: unknown): Scalar {
     case "address":
       if (typeof raw !== "string") throw new ConfigError(spec.key, `must be a "host:port" string`);
       if (raw === "" && t.allowEmpty) return raw;
-      parseAddress(spec.key, raw);
+      for (const one of t.multiple ? raw.split(",") : [raw]) parseAddress(spec.key, one.trim());
       return raw;
     case "list":
       if (!Array.isArray(raw) || !raw.every((v) => typeof v === "string")) {

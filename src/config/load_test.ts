@@ -85,3 +85,11 @@ Deno.test("config/gateway.toml documents every key with its default and environm
   const c = load(text);
   assert.equal(c.auth.allow_anonymous, true); // quick start
 });
+
+Deno.test("iggy.address takes several comma-separated nodes and names the key for a bad one", () => {
+  const c = load("", { IGGY_MQTT_IGGY_ADDRESS: "10.0.0.1:8090, 10.0.0.2:8090" });
+  assert.equal(c.iggy.address, "10.0.0.1:8090, 10.0.0.2:8090");
+  refuses("", { IGGY_MQTT_IGGY_ADDRESS: "10.0.0.1:8090,nonsense" }, "iggy.address");
+  refuses("", { IGGY_MQTT_IGGY_PROTOCOL: "0.13" }, "iggy.protocol");
+  assert.equal(load("", { IGGY_MQTT_IGGY_PROTOCOL: "0.12" }).iggy.protocol, "0.12");
+});

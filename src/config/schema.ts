@@ -15,7 +15,12 @@ export type KeyType =
   | { readonly kind: "bool" }
   | { readonly kind: "string"; readonly allowEmpty: boolean }
   | { readonly kind: "enum"; readonly values: readonly string[] }
-  | { readonly kind: "address"; readonly allowEmpty: boolean }
+  | {
+    readonly kind: "address";
+    readonly allowEmpty: boolean;
+    /** Several comma-separated addresses (the nodes of one cluster). */
+    readonly multiple?: boolean;
+  }
   | { readonly kind: "list" };
 
 /** One documented configuration key. */
@@ -32,8 +37,8 @@ const int = (min: number, max: number): KeyType => ({ kind: "int", min, max });
 const bool: KeyType = { kind: "bool" };
 const str: KeyType = { kind: "string", allowEmpty: false };
 const optStr: KeyType = { kind: "string", allowEmpty: true };
-const addr: KeyType = { kind: "address", allowEmpty: false };
 const optAddr: KeyType = { kind: "address", allowEmpty: true };
+const addrs: KeyType = { kind: "address", allowEmpty: false, multiple: true };
 const list: KeyType = { kind: "list" };
 const oneOf = (...values: string[]): KeyType => ({ kind: "enum", values });
 
@@ -283,9 +288,10 @@ export const KEY_SPECS: readonly KeySpec[] = [
   // [iggy]
   {
     key: "iggy.address",
-    type: addr,
+    type: addrs,
     default: "127.0.0.1:8090",
-    doc: "Iggy server TCP address, host:port.",
+    doc:
+      "Iggy server TCP address, host:port; several, comma-separated, for the nodes of one Iggy cluster (protocol 0.12: partition requests go to each partition's primary).",
   },
   {
     key: "iggy.protocol",
@@ -337,7 +343,8 @@ export const KEY_SPECS: readonly KeySpec[] = [
     key: "iggy.pool_size",
     type: int(1, 64),
     default: 2,
-    doc: "Service connections (one request in flight each).",
+    doc:
+      "Service connections per Iggy node (protocol 0.11: one request in flight each; 0.12: up to 256 each).",
   },
   {
     key: "iggy.heartbeat_interval_ms",

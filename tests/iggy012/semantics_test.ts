@@ -149,7 +149,12 @@ Deno.test("0.12: a batch whose reply was lost to a cut connection is resent and 
     assert.deepEqual(store.payloads("s", "t", 0), ["first", "lost reply", "second", "third"]);
     const sends = node.seen.filter((x) => x.code === 101).map(producerOf);
     assert.deepEqual(sends.map((s) => s.seq), [0, 1, 1, 3], "the resend kept its stamp");
-    assert.equal(registers(node).length, 2, "the resend went over a new connection");
+    assert.equal(registers(node).length, 1);
+    assert.equal(
+      node.seen.filter((x) => x.code === 15).length,
+      1,
+      "the resend went over a new connection, bound to the same session",
+    );
   });
 });
 
@@ -214,4 +219,23 @@ Deno.test("0.12: closing the backend cancels waiting polls", async () => {
   assert.deepEqual(await waiting, []);
   assert.ok(node.seen.some((r) => r.code === 108));
   await node.close();
+});
+
+Deno.test("0.12: further pool connections bind to the first one's session instead of logging in", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node, store) => {
+    const binds = () => node.seen.filter((r) => r.code === 15).length;
+    while (binds() < 1) await new Promise((r) => setTimeout(r, 1));
+    assert.equal(registers(node).length, 1, "one login for two connections");
+    node.dropAll(); // both connections lost: they come back by binding, not logging in
+    while (binds() < 3) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(registers(node).length, 1);
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("a")] });
+    store.sessions.clear(); // the server forgot the session: binding fails, they log in again
+    node.dropAll();
+    while (registers(node).length < 2) await new Promise((r) => setTimeout(r, 5));
+    await b.append({ ...A, messages: [msg("b")] });
+    assert.deepEqual(store.payloads("s", "t", 0), ["a", "b"]);
+    assert.deepEqual(node.reusedIds, [], "bound connections share one id counter");
+  }, { pool_size: 2 });
 });

@@ -31,12 +31,12 @@ import { toBackendError } from "./errors.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import type { Credentials } from "./login.ts";
 import { TopicRecordCache } from "./topic_record_cache.ts";
-import { IggyPool } from "./pool.ts";
+import { ClusterPool } from "./cluster.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
 import { nextOffsetOf, type TopicRecord } from "./records.ts";
 import { SendEncoder } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
-import { type Dialect, DIALECT_011, DialectChooser } from "./dialect.ts";
+import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
 import { PartitionOps012 } from "./v12/partitions.ts";
 import { describeServer } from "./server_info.ts";
 
@@ -47,6 +47,8 @@ export const POLL_CONSUMER = "mqtt-gateway-poll";
 export interface IggyBackendDeps {
   /** Opens the byte stream to Iggy (default: TCP/TLS to `config.address`). */
   readonly dial?: Dialer;
+  /** One dialer per cluster node (tests); wins over `dial`. */
+  readonly dials?: readonly Dialer[];
   /** Jitter source for reconnect back-off, in [0, 1) (default Math.random). */
   readonly random?: () => number;
 }
@@ -72,7 +74,7 @@ export class IggyBackend implements LogBackend {
   /** Unkeyed appends: the batcher puts each send in the next partition (`batcher.ts`). */
   readonly placesBalanced = true;
   readonly #config: GatewayConfig["iggy"];
-  readonly #pool: IggyPool;
+  readonly #pool: ClusterPool;
   readonly #batcher: AppendBatcher<OutgoingMessage>;
   readonly #encoder = new SendEncoder();
   readonly #topics: TopicRecordCache;
@@ -88,21 +90,24 @@ export class IggyBackend implements LogBackend {
     deps: IggyBackendDeps = {},
   ) {
     this.#config = config;
-    const dial = deps.dial ?? tcpDialer({
-      address: config.address,
-      tls: config.tls,
-      tlsCaFile: config.tls_ca_file,
-      tlsServerName: config.tls_server_name,
-      connectTimeoutMs: config.request_timeout_ms,
-    });
+    const dials = deps.dials ??
+      (deps.dial ? [deps.dial] : config.address.split(",").map((a) =>
+        tcpDialer({
+          address: a.trim(),
+          tls: config.tls,
+          tlsCaFile: config.tls_ca_file,
+          tlsServerName: config.tls_server_name,
+          connectTimeoutMs: config.request_timeout_ms,
+        })
+      ));
     const credentials: Credentials = config.token
       ? { kind: "token", token: config.token }
       : { kind: "password", username: config.username, password: config.password };
     this.#chooser = new DialectChooser(config.protocol);
     const connectOptions = { timeoutMs: config.request_timeout_ms, label: "auth" };
-    this.#pool = new IggyPool({
-      dial,
+    this.#pool = new ClusterPool(dials, {
       chooser: this.#chooser,
+      sessions: new SessionKeeper(),
       credentials,
       size: config.pool_size,
       requestTimeoutMs: config.request_timeout_ms,
@@ -131,7 +136,7 @@ export class IggyBackend implements LogBackend {
       timeoutMs: config.request_timeout_ms,
     });
     this.#principals = new PrincipalAuthenticator({
-      connect: (c) => this.#chooser.connect(dial, c, connectOptions),
+      connect: (c) => this.#chooser.connect(this.#pool.dial, c, connectOptions),
       dialect: () => this.#dialect,
       patUsername: auth.patUsername,
       cacheTtlMs: auth.cacheTtlMs,

@@ -26,7 +26,11 @@ import {
 } from "./records.ts";
 import { formatVersion, PROTOCOL_VERSION_PACKED, unpackVersion } from "./version.ts";
 import { createTopicBody012, DURABILITY_OPTION, DURABILITY_PERSISTED } from "./v12/commands.ts";
-import { IggyConnection012, type RequestOptions012 } from "./v12/connection.ts";
+import {
+  IggyConnection012,
+  type RequestOptions012,
+  type SessionState012,
+} from "./v12/connection.ts";
 import { decodePollReply012 } from "./v12/poll.ts";
 import {
   decodeStreamDetails012,
@@ -49,6 +53,12 @@ export interface Link {
   readonly load: number;
   readonly lastUsed: number;
   readonly registration: RegisterReply | undefined;
+  /** Replica id of the node that answered (0.12 reply header byte 61). */
+  readonly replica?: number;
+  /** The 0.12 session this link registered or bound (what BindSession needs). */
+  readonly sessionState?: SessionState012;
+  /** 0.12: attach to an existing session instead of logging in again. */
+  bind?(s: SessionState012): Promise<RegisterReply>;
   register(credentials: Credentials): Promise<RegisterReply>;
   request(code: number, body?: Uint8Array, o?: RequestOptions012): Promise<Uint8Array>;
   requestFramed(code: number, frame: Uint8Array, o?: RequestOptions012): Promise<Uint8Array>;
@@ -170,6 +180,11 @@ export function formatWindow(min: number, max: number): string {
 /** What this gateway speaks, for refusals. */
 export const OUR_WINDOWS = `0.11.x (Iggy 0.9) and 0.12.x (Iggy 0.10; 0.12.2 as the codec has it)`;
 
+/** The 0.12 session the service connections share (set by the first Register). */
+export class SessionKeeper {
+  current: SessionState012 | undefined;
+}
+
 /** The server speaks a protocol we do not: the gateway refuses to start. */
 export class UnsupportedProtocolError extends IggyError {
   constructor(min: number, max: number) {
@@ -206,8 +221,43 @@ export class DialectChooser {
     return this.#known;
   }
 
-  /** Dials and registers, re-registering once with the dialect the server's window names. */
+  /**
+   * Dials and logs in: binds to `keeper`'s 0.12 session when there is one (saving a login),
+   * else registers, re-registering once with the dialect the server's window names. A new 0.12
+   * session is left in `keeper` for the next connection.
+   */
   async connect(
+    dial: Dialer,
+    credentials: Credentials,
+    o: { timeoutMs: number; label: string },
+    keeper?: SessionKeeper,
+  ): Promise<Link> {
+    const bound = await this.#bind(dial, o, keeper);
+    if (bound) return bound;
+    const link = await this.#register(dial, credentials, o);
+    if (keeper && link.sessionState) keeper.current = link.sessionState;
+    return link;
+  }
+
+  async #bind(
+    dial: Dialer,
+    o: { timeoutMs: number; label: string },
+    keeper?: SessionKeeper,
+  ): Promise<Link | undefined> {
+    const s = keeper?.current;
+    if (!s || this.#known?.name !== "0.12") return undefined;
+    const link = this.#known.open(await dial(), o);
+    try {
+      await link.bind!(s);
+      return link;
+    } catch {
+      await link.close();
+      if (keeper!.current === s) keeper!.current = undefined; // the session is gone: log in
+      return undefined;
+    }
+  }
+
+  async #register(
     dial: Dialer,
     credentials: Credentials,
     o: { timeoutMs: number; label: string },

@@ -9,7 +9,7 @@
 
 import { Code, IggyConnectionError } from "./codes.ts";
 import { NotSentError } from "./connection.ts";
-import type { DialectChooser, Link } from "./dialect.ts";
+import type { DialectChooser, Link, SessionKeeper } from "./dialect.ts";
 import type { Dialer } from "./dial.ts";
 import type { Credentials, RegisterReply } from "./login.ts";
 import type { RequestOptions012 } from "./v12/connection.ts";
@@ -28,6 +28,10 @@ export interface PoolOptions {
   readonly reconnectMaxMs: number;
   /** Source of jitter in [0, 1). */
   readonly random?: () => number;
+  /** The 0.12 session further connections bind to instead of logging in (BindSession). */
+  readonly sessions?: SessionKeeper;
+  /** Keep reconnecting after a failed first round (a node of a cluster that is down). */
+  readonly persistent?: boolean;
 }
 
 const BACKOFF_BASE_MS = 100;
@@ -50,6 +54,9 @@ export class IggyPool {
   #turn = 0;
   #firstOutcome: ((e?: Error) => void) | undefined;
   #failures = 0;
+  #firstTried: () => void = () => {};
+  /** Slot 0's first attempt is over: the other slots may bind to its session. */
+  readonly #slot0Tried = new Promise<void>((r) => (this.#firstTried = r));
 
   constructor(options: PoolOptions) {
     this.#o = options;
@@ -59,6 +66,11 @@ export class IggyPool {
   /** True when at least one connection is registered. */
   get ready(): boolean {
     return this.#conns.some((c) => c && !c.isClosed);
+  }
+
+  /** Replica id of the node this pool's connections reached (0.12), if known. */
+  get replica(): number | undefined {
+    return this.#conns.find((c) => c && !c.isClosed)?.replica;
   }
 
   /** Register reply of a live connection (server version, session), if any. */
@@ -83,7 +95,7 @@ export class IggyPool {
     }
     const error = await first;
     if (error) {
-      await this.close();
+      if (!this.#o.persistent) await this.close();
       throw error;
     }
   }
@@ -91,18 +103,21 @@ export class IggyPool {
   async #runSlot(slot: number): Promise<void> {
     let attempt = 0;
     let firstRound = true;
+    // With BindSession, the first connection logs in and the others attach to its session.
+    if (slot > 0 && this.#o.sessions) await this.#slot0Tried;
     while (!this.#closed) {
       let conn: Link | undefined;
       try {
         conn = await this.#o.chooser.connect(this.#o.dial, this.#o.credentials, {
           timeoutMs: this.#o.requestTimeoutMs,
           label: `#${slot}`,
-        });
+        }, this.#o.sessions);
         if (this.#closed) {
           await conn.close();
           break;
         }
         this.#conns[slot] = conn;
+        if (slot === 0) this.#firstTried();
         attempt = 0;
         this.#settleFirst(undefined);
         this.#lastError = await conn.closed;
@@ -110,6 +125,7 @@ export class IggyPool {
       } catch (e) {
         this.#lastError = e as Error;
         await conn?.close();
+        if (slot === 0) this.#firstTried();
         if (firstRound && ++this.#failures === this.#conns.length) this.#settleFirst(e as Error);
       }
       firstRound = false;
@@ -196,6 +212,7 @@ export class IggyPool {
   /** Closes every connection and stops reconnecting. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#firstTried();
     clearInterval(this.#heartbeat);
     for (const wake of [...this.#sleeps]) wake();
     this.#settleFirst(new IggyConnectionError("Iggy backend closed while opening"));

@@ -48,10 +48,13 @@ interface Conn {
   send(frame: Uint8Array): void;
   close(): void;
   session: bigint;
-  ids: Set<bigint>;
 }
 
 const WINDOW = { "0.11": 0x2c00, "0.12": 0x3002 } as const;
+
+function hex(b: Uint8Array): string {
+  return [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+}
 
 /** A fake Iggy node. */
 export class FakeNode {
@@ -61,6 +64,7 @@ export class FakeNode {
   readonly reusedIds: bigint[] = [];
   readonly #held: { conn: Conn; frame: Uint8Array }[] = [];
   readonly #conns = new Set<Conn>();
+  readonly #sessionIds = new Map<bigint, Set<bigint>>();
   #listener: Deno.Listener | undefined;
   #serving: Promise<void>[] = [];
   down = false;
@@ -161,7 +165,6 @@ export class FakeNode {
         } catch { /* closed */ }
       },
       session: 0n,
-      ids: new Set(),
     };
     this.#conns.add(conn);
     let buf = new Uint8Array(0);
@@ -186,11 +189,15 @@ export class FakeNode {
   #handle(conn: Conn, req: FakeRequest): void {
     this.seen.push(req);
     if (req.operation === 1) return this.#register(conn, req);
-    if (this.o.dialect === "0.12" && req.session !== 0n) {
-      if (req.code !== 108 && conn.ids.has(req.request)) this.reusedIds.push(req.request);
-      conn.ids.add(req.request);
+    if (this.o.dialect === "0.12" && req.session !== 0n && req.code !== 108) {
+      // Ids are per session: connections bound to one session share its counter.
+      const ids = this.#sessionIds.get(req.session) ?? new Set<bigint>();
+      if (ids.has(req.request)) this.reusedIds.push(req.request);
+      ids.add(req.request);
+      this.#sessionIds.set(req.session, ids);
     }
     if (req.code === 108) return this.#cancel(conn, req);
+    if (req.code === 15 && this.o.dialect === "0.12") return this.#bind(conn, req);
     if (req.code !== 1 && req.session !== conn.session) return; // dropped silently, as Iggy does
     const action = this.o.hook?.(req, this);
     if (action && typeof action === "object") {
@@ -214,7 +221,7 @@ export class FakeNode {
     // A 0.11 server checks a non-zero request_checksum before its gate (IGGY-0.12.md §1).
     r.name();
     r.name();
-    if (this.o.dialect === "0.12") r.bytes(32);
+    const secret = this.o.dialect === "0.12" ? r.bytes(32).slice() : undefined;
     const start = r.pos;
     const username = r.name();
     const password = new TextDecoder().decode(r.bytes(r.u8()));
@@ -223,9 +230,28 @@ export class FakeNode {
     const good = isPassword ? this.o.store.users.get(username) === password : true;
     if (!good) return conn.send(eviction(9));
     conn.session = this.o.store.session();
+    if (this.o.dialect === "0.12") this.o.store.sessions.set(conn.session, hex(secret!));
     const server = this.o.dialect === "0.12" ? "0.10.0-fake" : "0.9.0-fake";
     const body = new Writer().u32(0).u64(conn.session).u32(this.version).name(server).finish();
     conn.send(reply(req, { body: ok(body), replica: this.o.replicaId }));
+  }
+
+  /** BindSession: the session's secret must match; the reply is the Register reply body. */
+  #bind(conn: Conn, req: FakeRequest): void {
+    const r = new Reader(req.body);
+    r.u32();
+    r.name();
+    r.name();
+    r.bytes(16);
+    const session = r.u64();
+    r.u64();
+    const secret = hex(r.bytes(32));
+    if (this.o.store.sessions.get(session) !== secret || req.session !== session) {
+      return conn.send(eviction(1)); // NoSession
+    }
+    conn.session = session;
+    const body = new Writer().u32(0).u64(session).u32(this.version).name("0.10.0-fake").finish();
+    conn.send(reply(req, { body, replica: this.o.replicaId }));
   }
 
   #dispatch(conn: Conn, req: FakeRequest, respond: (b?: Uint8Array, s?: number) => void): void {

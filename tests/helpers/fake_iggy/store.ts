@@ -57,6 +57,8 @@ export class FakeStore {
   readonly offsets = new Map<string, number>();
   readonly users = new Map<string, string>([["iggy", "iggy"]]);
   metadataOp = 1n;
+  /** Bind secrets of the live sessions (hex), for BindSession. */
+  readonly sessions = new Map<bigint, string>();
   #nextSession = 100n;
   #nextStreamId = 1;
   #nextIncarnation = 7n;

@@ -18,6 +18,7 @@ use iggy_binary_protocol::requests::messages::poll_messages::{DeferredPollMessag
 use iggy_binary_protocol::requests::messages::send_messages::{RawMessage, SendMessagesEncoder};
 use iggy_binary_protocol::requests::streams::create_stream::CreateStreamRequest;
 use iggy_binary_protocol::requests::streams::get_stream::GetStreamRequest;
+use iggy_binary_protocol::requests::system::bind_session::{BindSessionRequest, SessionIdentity};
 use iggy_binary_protocol::requests::topics::create_topic::CreateTopicRequest;
 use iggy_binary_protocol::requests::topics::get_topic::GetTopicRequest;
 use iggy_binary_protocol::requests::users::get_user::GetUserRequest;
@@ -345,6 +346,13 @@ fn requests(v: &mut Vec<(&'static str, Vec<u8>)>) {
     };
     let body = encode(&create);
     v.push(("request.create_topic", frame(&request(CREATE_TOPIC_CODE, 13, SESSION, &body, Some(METADATA_CHECKSUM)), &body)));
+    let bind = BindSessionRequest {
+        version_info: version_info(),
+        identity: SessionIdentity { client_id: CLIENT, session: SESSION, metadata_watermark: 0 },
+        bind_secret: bind_secret(),
+    };
+    let body = encode(&bind);
+    v.push(("request.bind_session", frame(&request(BIND_SESSION_CODE, 15, SESSION, &body, None), &body)));
     let body = encode(&GetUserRequest { user_id: WireIdentifier::numeric(3) });
     v.push(("request.get_user", frame(&request(GET_USER_CODE, 14, SESSION, &body, None), &body)));
 }
@@ -353,6 +361,7 @@ fn replies(v: &mut Vec<(&'static str, Vec<u8>)>) {
     let login = LoginRegisterResponse { user_id: 0, session: SESSION, server_protocol_version: IGGY_PROTOCOL_VERSION, server_version: name("0.10.0") };
     v.push(("reply.register", reply(Operation::Register, 0, 0, &result_framed(&encode(&login)))));
     v.push(("reply.ping", reply(Operation::NonReplicated, 1, 0, &[])));
+    v.push(("reply.bind_session", reply(Operation::NonReplicated, 15, 0, &encode(&login))));
     let route = PartitionRouteResponse { incarnation: 7, metadata_op: 9, view: 0, partitions_count: 2, primary_replica: 0 };
     v.push(("reply.partition_route", reply(Operation::NonReplicated, 2, 0, &encode(&route))));
     let sent = SendMessagesResponse { confirmations: vec![SendMessagesConfirmationResponse { stream_id: 1, topic_id: 1, partition_id: 0, base_offset: 3 }] };

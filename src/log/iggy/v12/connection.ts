@@ -27,8 +27,11 @@ import { commandName, decodeReply } from "../reply.ts";
 import { randomMessageId } from "../batch.ts";
 import { FrameReader } from "./frame_reader.ts";
 import { randomRequestChecksum, requestFrame012, type RouteContext } from "./header.ts";
-import { encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
+import { bindSessionBody, encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
 import { Code012, MAX_PENDING_PER_CONNECTION, PROTOCOL_012_PACKED } from "./wire.ts";
+
+/** Byte of a reply header naming the replica that sent it. */
+const REPLICA_AT = 61;
 
 /** First pause before resending a transiently refused request; doubles per attempt. */
 export const TRANSIENT_BACKOFF_MS = 20;
@@ -54,6 +57,17 @@ export interface RequestOptions012 {
   readonly onSent?: (cancel: () => void) => void;
   /** Replica id of the node the request must go to (the partition's primary). */
   readonly node?: number;
+}
+
+/** One logical 0.12 session: what a further connection needs to bind to it. */
+export interface SessionState012 {
+  readonly client: bigint;
+  readonly session: bigint;
+  /** Never logged. */
+  readonly secret: Uint8Array;
+  /** Next request id of the session (gaps allowed, never reused). */
+  nextId: bigint;
+  readonly reply: RegisterReply;
 }
 
 /** A deferred poll this client cancelled. */
@@ -83,7 +97,8 @@ export class IggyConnection012 {
   readonly #o: Required<ConnectionOptions012>;
   #client = 0n;
   #session = 0n;
-  #nextId = 1n;
+  /** The logical session, shared by every connection bound to it (one request-id counter). */
+  #shared: SessionState012 | undefined;
   readonly #pending = new Map<bigint, Pending>();
   readonly #slots: (() => void)[] = [];
   #inFlight = 0;
@@ -98,6 +113,8 @@ export class IggyConnection012 {
   lastUsed = Date.now();
   /** What Register answered, once registered. */
   registration: RegisterReply | undefined;
+  /** Replica id of the node, from the `replica` byte (61) of its replies. */
+  replica: number | undefined;
 
   constructor(transport: Transport, options: ConnectionOptions012) {
     this.#transport = transport;
@@ -127,9 +144,15 @@ export class IggyConnection012 {
     return this.#session;
   }
 
+  /** The logical session this connection registered or bound, once logged in. */
+  get sessionState(): SessionState012 | undefined {
+    return this.#shared;
+  }
+
   /** Logs in: Register with a fresh client id and bind secret. */
   async register(credentials: Credentials): Promise<RegisterReply> {
-    const { code, body } = encodeRegister012(credentials, newBindSecret(), this.#o.protocolVersion);
+    const secret = newBindSecret();
+    const { code, body } = encodeRegister012(credentials, secret, this.#o.protocolVersion);
     this.#client = randomMessageId();
     const frame = requestFrame012(code, body, {
       client: this.#client,
@@ -142,7 +165,34 @@ export class IggyConnection012 {
     if (reply.session === 0n) throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound no session");
     this.#session = reply.session;
     this.registration = reply;
+    this.#shared = { client: this.#client, session: reply.session, secret, nextId: 1n, reply };
     return reply;
+  }
+
+  /**
+   * Attaches this connection to a session another connection registered (BindSession, 15),
+   * saving a login; its requests then draw ids from that session's one counter.
+   */
+  async bind(s: SessionState012): Promise<RegisterReply> {
+    this.#client = s.client;
+    const request = s.nextId++;
+    const body = bindSessionBody(this.#o.protocolVersion, s.client, s.session, s.secret);
+    const frame = requestFrame012(Code012.BIND_SESSION, body, {
+      client: s.client,
+      request,
+      session: s.session,
+      operation: 2,
+    });
+    const reply = decodeRegisterReply(
+      await this.#exchange(Code012.BIND_SESSION, request, frame, this.#o.timeoutMs),
+    );
+    if (reply.session !== s.session) {
+      throw new IggyError(Status.UNAUTHENTICATED, "Iggy bound another session");
+    }
+    this.#session = s.session;
+    this.registration = s.reply;
+    this.#shared = s;
+    return s.reply;
   }
 
   /** Sends one command on the session; resolves with its reply payload. */
@@ -188,7 +238,7 @@ export class IggyConnection012 {
       if (this.#closedWith) {
         throw new NotSentError(`Cannot ${commandName(code)}: ${this.#closedWith.message}`);
       }
-      const request = unbound ? 0n : this.#nextId++;
+      const request = unbound ? 0n : this.#shared!.nextId++;
       const frame = requestFrame012(code, body, {
         client: this.#client,
         request,
@@ -281,6 +331,7 @@ export class IggyConnection012 {
 
   #deliver(frame: Frame): void {
     this.#lastReceived = Date.now();
+    this.replica = frame.header[REPLICA_AT];
     if (readFrameKind(frame.header) === FrameKind.EVICTION) {
       try {
         decodeReply(frame.header, frame.body, 0);

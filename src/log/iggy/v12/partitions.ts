@@ -119,7 +119,8 @@ export class PartitionOps012 {
         }
         const again = retry(e, attempt) || reroute; // retry first: it may restamp the batch
         if (attempt >= MAX_ATTEMPTS || !again) throw e;
-        if (!reroute) await pause(attempt);
+        // A second refusal in a row: give the cluster a moment (a new primary, a failover).
+        if (!reroute || attempt > 1) await pause(attempt);
       }
     }
   }

@@ -53,3 +53,23 @@ export function registerChecksum(body: Uint8Array): bigint {
   const sum = xxh3_64(body);
   return sum === 0n ? 1n : sum; // 0 would mean "unstamped"
 }
+
+/**
+ * BindSession (15) body: the version prefix, `[client_id:u128][session:u64]
+ * [metadata_watermark:u64]`, then the session's bind secret. The watermark is 0: this client
+ * keeps no metadata position (IGGY-0.12.md §3; what a server does with 0 is not known here).
+ */
+export function bindSessionBody(
+  packedVersion: number,
+  client: bigint,
+  session: bigint,
+  bindSecret: Uint8Array,
+): Uint8Array {
+  const w = new ByteWriter(96);
+  w.u32(packedVersion);
+  writeName(w, CLIENT_NAME);
+  writeName(w, CLIENT_VERSION);
+  w.u64(client & 0xffff_ffff_ffff_ffffn).u64(client >> 64n);
+  w.u64(session).u64(0);
+  return w.bytes(bindSecret).finish();
+}

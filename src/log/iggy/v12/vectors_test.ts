@@ -25,7 +25,7 @@ import {
   decodeTopic012,
   decodeUser012,
 } from "./records.ts";
-import { encodeRegister012, registerChecksum } from "./register.ts";
+import { bindSessionBody, encodeRegister012, registerChecksum } from "./register.ts";
 import { decodeRoute, routeBody } from "./route.ts";
 import { Code012, PROTOCOL_012_PACKED } from "./wire.ts";
 
@@ -274,4 +274,12 @@ Deno.test("vectors: IncompatibleProtocol evictions name the server's window", ()
         e.serverVersionMin === version,
     );
   }
+});
+
+Deno.test("vectors: BindSession attaches a further connection to session 5 with the secret", () => {
+  const body = bindSessionBody(PROTOCOL_012_PACKED, CLIENT, SESSION, SECRET);
+  const f = requestFrame012(Code012.BIND_SESSION, body, stamp(15, Code012.BIND_SESSION));
+  assert.equal(toHex(f), expected("request.bind_session"));
+  const r = decodeRegisterReply(payload("reply.bind_session", Code012.BIND_SESSION));
+  assert.equal(r.session, 5n);
 });
