@@ -20,8 +20,9 @@ export type { SessionRequest };
 
 /**
  * MQTT 3.1.1: clean session 1 → nothing kept; 0 → resume or create a stored session. MQTT 5
- * (`v5` given): the granted Session Expiry Interval decides; 0 → the session ends with the
- * connection, so nothing stored under the id is resumed either.
+ * (`v5` given): a granted Session Expiry Interval over 0 keeps the session that long offline;
+ * with 0 and Clean Start 0 a stored session under the id is still resumed [MQTT-3.2.2-2], and
+ * ends when the connection does (expiry 0).
  */
 export function sessionRequestOf(
   p: ConnectPacket,
@@ -30,7 +31,7 @@ export function sessionRequestOf(
 ): SessionRequest {
   if (v5 !== null) {
     const expiryS = v5.sessionExpiry;
-    return { store: expiryS > 0, cleanStart: p.cleanSession || expiryS === 0, expiryS };
+    return { store: expiryS > 0 || !p.cleanSession, cleanStart: p.cleanSession, expiryS };
   }
   return {
     store: !p.cleanSession,

@@ -300,3 +300,36 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 Clean Start 0 with Session Expiry Interval 0 resumes a stored session (present 1, its backlog) which then ends with that connection",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const pub = await client5(gw);
+      await pub.c.publishAsync("building/north/room/1", "create", { qos: 1 });
+      const dev = await stored5(gw, "v5-zero", 3600);
+      await dev.c.subscribeAsync("building/+/room/#", { qos: 1 });
+      await dev.c.endAsync();
+      await waitFor(() => gw.gateway.sessions.get("v5-zero")?.offlineSinceMs != null, 5000, "off");
+      await pub.c.publishAsync("building/north/room/1", "kept", { qos: 1 });
+      const once = await stored5(gw, "v5-zero", 0);
+      assert.equal(once.connack.sessionPresent, true);
+      await waitFor(() => once.got.length === 1, 5000, "the backlog");
+      assert.equal(once.got[0].payload, "kept");
+      await once.c.endAsync();
+      await waitFor(() => gw.gateway.sessions.get("v5-zero")?.offlineSinceMs != null, 5000, "off");
+      await pub.c.publishAsync("building/north/room/1", "gone", { qos: 1 });
+      const after = await stored5(gw, "v5-zero", 0);
+      assert.equal(after.connack.sessionPresent, false, "the session ended with the connection");
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(after.got, []);
+      await after.c.endAsync();
+      await pub.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
