@@ -40,6 +40,8 @@ interface PartitionBatch {
   readonly messages: OutgoingMessage[];
   /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
   readonly slots: number[];
+  /** QoS 1 messages among them: only those are timed (PUBACK latency). */
+  qos1: number;
 }
 
 /**
@@ -50,6 +52,7 @@ interface PartitionBatch {
 function release(b: PartitionBatch): void {
   b.messages.length = 0;
   b.slots.length = 0;
+  b.qos1 = 0;
 }
 
 /** What the publisher needs of its connection: PUBACK sending (AckOwner) and the trace. */
@@ -115,8 +118,9 @@ export class ConnectionPublisher {
     // The preparer hands out one address object per partition: it is the batch key.
     const a = r.address;
     let batch = this.#batches.get(a);
-    if (!batch) this.#batches.set(a, batch = { address: a, messages: [], slots: [] });
+    if (!batch) this.#batches.set(a, batch = { address: a, messages: [], slots: [], qos1: 0 });
     batch.messages.push(r.message);
+    if (p.qos === 1) batch.qos1++;
     batch.slots.push(p.qos === 1 ? this.#acks.take(p.packetId) : -1);
     this.#inflight++;
     if (batch.messages.length >= ctx.config.limits.max_append_batch) this.flush();
@@ -175,7 +179,9 @@ export class ConnectionPublisher {
   #append(b: PartitionBatch): void {
     const ctx = this.#ctx;
     const n = b.messages.length;
-    const started = ctx.clock.now();
+    // Profiled under QoS 0: a clock read per batch and per answer was ~4% of the CPU, for a
+    // latency only QoS 1 messages have.
+    const started = b.qos1 > 0 ? ctx.clock.now() : 0;
     ctx.appendBudget.add(n);
     ctx.metrics.appendBatch.observe(n);
     const { stream, topic, partition } = b.address;
@@ -210,7 +216,7 @@ export class ConnectionPublisher {
     baseOffset: number | null,
   ): void {
     const ctx = this.#ctx;
-    const seconds = (ctx.clock.now() - started) / 1000;
+    const seconds = b.qos1 > 0 ? (ctx.clock.now() - started) / 1000 : 0;
     const coordinates = this.#site.v5?.pubackCoordinates === true;
     let acked = 0;
     for (let i = 0; i < b.slots.length; i++) {
