@@ -63,8 +63,6 @@ interface Lane<M> {
   messages: number;
   /** Drain loops running (at most 1 for a partition lane). */
   senders: number;
-  /** Partitions of a balanced lane with a send in flight. */
-  readonly busy: Set<number>;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
@@ -75,6 +73,13 @@ export class AppendBatcher<M> {
   readonly #o: BatcherOptions;
   readonly #lanes = new Map<string, Lane<M>>();
   readonly #idle = new Set<() => void>();
+  /**
+   * Partitions with a send in flight, from any lane, and when it ends. Keyed and unkeyed
+   * messages of one topic have separate lanes that can target the same partition: two sends
+   * in flight there would reorder, and on 0.12 carry the same producer sequence (the second
+   * taken for a resend of the first and dropped).
+   */
+  readonly #sending = new Map<string, Promise<void>>();
 
   constructor(send: SendFn<M>, sizeOf: (m: M) => number, options: BatcherOptions) {
     this.#send = send;
@@ -106,7 +111,6 @@ export class AppendBatcher<M> {
         bytes: 0,
         messages: 0,
         senders: 0,
-        busy: new Set(),
         timer: undefined,
       };
       this.#lanes.set(key, lane);
@@ -174,9 +178,8 @@ export class AppendBatcher<M> {
       let bytes = 0;
       for (const e of entries) bytes += e.bytes;
       const address = this.#target(lane);
-      if (lane.balancedOver > 0) lane.busy.add(address.partition);
       try {
-        const base = await this.#send(address, messages, bytes);
+        const base = await this.#exclusive(address, () => this.#send(address, messages, bytes));
         let at = 0;
         const balanced = lane.balancedOver > 0;
         for (const e of entries) {
@@ -187,7 +190,6 @@ export class AppendBatcher<M> {
       } catch (err) {
         for (const e of entries) e.reject(err);
       }
-      lane.busy.delete(address.partition);
     }
     lane.senders--;
     const done = lane.senders === 0 && lane.timer === undefined && lane.queue.length === 0;
@@ -196,18 +198,38 @@ export class AppendBatcher<M> {
   }
 
   /**
-   * Where a lane's next send goes: its partition, or a balanced lane's next turn that has no
-   * send in flight (there is one: at most `balancedOver` sends run).
+   * Where a lane's next send goes: its partition, or a balanced lane's next turn with no send
+   * in flight (from any lane; if every partition has one, the turn's, which then waits).
    */
   #target(lane: Lane<M>): PartitionAddress {
     if (lane.balancedOver === 0) return lane.address;
+    const { stream, topic } = lane.address;
     let partition = lane.turn % lane.balancedOver;
-    for (let i = 0; i < lane.balancedOver && lane.busy.has(partition); i++) {
-      partition = (partition + 1) % lane.balancedOver;
+    for (let i = 0; i < lane.balancedOver; i++) {
+      const p = (lane.turn + i) % lane.balancedOver;
+      if (!this.#sending.has(partitionKey(stream, topic, p))) {
+        partition = p;
+        break;
+      }
     }
     lane.turn = partition + 1;
-    const { stream, topic } = lane.address;
     return lane.turns[partition] ??= { stream, topic, partition };
+  }
+
+  /** Runs `send` once no other send to `a`'s partition is in flight. */
+  async #exclusive<T>(a: PartitionAddress, send: () => Promise<T>): Promise<T> {
+    const key = partitionKey(a.stream, a.topic, a.partition);
+    for (let running = this.#sending.get(key); running; running = this.#sending.get(key)) {
+      await running;
+    }
+    const done = Promise.withResolvers<void>();
+    this.#sending.set(key, done.promise);
+    try {
+      return await send();
+    } finally {
+      this.#sending.delete(key);
+      done.resolve();
+    }
   }
 
   /** Sends everything queued now and resolves when no send is pending. */
@@ -228,4 +250,8 @@ export class AppendBatcher<M> {
       this.#idle.add(wake);
     });
   }
+}
+
+function partitionKey(stream: string, topic: string, partition: number): string {
+  return `${stream}\u0000${topic}\u0000${partition}`;
 }

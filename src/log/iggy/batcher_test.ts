@@ -161,8 +161,9 @@ Deno.test("AppendBatcher: unkeyed appends of a topic share one lane, each send t
     b.append({ ...A, partition: 0, balancedOver: 3, messages: ["b"] }),
     b.append({ ...A, partition: 1, balancedOver: 3, messages: ["c", "d"] }),
   ];
-  // A keyed append to partition 1 has its own lane and goes out at once.
-  const keyed = b.append({ ...A, partition: 1, messages: ["k"] });
+  // A keyed append to another partition has its own lane and goes out at once.
+  const other = (r.calls[0].address.partition + 1) % 3;
+  const keyed = b.append({ ...A, partition: other, messages: ["k"] });
   await new Promise((res) => setTimeout(res, 0));
   assert.equal(r.calls.length, 2, "one balanced send in flight, plus the keyed one");
   r.open();
@@ -173,7 +174,7 @@ Deno.test("AppendBatcher: unkeyed appends of a topic share one lane, each send t
   assert.equal(p2, (p1 + 1) % 3, "the next send goes to the next partition");
   assert.deepEqual(receipts.slice(0, 3).map((x) => x.partition), [p1, p2, p2]);
   assert.equal(receipts[3].partition, undefined, "a keyed append's receipt names no partition");
-  assert.equal(r.calls.find((c) => c.messages[0] === "k")!.address.partition, 1);
+  assert.equal(r.calls.find((c) => c.messages[0] === "k")!.address.partition, other);
 });
 
 Deno.test("AppendBatcher: a full batch waiting behind a balanced send starts another, to a partition with none in flight", async () => {
@@ -201,4 +202,45 @@ Deno.test("AppendBatcher: a full batch waiting behind a balanced send starts ano
   r.open();
   await Promise.all([first, notFull, full, ...more]);
   assert.deepEqual(r.calls.flatMap((c) => c.messages), ["a", "b", "c", "d", "e", "f", "g"]);
+});
+
+Deno.test("AppendBatcher: a keyed send waits while an unkeyed send to its partition is in flight, and the reverse", async () => {
+  const inFlight = new Map<number, number>();
+  let overlap = false;
+  const gates: (() => void)[] = [];
+  const sent: { partition: number; messages: readonly string[] }[] = [];
+  const send = async (a: PartitionAddress, messages: readonly string[]) => {
+    const n = (inFlight.get(a.partition) ?? 0) + 1;
+    inFlight.set(a.partition, n);
+    if (n > 1) overlap = true;
+    sent.push({ partition: a.partition, messages });
+    await new Promise<void>((r) => gates.push(r));
+    inFlight.set(a.partition, n - 1);
+    return 0;
+  };
+  const b = new AppendBatcher<string>(send, (m) => m.length, {
+    maxMessages: 100,
+    maxBytes: 1000,
+    lingerMs: 0,
+  });
+  // One partition: the balanced send and the keyed send both target partition 0.
+  const unkeyed = b.append({ ...A, balancedOver: 1, messages: ["u"] });
+  await new Promise((res) => setTimeout(res, 0));
+  const keyed = b.append({ ...A, partition: 0, messages: ["k"] });
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(sent.length, 1, "the keyed send waits for the unkeyed one");
+  gates.shift()!();
+  await unkeyed;
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(sent.length, 2);
+  const again = b.append({ ...A, balancedOver: 1, messages: ["u2"] });
+  await new Promise((res) => setTimeout(res, 0));
+  assert.equal(sent.length, 2, "and an unkeyed one waits for the keyed one");
+  gates.shift()!();
+  await keyed;
+  await new Promise((res) => setTimeout(res, 0));
+  gates.shift()!();
+  await again;
+  assert.equal(overlap, false);
+  assert.deepEqual(sent.map((s) => s.messages[0]), ["u", "k", "u2"]);
 });
