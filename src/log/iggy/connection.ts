@@ -161,13 +161,14 @@ export class IggyConnection {
       for (;;) {
         const reply = this.#nextFrame(code);
         this.lastUsed = Date.now();
-        try {
-          await this.#writer.write(frame);
-        } catch (e) {
+        const written = this.#writer.write(frame).catch((e) => {
           this.#fail(
             new IggyConnectionError(`Iggy connection ${this.#label} closed`, { cause: e }),
           );
-        }
+        });
+        // A server that stopped reading leaves the write pending: the reply's timeout (or the
+        // connection's failure) still ends the request, and is never an unhandled rejection.
+        await Promise.race([written, reply]);
         const f = await reply;
         try {
           return decodeReply(f.header, f.body, code);
@@ -284,7 +285,8 @@ export class IggyConnection {
   async close(): Promise<void> {
     this.#fail(new IggyConnectionError(`Iggy connection ${this.#label} closed by the gateway`));
     await this.#reading;
-    await this.#writer.close().catch(() => {});
+    // Not awaited: a write the server never took would hold a graceful close forever.
+    this.#writer.abort().catch(() => {});
   }
 }
 

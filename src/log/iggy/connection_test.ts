@@ -203,3 +203,23 @@ Deno.test("IggyConnection replays a metadata op answered 57 with the same reques
   assert.deepEqual(creates.map((r) => r.request), [1n, 1n]);
   await c.close();
 });
+
+Deno.test("a request whose write never completes fails at the timeout, with no unhandled rejection", async () => {
+  // A server that stopped reading: the socket's write never completes, even after close.
+  let readable!: ReadableStreamDefaultController<Uint8Array>;
+  const stalled = {
+    readable: new ReadableStream<Uint8Array>({ start: (c) => void (readable = c) }),
+    writable: new WritableStream<Uint8Array>({ write: () => new Promise<void>(() => {}) }),
+    close() {
+      try {
+        readable.close();
+      } catch { /* already closed */ }
+    },
+  };
+  const c = new IggyConnection(stalled, { timeoutMs: 50, label: "stalled" });
+  // PING needs no login; the timeout rejects the reply while the write is still pending.
+  const e = await c.request(Code.PING).catch((err) => err);
+  assert.ok(e instanceof IggyTimeoutError, String(e));
+  assert.equal(c.isClosed, true, "the timed-out connection is closed for good");
+  await c.close();
+});
