@@ -371,8 +371,9 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#clientId = s.clientId;
     this.#v5 = s.v5;
     this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
-    ctx.wills.cancel(s.clientId); // [MQTT-3.1.3-9] back before its will's delay passed
     if (ctx.registry.takeOver(s.clientId, this)) ctx.metrics.takeovers.inc();
+    // After the takeover: its close() may just have scheduled the older connection's will.
+    ctx.wills.reconnected(s.clientId, s.session.cleanStart);
     // After the takeover: the older connection has stored its positions and gone offline.
     const opened = ctx.sessions.open(s.clientId, s.session);
     this.session = opened.session;
