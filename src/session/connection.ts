@@ -261,7 +261,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   disconnect(reasonCode: number, reason: string): void {
     if (this.#closed) return;
     if (this.#v5 !== null) {
-      this.#transport.write(encodeDisconnect5(reasonCode, reason)).catch(() => {});
+      this.#transport.write(encodeDisconnect5(reasonCode, reason, this.#v5.maximumPacketSize))
+        .catch(() => {});
     }
     this.close(reason);
   }
