@@ -207,6 +207,29 @@ Deno.test({
 
 Deno.test({
   name:
+    "MQTT 5 PUBACK without coordinates (mqtt5.puback_coordinates on) when the client sent Request Problem Information 0 [MQTT-3.1.2-29]",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LOG_AUTO_CREATE: "false" } });
+    try {
+      await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
+      const quiet = await client5(gw, { properties: { requestProblemInformation: false } });
+      const ok = await publishQos1(quiet, "sensors/s1/data", "x");
+      assert.equal(ok.reasonCode ?? 0, 0);
+      assert.equal(ok.properties, undefined);
+      await quiet.c.endAsync();
+      const k = await client5(gw); // the default asks for it: coordinates
+      const coords = (await publishQos1(k, "sensors/s1/data", "y")).properties?.userProperties;
+      assert.equal(coords?.["iggy.stream"], "sensors");
+      await k.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "MQTT 5 inbound topic aliases: a real client's aliased publishes are stored under the full topic; an alias above the maximum gets DISCONNECT 0x94",
   ...opts,
   async fn() {
