@@ -316,7 +316,10 @@ export class StoredSessions {
     s.options = decodeStoredOptions(r.p);
     s.triples.clear();
     for (const k of Array.isArray(r.t) ? r.t : []) s.triples.add(String(k));
-    s.expiryS = Number(r.e) > 0 ? Number(r.e) : this.#opts.maxExpiryS;
+    // An expiry of 0 is kept (the session ends when it goes offline); only a record without a
+    // usable one gets the maximum.
+    const e = typeof r.e === "number" ? r.e : NaN;
+    s.expiryS = Number.isFinite(e) && e >= 0 ? e : this.#opts.maxExpiryS;
     s.offlineSinceMs = typeof r.o === "number" ? r.o : null;
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);

@@ -333,3 +333,42 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 session expiry 0 survives a gateway restart as 0: a session resumed without expiry is not present after the restart",
+  ...opts,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-expiry0-" });
+    const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db` };
+    try {
+      const gw1 = await startGateway({ env });
+      try {
+        const first = await stored5(gw1, "v5-e0", 3600);
+        await first.c.subscribeAsync("building/+/room/#", { qos: 1 });
+        await first.c.endAsync();
+        // Back with Clean Start 0 and no Session Expiry Interval (0): resumed, ends with it.
+        const again = await stored5(gw1, "v5-e0", 0);
+        assert.equal(again.connack.sessionPresent, true);
+        await again.c.endAsync();
+        await waitFor(
+          () => gw1.gateway.sessions.get("v5-e0")?.offlineSinceMs != null,
+          5000,
+          "off",
+        );
+      } finally {
+        await gw1.stop();
+      }
+      const gw2 = await startGateway({ env });
+      try {
+        const later = await stored5(gw2, "v5-e0", 3600);
+        assert.equal(later.connack.sessionPresent, false, "expiry 0 ended the session");
+        await later.c.endAsync();
+      } finally {
+        await gw2.stop();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
