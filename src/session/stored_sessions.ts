@@ -33,6 +33,11 @@ export interface SessionRequest {
   readonly cleanStart: boolean;
   /** Seconds offline after which the stored session is removed. */
   readonly expiryS: number;
+  /**
+   * Only an existing stored session is resumed; without one the session is clean (no record,
+   * no `max_stored_sessions` slot): MQTT 5 Clean Start 0 with expiry 0.
+   */
+  readonly resumeOnly?: boolean;
 }
 
 /** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
@@ -164,7 +169,7 @@ export class StoredSessions {
       this.remove(clientId);
       s = undefined;
     }
-    if (!req.store) return { session: null, present: false };
+    if (!req.store || (req.resumeOnly && s === undefined)) return { session: null, present: false };
     const present = s !== undefined;
     s ??= {
       clientId,

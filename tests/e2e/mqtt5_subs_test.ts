@@ -372,3 +372,27 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 Clean Start 0 with expiry 0 (paho's reconnect) and no stored session gets a clean one, even with limits.max_stored_sessions reached: no 0x97, no record",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "1" } });
+    try {
+      const holder = await stored5(gw, "e0-holder", 3600); // takes the only slot
+      assert.equal(holder.connack.sessionPresent, false);
+      const dev = await stored5(gw, "e0-new", 0);
+      assert.equal(dev.connack.reasonCode ?? 0, 0);
+      assert.equal(dev.connack.sessionPresent, false);
+      assert.equal(gw.gateway.sessions.get("e0-new"), undefined, "no stored session");
+      await dev.c.subscribeAsync("building/+/room/#", { qos: 1 });
+      await dev.c.publishAsync("building/north/room/1", "hi", { qos: 1 });
+      await waitFor(() => dev.got.length === 1, 5000, "its own message");
+      await dev.c.endAsync();
+      await holder.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
