@@ -318,3 +318,28 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 will delay (MQTT.js): DISCONNECT 0x04 with Session Expiry Interval 0 ends the session, so the will delayed 60 s goes out at once",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const watcher = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      });
+      const wills: string[] = [];
+      watcher.on("message", (_t, m) => wills.push(m.toString()));
+      await watcher.subscribeAsync("sensors/wdt/data", { qos: 1 });
+      const dev = await willDevice(gw, false, 60); // session expiry 600 at CONNECT
+      await dev.endAsync(false, { reasonCode: 4, properties: { sessionExpiryInterval: 0 } });
+      await waitFor(() => wills.length === 1, 5000, "the will, well before 60 s");
+      assert.deepEqual(wills, ["offline"]);
+      await watcher.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
