@@ -135,8 +135,10 @@ export class WillPublisher {
   }
 
   /**
-   * Resolves once every will published so far has settled. Delayed wills go out now: the
-   * gateway is stopping, and the sessions they wait on end with it.
+   * Resolves once every will published so far has settled. Delayed wills go out now: they are
+   * held in memory only and would be lost with the process, although a stored session they
+   * belong to survives the restart (a device back right after it has had its will published;
+   * OPERATIONS "Server DISCONNECT" says so).
    */
   async idle(): Promise<void> {
     for (const d of [...this.#delayed.values()]) {
