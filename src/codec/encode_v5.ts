@@ -148,10 +148,16 @@ export function encodeUnsuback5(packetId: number, codes: readonly number[]): Uin
 }
 
 /** DISCONNECT [MQTT-3.14] from the server, with a reason code and optional reason string. */
-export function encodeDisconnect5(reasonCode: number, reasonString?: string): Uint8Array {
-  if (reasonString === undefined) return packet(0xe0, [[reasonCode], [0]]);
+export function encodeDisconnect5(
+  reasonCode: number,
+  reasonString?: string,
+  maxPacketSize = Infinity,
+): Uint8Array {
+  const bare = () => packet(0xe0, [[reasonCode], [0]]);
+  if (reasonString === undefined) return bare();
   const w = new PropertyWriter().string(Prop.REASON_STRING, reasonString);
-  return packet(0xe0, [[reasonCode], block(w.bytes())]);
+  const full = packet(0xe0, [[reasonCode], block(w.bytes())]);
+  return full.length <= maxPacketSize ? full : bare();
 }
 
 /**

@@ -307,6 +307,9 @@ Deno.test("encodeSuback5(), encodeUnsuback5() and encodeDisconnect5() parse in m
   ]);
   const [plain] = oracleParse(encodeDisconnect5(0x8b));
   assert.equal(plain.reasonCode, 0x8b);
+  // Over the client's Maximum Packet Size the reason string is left out [MQTT-3.1.2-25].
+  assert.equal(encodeDisconnect5(0x8d, "keep-alive timeout", 10).length, 4);
+  assert.equal(encodeDisconnect5(0x8d, "keep-alive timeout", 100).length, 25);
 });
 
 Deno.test("encodePublish() with an MQTT 5 property block parses in mqtt-packet with every property", () => {

@@ -60,6 +60,16 @@ export async function handleConnect(
   p: ConnectPacket,
   site: ConnectSite,
 ): Promise<ConnectResult | null> {
+  const r = await decideConnect(ctx, p, site);
+  const limit = p.properties?.maximumPacketSize;
+  return r?.kind === "connack" && limit !== undefined ? { ...r, maxPacketSize5: limit } : r;
+}
+
+async function decideConnect(
+  ctx: SessionContext,
+  p: ConnectPacket,
+  site: ConnectSite,
+): Promise<ConnectResult | null> {
   const clientId = assignClientId(p);
   if (typeof clientId !== "string") return clientId;
   const refused = (p.protocolLevel === 5 ? refuseConnect5(p) : null) ?? refuseByPolicy(ctx, p);

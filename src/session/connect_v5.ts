@@ -94,12 +94,15 @@ function refuse5(code: number, reason: string): ConnackOutcome {
 /** The state an accepted MQTT 5 connection keeps. */
 export function v5SessionOf(config: GatewayConfig, p: ConnectPacket): V5Session {
   const props = p.properties ?? {};
+  const problemInformation = props.requestProblemInformation !== 0;
   return {
     receiveMaximum: props.receiveMaximum ?? 65_535,
     maximumPacketSize: props.maximumPacketSize ?? Infinity,
-    problemInformation: props.requestProblemInformation !== 0,
+    problemInformation,
     sessionExpiry: grantedSessionExpiry(props.sessionExpiry ?? 0, config.session.max_expiry_s),
-    pubackCoordinates: config.mqtt5.puback_coordinates,
+    // The coordinates are user properties, which a PUBACK may carry only when the client
+    // asked for problem information [MQTT-3.1.2-29].
+    pubackCoordinates: config.mqtt5.puback_coordinates && problemInformation,
   };
 }
 

@@ -261,7 +261,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   disconnect(reasonCode: number, reason: string): void {
     if (this.#closed) return;
     if (this.#v5 !== null) {
-      this.#transport.write(encodeDisconnect5(reasonCode, reason)).catch(() => {});
+      this.#transport.write(encodeDisconnect5(reasonCode, reason, this.#v5.maximumPacketSize))
+        .catch(() => {});
     }
     this.close(reason);
   }
@@ -279,11 +280,12 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     ctx.registry.release(this, this.#clientId);
     this.#span?.end();
     if (this.#principal !== null) ctx.delivery.detach(this);
-    // Ended without DISCONNECT (that clears the will): keep-alive, error, takeover, stop.
+    // Ended without DISCONNECT (keep-alive, error, takeover, stop) or by 0x04 (expiry may be 0).
     const will = this.#will;
     if (will !== null) {
       this.#will = null;
-      const delay = willDelayMs(will, this.#v5?.sessionExpiry, ctx.config.mqtt5.max_will_delay_s);
+      const expiry = this.session?.expiryS ?? this.#v5?.sessionExpiry;
+      const delay = willDelayMs(will, expiry, ctx.config.mqtt5.max_will_delay_s);
       ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!, delay);
     }
     this.#publisher?.wake();
@@ -371,8 +373,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#clientId = s.clientId;
     this.#v5 = s.v5;
     this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
-    ctx.wills.cancel(s.clientId); // [MQTT-3.1.3-9] back before its will's delay passed
     if (ctx.registry.takeOver(s.clientId, this)) ctx.metrics.takeovers.inc();
+    ctx.wills.reconnected(s.clientId, s.session.cleanStart); // after takeOver's close()
     // After the takeover: the older connection has stored its positions and gone offline.
     const opened = ctx.sessions.open(s.clientId, s.session);
     this.session = opened.session;

@@ -29,6 +29,8 @@ export interface ConnackOutcome {
   readonly properties5?: PropertyWriter;
   /** Answer in the MQTT 5 format although the connection is not v5 (a refused v5 CONNECT). */
   readonly format5?: boolean;
+  /** MQTT 5: the client's Maximum Packet Size; a reason string that would pass it is left out. */
+  readonly maxPacketSize5?: number;
   /** Accepted with a stored session resumed [MQTT-3.2.2-2]. */
   readonly sessionPresent?: boolean;
 }

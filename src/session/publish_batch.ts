@@ -217,18 +217,18 @@ export class ConnectionPublisher {
   ): void {
     const ctx = this.#ctx;
     const seconds = b.qos1 > 0 ? (ctx.clock.now() - started) / 1000 : 0;
-    const coordinates = this.#site.v5?.pubackCoordinates === true;
+    const v5 = this.#site.v5;
     let acked = 0;
     for (let i = 0; i < b.slots.length; i++) {
       const slot = b.slots[i];
       if (slot < 0) continue;
       acked++;
       ctx.metrics.pubackLatency.observe(seconds);
-      if (!coordinates) this.#acks.settle(slot, "ack");
+      if (v5?.pubackCoordinates !== true) this.#acks.settle(slot, "ack");
       else {
         const id = this.#acks.packetIdOf(slot);
         const offset = baseOffset === null ? null : baseOffset + i;
-        this.#acks.settle(slot, "ack", coordinatesPuback(id, at, offset));
+        this.#acks.settle(slot, "ack", coordinatesPuback(v5, id, at, offset));
       }
     }
     if (acked > 0) ctx.metrics.outcome.acked.inc(acked);

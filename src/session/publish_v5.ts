@@ -69,7 +69,16 @@ export function refusalPuback(
   code: number,
   reason: string,
 ): Uint8Array {
-  return encodePuback5(packetId, code, v5.problemInformation ? reason : undefined);
+  const puback = encodePuback5(packetId, code, v5.problemInformation ? reason : undefined);
+  return fits(v5, puback) ? puback : encodePuback5(packetId, code);
+}
+
+/**
+ * A reason string or user properties that would pass the client's Maximum Packet Size are
+ * left out [MQTT-3.1.2-25, MQTT-3.4.2-2, MQTT-3.4.2-3]: the bare reason code always fits.
+ */
+function fits(v5: V5Session, packet: Uint8Array): boolean {
+  return packet.length <= v5.maximumPacketSize;
 }
 
 /** The reason code of a failed append: 0x97 when the log is full, else 0x80. */
@@ -85,6 +94,7 @@ export function failureCode(err: unknown): number {
  * not say) the offset property is left out.
  */
 export function coordinatesPuback(
+  v5: V5Session,
   packetId: number,
   a: PartitionAddress,
   offset: number | null,
@@ -95,5 +105,6 @@ export function coordinatesPuback(
     ["iggy.partition", String(a.partition)],
   ];
   if (offset !== null) props.push(["iggy.offset", String(offset)]);
-  return encodePuback5(packetId, 0, undefined, props);
+  const puback = encodePuback5(packetId, 0, undefined, props);
+  return fits(v5, puback) ? puback : encodePuback5(packetId, 0);
 }

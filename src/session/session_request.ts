@@ -22,7 +22,7 @@ export type { SessionRequest };
  * MQTT 3.1.1: clean session 1 → nothing kept; 0 → resume or create a stored session. MQTT 5
  * (`v5` given): a granted Session Expiry Interval over 0 keeps the session that long offline;
  * with 0 and Clean Start 0 a stored session under the id is still resumed [MQTT-3.2.2-2], and
- * ends when the connection does (expiry 0).
+ * ends when the connection does (expiry 0); without one the session is clean (no record).
  */
 export function sessionRequestOf(
   p: ConnectPacket,
@@ -31,7 +31,13 @@ export function sessionRequestOf(
 ): SessionRequest {
   if (v5 !== null) {
     const expiryS = v5.sessionExpiry;
-    return { store: expiryS > 0 || !p.cleanSession, cleanStart: p.cleanSession, expiryS };
+    const resumeOnly = expiryS === 0; // nothing would outlive the connection: create nothing
+    return {
+      store: expiryS > 0 || !p.cleanSession,
+      cleanStart: p.cleanSession,
+      expiryS,
+      resumeOnly,
+    };
   }
   return {
     store: !p.cleanSession,
@@ -56,7 +62,9 @@ export async function refuseStoredSession(
   let full = false;
   if (!await ctx.sessions.sync()) {
     reason = "stored sessions are unavailable (the log did not answer)";
-  } else if ((full = ctx.sessions.full(clientId))) reason = "max_stored_sessions reached";
+  } else if (!req.resumeOnly && (full = ctx.sessions.full(clientId))) {
+    reason = "max_stored_sessions reached"; // resuming only takes no new slot
+  }
   if (reason === null) return null;
   ctx.metrics.storedSessionsRefused.inc();
   const o = refuseConnect(ConnackCode.SERVER_UNAVAILABLE, reason);

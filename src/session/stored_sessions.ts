@@ -33,6 +33,11 @@ export interface SessionRequest {
   readonly cleanStart: boolean;
   /** Seconds offline after which the stored session is removed. */
   readonly expiryS: number;
+  /**
+   * Only an existing stored session is resumed; without one the session is clean (no record,
+   * no `max_stored_sessions` slot): MQTT 5 Clean Start 0 with expiry 0.
+   */
+  readonly resumeOnly?: boolean;
 }
 
 /** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
@@ -164,7 +169,7 @@ export class StoredSessions {
       this.remove(clientId);
       s = undefined;
     }
-    if (!req.store) return { session: null, present: false };
+    if (!req.store || (req.resumeOnly && s === undefined)) return { session: null, present: false };
     const present = s !== undefined;
     s ??= {
       clientId,
@@ -316,7 +321,10 @@ export class StoredSessions {
     s.options = decodeStoredOptions(r.p);
     s.triples.clear();
     for (const k of Array.isArray(r.t) ? r.t : []) s.triples.add(String(k));
-    s.expiryS = Number(r.e) > 0 ? Number(r.e) : this.#opts.maxExpiryS;
+    // An expiry of 0 is kept (the session ends when it goes offline); only a record without a
+    // usable one gets the maximum.
+    const e = typeof r.e === "number" ? r.e : NaN;
+    s.expiryS = Number.isFinite(e) && e >= 0 ? e : this.#opts.maxExpiryS;
     s.offlineSinceMs = typeof r.o === "number" ? r.o : null;
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);

@@ -15,6 +15,6 @@ export interface V5Session {
   readonly problemInformation: boolean;
   /** The session expiry the CONNACK granted (s). */
   readonly sessionExpiry: number;
-  /** `mqtt5.puback_coordinates`. */
+  /** `mqtt5.puback_coordinates`, and the client asked for problem information [MQTT-3.1.2-29]. */
   readonly pubackCoordinates: boolean;
 }

@@ -122,8 +122,23 @@ export class WillPublisher {
   }
 
   /**
-   * Resolves once every will published so far has settled. Delayed wills go out now: the
-   * gateway is stopping, and the sessions they wait on end with it.
+   * A connection with `clientId` was established: a delayed will of its session is not sent
+   * (back before the delay passed [MQTT-3.1.3-9]), unless Clean Start 1 ended that session,
+   * which is the other end of the delay: then it goes out now.
+   */
+  reconnected(clientId: string, cleanStart: boolean): void {
+    const d = this.#delayed.get(clientId);
+    if (d === undefined) return;
+    clearTimeout(d.timer);
+    if (cleanStart) d.publish();
+    else this.#delayed.delete(clientId);
+  }
+
+  /**
+   * Resolves once every will published so far has settled. Delayed wills go out now: they are
+   * held in memory only and would be lost with the process, although a stored session they
+   * belong to survives the restart (a device back right after it has had its will published;
+   * OPERATIONS "Server DISCONNECT" says so).
    */
   async idle(): Promise<void> {
     for (const d of [...this.#delayed.values()]) {

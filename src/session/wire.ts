@@ -75,9 +75,14 @@ export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined 
 
 /** An MQTT 5 CONNACK: the reason code, the properties, a reason string on a refusal. */
 function encodeConnackOf5(o: ConnackOutcome): Uint8Array {
+  const present = o.sessionPresent === true;
+  const code = connackReason5(o);
   const props = o.properties5 ?? new PropertyWriter();
-  if (o.code !== ConnackCode.ACCEPTED) props.string(Prop.REASON_STRING, o.reason);
-  return encodeConnack5(o.sessionPresent === true, connackReason5(o), props);
+  if (o.code === ConnackCode.ACCEPTED) return encodeConnack5(present, code, props);
+  const full = encodeConnack5(present, code, props.string(Prop.REASON_STRING, o.reason));
+  // [MQTT-3.1.2-25] the reason string is left out when it would pass the client's limit.
+  if (full.length <= (o.maxPacketSize5 ?? Infinity)) return full;
+  return encodeConnack5(present, code, new PropertyWriter());
 }
 
 /** Counters and the log line of a refused CONNECT. */

@@ -269,3 +269,77 @@ Deno.test({
     }
   },
 });
+
+/** A v5 device with a stored session (expiry 600) and a will delayed `delayS` seconds. */
+function willDevice(gw: TestGateway, clean: boolean, delayS: number) {
+  return mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+    protocolVersion: 5,
+    clientId: "wd-take",
+    clean,
+    reconnectPeriod: 0,
+    properties: { sessionExpiryInterval: 600 },
+    will: {
+      topic: "sensors/wdt/data",
+      payload: Buffer.from("offline"),
+      qos: 1,
+      retain: false,
+      properties: { willDelayInterval: delayS },
+    },
+  });
+}
+
+Deno.test({
+  name:
+    "MQTT 5 will delay (MQTT.js): a session taken over with Clean Start 0 before the delay passed sends no will; with Clean Start 1 the old session ends and its will goes out at once [MQTT-3.1.3-9, MQTT-3.1.4-3]",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const watcher = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      });
+      const wills: string[] = [];
+      watcher.on("message", (_t, m) => wills.push(m.toString()));
+      await watcher.subscribeAsync("sensors/wdt/data", { qos: 1 });
+      const first = await willDevice(gw, false, 2);
+      const second = await willDevice(gw, false, 2); // takes the session over
+      await new Promise((r) => setTimeout(r, 3500));
+      assert.deepEqual(wills, [], "no will: the client came back within its delay");
+      first.end(true);
+      const third = await willDevice(gw, true, 60); // Clean Start 1 ends the session
+      await waitFor(() => wills.length === 1, 5000, "the will, well before 60 s");
+      assert.deepEqual(wills, ["offline"]);
+      second.end(true);
+      await third.endAsync();
+      await watcher.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 will delay (MQTT.js): DISCONNECT 0x04 with Session Expiry Interval 0 ends the session, so the will delayed 60 s goes out at once",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const watcher = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+      });
+      const wills: string[] = [];
+      watcher.on("message", (_t, m) => wills.push(m.toString()));
+      await watcher.subscribeAsync("sensors/wdt/data", { qos: 1 });
+      const dev = await willDevice(gw, false, 60); // session expiry 600 at CONNECT
+      await dev.endAsync(false, { reasonCode: 4, properties: { sessionExpiryInterval: 0 } });
+      await waitFor(() => wills.length === 1, 5000, "the will, well before 60 s");
+      assert.deepEqual(wills, ["offline"]);
+      await watcher.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});

@@ -207,6 +207,29 @@ Deno.test({
 
 Deno.test({
   name:
+    "MQTT 5 PUBACK without coordinates (mqtt5.puback_coordinates on) when the client sent Request Problem Information 0 [MQTT-3.1.2-29]",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LOG_AUTO_CREATE: "false" } });
+    try {
+      await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
+      const quiet = await client5(gw, { properties: { requestProblemInformation: false } });
+      const ok = await publishQos1(quiet, "sensors/s1/data", "x");
+      assert.equal(ok.reasonCode ?? 0, 0);
+      assert.equal(ok.properties, undefined);
+      await quiet.c.endAsync();
+      const k = await client5(gw); // the default asks for it: coordinates
+      const coords = (await publishQos1(k, "sensors/s1/data", "y")).properties?.userProperties;
+      assert.equal(coords?.["iggy.stream"], "sensors");
+      await k.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "MQTT 5 inbound topic aliases: a real client's aliased publishes are stored under the full topic; an alias above the maximum gets DISCONNECT 0x94",
   ...opts,
   async fn() {
@@ -330,6 +353,41 @@ Deno.test({
       }).then(() => assert.fail("0x97 expected"), (e: Packet) => e.packet);
       assert.deepEqual(suback.granted, [1, 1, 0x97]);
       await k.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 Maximum Packet Size 64 (MQTT.js): PUBACKs come without the coordinates or reason string that would pass it, a refused CONNACK without its reason string, and the connection stays [MQTT-3.1.2-25, MQTT-3.4.2-2/3]",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LOG_AUTO_CREATE: "false" } });
+    try {
+      await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
+      const properties = { maximumPacketSize: 64, requestProblemInformation: true };
+      const k = await client5(gw, { properties });
+      const errors: unknown[] = [];
+      k.c.on("error", (e) => errors.push(e));
+      const ok = await publishQos1(k, "sensors/s1/data", "x");
+      assert.equal(ok.reasonCode ?? 0, 0);
+      assert.equal(ok.properties?.userProperties, undefined, "coordinates would not fit");
+      const denied = await publishQos1(k, "nowhere/at/all", "x");
+      assert.equal(denied.reasonCode, 0x87); // its reason string fits: it stays
+      assert.match(denied.properties?.reasonString, /does not exist/);
+      assert.equal(k.c.connected, true);
+      assert.deepEqual(errors, []);
+      await k.c.endAsync();
+      // A will topic the gateway refuses, with a reason string naming it (> 64 bytes).
+      const refused = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+        properties,
+        will: { topic: "$SYS/" + "w".repeat(80), payload: Buffer.from("x"), qos: 0, retain: false },
+      }).then(() => null, (e) => e);
+      assert.equal(refused?.code, 0x87, String(refused)); // not 149 (packet too large)
     } finally {
       await gw.stop();
     }

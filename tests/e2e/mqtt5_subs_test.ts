@@ -333,3 +333,66 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5 session expiry 0 survives a gateway restart as 0: a session resumed without expiry is not present after the restart",
+  ...opts,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-expiry0-" });
+    const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db` };
+    try {
+      const gw1 = await startGateway({ env });
+      try {
+        const first = await stored5(gw1, "v5-e0", 3600);
+        await first.c.subscribeAsync("building/+/room/#", { qos: 1 });
+        await first.c.endAsync();
+        // Back with Clean Start 0 and no Session Expiry Interval (0): resumed, ends with it.
+        const again = await stored5(gw1, "v5-e0", 0);
+        assert.equal(again.connack.sessionPresent, true);
+        await again.c.endAsync();
+        await waitFor(
+          () => gw1.gateway.sessions.get("v5-e0")?.offlineSinceMs != null,
+          5000,
+          "off",
+        );
+      } finally {
+        await gw1.stop();
+      }
+      const gw2 = await startGateway({ env });
+      try {
+        const later = await stored5(gw2, "v5-e0", 3600);
+        assert.equal(later.connack.sessionPresent, false, "expiry 0 ended the session");
+        await later.c.endAsync();
+      } finally {
+        await gw2.stop();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "MQTT 5 Clean Start 0 with expiry 0 (paho's reconnect) and no stored session gets a clean one, even with limits.max_stored_sessions reached: no 0x97, no record",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "1" } });
+    try {
+      const holder = await stored5(gw, "e0-holder", 3600); // takes the only slot
+      assert.equal(holder.connack.sessionPresent, false);
+      const dev = await stored5(gw, "e0-new", 0);
+      assert.equal(dev.connack.reasonCode ?? 0, 0);
+      assert.equal(dev.connack.sessionPresent, false);
+      assert.equal(gw.gateway.sessions.get("e0-new"), undefined, "no stored session");
+      await dev.c.subscribeAsync("building/+/room/#", { qos: 1 });
+      await dev.c.publishAsync("building/north/room/1", "hi", { qos: 1 });
+      await waitFor(() => dev.got.length === 1, 5000, "its own message");
+      await dev.c.endAsync();
+      await holder.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
