@@ -22,7 +22,7 @@ import {
 import type { ClientQueue } from "./client_queue.ts";
 import { type Triple, tripleOfKey } from "./registry.ts";
 import type { ClientQueues } from "./settle.ts";
-import type { PendingCatchUps, Subscriptions } from "./subscribe.ts";
+import type { Resume, Subscriptions } from "./subscribe.ts";
 
 /** Stored sessions' subscriptions and positions. */
 export class SessionDelivery {
@@ -85,33 +85,40 @@ export class SessionDelivery {
   /**
    * Restores a resumed session's subscriptions, each triple from its stored position (a
    * missing stored offset on a triple the session knew means offset 0), with one catch-up per
-   * triple for all its filters, so overlapping filters still give one copy.
+   * triple for all its filters, so overlapping filters still give one copy. It stops when the
+   * client's queue is replaced (a takeover resumes on its own) or the gateway stops; a filter
+   * leaves the record only on a permanent refusal, never on a passing failure.
    */
   async resume(queue: ClientQueue, session: StoredSession): Promise<void> {
     const consumer = sessionConsumer(session.clientId);
-    const pending: PendingCatchUps = new Map();
     const startAt = async (t: Triple, key: string) => {
       const stored = await this.#backend.getOffset(consumer, t);
       return stored !== null ? stored + 1 : session.triples.has(key) ? 0 : null;
     };
+    const resume: Resume = { startAt, pending: new Map() };
+    const gone = () => this.#subs.stopping() || this.#clients.get(queue.sub) !== queue;
     for (const [filter, qos] of [...session.subscriptions]) {
+      if (gone()) return;
       const options = session.options?.get(filter);
       const f = options === undefined ? { filter, qos } : { filter, qos, options };
-      const code = await this.#subs.subscribeOne(queue, f, { startAt, pending });
-      if (code >= SUBACK_FAILURE) { // refused (MQTT 5: any reason code from 0x80)
-        this.#logger.warn("Stored subscription not restored", {
-          client_id: session.clientId,
-          filter,
-        });
-        session.subscriptions.delete(filter);
-        session.options?.delete(filter);
+      const code = await this.#subs.subscribeOne(queue, f, resume);
+      if (gone()) return;
+      if (code < SUBACK_FAILURE) {
+        for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
+          session.triples.add(k);
+        }
         continue;
       }
-      for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
-        session.triples.add(k);
-      }
+      this.#logger.warn("Stored subscription not restored", {
+        client_id: session.clientId,
+        filter,
+        kept: resume.permanent !== true,
+      });
+      if (resume.permanent !== true) continue; // comes back at the next resume
+      session.subscriptions.delete(filter);
+      session.options?.delete(filter);
     }
-    this.#subs.launch(queue, pending, { left: Infinity });
+    this.#subs.launch(queue, resume.pending, { left: Infinity });
     this.#sessions.save(session);
   }
 

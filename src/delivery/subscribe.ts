@@ -54,10 +54,15 @@ export type PendingCatchUps = Map<
   { triple: Triple; from: number; subs: Subscription<ClientQueue>[] }
 >;
 
-/** A resume: positions per triple, and where its catch-ups are collected. */
+/**
+ * A resume: positions per triple, and where its catch-ups are collected. `permanent` is set
+ * when `subscribeOne` refused for a reason no retry changes (invalid filter, no poll right, no
+ * target): only then does the stored session drop the filter, never on a passing failure.
+ */
 export interface Resume {
   readonly startAt: StartAt;
   readonly pending: PendingCatchUps;
+  permanent?: boolean;
 }
 
 /** S1: why a topic filter is refused, or null when it is acceptable. */
@@ -132,12 +137,14 @@ export class Subscriptions {
   async subscribeOne(queue: ClientQueue, f: SubscribeRequest, resume?: Resume): Promise<number> {
     const filter = f.filter;
     const replay = parseReplayFilter(filter);
+    if (resume) resume.permanent = true; // until past the checks of the filter itself
     if (replay !== null && "problem" in replay) {
       return this.refuse(queue, filter, replay.problem, INVALID_FILTER);
     }
     const match = replay?.filter ?? filter;
     const bad = checkFilter(match, this.opts);
     if (bad !== null) return this.refuse(queue, filter, bad, INVALID_FILTER);
+    if (resume) resume.permanent = false;
     const existing = this.registry.get(queue, filter);
     if (!existing && this.registry.countFor(queue) >= this.opts.maxSubscriptionsPerClient) {
       return this.refuse(queue, filter, "max_subscriptions_per_client reached", 0x97);
@@ -156,6 +163,7 @@ export class Subscriptions {
       return this.refuse(queue, filter, `backend error: ${message(err)}`);
     }
     if (resolved.refused !== undefined) {
+      if (resume) resume.permanent = resolved.permanent === true;
       return this.refuse(queue, filter, resolved.refused, resolved.code5);
     }
     const s: Subscription<ClientQueue> = {
