@@ -206,17 +206,15 @@ export class Subscriptions {
         const key = tripleKey(triple);
         const live = await this.pool.reserve(triple, fresh);
         s.startOffsets.set(key, live);
-        const from = startAt === undefined ? null : await startAt(triple, key);
-        if (from === null) continue;
-        const reader = this.readers.get(key)!;
-        if (from >= reader.position) {
-          // Past a lagging reader: start there (not before: settled already), but not past the
-          // log's end (a topic deleted and created again starts its offsets anew).
-          const end = from > live ? await this.#backend.nextOffset(triple) : live;
-          s.startOffsets.set(key, Math.min(from, end));
-          continue;
-        }
-        s.startOffsets.set(key, Infinity); // the catch-up delivers until it hands over
+        const asked = startAt === undefined ? null : await startAt(triple, key);
+        if (asked === null) continue;
+        // Not past the log's end (a topic deleted and created again starts its offsets anew).
+        const from = asked > live ? Math.min(asked, await this.#backend.nextOffset(triple)) : asked;
+        // Every start goes through a catch-up, even one at or past the reader: the reader moves
+        // on during the awaits before this subscription is registered, and a start fixed now
+        // would route what it passes meanwhile to nobody. The catch-up, launched once every
+        // filter is registered, hands over at once when it is not behind.
+        s.startOffsets.set(key, Infinity);
         const c = behind.get(key);
         if (c === undefined) behind.set(key, { triple, from, subs: [s] });
         else c.subs.push(s);

@@ -94,7 +94,6 @@ Deno.test({
 Deno.test({
   name: "a resume with live traffic on its triples loses nothing",
   ...opts,
-  ignore: true, // FIX18-2
   async fn() {
     const delay = { ms: 0 };
     await withGateway(delay, async (gw) => {
