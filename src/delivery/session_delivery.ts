@@ -132,7 +132,10 @@ export class SessionDelivery {
   positions(queue: ClientQueue): Map<string, number> {
     const unsettled = queue.lowestUnsettled();
     const catchUps = new Map<string, number>();
-    for (const c of this.#subs.catchUps.get(queue) ?? []) catchUps.set(c.key, c.position);
+    for (const c of this.#subs.catchUps.get(queue) ?? []) {
+      // A resume's and a replay's catch-up may share a triple: the one further behind counts.
+      catchUps.set(c.key, Math.min(c.position, catchUps.get(c.key) ?? Infinity));
+    }
     const out = new Map<string, number>();
     for (const s of this.#subs.registry.ofClient(queue)?.values() ?? []) {
       for (const [k, start] of s.startOffsets) {
