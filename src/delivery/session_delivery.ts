@@ -65,11 +65,8 @@ export class SessionDelivery {
     const kept = keptOptions(options); // MQTT 5: they come back with the subscription
     if (kept !== undefined) (session.options ??= new Map()).set(filter, kept);
     else session.options?.delete(filter);
-    for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
-      session.triples.add(k);
-    }
     this.#sessions.save(session);
-    this.#storePositions(queue, session);
+    this.#storePositions(queue, session); // its triples join the record once stored
   }
 
   /** A stored session's client unsubscribed: the filter leaves its record. */
@@ -103,12 +100,7 @@ export class SessionDelivery {
       const f = options === undefined ? { filter, qos } : { filter, qos, options };
       const code = await this.#subs.subscribeOne(queue, f, resume);
       if (gone()) return;
-      if (code < SUBACK_FAILURE) {
-        for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
-          session.triples.add(k);
-        }
-        continue;
-      }
+      if (code < SUBACK_FAILURE) continue; // new triples join the record once stored
       this.#logger.warn("Stored subscription not restored", {
         client_id: session.clientId,
         filter,
@@ -163,21 +155,31 @@ export class SessionDelivery {
     }
   }
 
-  /** Stores the positions that moved (a consumer offset is the last settled: position − 1). */
+  /**
+   * Stores the positions that moved (a consumer offset is the last settled: position − 1). A
+   * triple enters the session's record only once its position is stored (or is 0): a known
+   * triple without a stored offset resumes at offset 0, the whole history. What failed to
+   * store is not marked stored, so the next round tries again.
+   */
   #storePositions(queue: ClientQueue, session: StoredSession): void {
     let last = this.#stored.get(queue);
     if (!last) this.#stored.set(queue, last = new Map());
+    const stored = last;
     const consumer = sessionConsumer(session.clientId);
     let known = true;
     for (const [k, p] of this.positions(queue)) {
-      // A triple joined later (a wildcard's new target) becomes one the session knows.
-      if (!session.triples.has(k)) {
+      if (p < 1 && !session.triples.has(k)) { // at offset 0: "known, none stored" says it all
         session.triples.add(k);
         known = false;
       }
-      if (p < 1 || last.get(k) === p) continue;
-      last.set(k, p);
-      const done = this.#backend.storeOffset(consumer, tripleOfKey(k), p - 1).catch((err) => {
+      if (p < 1 || stored.get(k) === p) continue;
+      const done = this.#backend.storeOffset(consumer, tripleOfKey(k), p - 1).then(() => {
+        stored.set(k, p);
+        // A triple joined later (a wildcard's new target) becomes one the session knows.
+        if (session.triples.has(k)) return;
+        session.triples.add(k);
+        this.#sessions.save(session);
+      }, (err) => {
         this.#logger.limited("warn", "Storing a stored session's position failed", {
           client_id: session.clientId,
           error: err,

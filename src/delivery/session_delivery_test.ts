@@ -65,3 +65,32 @@ Deno.test("two catch-ups on one triple: the position is the lower of the two", a
     await d.stop();
   }
 });
+
+Deno.test("a failed position store is tried again, and its triple joins the record only once stored", async () => {
+  let fail = true;
+  const { d, queue, session, stores } = setup({
+    start: 3,
+    readerAt: 7,
+    storeOffset: () => fail ? Promise.reject(new Error("backend down")) : Promise.resolve(),
+  });
+  d.detached(queue, session);
+  await d.stop();
+  assert.deepEqual(stores, [6]);
+  assert.equal(session.triples.has(KEY), false, "no stored offset: not a triple from 0");
+  fail = false;
+  d.detached(queue, session);
+  await d.stop();
+  assert.deepEqual(stores, [6, 6]);
+  assert.equal(session.triples.has(KEY), true);
+  d.detached(queue, session);
+  await d.stop();
+  assert.deepEqual(stores, [6, 6], "stored already: not again");
+});
+
+Deno.test("a triple at offset 0 joins the record at once (nothing to store)", async () => {
+  const { d, queue, session, stores } = setup({ start: 0, readerAt: 0 });
+  d.detached(queue, session);
+  await d.stop();
+  assert.deepEqual(stores, []);
+  assert.equal(session.triples.has(KEY), true);
+});
