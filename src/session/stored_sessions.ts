@@ -84,6 +84,7 @@ export class StoredSessions {
   #address: PartitionAddress;
   /** Next record offset to read (records other gateways wrote are read before a resume). */
   #readFrom = 0;
+  #malformed = 0;
   #loaded = false;
   #pending = new Set<Promise<void>>();
   /** This process's writer id (records it wrote are older than its memory). */
@@ -270,13 +271,33 @@ export class StoredSessions {
     this.#pending.add(p);
   }
 
+  /** Records skipped as malformed since start (a foreign or damaged record). */
+  get malformed(): number {
+    return this.#malformed;
+  }
+
   async #readTail(): Promise<void> {
     for (;;) {
       const batch = await this.#backend.poll(this.#address, this.#readFrom, LOAD_BATCH);
       if (batch.length === 0) return;
-      for (const m of batch) this.#apply(m);
-      this.#readFrom = batch[batch.length - 1].offset + 1;
+      for (const m of batch) {
+        // One bad record must not stop the reading: it would be read (and fail) forever.
+        try {
+          this.#apply(m);
+        } catch (err) {
+          this.#skipMalformed(m, err);
+        }
+        this.#readFrom = m.offset + 1;
+      }
     }
+  }
+
+  #skipMalformed(m: StoredMessage, err?: unknown): void {
+    this.#malformed++;
+    this.#logger.limited("warn", "Skipping a malformed stored-session record", {
+      offset: m.offset,
+      ...(err === undefined ? {} : { error: err }),
+    });
   }
 
   /** One record: the latest of a client id wins; a malformed one is skipped (logged). */
@@ -287,15 +308,13 @@ export class StoredSessions {
     try {
       r = JSON.parse(new TextDecoder().decode(m.payload));
     } catch {
-      this.#logger.limited("warn", "Skipping a malformed stored-session record", {
-        offset: m.offset,
-      });
-      return;
+      return this.#skipMalformed(m);
     }
-    if (r?.deleted === true || !Array.isArray(r?.s)) {
+    if (r?.deleted === true) {
       this.#sessions.delete(clientId);
       return;
     }
+    if (!wellFormed(r)) return this.#skipMalformed(m); // checked before anything changes
     const known = this.#sessions.get(clientId);
     if (known === undefined && this.#sessions.size >= this.#opts.maxSessions) {
       this.#logger.limited("warn", "Stored session not loaded: max_stored_sessions reached", {
@@ -321,4 +340,17 @@ export class StoredSessions {
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);
   }
+}
+
+/** A session record's shape: `s` [filter, qos] pairs, `t` triple keys, `o` a time or null. */
+function wellFormed(
+  r: unknown,
+): r is { s: [string, number][]; t?: string[]; p?: unknown; e?: unknown; o?: number | null } {
+  if (typeof r !== "object" || r === null) return false;
+  const { s, t, o } = r as Record<string, unknown>;
+  const pair = (e: unknown) =>
+    Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && typeof e[1] === "number";
+  return Array.isArray(s) && s.every(pair) &&
+    (t === undefined || (Array.isArray(t) && t.every((k) => typeof k === "string"))) &&
+    (o === undefined || o === null || typeof o === "number");
 }

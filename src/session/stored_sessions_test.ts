@@ -131,3 +131,34 @@ Deno.test("sessionConsumer() names a client's positions within Iggy's 255 bytes"
   assert.ok(utf8Length(long) <= 255);
   assert.notEqual(long, sessionConsumer("y".repeat(255)));
 });
+
+Deno.test("StoredSessions: a malformed record is skipped and counted; the records after it still load", async () => {
+  await withBackend(async (b) => {
+    const a = sessions(b);
+    assert.equal(await a.load(), true);
+    const address = { stream: "mqtt_gateway", topic: "sessions", partition: 0 };
+    const bad = ['{"s":[1]}', '{"s":[["a",1]],"t":[3]}', "not json", '{"hello":"foreign"}'];
+    await b.append({
+      ...address,
+      messages: bad.map((text) => ({
+        payload: new TextEncoder().encode(text),
+        headers: new Map([["mqtt.session", "dev"]]),
+      })),
+    });
+    const s = a.open("dev", STORE).session!;
+    s.subscriptions.set("a/b", 1);
+    a.save(s);
+    a.offline(s);
+    await a.idle();
+    const b2 = sessions(b);
+    assert.equal(await b2.load(), true);
+    assert.equal(b2.malformed, bad.length);
+    assert.deepEqual([...b2.get("dev")!.subscriptions], [["a/b", 1]]);
+    // And the tail goes on: a record written after them is read by sync().
+    const c = a.open("other", STORE).session!;
+    a.offline(c);
+    await a.idle();
+    assert.equal(await b2.sync(), true);
+    assert.ok(b2.get("other") !== undefined);
+  });
+});
