@@ -85,6 +85,8 @@ export class StoredSessions {
   /** Next record offset to read (records other gateways wrote are read before a resume). */
   #readFrom = 0;
   #malformed = 0;
+  /** Sessions whose client is connected to this gateway (only these are renewed here). */
+  #attached = new WeakSet<StoredSession>();
   #loaded = false;
   #pending = new Set<Promise<void>>();
   /** This process's writer id (records it wrote are older than its memory). */
@@ -178,6 +180,7 @@ export class StoredSessions {
     s.expiryS = req.expiryS;
     s.offlineSinceMs = null;
     this.#sessions.set(clientId, s);
+    this.#attached.add(s);
     this.save(s);
     return { session: s, present };
   }
@@ -185,6 +188,7 @@ export class StoredSessions {
   /** The client went offline: its expiry starts now. */
   offline(s: StoredSession): void {
     if (this.#sessions.get(s.clientId) !== s) return; // discarded or taken over meanwhile
+    this.#attached.delete(s);
     s.offlineSinceMs = this.#now();
     this.save(s);
   }
@@ -221,7 +225,16 @@ export class StoredSessions {
         this.remove(s.clientId);
         expired++;
       } else if (s.offlineSinceMs === null && now - s.savedAtMs > this.#opts.maxExpiryS * 1000) {
-        this.save(s);
+        // Only a session attached here is kept alive; a remote gateway's "connected" record
+        // that its gateway stopped renewing (gone without a word) counts as offline since.
+        if (this.#attached.has(s)) this.save(s);
+        else if (now - s.savedAtMs > 2 * this.#opts.maxExpiryS * 1000) {
+          s.offlineSinceMs = s.savedAtMs;
+          if (this.#expired(s, now)) {
+            this.remove(s.clientId);
+            expired++;
+          }
+        }
       }
     }
     if (expired > 0) {

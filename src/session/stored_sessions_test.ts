@@ -162,3 +162,24 @@ Deno.test("StoredSessions: a malformed record is skipped and counted; the record
     assert.ok(b2.get("other") !== undefined);
   });
 });
+
+Deno.test("StoredSessions.sweep() renews only sessions attached here; a remote one left 'connected' expires", async () => {
+  await withBackend(async (b) => {
+    let shift = 0;
+    const now = () => Date.now() + shift;
+    const here = sessions(b, { now });
+    assert.equal(await here.load(), true);
+    const remote = sessions(b, { now }); // a gateway that then vanished without a word
+    assert.equal(await remote.load(), true);
+    remote.open("dev", STORE);
+    const mine = here.open("mine", STORE).session!;
+    await remote.idle();
+    assert.equal(await here.sync(), true);
+    assert.equal(here.get("dev")!.offlineSinceMs, null);
+    shift = 2 * 60_000 + 1000; // past twice max_expiry_s: its gateway would have renewed it
+    assert.equal(here.sweep(), 1);
+    assert.equal(here.get("dev"), undefined);
+    assert.equal(here.get("mine"), mine, "attached here: renewed, kept");
+    assert.ok(mine.savedAtMs >= Date.now() + shift - 1000);
+  });
+});
