@@ -150,10 +150,14 @@ export class Subscriptions {
       return this.refuse(queue, filter, "max_subscriptions_per_client reached", 0x97);
     }
     const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
-    if (existing) {
+    if (existing && f.from === undefined) {
       existing.qos = granted; // [MQTT-3.8.4-3] replace, no duplicate copies
       existing.options = f.options; // MQTT 5: the options are replaced too
       return granted;
+    }
+    if (existing) { // MQTT 5 iggy-from asks for a start again: the subscription is made anew
+      this.registry.remove(queue, filter);
+      this.release(existing);
     }
     // S2–S3: resolve with the same map as the way in; poll right per triple.
     let resolved;
