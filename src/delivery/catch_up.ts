@@ -60,8 +60,10 @@ export class CatchUp {
   #budget: ReplayBudget;
   #deps: CatchUpDeps;
   #served = new Set<SpanContext>();
-  /** Matching messages passed over once the replay budget was spent. */
+  /** Matching messages read and passed over once the replay budget was spent. */
   #over = 0;
+  /** Offsets jumped without reading once the budget was spent (matching or not: unknown). */
+  #jumped = 0;
 
   constructor(
     queue: ClientQueue,
@@ -90,7 +92,7 @@ export class CatchUp {
       if (reader === undefined || !this.#subs.some((s) => s.startOffsets.has(this.key))) return;
       if (this.position >= reader.position) return this.#handOver(this.position);
       if (this.#budget.left <= 0) {
-        this.#over += reader.position - this.position;
+        this.#jumped += reader.position - this.position;
         return this.#handOver(reader.position);
       }
       if (!this.#hasRoom()) {
@@ -132,9 +134,8 @@ export class CatchUp {
   #deliver(m: StoredMessage): void {
     const view = openEnvelope(m);
     const left = view === null ? null : expiryLeft(m);
-    if (view === null || this.#budget.left <= 0 || (left !== null && left <= 0)) {
-      if (view !== null && left !== null && left <= 0) this.#deps.metrics.expired.inc();
-      else if (view !== null) this.#over++;
+    if (view === null || (left !== null && left <= 0)) {
+      if (view !== null) this.#deps.metrics.expired.inc();
       this.ledger.record(m.offset, 0);
       return;
     }
@@ -144,6 +145,10 @@ export class CatchUp {
       if (!s.startOffsets.has(this.key) || !filterMatches(s.match, view.topic)) continue;
       const t = targetOf(s, m);
       if (t !== null) found.push(t);
+    }
+    if (found.length > 0 && this.#budget.left <= 0) { // only what it would have delivered
+      this.#over++;
+      found.length = 0;
     }
     const d = this.#deps;
     const targets = finishTargets(dedupe(found), m, view, left, d.metrics);
@@ -158,8 +163,9 @@ export class CatchUp {
 
   /** From `offset` on, the shared reader delivers to these subscriptions. */
   #handOver(offset: number): void {
-    if (this.#over > 0) this.#skipped(this.#over, "max_replay_messages reached");
+    if (this.#over > 0 || this.#jumped > 0) this.#skipped("max_replay_messages reached");
     this.#over = 0;
+    this.#jumped = 0;
     this.position = offset;
     for (const s of this.#subs) {
       if (s.startOffsets.get(this.key) === Infinity) s.startOffsets.set(this.key, offset);
@@ -178,14 +184,16 @@ export class CatchUp {
     });
   }
 
-  #skipped(count: number, reason: string): void {
-    this.#deps.metrics.replaySkipped.inc({}, count);
+  /** The metric counts matching messages only; offsets jumped unread are logged apart. */
+  #skipped(reason: string): void {
+    this.#deps.metrics.replaySkipped.inc({}, this.#over);
     this.#deps.logger.limited("info", "Replay skipped to live", {
       client_id: this.#queue.sub.clientId,
       stream: this.#triple.stream,
       topic: this.#triple.topic,
       partition: this.#triple.partition,
-      skipped: count,
+      skipped: this.#over,
+      skipped_offsets: this.#jumped,
       reason,
     });
   }

@@ -74,3 +74,48 @@ Deno.test("CatchUp skips what retention removed, counts and logs the gap, then h
   assert.ok(logs.some((l) => l.includes("removed by retention") && l.includes('"skipped":4')));
   assert.equal(sub.startOffsets.get("s\u0000t\u00000"), 10, "the shared reader takes over at 10");
 });
+
+Deno.test("CatchUp past max_replay_messages counts matching messages only; offsets jumped are logged apart", async () => {
+  const { q, packets } = queue();
+  const metrics = new GatewayMetrics();
+  const logs: string[] = [];
+  const all: StoredMessage[] = [];
+  for (let o = 0; o < 10; o++) { // even offsets match "a/+", odd ones do not
+    const m = envelope(o % 2 === 0 ? "a/b" : "x/y", new Uint8Array(1), 0, "p", 0, false, false);
+    all.push({ partition: 0, offset: o, timestampMicros: o, ...m });
+  }
+  const backend = {
+    poll: (_a: unknown, from: number, count: number) =>
+      Promise.resolve(all.filter((m) => m.offset >= from).slice(0, count)),
+  } as unknown as LogBackend;
+  const sub: Subscription<ClientQueue> = {
+    client: q,
+    qos: 0,
+    startOffsets: new Map([["s\u0000t\u00000", Infinity]]),
+    match: "a/+",
+    prefix: "",
+    wildcard: true,
+  };
+  const c = new CatchUp(q, { stream: "s", topic: "t", partition: 0 }, [sub], 0, { left: 1 }, {
+    backend,
+    metrics,
+    logger: new Logger("info", (l) => logs.push(l)),
+    pollBatch: 4,
+    maxClientBytes: 1 << 20,
+    reader: () => ({ position: 10 }) as SharedReader,
+    live: () => true,
+    evict: () => {},
+  });
+  await c.run();
+  assert.equal(packets.length, 1, "offset 0 replayed");
+  assert.equal(
+    metrics.replaySkipped.get(),
+    1,
+    "offset 2 matched and was passed over; 1, 3 did not match",
+  );
+  assert.ok(
+    logs.some((l) => l.includes('"skipped":1') && l.includes('"skipped_offsets":6')),
+    logs.join("\n"),
+  );
+  assert.equal(sub.startOffsets.get("s\u0000t\u00000"), 10);
+});

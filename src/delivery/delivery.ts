@@ -177,7 +177,11 @@ export class Delivery implements DeliveryPort {
     this.#joining.add(key);
     this.#backend.nextOffset(address).then((next) => {
       const from = Math.max(0, next - messages.length);
-      for (const s of joining) joinAt(this.#subscriptions, s, address, from);
+      for (const s of joining) {
+        // Unsubscribed or disconnected during the await: a join would hold the reader forever.
+        if (this.registry.get(s.client, s.prefix + s.match) !== s) continue;
+        joinAt(this.#subscriptions, s, address, from);
+      }
     }, () => {}).finally(() => this.#joining.delete(key));
   }
 

@@ -26,7 +26,13 @@ import type { Triple } from "./registry.ts";
  */
 export type FilterTriples =
   | { readonly triples: Triple[]; readonly refused?: undefined }
-  | { readonly refused: string; readonly code5: number; readonly triples?: undefined };
+  | {
+    readonly refused: string;
+    readonly code5: number;
+    /** No retry can change it (invalid, no poll right, no target): a stored session drops it. */
+    readonly permanent?: boolean;
+    readonly triples?: undefined;
+  };
 
 /** What resolving a filter needs. */
 export interface FilterTripleDeps {
@@ -74,8 +80,8 @@ export async function filterTriples(
   }
   if (out.size === 0) {
     return denied > 0
-      ? { refused: "no poll right on any target", code5: 0x87 }
-      : { refused: "no existing target", code5: 0x80 };
+      ? { refused: "no poll right on any target", code5: 0x87, permanent: true }
+      : { refused: "no existing target", code5: 0x80, permanent: true };
   }
   return { triples: [...out.values()] };
 }
@@ -88,9 +94,9 @@ async function exactTriples(
 ): Promise<FilterTriples> {
   const r = deps.preparer.resolve(topic);
   const invalid = checkResolution(r);
-  if (invalid !== null) return { refused: invalid, code5: 0x8f };
+  if (invalid !== null) return { refused: invalid, code5: 0x8f, permanent: true };
   if (!canPoll(principal.permissions, r.stream, r.topic)) {
-    return { refused: `no poll right on ${r.stream}/${r.topic}`, code5: 0x87 };
+    return { refused: `no poll right on ${r.stream}/${r.topic}`, code5: 0x87, permanent: true };
   }
   let info;
   try {
@@ -102,7 +108,11 @@ async function exactTriples(
     };
   }
   if (info === null) {
-    return { refused: `target ${r.stream}/${r.topic} does not exist`, code5: 0x80 };
+    return {
+      refused: `target ${r.stream}/${r.topic} does not exist`,
+      code5: 0x80,
+      permanent: true,
+    };
   }
   const partitions = r.partitionKey !== null
     ? [partitionForKey(r.partitionKey, info.partitions)]

@@ -84,9 +84,15 @@ export async function retarget(
   }
   const fresh: SharedReader[] = [];
   for (const t of added) {
+    const key = tripleKey(t);
     try {
-      s.startOffsets.set(tripleKey(t), await subs.pool.reserve(t, fresh));
+      s.startOffsets.set(key, await subs.pool.reserve(t, fresh));
     } catch { /* this triple stays out; the next reload tries again */ }
+    if (subs.registry.get(queue, filter) !== s) {
+      // Gone during the await: its release did not see this reservation.
+      if (s.startOffsets.delete(key)) subs.pool.release(key);
+      break;
+    }
   }
   subs.pool.start(fresh);
   return removed.length > 0 || added.length > 0;

@@ -22,7 +22,7 @@ import {
 import type { ClientQueue } from "./client_queue.ts";
 import { type Triple, tripleOfKey } from "./registry.ts";
 import type { ClientQueues } from "./settle.ts";
-import type { PendingCatchUps, Subscriptions } from "./subscribe.ts";
+import type { Resume, Subscriptions } from "./subscribe.ts";
 
 /** Stored sessions' subscriptions and positions. */
 export class SessionDelivery {
@@ -65,11 +65,8 @@ export class SessionDelivery {
     const kept = keptOptions(options); // MQTT 5: they come back with the subscription
     if (kept !== undefined) (session.options ??= new Map()).set(filter, kept);
     else session.options?.delete(filter);
-    for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
-      session.triples.add(k);
-    }
     this.#sessions.save(session);
-    this.#storePositions(queue, session);
+    this.#storePositions(queue, session); // its triples join the record once stored
   }
 
   /** A stored session's client unsubscribed: the filter leaves its record. */
@@ -85,33 +82,35 @@ export class SessionDelivery {
   /**
    * Restores a resumed session's subscriptions, each triple from its stored position (a
    * missing stored offset on a triple the session knew means offset 0), with one catch-up per
-   * triple for all its filters, so overlapping filters still give one copy.
+   * triple for all its filters, so overlapping filters still give one copy. It stops when the
+   * client's queue is replaced (a takeover resumes on its own) or the gateway stops; a filter
+   * leaves the record only on a permanent refusal, never on a passing failure.
    */
   async resume(queue: ClientQueue, session: StoredSession): Promise<void> {
     const consumer = sessionConsumer(session.clientId);
-    const pending: PendingCatchUps = new Map();
     const startAt = async (t: Triple, key: string) => {
       const stored = await this.#backend.getOffset(consumer, t);
       return stored !== null ? stored + 1 : session.triples.has(key) ? 0 : null;
     };
+    const resume: Resume = { startAt, pending: new Map() };
+    const gone = () => this.#subs.stopping() || this.#clients.get(queue.sub) !== queue;
     for (const [filter, qos] of [...session.subscriptions]) {
+      if (gone()) return;
       const options = session.options?.get(filter);
       const f = options === undefined ? { filter, qos } : { filter, qos, options };
-      const code = await this.#subs.subscribeOne(queue, f, { startAt, pending });
-      if (code >= SUBACK_FAILURE) { // refused (MQTT 5: any reason code from 0x80)
-        this.#logger.warn("Stored subscription not restored", {
-          client_id: session.clientId,
-          filter,
-        });
-        session.subscriptions.delete(filter);
-        session.options?.delete(filter);
-        continue;
-      }
-      for (const k of this.#subs.registry.get(queue, filter)?.startOffsets.keys() ?? []) {
-        session.triples.add(k);
-      }
+      const code = await this.#subs.subscribeOne(queue, f, resume);
+      if (gone()) return;
+      if (code < SUBACK_FAILURE) continue; // new triples join the record once stored
+      this.#logger.warn("Stored subscription not restored", {
+        client_id: session.clientId,
+        filter,
+        kept: resume.permanent !== true,
+      });
+      if (resume.permanent !== true) continue; // comes back at the next resume
+      session.subscriptions.delete(filter);
+      session.options?.delete(filter);
     }
-    this.#subs.launch(queue, pending, { left: Infinity });
+    this.#subs.launch(queue, resume.pending, { left: Infinity });
     this.#sessions.save(session);
   }
 
@@ -125,7 +124,10 @@ export class SessionDelivery {
   positions(queue: ClientQueue): Map<string, number> {
     const unsettled = queue.lowestUnsettled();
     const catchUps = new Map<string, number>();
-    for (const c of this.#subs.catchUps.get(queue) ?? []) catchUps.set(c.key, c.position);
+    for (const c of this.#subs.catchUps.get(queue) ?? []) {
+      // A resume's and a replay's catch-up may share a triple: the one further behind counts.
+      catchUps.set(c.key, Math.min(c.position, catchUps.get(c.key) ?? Infinity));
+    }
     const out = new Map<string, number>();
     for (const s of this.#subs.registry.ofClient(queue)?.values() ?? []) {
       for (const [k, start] of s.startOffsets) {
@@ -153,21 +155,31 @@ export class SessionDelivery {
     }
   }
 
-  /** Stores the positions that moved (a consumer offset is the last settled: position − 1). */
+  /**
+   * Stores the positions that moved (a consumer offset is the last settled: position − 1). A
+   * triple enters the session's record only once its position is stored (or is 0): a known
+   * triple without a stored offset resumes at offset 0, the whole history. What failed to
+   * store is not marked stored, so the next round tries again.
+   */
   #storePositions(queue: ClientQueue, session: StoredSession): void {
     let last = this.#stored.get(queue);
     if (!last) this.#stored.set(queue, last = new Map());
+    const stored = last;
     const consumer = sessionConsumer(session.clientId);
     let known = true;
     for (const [k, p] of this.positions(queue)) {
-      // A triple joined later (a wildcard's new target) becomes one the session knows.
-      if (!session.triples.has(k)) {
+      if (p < 1 && !session.triples.has(k)) { // at offset 0: "known, none stored" says it all
         session.triples.add(k);
         known = false;
       }
-      if (p < 1 || last.get(k) === p) continue;
-      last.set(k, p);
-      const done = this.#backend.storeOffset(consumer, tripleOfKey(k), p - 1).catch((err) => {
+      if (p < 1 || stored.get(k) === p) continue;
+      const done = this.#backend.storeOffset(consumer, tripleOfKey(k), p - 1).then(() => {
+        stored.set(k, p);
+        // A triple joined later (a wildcard's new target) becomes one the session knows.
+        if (session.triples.has(k)) return;
+        session.triples.add(k);
+        this.#sessions.save(session);
+      }, (err) => {
         this.#logger.limited("warn", "Storing a stored session's position failed", {
           client_id: session.clientId,
           error: err,

@@ -54,10 +54,15 @@ export type PendingCatchUps = Map<
   { triple: Triple; from: number; subs: Subscription<ClientQueue>[] }
 >;
 
-/** A resume: positions per triple, and where its catch-ups are collected. */
+/**
+ * A resume: positions per triple, and where its catch-ups are collected. `permanent` is set
+ * when `subscribeOne` refused for a reason no retry changes (invalid filter, no poll right, no
+ * target): only then does the stored session drop the filter, never on a passing failure.
+ */
 export interface Resume {
   readonly startAt: StartAt;
   readonly pending: PendingCatchUps;
+  permanent?: boolean;
 }
 
 /** S1: why a topic filter is refused, or null when it is acceptable. */
@@ -132,21 +137,27 @@ export class Subscriptions {
   async subscribeOne(queue: ClientQueue, f: SubscribeRequest, resume?: Resume): Promise<number> {
     const filter = f.filter;
     const replay = parseReplayFilter(filter);
+    if (resume) resume.permanent = true; // until past the checks of the filter itself
     if (replay !== null && "problem" in replay) {
       return this.refuse(queue, filter, replay.problem, INVALID_FILTER);
     }
     const match = replay?.filter ?? filter;
     const bad = checkFilter(match, this.opts);
     if (bad !== null) return this.refuse(queue, filter, bad, INVALID_FILTER);
+    if (resume) resume.permanent = false;
     const existing = this.registry.get(queue, filter);
     if (!existing && this.registry.countFor(queue) >= this.opts.maxSubscriptionsPerClient) {
       return this.refuse(queue, filter, "max_subscriptions_per_client reached", 0x97);
     }
     const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
-    if (existing) {
+    if (existing && f.from === undefined) {
       existing.qos = granted; // [MQTT-3.8.4-3] replace, no duplicate copies
       existing.options = f.options; // MQTT 5: the options are replaced too
       return granted;
+    }
+    if (existing) { // MQTT 5 iggy-from asks for a start again: the subscription is made anew
+      this.registry.remove(queue, filter);
+      this.release(existing);
     }
     // S2–S3: resolve with the same map as the way in; poll right per triple.
     let resolved;
@@ -156,6 +167,7 @@ export class Subscriptions {
       return this.refuse(queue, filter, `backend error: ${message(err)}`);
     }
     if (resolved.refused !== undefined) {
+      if (resume) resume.permanent = resolved.permanent === true;
       return this.refuse(queue, filter, resolved.refused, resolved.code5);
     }
     const s: Subscription<ClientQueue> = {
@@ -198,17 +210,15 @@ export class Subscriptions {
         const key = tripleKey(triple);
         const live = await this.pool.reserve(triple, fresh);
         s.startOffsets.set(key, live);
-        const from = startAt === undefined ? null : await startAt(triple, key);
-        if (from === null) continue;
-        const reader = this.readers.get(key)!;
-        if (from >= reader.position) {
-          // Past a lagging reader: start there (not before: settled already), but not past the
-          // log's end (a topic deleted and created again starts its offsets anew).
-          const end = from > live ? await this.#backend.nextOffset(triple) : live;
-          s.startOffsets.set(key, Math.min(from, end));
-          continue;
-        }
-        s.startOffsets.set(key, Infinity); // the catch-up delivers until it hands over
+        const asked = startAt === undefined ? null : await startAt(triple, key);
+        if (asked === null) continue;
+        // Not past the log's end (a topic deleted and created again starts its offsets anew).
+        const from = asked > live ? Math.min(asked, await this.#backend.nextOffset(triple)) : asked;
+        // Every start goes through a catch-up, even one at or past the reader: the reader moves
+        // on during the awaits before this subscription is registered, and a start fixed now
+        // would route what it passes meanwhile to nobody. The catch-up, launched once every
+        // filter is registered, hands over at once when it is not behind.
+        s.startOffsets.set(key, Infinity);
         const c = behind.get(key);
         if (c === undefined) behind.set(key, { triple, from, subs: [s] });
         else c.subs.push(s);

@@ -127,7 +127,7 @@ export class GatewayMetrics {
   );
   readonly replaySkipped = this.registry.counter(
     "replay_skipped_messages_total",
-    "Messages a replay skipped to go live after limits.max_replay_messages",
+    "Matching messages a replay passed over after limits.max_replay_messages",
   );
   readonly storedSessionsRefused = this.registry.counter(
     "session_stored_refused_total",

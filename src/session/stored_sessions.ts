@@ -89,6 +89,9 @@ export class StoredSessions {
   #address: PartitionAddress;
   /** Next record offset to read (records other gateways wrote are read before a resume). */
   #readFrom = 0;
+  #malformed = 0;
+  /** Sessions whose client is connected to this gateway (only these are renewed here). */
+  #attached = new WeakSet<StoredSession>();
   #loaded = false;
   #pending = new Set<Promise<void>>();
   /** This process's writer id (records it wrote are older than its memory). */
@@ -182,6 +185,7 @@ export class StoredSessions {
     s.expiryS = req.expiryS;
     s.offlineSinceMs = null;
     this.#sessions.set(clientId, s);
+    this.#attached.add(s);
     this.save(s);
     return { session: s, present };
   }
@@ -189,6 +193,7 @@ export class StoredSessions {
   /** The client went offline: its expiry starts now. */
   offline(s: StoredSession): void {
     if (this.#sessions.get(s.clientId) !== s) return; // discarded or taken over meanwhile
+    this.#attached.delete(s);
     s.offlineSinceMs = this.#now();
     this.save(s);
   }
@@ -225,7 +230,16 @@ export class StoredSessions {
         this.remove(s.clientId);
         expired++;
       } else if (s.offlineSinceMs === null && now - s.savedAtMs > this.#opts.maxExpiryS * 1000) {
-        this.save(s);
+        // Only a session attached here is kept alive; a remote gateway's "connected" record
+        // that its gateway stopped renewing (gone without a word) counts as offline since.
+        if (this.#attached.has(s)) this.save(s);
+        else if (now - s.savedAtMs > 2 * this.#opts.maxExpiryS * 1000) {
+          s.offlineSinceMs = s.savedAtMs;
+          if (this.#expired(s, now)) {
+            this.remove(s.clientId);
+            expired++;
+          }
+        }
       }
     }
     if (expired > 0) {
@@ -275,13 +289,33 @@ export class StoredSessions {
     this.#pending.add(p);
   }
 
+  /** Records skipped as malformed since start (a foreign or damaged record). */
+  get malformed(): number {
+    return this.#malformed;
+  }
+
   async #readTail(): Promise<void> {
     for (;;) {
       const batch = await this.#backend.poll(this.#address, this.#readFrom, LOAD_BATCH);
       if (batch.length === 0) return;
-      for (const m of batch) this.#apply(m);
-      this.#readFrom = batch[batch.length - 1].offset + 1;
+      for (const m of batch) {
+        // One bad record must not stop the reading: it would be read (and fail) forever.
+        try {
+          this.#apply(m);
+        } catch (err) {
+          this.#skipMalformed(m, err);
+        }
+        this.#readFrom = m.offset + 1;
+      }
     }
+  }
+
+  #skipMalformed(m: StoredMessage, err?: unknown): void {
+    this.#malformed++;
+    this.#logger.limited("warn", "Skipping a malformed stored-session record", {
+      offset: m.offset,
+      ...(err === undefined ? {} : { error: err }),
+    });
   }
 
   /** One record: the latest of a client id wins; a malformed one is skipped (logged). */
@@ -292,15 +326,13 @@ export class StoredSessions {
     try {
       r = JSON.parse(new TextDecoder().decode(m.payload));
     } catch {
-      this.#logger.limited("warn", "Skipping a malformed stored-session record", {
-        offset: m.offset,
-      });
-      return;
+      return this.#skipMalformed(m);
     }
-    if (r?.deleted === true || !Array.isArray(r?.s)) {
+    if (r?.deleted === true) {
       this.#sessions.delete(clientId);
       return;
     }
+    if (!wellFormed(r)) return this.#skipMalformed(m); // checked before anything changes
     const known = this.#sessions.get(clientId);
     if (known === undefined && this.#sessions.size >= this.#opts.maxSessions) {
       this.#logger.limited("warn", "Stored session not loaded: max_stored_sessions reached", {
@@ -329,4 +361,17 @@ export class StoredSessions {
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);
   }
+}
+
+/** A session record's shape: `s` [filter, qos] pairs, `t` triple keys, `o` a time or null. */
+function wellFormed(
+  r: unknown,
+): r is { s: [string, number][]; t?: string[]; p?: unknown; e?: unknown; o?: number | null } {
+  if (typeof r !== "object" || r === null) return false;
+  const { s, t, o } = r as Record<string, unknown>;
+  const pair = (e: unknown) =>
+    Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && typeof e[1] === "number";
+  return Array.isArray(s) && s.every(pair) &&
+    (t === undefined || (Array.isArray(t) && t.every((k) => typeof k === "string"))) &&
+    (o === undefined || o === null || typeof o === "number");
 }

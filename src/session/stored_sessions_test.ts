@@ -131,3 +131,55 @@ Deno.test("sessionConsumer() names a client's positions within Iggy's 255 bytes"
   assert.ok(utf8Length(long) <= 255);
   assert.notEqual(long, sessionConsumer("y".repeat(255)));
 });
+
+Deno.test("StoredSessions: a malformed record is skipped and counted; the records after it still load", async () => {
+  await withBackend(async (b) => {
+    const a = sessions(b);
+    assert.equal(await a.load(), true);
+    const address = { stream: "mqtt_gateway", topic: "sessions", partition: 0 };
+    const bad = ['{"s":[1]}', '{"s":[["a",1]],"t":[3]}', "not json", '{"hello":"foreign"}'];
+    await b.append({
+      ...address,
+      messages: bad.map((text) => ({
+        payload: new TextEncoder().encode(text),
+        headers: new Map([["mqtt.session", "dev"]]),
+      })),
+    });
+    const s = a.open("dev", STORE).session!;
+    s.subscriptions.set("a/b", 1);
+    a.save(s);
+    a.offline(s);
+    await a.idle();
+    const b2 = sessions(b);
+    assert.equal(await b2.load(), true);
+    assert.equal(b2.malformed, bad.length);
+    assert.deepEqual([...b2.get("dev")!.subscriptions], [["a/b", 1]]);
+    // And the tail goes on: a record written after them is read by sync().
+    const c = a.open("other", STORE).session!;
+    a.offline(c);
+    await a.idle();
+    assert.equal(await b2.sync(), true);
+    assert.ok(b2.get("other") !== undefined);
+  });
+});
+
+Deno.test("StoredSessions.sweep() renews only sessions attached here; a remote one left 'connected' expires", async () => {
+  await withBackend(async (b) => {
+    let shift = 0;
+    const now = () => Date.now() + shift;
+    const here = sessions(b, { now });
+    assert.equal(await here.load(), true);
+    const remote = sessions(b, { now }); // a gateway that then vanished without a word
+    assert.equal(await remote.load(), true);
+    remote.open("dev", STORE);
+    const mine = here.open("mine", STORE).session!;
+    await remote.idle();
+    assert.equal(await here.sync(), true);
+    assert.equal(here.get("dev")!.offlineSinceMs, null);
+    shift = 2 * 60_000 + 1000; // past twice max_expiry_s: its gateway would have renewed it
+    assert.equal(here.sweep(), 1);
+    assert.equal(here.get("dev"), undefined);
+    assert.equal(here.get("mine"), mine, "attached here: renewed, kept");
+    assert.ok(mine.savedAtMs >= Date.now() + shift - 1000);
+  });
+});

@@ -136,6 +136,35 @@ Deno.test({
 });
 
 Deno.test({
+  name: "MQTT 5 a resubscribe with iggy-from = earliest replays again (one copy each, then live)",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const pub = await client5(gw);
+      await pub.c.publishAsync("building/north/room/42/temp", "old-1", { qos: 1 });
+      const s = await client5(gw);
+      await s.c.subscribeAsync("building/+/room/+/temp", { qos: 1 });
+      await pub.c.publishAsync("building/north/room/42/temp", "live-1", { qos: 1 });
+      await waitFor(() => s.got.length === 1, 5000, "the live message");
+      await s.c.subscribeAsync("building/+/room/+/temp", {
+        qos: 1,
+        properties: { userProperties: { "iggy-from": "earliest" } },
+      });
+      await waitFor(() => s.got.length === 3, 5000, "the replay");
+      await pub.c.publishAsync("building/north/room/42/temp", "live-2", { qos: 1 });
+      await waitFor(() => s.got.length === 4, 5000, "live again");
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(s.got.map((m) => m.payload), ["live-1", "old-1", "live-1", "live-2"]);
+      await s.c.endAsync();
+      await pub.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
   name:
     "MQTT 5 iggy-from = earliest replays a wildcard filter (plain topics, with its identifier), then live; a malformed iggy-from gets 0x83",
   ...opts,
