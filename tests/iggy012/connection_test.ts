@@ -70,3 +70,23 @@ Deno.test("IggyConnection012: when nothing comes back within the timeout the con
   await c.close();
   await node.close();
 });
+
+Deno.test("IggyConnection012: a write that never completes times out the request without an unhandled rejection", async () => {
+  let closeReadable = () => {};
+  const readable = new ReadableStream<Uint8Array>({
+    start(c) {
+      closeReadable = () => {
+        try {
+          c.close();
+        } catch { /* already closed */ }
+      };
+    },
+  });
+  const writable = new WritableStream<Uint8Array>({ write: () => new Promise(() => {}) });
+  const c = new IggyConnection012({ readable, writable, close: () => closeReadable() }, {
+    timeoutMs: 50,
+    label: "stuck",
+  });
+  await assert.rejects(c.request(1), IggyTimeoutError);
+  assert.equal(c.isClosed, true, "nothing came back: the connection is taken for dead");
+});

@@ -268,14 +268,17 @@ export class IggyConnection012 {
       backoff = Math.min(2 * backoff, TRANSIENT_BACKOFF_MAX_MS)
     ) {
       const reply = this.#await(code, request, deadline);
+      // Awaited below; a timeout or #fail can reject it while the write is still pending, and
+      // an unobserved rejection would end the process.
+      reply.catch(() => {});
       this.lastUsed = Date.now();
-      try {
-        await this.#writer.write(frame);
-      } catch (e) {
+      const written = this.#writer.write(frame).catch((e) =>
         this.#fail(
           new IggyConnectionError(`Iggy connection ${this.#o.label} closed`, { cause: e }),
-        );
-      }
+        )
+      );
+      // A write that never completes (a stuck socket) must not outlive the request's deadline.
+      await Promise.race([written, reply]);
       onSent?.(() => this.#cancel(request));
       const f = await reply;
       try {
