@@ -239,3 +239,23 @@ Deno.test("0.12: further pool connections bind to the first one's session instea
     assert.deepEqual(node.reusedIds, [], "bound connections share one id counter");
   }, { pool_size: 2 });
 });
+
+Deno.test("0.12: LifecycleBusy after a lost reply keeps the producer stamp: the batch is written once", async () => {
+  let sends = 0;
+  const hook = (r: FakeRequest): HookAction => {
+    if (r.code !== 101) return undefined;
+    sends++;
+    if (sends === 2) return "cut-after-apply"; // written, reply lost
+    if (sends === 3) return { status: 88 }; // the resend meets a busy partition
+    return undefined;
+  };
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("first")] });
+    assert.equal((await b.append({ ...A, messages: [msg("once")] })).baseOffset, 1);
+    assert.deepEqual(store.payloads("s", "t", 0), ["first", "once"]);
+    const stamps = node.seen.filter((x) => x.code === 101).map(producerOf);
+    assert.equal(new Set(stamps.map((s) => s.id)).size, 1, "no renewal on 88");
+    assert.deepEqual(stamps.map((s) => s.seq), [0, 1, 1, 1]);
+  });
+});

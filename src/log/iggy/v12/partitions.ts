@@ -153,8 +153,11 @@ export class PartitionOps012 {
             this.stats.resends++;
             return true;
           }
-          if (status === Status012.PRODUCER_UNKNOWN || status === Status012.LIFECYCLE_BUSY) {
-            if (status === Status012.PRODUCER_UNKNOWN && unsure) return false;
+          // Busy partition: nothing was written by this attempt, but an earlier uncertain one
+          // may have been; only the same stamp keeps that one from being written twice.
+          if (status === Status012.LIFECYCLE_BUSY) return true;
+          if (status === Status012.PRODUCER_UNKNOWN) {
+            if (unsure) return false;
             this.#renew(key);
             stamp = this.#producers.stamp(key);
             stampProducer(frame, stamp);
