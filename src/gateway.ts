@@ -145,7 +145,9 @@ export class Gateway {
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
     await initPartitioner();
     const map = o.map ?? await loadMap(config);
-    return new Gateway(config, map, o.backend ?? await createBackend(config), o);
+    const logger = o.logger ?? new Logger(config.gateway.log_level);
+    const backend = o.backend ?? await createBackend(config, logger);
+    return new Gateway(config, map, backend, { ...o, logger });
   }
 
   /**

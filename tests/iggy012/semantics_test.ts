@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
 import { BackendError } from "../../src/log/port.ts";
+import { Logger } from "../../src/observe/logger.ts";
 import {
   type FakeDialect,
   fakeIggyConfig,
@@ -258,4 +259,47 @@ Deno.test("0.12: LifecycleBusy after a lost reply keeps the producer stamp: the 
     assert.equal(new Set(stamps.map((s) => s.id)).size, 1, "no renewal on 88");
     assert.deepEqual(stamps.map((s) => s.seq), [0, 1, 1, 1]);
   });
+});
+
+Deno.test("0.12: ProducerSequenceOutOfOrder renews the producer once: this and later batches are written", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("a")] });
+    // The partition's state of our producer no longer matches our sequence.
+    for (const state of store.partition("s", "t", 0)!.producers.values()) state.next = 7;
+    assert.equal((await b.append({ ...A, messages: [msg("b")] })).baseOffset, 1);
+    assert.equal((await b.append({ ...A, messages: [msg("c")] })).baseOffset, 2);
+    assert.deepEqual(store.payloads("s", "t", 0), ["a", "b", "c"]);
+    const stamps = node.seen.filter((x) => x.code === 101).map(producerOf);
+    assert.equal(stamps.length, 4, "a, b refused with 92, b renewed, c");
+    assert.notEqual(stamps[2].id, stamps[1].id);
+    assert.deepEqual(stamps.slice(2).map((s) => s.seq), [0, 1]);
+  });
+});
+
+Deno.test("0.12: ProducerEpochFenced fails that append, renews the producer and warns", async () => {
+  let fenced: bigint | undefined;
+  const hook = (r: FakeRequest): HookAction => {
+    if (r.code !== 101) return undefined;
+    const { id, seq } = producerOf(r);
+    if (seq === 1 && fenced === undefined) fenced = id; // a newer epoch of this id wrote
+    return id === fenced ? { status: 93 } : undefined;
+  };
+  const warnings: string[] = [];
+  const store = new FakeStore();
+  const node = new FakeNode({ dialect: "0.12", store, hook });
+  const logger = new Logger("warn", (line) => warnings.push(line));
+  const b = new IggyBackend(fakeIggyConfig({}), auth, { dial: node.dial, logger });
+  try {
+    await b.open();
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("a")] });
+    await assert.rejects(b.append({ ...A, messages: [msg("refused")] }), BackendError);
+    assert.equal((await b.append({ ...A, messages: [msg("c")] })).baseOffset, 1);
+    assert.deepEqual(store.payloads("s", "t", 0), ["a", "c"]);
+    assert.equal(warnings.filter((w) => /fenced/.test(w)).length, 1);
+  } finally {
+    await b.close();
+    await node.close();
+  }
 });

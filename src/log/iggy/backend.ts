@@ -38,6 +38,7 @@ import { SendEncoder } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
 import { PartitionOps012 } from "./v12/partitions.ts";
+import type { Logger } from "../../observe/logger.ts";
 import { describeServer } from "./server_info.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
@@ -51,6 +52,8 @@ export interface IggyBackendDeps {
   readonly dials?: readonly Dialer[];
   /** Jitter source for reconnect back-off, in [0, 1) (default Math.random). */
   readonly random?: () => number;
+  /** Where the client's warnings go (a fenced 0.12 producer). */
+  readonly logger?: Logger;
 }
 
 /**
@@ -134,6 +137,7 @@ export class IggyBackend implements LogBackend {
       request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
       session: () => this.#pool.registration?.session,
       timeoutMs: config.request_timeout_ms,
+      warn: deps.logger ? (m, f) => deps.logger!.warn(m, f) : undefined,
     });
     this.#principals = new PrincipalAuthenticator({
       connect: (c) => this.#chooser.connect(this.#pool.dial, c, connectOptions),

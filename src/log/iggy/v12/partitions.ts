@@ -16,7 +16,7 @@ import * as cmd from "../commands.ts";
 import { Code } from "../codes.ts";
 import { DeferredCancelledError, type RequestOptions012 } from "./connection.ts";
 import { decodePollReply012, deferredPollBody } from "./poll.ts";
-import { ProducerTable, stampProducer } from "./producer.ts";
+import { type ProducerStamp, ProducerTable, stampProducer } from "./producer.ts";
 import { decodeRoute, type Route, routeBody, RouteCache, routeKey } from "./route.ts";
 import { Code012, Status012 } from "./wire.ts";
 
@@ -43,6 +43,8 @@ export interface PartitionOpsDeps {
   readonly timeoutMs: number;
   /** How long a caught-up poll waits in Iggy (default {@link LONG_POLL_MS}). */
   readonly longPollMs?: number;
+  /** Where a warning goes (a fenced producer). */
+  readonly warn?: (message: string, fields: Record<string, unknown>) => void;
 }
 
 /**
@@ -63,6 +65,25 @@ function uncertain(e: unknown): boolean {
   return e instanceof IggyConnectionError || e instanceof IggyTimeoutError ||
     (e instanceof IggyError && e.code === 57);
 }
+
+/** One send across its attempts. */
+interface SendState {
+  readonly key: string;
+  readonly frame: Uint8Array;
+  stamp: ProducerStamp;
+  /** An earlier attempt may have been written. */
+  unsure: boolean;
+  /** Renewed once after ProducerSequenceOutOfOrder. */
+  reordered?: boolean;
+}
+
+/** Failures after which the partition's producer state is renewed for the next batch. */
+const RENEW_AFTER = new Set<number>([
+  Status012.HISTORY_UNAVAILABLE,
+  Status012.PRODUCER_SEQUENCE_OUT_OF_ORDER,
+  Status012.PRODUCER_EPOCH_FENCED,
+  Status012.PRODUCER_UNKNOWN,
+]);
 
 function statusOf(e: unknown): number | undefined {
   return e instanceof IggyError ? e.code : undefined;
@@ -131,48 +152,66 @@ export class PartitionOps012 {
    */
   async send(a: Address, frame: Uint8Array, count: number): Promise<Uint8Array> {
     const key = routeKey(a.stream, a.topic, a.partition);
-    let stamp = this.#producers.stamp(key);
-    stampProducer(frame, stamp);
-    let unsure = false;
+    const s: SendState = { key, frame, stamp: this.#restamp(key, frame, false), unsure: false };
     try {
       const reply = await this.#routed(
         a,
         (o) => this.#d.request(Code.SEND_MESSAGES, frame, true, o),
-        (e) => {
-          const status = statusOf(e);
-          if (status === Status012.HISTORY_UNAVAILABLE) {
-            // A new incarnation of the partition: send as new work under a fresh producer.
-            unsure = false;
-            this.#renew(key);
-            stamp = this.#producers.stamp(key);
-            stampProducer(frame, stamp);
-            return true;
-          }
-          if (uncertain(e)) {
-            unsure = true; // resent with the same stamp: written once
-            this.stats.resends++;
-            return true;
-          }
-          // Busy partition: nothing was written by this attempt, but an earlier uncertain one
-          // may have been; only the same stamp keeps that one from being written twice.
-          if (status === Status012.LIFECYCLE_BUSY) return true;
-          if (status === Status012.PRODUCER_UNKNOWN) {
-            if (unsure) return false;
-            this.#renew(key);
-            stamp = this.#producers.stamp(key);
-            stampProducer(frame, stamp);
-            return true;
-          }
-          return false;
-        },
+        (e) => this.#sendAgain(s, e),
       );
-      this.#producers.confirm(key, stamp, count);
+      this.#producers.confirm(key, s.stamp, count);
       return reply;
     } catch (e) {
-      // The batch may or may not be written: later batches must not take its sequence.
-      if (unsure || uncertain(e) || statusOf(e) === Status012.HISTORY_UNAVAILABLE) this.#renew(key);
+      // The batch may or may not be written, or the partition refuses this producer's
+      // state: later batches must not take its sequence.
+      const status = statusOf(e);
+      if (s.unsure || uncertain(e) || (status !== undefined && RENEW_AFTER.has(status))) {
+        this.#renew(key);
+      }
+      if (status === Status012.PRODUCER_EPOCH_FENCED) {
+        this.#d.warn?.(
+          "Iggy fenced the gateway's producer on a partition; it continues under a new one",
+          { ...a, producer: String(s.stamp.producerId) },
+        );
+      }
       throw e;
     }
+  }
+
+  /** Whether a send that failed with `e` goes again, restamping `s` when it must. */
+  #sendAgain(s: SendState, e: unknown): boolean {
+    const status = statusOf(e);
+    if (status === Status012.HISTORY_UNAVAILABLE) {
+      // A new incarnation of the partition: send as new work under a fresh producer.
+      s.unsure = false;
+      s.stamp = this.#restamp(s.key, s.frame, true);
+      return true;
+    }
+    if (uncertain(e)) {
+      s.unsure = true; // resent with the same stamp: written once
+      this.stats.resends++;
+      return true;
+    }
+    // Busy partition: nothing was written by this attempt, but an earlier uncertain one
+    // may have been; only the same stamp keeps that one from being written twice.
+    if (status === Status012.LIFECYCLE_BUSY) return true;
+    // Our sequence is not the partition's (it lost or reordered our state): nothing was
+    // written, so a fresh producer at 0 sends it once as new work. Not when an earlier
+    // attempt is uncertain: it may be the one the partition holds.
+    const reorder = status === Status012.PRODUCER_SEQUENCE_OUT_OF_ORDER && !s.reordered;
+    if (status !== Status012.PRODUCER_UNKNOWN && !reorder) return false;
+    if (s.unsure) return false;
+    s.reordered ||= reorder;
+    s.stamp = this.#restamp(s.key, s.frame, true);
+    return true;
+  }
+
+  /** Stamps `frame` with the partition's producer, renewed first when `renew`. */
+  #restamp(key: string, frame: Uint8Array, renew: boolean): ProducerStamp {
+    if (renew) this.#renew(key);
+    const stamp = this.#producers.stamp(key);
+    stampProducer(frame, stamp);
+    return stamp;
   }
 
   #renew(key: string): void {
