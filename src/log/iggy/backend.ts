@@ -21,7 +21,7 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { decodeSendReply, FRAME_HEADER_SIZE, type PollReply } from "./batch.ts";
+import { decodeSendReply, type PollReply } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
 import * as cmd from "./commands.ts";
@@ -34,7 +34,7 @@ import { TopicRecordCache } from "./topic_record_cache.ts";
 import { ClusterPool } from "./cluster.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
 import { nextOffsetOf, type TopicRecord } from "./records.ts";
-import { SendEncoder } from "./send_encoder.ts";
+import { SendEncoder, wireSizeOf } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
 import { PartitionOps012 } from "./v12/partitions.ts";
@@ -54,16 +54,6 @@ export interface IggyBackendDeps {
   readonly random?: () => number;
   /** Where the client's warnings go (a fenced 0.12 producer). */
   readonly logger?: Logger;
-}
-
-/**
- * An upper bound of a message's frame size (UTF-8 is at most 3 bytes per UTF-16 unit): the
- * batch bounds, and the encoder's buffer size.
- */
-function wireSizeOf(m: OutgoingMessage): number {
-  let n = FRAME_HEADER_SIZE + m.payload.length;
-  for (const [k, v] of m.headers) n += 10 + 3 * (k.length + v.length);
-  return n;
 }
 
 /**
@@ -133,18 +123,23 @@ export class IggyBackend implements LogBackend {
       (s, t) => this.#fetchTopic(s, t),
       config.metadata_refresh_ms,
     );
-    this.#v12 = new PartitionOps012({
-      request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
-      session: () => this.#pool.registration?.session,
-      timeoutMs: config.request_timeout_ms,
-      warn: deps.logger ? (m, f) => deps.logger!.warn(m, f) : undefined,
-    });
+    this.#v12 = this.#partitionOps012(config.request_timeout_ms, deps.logger);
     this.#principals = new PrincipalAuthenticator({
       connect: (c) => this.#chooser.connect(this.#pool.dial, c, connectOptions),
       dialect: () => this.#dialect,
       patUsername: auth.patUsername,
       cacheTtlMs: auth.cacheTtlMs,
       service: () => this.#pool.ready ? (c, b) => this.#pool.request(c, b) : undefined,
+    });
+  }
+
+  #partitionOps012(timeoutMs: number, logger?: Logger): PartitionOps012 {
+    return new PartitionOps012({
+      request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
+      session: () => this.#pool.registration?.session,
+      retireSession: (session) => this.#pool.retire(session),
+      timeoutMs,
+      warn: logger ? (m, f) => logger.warn(m, f) : undefined,
     });
   }
 

@@ -120,6 +120,11 @@ export class ClusterPool {
     throw last ?? new IggyConnectionError("No Iggy node is ready");
   }
 
+  /** Closes every connection on 0.12 session `session`; they reconnect under a fresh one. */
+  retire(session: bigint): void {
+    for (const p of this.#pools) p.retire(session);
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.#pools.map((p) => p.close()));
   }

@@ -43,6 +43,8 @@ export interface PartitionOpsDeps {
   readonly timeoutMs: number;
   /** How long a caught-up poll waits in Iggy (default {@link LONG_POLL_MS}). */
   readonly longPollMs?: number;
+  /** Replaces a session that minted all its producer ids by a fresh Register. */
+  readonly retireSession?: (session: bigint) => void;
   /** Where a warning goes (a fenced producer). */
   readonly warn?: (message: string, fields: Record<string, unknown>) => void;
 }
@@ -101,7 +103,7 @@ export class PartitionOps012 {
 
   constructor(deps: PartitionOpsDeps) {
     this.#d = deps;
-    this.#producers = new ProducerTable(deps.session);
+    this.#producers = new ProducerTable(deps.session, { onExhausted: deps.retireSession });
   }
 
   /** The partition's route, from the cache or looked up (any node answers 105). */
