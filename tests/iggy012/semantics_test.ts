@@ -303,3 +303,33 @@ Deno.test("0.12: ProducerEpochFenced fails that append, renews the producer and 
     await node.close();
   }
 });
+
+Deno.test("0.12: DeferredPollCapacityExceeded (90) polls that partition plainly; later messages arrive", async () => {
+  const hook = (r: FakeRequest): HookAction => (r.code === 106 ? { status: 90 } : undefined);
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    assert.deepEqual(await b.poll(A, 0, 10), []); // caught up
+    assert.deepEqual(await b.poll(A, 0, 10), [], "refused deferred poll, then a plain one");
+    assert.equal(node.seen.filter((r) => r.code === 106).length, 1);
+    store.appendExternal("s", "t", 0, new TextEncoder().encode("late"));
+    const got = await b.poll(A, 0, 10);
+    assert.deepEqual(got.map((m) => new TextDecoder().decode(m.payload)), ["late"]);
+  });
+});
+
+Deno.test("0.12: at most 64 deferred polls wait at once; further caught-up partitions poll plainly", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node) => {
+    const n = 70;
+    await b.createTopic("s", "t", { partitions: n });
+    const parts = Array.from({ length: n }, (_, partition) => ({ ...A, partition }));
+    for (const p of parts) await b.poll(p, 0, 10); // every partition caught up
+    const ac = new AbortController();
+    const waiting = parts.map((p) => b.poll(p, 0, 10, ac.signal));
+    while (node.waitingPolls < 64) await new Promise((r) => setTimeout(r, 1));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(node.waitingPolls, 64);
+    assert.equal(node.seen.filter((r) => r.code === 106).length, 64);
+    ac.abort();
+    await Promise.all(waiting);
+  });
+});

@@ -59,6 +59,11 @@ export const LONG_POLL_MS = 1_000;
 export const LONG_POLL_MAX_BYTES = 16 * 1024 * 1024;
 /** Attempts of one partition request (re-routes and resends together). */
 export const MAX_ATTEMPTS = 6;
+/**
+ * Deferred polls in flight at once (the server refuses more per client with 90, the SDK's
+ * bound); a caught-up partition beyond them polls plainly.
+ */
+export const MAX_DEFERRED_POLLS = 64;
 /** Partitions remembered as caught up; at the bound the oldest is forgotten (it polls plainly). */
 export const MAX_CAUGHT_UP = 100_000;
 
@@ -97,9 +102,12 @@ export class PartitionOps012 {
   readonly #routes = new RouteCache();
   readonly #producers: ProducerTable;
   readonly #caughtUp = new Map<string, number>();
+  /** Cancels of the deferred polls in flight. */
   readonly #deferred = new Set<() => void>();
+  /** Deferred polls in flight. */
+  #waiting = 0;
   /** Counters a test or the status page can read. */
-  readonly stats = { reroutes: 0, resends: 0, renewals: 0, longPolls: 0 };
+  readonly stats = { reroutes: 0, resends: 0, renewals: 0, longPolls: 0, capacityRefusals: 0 };
 
   constructor(deps: PartitionOpsDeps) {
     this.#d = deps;
@@ -234,18 +242,33 @@ export class PartitionOps012 {
   ): Promise<PollReply> {
     const key = routeKey(a.stream, a.topic, a.partition);
     const body = cmd.pollBody(consumer, a, from, count);
-    const wait = this.#caughtUp.get(key) === from && !signal?.aborted;
+    let wait = this.#caughtUp.get(key) === from && !signal?.aborted &&
+      this.#waiting < MAX_DEFERRED_POLLS;
+    if (wait) this.#waiting++; // taken now: the route lookup before it is asynchronous
+    const release = () => {
+      if (wait) this.#waiting--;
+      wait = false;
+    };
     let reply: PollReply;
     try {
       reply = await this.#routed(a, (o) =>
         wait ? this.#deferredPoll(body, o, signal) : (
           this.#d.request(Code.POLL_MESSAGES, body, false, o).then(decodePollReply012)
-        ));
+        ), (e) => {
+        if (!wait || statusOf(e) !== Status012.DEFERRED_POLL_CAPACITY_EXCEEDED) return false;
+        // Iggy holds as many waiting polls of ours as it takes: poll this one plainly.
+        this.#caughtUp.delete(key);
+        this.stats.capacityRefusals++;
+        release();
+        return true;
+      });
     } catch (e) {
       if (e instanceof DeferredCancelledError) {
         return { partitionId: a.partition, currentOffset: 0, messages: [] };
       }
       throw e;
+    } finally {
+      release();
     }
     this.#caughtUp.delete(key);
     if (reply.messages.every((m) => m.offset < from)) {
