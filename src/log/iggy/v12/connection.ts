@@ -102,6 +102,8 @@ export class IggyConnection012 {
   readonly #pending = new Map<bigint, Pending>();
   readonly #slots: (() => void)[] = [];
   #inFlight = 0;
+  /** Settles when the last unbound request queued so far has finished. */
+  #unboundTail: Promise<void> = Promise.resolve();
   #queued = 0;
   #closedWith: Error | undefined;
   #onClose: (e: Error) => void = () => {};
@@ -232,8 +234,11 @@ export class IggyConnection012 {
     }
     const operation = operationFor(code);
     const kind = classOf(operation);
+    // Unbound requests all carry id 0, which names one pending reply: one at a time.
+    const turn = unbound ? this.#unboundTurn() : undefined;
     this.#queued++;
     try {
+      await turn?.ready;
       await this.#slot();
       if (this.#closedWith) {
         throw new NotSentError(`Cannot ${commandName(code)}: ${this.#closedWith.message}`);
@@ -251,7 +256,16 @@ export class IggyConnection012 {
     } finally {
       this.#release();
       this.#queued--;
+      turn?.done();
     }
+  }
+
+  /** A place in the line of unbound requests: `ready` when the one before it finished. */
+  #unboundTurn(): { ready: Promise<void>; done: () => void } {
+    const ready = this.#unboundTail;
+    let done = () => {};
+    this.#unboundTail = new Promise<void>((r) => (done = r));
+    return { ready, done };
   }
 
   /** Writes `frame`, waits for its reply; resends the same frame on 57/58 with back-off. */

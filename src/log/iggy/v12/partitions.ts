@@ -13,6 +13,7 @@
 import type { PollReply } from "../batch.ts";
 import { IggyConnectionError, IggyError, IggyTimeoutError } from "../codes.ts";
 import * as cmd from "../commands.ts";
+import { NotSentError } from "../connection.ts";
 import { Code } from "../codes.ts";
 import { DeferredCancelledError, type RequestOptions012 } from "./connection.ts";
 import { decodePollReply012, deferredPollBody } from "./poll.ts";
@@ -67,8 +68,12 @@ export const MAX_DEFERRED_POLLS = 64;
 /** Partitions remembered as caught up; at the bound the oldest is forgotten (it polls plainly). */
 export const MAX_CAUGHT_UP = 100_000;
 
-/** Is the outcome of a request that failed with `e` unknown (it may have been applied)? */
+/**
+ * Is the outcome of a request that failed with `e` unknown (it may have been applied)? Not
+ * for a {@link NotSentError}: that request never left the gateway.
+ */
 function uncertain(e: unknown): boolean {
+  if (e instanceof NotSentError) return false;
   return e instanceof IggyConnectionError || e instanceof IggyTimeoutError ||
     (e instanceof IggyError && e.code === 57);
 }
@@ -197,6 +202,7 @@ export class PartitionOps012 {
       s.stamp = this.#restamp(s.key, s.frame, true);
       return true;
     }
+    if (e instanceof NotSentError) return true; // nothing written: the same stamp goes again
     if (uncertain(e)) {
       s.unsure = true; // resent with the same stamp: written once
       this.stats.resends++;
@@ -299,6 +305,7 @@ export class PartitionOps012 {
           onSent: (c) => {
             cancel = c;
             this.#deferred.add(c);
+            if (signal?.aborted) c(); // aborted while it was being written
           },
         }),
       );
