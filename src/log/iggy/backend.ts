@@ -18,6 +18,7 @@ import {
   type LogBackend,
   type OutgoingMessage,
   type PartitionAddress,
+  type ResendCounters,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
@@ -37,7 +38,7 @@ import { nextOffsetOf, type TopicRecord } from "./records.ts";
 import { SendEncoder, wireSizeOf } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
-import { PartitionOps012 } from "./v12/partitions.ts";
+import { PartitionOps012, uncertain } from "./v12/partitions.ts";
 import type { Logger } from "../../observe/logger.ts";
 import { describeServer } from "./server_info.ts";
 
@@ -75,6 +76,8 @@ export class IggyBackend implements LogBackend {
   readonly #chooser: DialectChooser;
   readonly #v12: PartitionOps012;
   #state: "new" | "open" | "failed" | "closed" = "new";
+  /** 0.11 sends whose outcome is unknown: a retry of each may store it twice. */
+  #possibleDuplicates = 0;
 
   /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
   constructor(
@@ -181,6 +184,11 @@ export class IggyBackend implements LogBackend {
     return { ready: false, reason: why };
   }
 
+  resendCounters(): ResendCounters {
+    const { resends, renewals } = this.#v12.stats;
+    return { resends, renewals, possibleDuplicates: this.#possibleDuplicates };
+  }
+
   authenticate(username: string, password: string): Promise<AuthResult> {
     return this.#principals.authenticate(username, password);
   }
@@ -275,6 +283,7 @@ export class IggyBackend implements LogBackend {
         : await this.#pool.request(Code.SEND_MESSAGES, frame, true);
       return decodeSendReply(reply);
     } catch (e) {
+      if (!this.#on012 && uncertain(e)) this.#possibleDuplicates++;
       const err = toBackendError(
         e,
         `append to stream "${a.stream}" topic "${a.topic}" partition ${a.partition}`,

@@ -191,7 +191,8 @@ export class IggyPool {
     for (let attempt = 0;; attempt++) {
       const conn = this.#pick(exclude);
       if (!conn || this.#closed) {
-        throw new IggyConnectionError(
+        // Never written: a caller may send it again without risking a duplicate.
+        throw new NotSentError(
           this.#closed
             ? "Iggy backend is closed"
             : (this.#lastError?.message ?? "No Iggy connection is ready"),

@@ -72,7 +72,7 @@ export const MAX_CAUGHT_UP = 100_000;
  * Is the outcome of a request that failed with `e` unknown (it may have been applied)? Not
  * for a {@link NotSentError}: that request never left the gateway.
  */
-function uncertain(e: unknown): boolean {
+export function uncertain(e: unknown): boolean {
   if (e instanceof NotSentError) return false;
   return e instanceof IggyConnectionError || e instanceof IggyTimeoutError ||
     (e instanceof IggyError && e.code === 57);
