@@ -339,3 +339,14 @@ Deno.test("0.12: at most 64 deferred polls wait at once; further caught-up parti
     await Promise.all(waiting);
   });
 });
+
+Deno.test("0.12: a keyed and a balanced send to one partition at once are both written", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, _node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    const keyed = b.append({ ...A, messages: [msg("keyed")] });
+    const free = b.append({ ...A, balancedOver: 1, messages: [msg("u1"), msg("u2")] });
+    await Promise.all([keyed, free]);
+    assert.deepEqual(store.payloads("s", "t", 0).sort(), ["keyed", "u1", "u2"]);
+    assert.equal((await b.append({ ...A, messages: [msg("next")] })).baseOffset, 3);
+  });
+});

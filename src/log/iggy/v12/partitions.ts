@@ -111,6 +111,8 @@ export class PartitionOps012 {
   readonly #deferred = new Set<() => void>();
   /** Deferred polls in flight. */
   #waiting = 0;
+  /** Per partition, settles when its last send so far has (entries only while sending). */
+  readonly #sending = new Map<string, Promise<void>>();
   /** Counters a test or the status page can read. */
   readonly stats = { reroutes: 0, resends: 0, renewals: 0, longPolls: 0, capacityRefusals: 0 };
 
@@ -167,6 +169,27 @@ export class PartitionOps012 {
    */
   async send(a: Address, frame: Uint8Array, count: number): Promise<Uint8Array> {
     const key = routeKey(a.stream, a.topic, a.partition);
+    // One batch in flight per partition, whoever calls: two batches under one stamp would
+    // be taken for one, and the second dropped as its duplicate.
+    const before = this.#sending.get(key);
+    const mine = before
+      ? before.then(() => this.#sendNow(key, a, frame, count))
+      : this.#sendNow(key, a, frame, count);
+    const settled = mine.then(() => {}, () => {});
+    this.#sending.set(key, settled);
+    try {
+      return await mine;
+    } finally {
+      if (this.#sending.get(key) === settled) this.#sending.delete(key);
+    }
+  }
+
+  async #sendNow(
+    key: string,
+    a: Address,
+    frame: Uint8Array,
+    count: number,
+  ): Promise<Uint8Array> {
     const s: SendState = { key, frame, stamp: this.#restamp(key, frame, false), unsure: false };
     try {
       const reply = await this.#routed(
