@@ -16,7 +16,7 @@ import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
 import { handleStatusRoute } from "./http/status_page.ts";
 import { listenTcp, listenTls, type MqttListener } from "./net/listeners.ts";
-import { GatewayMetrics } from "./observe/gateway_metrics.ts";
+import { GatewayMetrics, sendRetryGauge } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
 import { Authenticator } from "./session/auth.ts";
@@ -145,7 +145,9 @@ export class Gateway {
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
     await initPartitioner();
     const map = o.map ?? await loadMap(config);
-    return new Gateway(config, map, o.backend ?? await createBackend(config), o);
+    const logger = o.logger ?? new Logger(config.gateway.log_level);
+    const backend = o.backend ?? await createBackend(config, logger);
+    return new Gateway(config, map, backend, { ...o, logger });
   }
 
   /**
@@ -358,6 +360,7 @@ export class Gateway {
   #registerGauges(): void {
     const m = this.metrics.registry;
     m.gauge("mqtt_connections", "Open MQTT connections", () => this.registry.size);
+    sendRetryGauge(m, () => this.backend.resendCounters?.());
     m.gauge(
       "mqtt_outbound_queue_bytes",
       "Bytes queued to subscribers, all clients",

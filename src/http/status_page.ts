@@ -29,6 +29,13 @@ export interface ReaderReading {
   readonly subscribers: number;
 }
 
+/** Resend counts of an Iggy backend (`ResendCounters` of the backend port). */
+interface ResendReading {
+  readonly resends: number;
+  readonly renewals: number;
+  readonly possibleDuplicates: number;
+}
+
 /** What the status page shows; the `Gateway` has all of it. */
 export interface StatusSource {
   readonly config: { readonly gateway: { readonly id: string; readonly backend: string } };
@@ -45,6 +52,8 @@ export interface StatusSource {
     readonly connectionsAccepted: CounterReading;
   };
   readonly delivery: { readerStats(): readonly ReaderReading[] };
+  /** Iggy resend counts, when the backend keeps them. */
+  readonly backend?: { resendCounters?(): ResendReading };
   readonly maps: {
     readonly current: {
       readonly source: string;
@@ -98,6 +107,7 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
     deliveries_total: sum(m.delivered),
     deliveries_dropped_total: sum(m.droppedQos0),
     evictions_total: sum(m.evictions),
+    ...resendsJson(g.backend?.resendCounters?.()),
     readers: g.delivery.readerStats().map((s) => ({
       stream: s.triple.stream,
       topic: s.triple.topic,
@@ -122,6 +132,18 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
         partition_key: r.partitionKey,
         hits: m.ruleHits.get({ rule: String(r.index) }),
       })),
+    },
+  };
+}
+
+/** `iggy_sends` of status.json: resends and renewals (0.12), possible duplicates (0.11). */
+function resendsJson(c: ResendReading | undefined) {
+  if (!c) return {};
+  return {
+    iggy_sends: {
+      resent_total: c.resends,
+      producer_renewals_total: c.renewals,
+      possible_duplicates_total: c.possibleDuplicates,
     },
   };
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Gateway } from "../gateway.ts";
-import { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import { GatewayMetrics, sendRetryGauge } from "../observe/gateway_metrics.ts";
 import {
   handleStatusRoute,
   renderStatusPage,
@@ -143,4 +143,28 @@ Deno.test("handleStatusRoute() serves the page and status.json with a strict CSP
 
 Deno.test("handleStatusRoute() returns null for other paths (404 stays with the server)", () => {
   assert.equal(handleStatusRoute(new URL("http://h/nope"), fakeSource()), null);
+});
+
+Deno.test("statusJson() reports an Iggy backend's resends, renewals and possible duplicates", () => {
+  const g = fakeSource();
+  assert.equal((statusJson(g) as Record<string, unknown>).iggy_sends, undefined, "none kept");
+  const counts = { resends: 2, renewals: 3, possibleDuplicates: 5 };
+  const s = statusJson({ ...g, backend: { resendCounters: () => counts } }) as {
+    iggy_sends: unknown;
+  };
+  assert.deepEqual(s.iggy_sends, {
+    resent_total: 2,
+    producer_renewals_total: 3,
+    possible_duplicates_total: 5,
+  });
+});
+
+Deno.test("the iggy_send_retries gauge has a series per kind, none without counts", () => {
+  const m = new GatewayMetrics();
+  let counts: { resends: number; renewals: number; possibleDuplicates: number } | undefined;
+  sendRetryGauge(m.registry, () => counts);
+  assert.doesNotMatch(m.registry.toPrometheus(), /iggy_send_retries\{/);
+  counts = { resends: 1, renewals: 0, possibleDuplicates: 4 };
+  assert.match(m.registry.toPrometheus(), /iggy_send_retries\{kind="possible_duplicate"\} 4/);
+  assert.match(m.registry.toPrometheus(), /iggy_send_retries\{kind="resent"\} 1/);
 });

@@ -6,19 +6,20 @@
 import type { GatewayConfig } from "../config/types.ts";
 import { EmbeddedBackend } from "./embedded/mod.ts";
 import type { LogBackend } from "./port.ts";
+import type { Logger } from "../observe/logger.ts";
 
 /**
  * The backend `gateway.backend` names. The Iggy client is imported only in Iggy mode: its
  * module graph (and the XXH3 WebAssembly it seals frames with) is memory an embedded gateway
  * would carry for nothing.
  */
-export async function createBackend(config: GatewayConfig): Promise<LogBackend> {
+export async function createBackend(config: GatewayConfig, logger?: Logger): Promise<LogBackend> {
   if (config.gateway.backend === "iggy") {
     const { IggyBackend } = await import("./iggy/mod.ts");
     return new IggyBackend(config.iggy, {
       patUsername: config.auth.pat_username,
       cacheTtlMs: config.auth.cache_ttl_ms,
-    });
+    }, { logger });
   }
   return new EmbeddedBackend({
     path: config.embedded.path,

@@ -105,6 +105,16 @@ export interface BackendHealth {
   readonly detail?: string;
 }
 
+/** How often a backend's sends were retried, and what that may have cost (Iggy). */
+export interface ResendCounters {
+  /** 0.12: batches resent with their producer stamp after an unknown outcome (written once). */
+  readonly resends: number;
+  /** 0.12: fresh producer ids taken (lost state, recreated partition, fencing, a failed send). */
+  readonly renewals: number;
+  /** 0.11: sends that failed after they were written: each may be stored twice when retried. */
+  readonly possibleDuplicates: number;
+}
+
 /**
  * Error raised by a backend call. `retryable` says whether trying again later can help
  * (backend down, timeout) or not (not found, unauthorized, invalid).
@@ -149,6 +159,8 @@ export interface LogBackend {
   close(): Promise<void>;
   /** Current readiness (cheap; no I/O). */
   health(): BackendHealth;
+  /** Resend counts since start (Iggy); absent when the backend never resends. */
+  resendCounters?(): ResendCounters;
 
   /** Verifies credentials and returns the principal with its permissions. */
   authenticate(username: string, password: string): Promise<AuthResult>;

@@ -4,10 +4,40 @@
  *
  * @module
  */
-import { type BoundCounter, type Counter, type Histogram, Metrics } from "./metrics.ts";
+import {
+  type BoundCounter,
+  type Counter,
+  type Histogram,
+  type Labels,
+  Metrics,
+} from "./metrics.ts";
 
 /** Publish outcomes, exactly as the design names them. */
 export type PublishOutcome = "appended" | "acked" | "rejected" | "denied" | "failed";
+
+/** Resend counts of an Iggy backend, as the backend port reports them. */
+export interface SendRetryCounts {
+  readonly resends: number;
+  readonly renewals: number;
+  readonly possibleDuplicates: number;
+}
+
+/**
+ * The `iggy_send_retries` gauge, by kind: resent (0.12, written once), renewed (0.12 producer
+ * ids), possible_duplicate (0.11 sends that failed after the write). No series without counts.
+ */
+export function sendRetryGauge(m: Metrics, read: () => SendRetryCounts | undefined): void {
+  m.gauge("iggy_send_retries", "Iggy sends since start that were retried, by kind", () => {
+    const c = read();
+    if (!c) return [];
+    const kinds: [Labels, number][] = [
+      [{ kind: "resent" }, c.resends],
+      [{ kind: "renewed" }, c.renewals],
+      [{ kind: "possible_duplicate" }, c.possibleDuplicates],
+    ];
+    return kinds;
+  });
+}
 
 /** Every instrument of one gateway. */
 export class GatewayMetrics {

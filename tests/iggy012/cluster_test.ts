@@ -6,6 +6,8 @@
 import assert from "node:assert/strict";
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
 import { BackendError } from "../../src/log/port.ts";
+import { ClusterPool } from "../../src/log/iggy/cluster.ts";
+import { DialectChooser, SessionKeeper } from "../../src/log/iggy/dialect.ts";
 import { fakeIggyConfig, FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 
 const A = { stream: "s", topic: "t", partition: 0 };
@@ -71,5 +73,34 @@ Deno.test("cluster: with a node down, metadata and partitions it does not lead f
     assert.deepEqual(c.store.payloads("s", "t", 0), ["p0"]);
   } finally {
     await c.close();
+  }
+});
+
+Deno.test("ClusterPool.retire() replaces a session (its producer ids ran out) by a fresh Register", async () => {
+  const node = new FakeNode({ dialect: "0.12", store: new FakeStore() });
+  const pool = new ClusterPool([node.dial], {
+    chooser: new DialectChooser("0.12"),
+    sessions: new SessionKeeper(),
+    credentials: { kind: "password", username: "iggy", password: "iggy" },
+    size: 2,
+    requestTimeoutMs: 1000,
+    heartbeatMs: 0,
+    reconnectMaxMs: 20,
+  });
+  try {
+    await pool.open();
+    const first = pool.registration!.session;
+    const before = node.seen.length;
+    pool.retire(first);
+    while (pool.registration?.session === undefined || pool.registration.session === first) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    assert.notEqual(pool.registration.session, first);
+    const after = node.seen.slice(before);
+    assert.ok(after.some((r) => r.operation === 1), "a fresh Register");
+    assert.ok(after.every((r) => r.session !== first), "nothing binds to the retired session");
+  } finally {
+    await pool.close();
+    await node.close();
   }
 });

@@ -70,3 +70,36 @@ Deno.test("IggyConnection012: when nothing comes back within the timeout the con
   await c.close();
   await node.close();
 });
+
+Deno.test("IggyConnection012: a write that never completes times out the request without an unhandled rejection", async () => {
+  let closeReadable = () => {};
+  const readable = new ReadableStream<Uint8Array>({
+    start(c) {
+      closeReadable = () => {
+        try {
+          c.close();
+        } catch { /* already closed */ }
+      };
+    },
+  });
+  const writable = new WritableStream<Uint8Array>({ write: () => new Promise(() => {}) });
+  const c = new IggyConnection012({ readable, writable, close: () => closeReadable() }, {
+    timeoutMs: 50,
+    label: "stuck",
+  });
+  await assert.rejects(c.request(1), IggyTimeoutError);
+  assert.equal(c.isClosed, true, "nothing came back: the connection is taken for dead");
+});
+
+Deno.test("IggyConnection012: unbound requests (all id 0) go one at a time and each gets its reply", async () => {
+  const node = new FakeNode({ dialect: "0.12", store: new FakeStore() });
+  const c = new IggyConnection012(await node.dial(), { timeoutMs: 500, label: "unbound" });
+  try {
+    const pings = await Promise.all([c.request(1), c.request(1), c.request(1)]);
+    assert.equal(pings.length, 3);
+    assert.equal(node.seen.filter((r) => r.code === 1 && r.request === 0n).length, 3);
+  } finally {
+    await c.close();
+    await node.close();
+  }
+});

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
 import { BackendError } from "../../src/log/port.ts";
+import { Logger } from "../../src/observe/logger.ts";
 import {
   type FakeDialect,
   fakeIggyConfig,
@@ -64,12 +65,16 @@ Deno.test("auto: a 0.12.2 server takes the first Register; the log detail names 
   });
 });
 
-Deno.test("auto: a 0.12.0-only server gets a second Register with exactly 0.12.0", async () => {
-  await withBackend({ dialect: "0.12", version: 0x3000 }, (b, node) => {
-    assert.deepEqual(registers(node), [0x3002, 0x3000]);
-    assert.match(b.health().detail!, /binary protocol 0\.12\.0/);
-    return Promise.resolve();
-  });
+Deno.test("auto: a 0.12.0-only server is refused, naming both windows (its layouts are not 0.12.2's)", async () => {
+  const node = new FakeNode({ dialect: "0.12", version: 0x3000, store: new FakeStore() });
+  const b = new IggyBackend(fakeIggyConfig(), auth, { dial: node.dial });
+  await assert.rejects(b.open(), (e) =>
+    e instanceof BackendError &&
+    /accepts binary protocol 0\.12\.0; this gateway speaks 0\.11\.x .* and 0\.12\.2/.test(
+      e.message,
+    ));
+  assert.deepEqual(registers(node), [0x3002], "no second Register with a layout we lack");
+  await node.close();
 });
 
 Deno.test("a server window the gateway does not speak refuses the start, naming both windows", async () => {
@@ -77,7 +82,7 @@ Deno.test("a server window the gateway does not speak refuses the start, naming 
   const b = new IggyBackend(fakeIggyConfig(), auth, { dial: node.dial });
   await assert.rejects(b.open(), (e) =>
     e instanceof BackendError &&
-    /accepts binary protocol 0\.16\.0; this gateway speaks 0\.11\.x .* and 0\.12\.x/.test(
+    /accepts binary protocol 0\.16\.0; this gateway speaks 0\.11\.x .* and 0\.12\.2/.test(
       e.message,
     ));
   await b.close();
@@ -149,6 +154,7 @@ Deno.test("0.12: a batch whose reply was lost to a cut connection is resent and 
     assert.deepEqual(store.payloads("s", "t", 0), ["first", "lost reply", "second", "third"]);
     const sends = node.seen.filter((x) => x.code === 101).map(producerOf);
     assert.deepEqual(sends.map((s) => s.seq), [0, 1, 1, 3], "the resend kept its stamp");
+    assert.equal(b.resendCounters().resends, 1, "counted for /status.json and /metrics");
     assert.equal(registers(node).length, 1);
     assert.equal(
       node.seen.filter((x) => x.code === 15).length,
@@ -174,6 +180,7 @@ Deno.test("0.11: the same cut connection fails the append; the caller's retry du
       }
     }
     assert.deepEqual(store.payloads("s", "t", 0), ["m", "m"], "one duplicate per lost reply");
+    assert.equal(b.resendCounters().possibleDuplicates, 1, "the gateway counts it");
   }, { protocol: "0.11" });
 });
 
@@ -238,4 +245,108 @@ Deno.test("0.12: further pool connections bind to the first one's session instea
     assert.deepEqual(store.payloads("s", "t", 0), ["a", "b"]);
     assert.deepEqual(node.reusedIds, [], "bound connections share one id counter");
   }, { pool_size: 2 });
+});
+
+Deno.test("0.12: LifecycleBusy after a lost reply keeps the producer stamp: the batch is written once", async () => {
+  let sends = 0;
+  const hook = (r: FakeRequest): HookAction => {
+    if (r.code !== 101) return undefined;
+    sends++;
+    if (sends === 2) return "cut-after-apply"; // written, reply lost
+    if (sends === 3) return { status: 88 }; // the resend meets a busy partition
+    return undefined;
+  };
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("first")] });
+    assert.equal((await b.append({ ...A, messages: [msg("once")] })).baseOffset, 1);
+    assert.deepEqual(store.payloads("s", "t", 0), ["first", "once"]);
+    const stamps = node.seen.filter((x) => x.code === 101).map(producerOf);
+    assert.equal(new Set(stamps.map((s) => s.id)).size, 1, "no renewal on 88");
+    assert.deepEqual(stamps.map((s) => s.seq), [0, 1, 1, 1]);
+  });
+});
+
+Deno.test("0.12: ProducerSequenceOutOfOrder renews the producer once: this and later batches are written", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("a")] });
+    // The partition's state of our producer no longer matches our sequence.
+    for (const state of store.partition("s", "t", 0)!.producers.values()) state.next = 7;
+    assert.equal((await b.append({ ...A, messages: [msg("b")] })).baseOffset, 1);
+    assert.equal((await b.append({ ...A, messages: [msg("c")] })).baseOffset, 2);
+    assert.deepEqual(store.payloads("s", "t", 0), ["a", "b", "c"]);
+    const stamps = node.seen.filter((x) => x.code === 101).map(producerOf);
+    assert.equal(stamps.length, 4, "a, b refused with 92, b renewed, c");
+    assert.notEqual(stamps[2].id, stamps[1].id);
+    assert.deepEqual(stamps.slice(2).map((s) => s.seq), [0, 1]);
+  });
+});
+
+Deno.test("0.12: ProducerEpochFenced fails that append, renews the producer and warns", async () => {
+  let fenced: bigint | undefined;
+  const hook = (r: FakeRequest): HookAction => {
+    if (r.code !== 101) return undefined;
+    const { id, seq } = producerOf(r);
+    if (seq === 1 && fenced === undefined) fenced = id; // a newer epoch of this id wrote
+    return id === fenced ? { status: 93 } : undefined;
+  };
+  const warnings: string[] = [];
+  const store = new FakeStore();
+  const node = new FakeNode({ dialect: "0.12", store, hook });
+  const logger = new Logger("warn", (line) => warnings.push(line));
+  const b = new IggyBackend(fakeIggyConfig({}), auth, { dial: node.dial, logger });
+  try {
+    await b.open();
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("a")] });
+    await assert.rejects(b.append({ ...A, messages: [msg("refused")] }), BackendError);
+    assert.equal((await b.append({ ...A, messages: [msg("c")] })).baseOffset, 1);
+    assert.deepEqual(store.payloads("s", "t", 0), ["a", "c"]);
+    assert.equal(warnings.filter((w) => /fenced/.test(w)).length, 1);
+  } finally {
+    await b.close();
+    await node.close();
+  }
+});
+
+Deno.test("0.12: DeferredPollCapacityExceeded (90) polls that partition plainly; later messages arrive", async () => {
+  const hook = (r: FakeRequest): HookAction => (r.code === 106 ? { status: 90 } : undefined);
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    assert.deepEqual(await b.poll(A, 0, 10), []); // caught up
+    assert.deepEqual(await b.poll(A, 0, 10), [], "refused deferred poll, then a plain one");
+    assert.equal(node.seen.filter((r) => r.code === 106).length, 1);
+    store.appendExternal("s", "t", 0, new TextEncoder().encode("late"));
+    const got = await b.poll(A, 0, 10);
+    assert.deepEqual(got.map((m) => new TextDecoder().decode(m.payload)), ["late"]);
+  });
+});
+
+Deno.test("0.12: at most 64 deferred polls wait at once; further caught-up partitions poll plainly", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, node) => {
+    const n = 70;
+    await b.createTopic("s", "t", { partitions: n });
+    const parts = Array.from({ length: n }, (_, partition) => ({ ...A, partition }));
+    for (const p of parts) await b.poll(p, 0, 10); // every partition caught up
+    const ac = new AbortController();
+    const waiting = parts.map((p) => b.poll(p, 0, 10, ac.signal));
+    while (node.waitingPolls < 64) await new Promise((r) => setTimeout(r, 1));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(node.waitingPolls, 64);
+    assert.equal(node.seen.filter((r) => r.code === 106).length, 64);
+    ac.abort();
+    await Promise.all(waiting);
+  });
+});
+
+Deno.test("0.12: a keyed and a balanced send to one partition at once are both written", async () => {
+  await withBackend({ dialect: "0.12" }, async (b, _node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    const keyed = b.append({ ...A, messages: [msg("keyed")] });
+    const free = b.append({ ...A, balancedOver: 1, messages: [msg("u1"), msg("u2")] });
+    await Promise.all([keyed, free]);
+    assert.deepEqual(store.payloads("s", "t", 0).sort(), ["keyed", "u1", "u2"]);
+    assert.equal((await b.append({ ...A, messages: [msg("next")] })).baseOffset, 3);
+  });
 });

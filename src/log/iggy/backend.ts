@@ -18,10 +18,11 @@ import {
   type LogBackend,
   type OutgoingMessage,
   type PartitionAddress,
+  type ResendCounters,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { decodeSendReply, FRAME_HEADER_SIZE, type PollReply } from "./batch.ts";
+import { decodeSendReply, type PollReply } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
 import * as cmd from "./commands.ts";
@@ -34,10 +35,11 @@ import { TopicRecordCache } from "./topic_record_cache.ts";
 import { ClusterPool } from "./cluster.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
 import { nextOffsetOf, type TopicRecord } from "./records.ts";
-import { SendEncoder } from "./send_encoder.ts";
+import { SendEncoder, wireSizeOf } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
-import { PartitionOps012 } from "./v12/partitions.ts";
+import { PartitionOps012, uncertain } from "./v12/partitions.ts";
+import type { Logger } from "../../observe/logger.ts";
 import { describeServer } from "./server_info.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
@@ -51,16 +53,8 @@ export interface IggyBackendDeps {
   readonly dials?: readonly Dialer[];
   /** Jitter source for reconnect back-off, in [0, 1) (default Math.random). */
   readonly random?: () => number;
-}
-
-/**
- * An upper bound of a message's frame size (UTF-8 is at most 3 bytes per UTF-16 unit): the
- * batch bounds, and the encoder's buffer size.
- */
-function wireSizeOf(m: OutgoingMessage): number {
-  let n = FRAME_HEADER_SIZE + m.payload.length;
-  for (const [k, v] of m.headers) n += 10 + 3 * (k.length + v.length);
-  return n;
+  /** Where the client's warnings go (a fenced 0.12 producer). */
+  readonly logger?: Logger;
 }
 
 /**
@@ -82,6 +76,8 @@ export class IggyBackend implements LogBackend {
   readonly #chooser: DialectChooser;
   readonly #v12: PartitionOps012;
   #state: "new" | "open" | "failed" | "closed" = "new";
+  /** 0.11 sends whose outcome is unknown: a retry of each may store it twice. */
+  #possibleDuplicates = 0;
 
   /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
   constructor(
@@ -130,17 +126,23 @@ export class IggyBackend implements LogBackend {
       (s, t) => this.#fetchTopic(s, t),
       config.metadata_refresh_ms,
     );
-    this.#v12 = new PartitionOps012({
-      request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
-      session: () => this.#pool.registration?.session,
-      timeoutMs: config.request_timeout_ms,
-    });
+    this.#v12 = this.#partitionOps012(config.request_timeout_ms, deps.logger);
     this.#principals = new PrincipalAuthenticator({
       connect: (c) => this.#chooser.connect(this.#pool.dial, c, connectOptions),
       dialect: () => this.#dialect,
       patUsername: auth.patUsername,
       cacheTtlMs: auth.cacheTtlMs,
       service: () => this.#pool.ready ? (c, b) => this.#pool.request(c, b) : undefined,
+    });
+  }
+
+  #partitionOps012(timeoutMs: number, logger?: Logger): PartitionOps012 {
+    return new PartitionOps012({
+      request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
+      session: () => this.#pool.registration?.session,
+      retireSession: (session) => this.#pool.retire(session),
+      timeoutMs,
+      warn: logger ? (m, f) => logger.warn(m, f) : undefined,
     });
   }
 
@@ -180,6 +182,11 @@ export class IggyBackend implements LogBackend {
     const why = this.#pool.lastError?.message ??
       `Iggy at ${this.#config.address} not connected yet`;
     return { ready: false, reason: why };
+  }
+
+  resendCounters(): ResendCounters {
+    const { resends, renewals } = this.#v12.stats;
+    return { resends, renewals, possibleDuplicates: this.#possibleDuplicates };
   }
 
   authenticate(username: string, password: string): Promise<AuthResult> {
@@ -276,6 +283,7 @@ export class IggyBackend implements LogBackend {
         : await this.#pool.request(Code.SEND_MESSAGES, frame, true);
       return decodeSendReply(reply);
     } catch (e) {
+      if (!this.#on012 && uncertain(e)) this.#possibleDuplicates++;
       const err = toBackendError(
         e,
         `append to stream "${a.stream}" topic "${a.topic}" partition ${a.partition}`,

@@ -69,14 +69,14 @@ Deno.test("IggyBackend.open() rejects as unavailable, naming the address, when n
 Deno.test("IggyBackend.open() names both protocol windows when the server speaks neither", async () => {
   const s = new FakeServer(() => [evictionFrame(14, 0x4001, 0x4000)]);
   const b = new IggyBackend({ ...config, protocol: "auto" }, auth, { dial: s.dial });
-  await assert.rejects(b.open(), /0\.16\.0\.\.0\.16\.1.*0\.11\.x.*0\.12\.x/s);
+  await assert.rejects(b.open(), /0\.16\.0\.\.0\.16\.1.*0\.11\.x.*0\.12\.2/s);
   await b.close();
 });
 
 Deno.test("IggyBackend.open() with iggy.protocol 0.11 refuses a 0.12 server and names the key", async () => {
-  const s = new FakeServer(() => [evictionFrame(14, 0x3000, 0x3000)]);
+  const s = new FakeServer(() => [evictionFrame(14, 0x3002, 0x3002)]);
   const b = new IggyBackend(config, auth, { dial: s.dial });
-  await assert.rejects(b.open(), /0\.12\.0.*iggy\.protocol is "0\.11"/s);
+  await assert.rejects(b.open(), /0\.12\.2.*iggy\.protocol is "0\.11"/s);
   await b.close();
 });
 

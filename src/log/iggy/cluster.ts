@@ -10,7 +10,6 @@
  * @module
  */
 
-import { IggyConnectionError } from "./codes.ts";
 import { NotSentError } from "./connection.ts";
 import type { Dialer } from "./dial.ts";
 import type { RegisterReply } from "./login.ts";
@@ -106,7 +105,7 @@ export class ClusterPool {
     for (const i of this.#order(options?.node)) {
       const pool = this.#pools[i];
       if (!pool.ready && this.#pools.length > 1) {
-        last ??= new IggyConnectionError(pool.lastError?.message ?? "No Iggy node is ready");
+        last ??= new NotSentError(pool.lastError?.message ?? "No Iggy node is ready");
         continue;
       }
       try {
@@ -117,7 +116,12 @@ export class ClusterPool {
         last = e;
       }
     }
-    throw last ?? new IggyConnectionError("No Iggy node is ready");
+    throw last ?? new NotSentError("No Iggy node is ready");
+  }
+
+  /** Closes every connection on 0.12 session `session`; they reconnect under a fresh one. */
+  retire(session: bigint): void {
+    for (const p of this.#pools) p.retire(session);
   }
 
   async close(): Promise<void> {

@@ -155,7 +155,8 @@ export function dialect012(packed = PROTOCOL_012_PACKED): Dialect {
 
 /**
  * The dialect that fits a server's accepted window [min, max], or null when we speak none of
- * it. 0.12 registers with the highest 0.12 version in the window (0.12.2 when accepted).
+ * it. On 0.12 only 0.12.2 fits: the layouts of 0.12.0 and 0.12.1 differ from it (0.12.2 added
+ * the member lists of partition records) and this client decodes 0.12.2's alone.
  */
 export function dialectForWindow(min: number, max: number): Dialect | null {
   if (min > max) return null;
@@ -165,8 +166,7 @@ export function dialectForWindow(min: number, max: number): Dialect | null {
     (lo.major < major || (lo.major === major && lo.minor <= minor)) &&
     (hi.major > major || (hi.major === major && hi.minor >= minor));
   if (within(0, 12)) {
-    if (min <= PROTOCOL_012_PACKED && PROTOCOL_012_PACKED <= max) return dialect012();
-    return dialect012(hi.major === 0 && hi.minor === 12 ? max : min);
+    return min <= PROTOCOL_012_PACKED && PROTOCOL_012_PACKED <= max ? dialect012() : null;
   }
   if (within(0, 11)) return DIALECT_011;
   return null;
@@ -178,7 +178,7 @@ export function formatWindow(min: number, max: number): string {
 }
 
 /** What this gateway speaks, for refusals. */
-export const OUR_WINDOWS = `0.11.x (Iggy 0.9) and 0.12.x (Iggy 0.10; 0.12.2 as the codec has it)`;
+export const OUR_WINDOWS = `0.11.x (Iggy 0.9) and 0.12.2 (Iggy 0.10, as the official codec has it)`;
 
 /** The 0.12 session the service connections share (set by the first Register). */
 export class SessionKeeper {

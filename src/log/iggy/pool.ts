@@ -191,7 +191,8 @@ export class IggyPool {
     for (let attempt = 0;; attempt++) {
       const conn = this.#pick(exclude);
       if (!conn || this.#closed) {
-        throw new IggyConnectionError(
+        // Never written: a caller may send it again without risking a duplicate.
+        throw new NotSentError(
           this.#closed
             ? "Iggy backend is closed"
             : (this.#lastError?.message ?? "No Iggy connection is ready"),
@@ -210,6 +211,18 @@ export class IggyPool {
   }
 
   /** Closes every connection and stops reconnecting. Idempotent. */
+  /**
+   * Closes the connections on 0.12 session `session` and stops binding new ones to it: their
+   * slots reconnect and register a fresh session (its producer ids ran out).
+   */
+  retire(session: bigint): void {
+    const keeper = this.#o.sessions;
+    if (keeper?.current?.session === session) keeper.current = undefined;
+    for (const c of this.#conns) {
+      if (c && !c.isClosed && c.registration?.session === session) c.close().catch(() => {});
+    }
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     this.#firstTried();

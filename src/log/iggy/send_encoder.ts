@@ -225,3 +225,13 @@ function setU64(dv: DataView, at: number, n: number): void {
   dv.setUint32(at, n % 0x1_0000_0000, true);
   dv.setUint32(at + 4, Math.floor(n / 0x1_0000_0000), true);
 }
+
+/**
+ * An upper bound of a message's frame size (UTF-8 is at most 3 bytes per UTF-16 unit): the
+ * batch bounds, and the encoder's buffer size.
+ */
+export function wireSizeOf(m: OutgoingMessage): number {
+  let n = FRAME_HEADER_SIZE + m.payload.length;
+  for (const [k, v] of m.headers) n += 10 + 3 * (k.length + v.length);
+  return n;
+}

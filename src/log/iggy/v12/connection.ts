@@ -102,6 +102,8 @@ export class IggyConnection012 {
   readonly #pending = new Map<bigint, Pending>();
   readonly #slots: (() => void)[] = [];
   #inFlight = 0;
+  /** Settles when the last unbound request queued so far has finished. */
+  #unboundTail: Promise<void> = Promise.resolve();
   #queued = 0;
   #closedWith: Error | undefined;
   #onClose: (e: Error) => void = () => {};
@@ -232,8 +234,11 @@ export class IggyConnection012 {
     }
     const operation = operationFor(code);
     const kind = classOf(operation);
+    // Unbound requests all carry id 0, which names one pending reply: one at a time.
+    const turn = unbound ? this.#unboundTurn() : undefined;
     this.#queued++;
     try {
+      await turn?.ready;
       await this.#slot();
       if (this.#closedWith) {
         throw new NotSentError(`Cannot ${commandName(code)}: ${this.#closedWith.message}`);
@@ -251,7 +256,16 @@ export class IggyConnection012 {
     } finally {
       this.#release();
       this.#queued--;
+      turn?.done();
     }
+  }
+
+  /** A place in the line of unbound requests: `ready` when the one before it finished. */
+  #unboundTurn(): { ready: Promise<void>; done: () => void } {
+    const ready = this.#unboundTail;
+    let done = () => {};
+    this.#unboundTail = new Promise<void>((r) => (done = r));
+    return { ready, done };
   }
 
   /** Writes `frame`, waits for its reply; resends the same frame on 57/58 with back-off. */
@@ -268,14 +282,17 @@ export class IggyConnection012 {
       backoff = Math.min(2 * backoff, TRANSIENT_BACKOFF_MAX_MS)
     ) {
       const reply = this.#await(code, request, deadline);
+      // Awaited below; a timeout or #fail can reject it while the write is still pending, and
+      // an unobserved rejection would end the process.
+      reply.catch(() => {});
       this.lastUsed = Date.now();
-      try {
-        await this.#writer.write(frame);
-      } catch (e) {
+      const written = this.#writer.write(frame).catch((e) =>
         this.#fail(
           new IggyConnectionError(`Iggy connection ${this.#o.label} closed`, { cause: e }),
-        );
-      }
+        )
+      );
+      // A write that never completes (a stuck socket) must not outlive the request's deadline.
+      await Promise.race([written, reply]);
       onSent?.(() => this.#cancel(request));
       const f = await reply;
       try {

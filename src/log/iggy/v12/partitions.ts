@@ -13,10 +13,11 @@
 import type { PollReply } from "../batch.ts";
 import { IggyConnectionError, IggyError, IggyTimeoutError } from "../codes.ts";
 import * as cmd from "../commands.ts";
+import { NotSentError } from "../connection.ts";
 import { Code } from "../codes.ts";
 import { DeferredCancelledError, type RequestOptions012 } from "./connection.ts";
 import { decodePollReply012, deferredPollBody } from "./poll.ts";
-import { ProducerTable, stampProducer } from "./producer.ts";
+import { type ProducerStamp, ProducerTable, stampProducer } from "./producer.ts";
 import { decodeRoute, type Route, routeBody, RouteCache, routeKey } from "./route.ts";
 import { Code012, Status012 } from "./wire.ts";
 
@@ -43,6 +44,10 @@ export interface PartitionOpsDeps {
   readonly timeoutMs: number;
   /** How long a caught-up poll waits in Iggy (default {@link LONG_POLL_MS}). */
   readonly longPollMs?: number;
+  /** Replaces a session that minted all its producer ids by a fresh Register. */
+  readonly retireSession?: (session: bigint) => void;
+  /** Where a warning goes (a fenced producer). */
+  readonly warn?: (message: string, fields: Record<string, unknown>) => void;
 }
 
 /**
@@ -55,14 +60,42 @@ export const LONG_POLL_MS = 1_000;
 export const LONG_POLL_MAX_BYTES = 16 * 1024 * 1024;
 /** Attempts of one partition request (re-routes and resends together). */
 export const MAX_ATTEMPTS = 6;
+/**
+ * Deferred polls in flight at once (the server refuses more per client with 90, the SDK's
+ * bound); a caught-up partition beyond them polls plainly.
+ */
+export const MAX_DEFERRED_POLLS = 64;
 /** Partitions remembered as caught up; at the bound the oldest is forgotten (it polls plainly). */
 export const MAX_CAUGHT_UP = 100_000;
 
-/** Is the outcome of a request that failed with `e` unknown (it may have been applied)? */
-function uncertain(e: unknown): boolean {
+/**
+ * Is the outcome of a request that failed with `e` unknown (it may have been applied)? Not
+ * for a {@link NotSentError}: that request never left the gateway.
+ */
+export function uncertain(e: unknown): boolean {
+  if (e instanceof NotSentError) return false;
   return e instanceof IggyConnectionError || e instanceof IggyTimeoutError ||
     (e instanceof IggyError && e.code === 57);
 }
+
+/** One send across its attempts. */
+interface SendState {
+  readonly key: string;
+  readonly frame: Uint8Array;
+  stamp: ProducerStamp;
+  /** An earlier attempt may have been written. */
+  unsure: boolean;
+  /** Renewed once after ProducerSequenceOutOfOrder. */
+  reordered?: boolean;
+}
+
+/** Failures after which the partition's producer state is renewed for the next batch. */
+const RENEW_AFTER = new Set<number>([
+  Status012.HISTORY_UNAVAILABLE,
+  Status012.PRODUCER_SEQUENCE_OUT_OF_ORDER,
+  Status012.PRODUCER_EPOCH_FENCED,
+  Status012.PRODUCER_UNKNOWN,
+]);
 
 function statusOf(e: unknown): number | undefined {
   return e instanceof IggyError ? e.code : undefined;
@@ -74,13 +107,18 @@ export class PartitionOps012 {
   readonly #routes = new RouteCache();
   readonly #producers: ProducerTable;
   readonly #caughtUp = new Map<string, number>();
+  /** Cancels of the deferred polls in flight. */
   readonly #deferred = new Set<() => void>();
+  /** Deferred polls in flight. */
+  #waiting = 0;
+  /** Per partition, settles when its last send so far has (entries only while sending). */
+  readonly #sending = new Map<string, Promise<void>>();
   /** Counters a test or the status page can read. */
-  readonly stats = { reroutes: 0, resends: 0, renewals: 0, longPolls: 0 };
+  readonly stats = { reroutes: 0, resends: 0, renewals: 0, longPolls: 0, capacityRefusals: 0 };
 
   constructor(deps: PartitionOpsDeps) {
     this.#d = deps;
-    this.#producers = new ProducerTable(deps.session);
+    this.#producers = new ProducerTable(deps.session, { onExhausted: deps.retireSession });
   }
 
   /** The partition's route, from the cache or looked up (any node answers 105). */
@@ -131,45 +169,88 @@ export class PartitionOps012 {
    */
   async send(a: Address, frame: Uint8Array, count: number): Promise<Uint8Array> {
     const key = routeKey(a.stream, a.topic, a.partition);
-    let stamp = this.#producers.stamp(key);
-    stampProducer(frame, stamp);
-    let unsure = false;
+    // One batch in flight per partition, whoever calls: two batches under one stamp would
+    // be taken for one, and the second dropped as its duplicate.
+    const before = this.#sending.get(key);
+    const mine = before
+      ? before.then(() => this.#sendNow(key, a, frame, count))
+      : this.#sendNow(key, a, frame, count);
+    const settled = mine.then(() => {}, () => {});
+    this.#sending.set(key, settled);
+    try {
+      return await mine;
+    } finally {
+      if (this.#sending.get(key) === settled) this.#sending.delete(key);
+    }
+  }
+
+  async #sendNow(
+    key: string,
+    a: Address,
+    frame: Uint8Array,
+    count: number,
+  ): Promise<Uint8Array> {
+    const s: SendState = { key, frame, stamp: this.#restamp(key, frame, false), unsure: false };
     try {
       const reply = await this.#routed(
         a,
         (o) => this.#d.request(Code.SEND_MESSAGES, frame, true, o),
-        (e) => {
-          const status = statusOf(e);
-          if (status === Status012.HISTORY_UNAVAILABLE) {
-            // A new incarnation of the partition: send as new work under a fresh producer.
-            unsure = false;
-            this.#renew(key);
-            stamp = this.#producers.stamp(key);
-            stampProducer(frame, stamp);
-            return true;
-          }
-          if (uncertain(e)) {
-            unsure = true; // resent with the same stamp: written once
-            this.stats.resends++;
-            return true;
-          }
-          if (status === Status012.PRODUCER_UNKNOWN || status === Status012.LIFECYCLE_BUSY) {
-            if (status === Status012.PRODUCER_UNKNOWN && unsure) return false;
-            this.#renew(key);
-            stamp = this.#producers.stamp(key);
-            stampProducer(frame, stamp);
-            return true;
-          }
-          return false;
-        },
+        (e) => this.#sendAgain(s, e),
       );
-      this.#producers.confirm(key, stamp, count);
+      this.#producers.confirm(key, s.stamp, count);
       return reply;
     } catch (e) {
-      // The batch may or may not be written: later batches must not take its sequence.
-      if (unsure || uncertain(e) || statusOf(e) === Status012.HISTORY_UNAVAILABLE) this.#renew(key);
+      // The batch may or may not be written, or the partition refuses this producer's
+      // state: later batches must not take its sequence.
+      const status = statusOf(e);
+      if (s.unsure || uncertain(e) || (status !== undefined && RENEW_AFTER.has(status))) {
+        this.#renew(key);
+      }
+      if (status === Status012.PRODUCER_EPOCH_FENCED) {
+        this.#d.warn?.(
+          "Iggy fenced the gateway's producer on a partition; it continues under a new one",
+          { ...a, producer: String(s.stamp.producerId) },
+        );
+      }
       throw e;
     }
+  }
+
+  /** Whether a send that failed with `e` goes again, restamping `s` when it must. */
+  #sendAgain(s: SendState, e: unknown): boolean {
+    const status = statusOf(e);
+    if (status === Status012.HISTORY_UNAVAILABLE) {
+      // A new incarnation of the partition: send as new work under a fresh producer.
+      s.unsure = false;
+      s.stamp = this.#restamp(s.key, s.frame, true);
+      return true;
+    }
+    if (e instanceof NotSentError) return true; // nothing written: the same stamp goes again
+    if (uncertain(e)) {
+      s.unsure = true; // resent with the same stamp: written once
+      this.stats.resends++;
+      return true;
+    }
+    // Busy partition: nothing was written by this attempt, but an earlier uncertain one
+    // may have been; only the same stamp keeps that one from being written twice.
+    if (status === Status012.LIFECYCLE_BUSY) return true;
+    // Our sequence is not the partition's (it lost or reordered our state): nothing was
+    // written, so a fresh producer at 0 sends it once as new work. Not when an earlier
+    // attempt is uncertain: it may be the one the partition holds.
+    const reorder = status === Status012.PRODUCER_SEQUENCE_OUT_OF_ORDER && !s.reordered;
+    if (status !== Status012.PRODUCER_UNKNOWN && !reorder) return false;
+    if (s.unsure) return false;
+    s.reordered ||= reorder;
+    s.stamp = this.#restamp(s.key, s.frame, true);
+    return true;
+  }
+
+  /** Stamps `frame` with the partition's producer, renewed first when `renew`. */
+  #restamp(key: string, frame: Uint8Array, renew: boolean): ProducerStamp {
+    if (renew) this.#renew(key);
+    const stamp = this.#producers.stamp(key);
+    stampProducer(frame, stamp);
+    return stamp;
   }
 
   #renew(key: string): void {
@@ -190,18 +271,33 @@ export class PartitionOps012 {
   ): Promise<PollReply> {
     const key = routeKey(a.stream, a.topic, a.partition);
     const body = cmd.pollBody(consumer, a, from, count);
-    const wait = this.#caughtUp.get(key) === from && !signal?.aborted;
+    let wait = this.#caughtUp.get(key) === from && !signal?.aborted &&
+      this.#waiting < MAX_DEFERRED_POLLS;
+    if (wait) this.#waiting++; // taken now: the route lookup before it is asynchronous
+    const release = () => {
+      if (wait) this.#waiting--;
+      wait = false;
+    };
     let reply: PollReply;
     try {
       reply = await this.#routed(a, (o) =>
         wait ? this.#deferredPoll(body, o, signal) : (
           this.#d.request(Code.POLL_MESSAGES, body, false, o).then(decodePollReply012)
-        ));
+        ), (e) => {
+        if (!wait || statusOf(e) !== Status012.DEFERRED_POLL_CAPACITY_EXCEEDED) return false;
+        // Iggy holds as many waiting polls of ours as it takes: poll this one plainly.
+        this.#caughtUp.delete(key);
+        this.stats.capacityRefusals++;
+        release();
+        return true;
+      });
     } catch (e) {
       if (e instanceof DeferredCancelledError) {
         return { partitionId: a.partition, currentOffset: 0, messages: [] };
       }
       throw e;
+    } finally {
+      release();
     }
     this.#caughtUp.delete(key);
     if (reply.messages.every((m) => m.offset < from)) {
@@ -232,6 +328,7 @@ export class PartitionOps012 {
           onSent: (c) => {
             cancel = c;
             this.#deferred.add(c);
+            if (signal?.aborted) c(); // aborted while it was being written
           },
         }),
       );

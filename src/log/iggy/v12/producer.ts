@@ -10,6 +10,7 @@
 import { BATCH_HEADER_SIZE, FRAME_HEADER_SIZE } from "../batch.ts";
 import { HEADER_SIZE } from "../header.ts";
 import { xxh3_64 } from "../../../base/xxhash.ts";
+import { IggyError } from "../codes.ts";
 
 /** Identity of one batch of an idempotent producer. */
 export interface ProducerStamp {
@@ -74,28 +75,61 @@ export const MAX_PRODUCER_STATES = 100_000;
 
 const ID_INDEX_BITS = 20n;
 const ID_MAX = (1n << 63n) - 1n;
+/** Ids one session can mint (`index` < 2^20). */
+export const IDS_PER_SESSION = 1 << 20;
+/**
+ * Sessions whose next index is remembered. Past the bound the oldest is forgotten and no
+ * longer minted from (its ids could otherwise be minted twice): a connection still on it gets
+ * a fresh session first.
+ */
+export const MAX_MINT_SESSIONS = 1024;
 
 interface ProducerState {
   producerId: bigint;
   sequence: number;
 }
 
+/** Options of a {@link ProducerTable}. */
+export interface ProducerTableOptions {
+  /** Partitions whose state is kept (default {@link MAX_PRODUCER_STATES}). */
+  readonly maxStates?: number;
+  /** Ids per session (default {@link IDS_PER_SESSION}; tests lower it). */
+  readonly idsPerSession?: number;
+  /** Called with a session that cannot mint any more: it must be replaced by a fresh Register. */
+  readonly onExhausted?: (session: bigint) => void;
+}
+
+/** A session that cannot mint a producer id (91 `ProducerIdsExhausted`, client-side). */
+export class ProducerIdsExhaustedError extends IggyError {
+  constructor(session: bigint, why: string) {
+    super(91, `Producer ids of Iggy session ${session} are ${why}; the gateway logs in afresh`);
+    this.name = "ProducerIdsExhaustedError";
+  }
+}
+
 /**
  * The gateway's idempotent producer state, per partition: the producer id and the next base
  * sequence. Ids are minted as the Rust SDK does, `session << 20 | index`, from the session of
- * a live registration (unique in the cluster). The batcher keeps one batch in flight per
- * partition, which the sequence needs.
+ * a live registration (unique in the cluster). The next index is kept per session and never
+ * reset: connections on two sessions can take turns being the live one. The batcher keeps
+ * one batch in flight per partition, which the sequence needs.
  */
 export class ProducerTable {
   readonly #states = new Map<string, ProducerState>();
   readonly #session: () => bigint | undefined;
   readonly #max: number;
-  #base = -1n;
-  #index = 0n;
+  readonly #idsPerSession: bigint;
+  readonly #onExhausted: (session: bigint) => void;
+  /** Next index per session, oldest session first. */
+  readonly #next = new Map<bigint, bigint>();
+  /** Sessions at or below this one were forgotten (sessions grow: Register's commit op). */
+  #forgottenUpTo = -1n;
 
-  constructor(session: () => bigint | undefined, max = MAX_PRODUCER_STATES) {
+  constructor(session: () => bigint | undefined, o: ProducerTableOptions = {}) {
     this.#session = session;
-    this.#max = max;
+    this.#max = o.maxStates ?? MAX_PRODUCER_STATES;
+    this.#idsPerSession = BigInt(o.idsPerSession ?? IDS_PER_SESSION);
+    this.#onExhausted = o.onExhausted ?? (() => {});
   }
 
   get size(): number {
@@ -132,13 +166,23 @@ export class ProducerTable {
   #mint(): bigint {
     const session = this.#session();
     if (session === undefined) throw new RangeError("No Iggy session to mint a producer id from");
-    if (session !== this.#base) {
-      this.#base = session;
-      this.#index = 0n;
+    let index = this.#next.get(session);
+    if (index === undefined) {
+      if (session <= this.#forgottenUpTo) return this.#exhausted(session, "no longer tracked");
+      if (this.#next.size >= MAX_MINT_SESSIONS) {
+        const [oldest] = this.#next.keys();
+        this.#next.delete(oldest);
+        if (oldest > this.#forgottenUpTo) this.#forgottenUpTo = oldest;
+      }
+      index = 0n;
     }
-    if (this.#index >= 1n << ID_INDEX_BITS) {
-      throw new RangeError("Producer ids of this Iggy session are exhausted (error 91)");
-    }
-    return ((session << ID_INDEX_BITS) | this.#index++) & ID_MAX;
+    if (index >= this.#idsPerSession) return this.#exhausted(session, "exhausted");
+    this.#next.set(session, index + 1n);
+    return ((session << ID_INDEX_BITS) | index) & ID_MAX;
+  }
+
+  #exhausted(session: bigint, why: string): never {
+    this.#onExhausted(session);
+    throw new ProducerIdsExhaustedError(session, why);
   }
 }
