@@ -161,10 +161,10 @@ Deno.test("statusJson() reports an Iggy backend's resends, renewals and possible
 
 Deno.test("the iggy_send_retries gauge has a series per kind, none without counts", () => {
   const m = new GatewayMetrics();
-  let counts: { resends: number; renewals: number; possibleDuplicates: number } | undefined;
-  sendRetryGauge(m.registry, () => counts);
+  const seen: { counts?: { resends: number; renewals: number; possibleDuplicates: number } } = {};
+  sendRetryGauge(m.registry, () => seen.counts);
   assert.doesNotMatch(m.registry.toPrometheus(), /iggy_send_retries\{/);
-  counts = { resends: 1, renewals: 0, possibleDuplicates: 4 };
+  seen.counts = { resends: 1, renewals: 0, possibleDuplicates: 4 };
   assert.match(m.registry.toPrometheus(), /iggy_send_retries\{kind="possible_duplicate"\} 4/);
   assert.match(m.registry.toPrometheus(), /iggy_send_retries\{kind="resent"\} 1/);
 });

@@ -15,10 +15,10 @@ import {
   IggyTimeoutError,
   Status,
 } from "./codes.ts";
-import { concatBytes } from "../../base/bytes.ts";
 import { FrameKind, operationFor } from "./codes.ts";
 import type { Transport } from "./dial.ts";
-import { HEADER_SIZE, readFrameKind, readFrameSize, writeRequestHeader } from "./header.ts";
+import { HEADER_SIZE, readFrameKind, writeRequestHeader } from "./header.ts";
+import { FrameReader } from "./frame_reader.ts";
 import {
   type Credentials,
   decodeRegisterReply,
@@ -28,8 +28,7 @@ import {
 import { commandName, decodeReply } from "./reply.ts";
 import { randomMessageId } from "./batch.ts";
 
-/** Largest frame accepted from the server (its own cap is 64 MiB). */
-export const MAX_FRAME_BYTES = 64 * 1024 * 1024 + HEADER_SIZE;
+export { MAX_FRAME_BYTES } from "./frame_reader.ts";
 
 /** Pause before replaying a request the server answered with a transient code. */
 export const TRANSIENT_RETRY_MS = 50;
@@ -235,36 +234,11 @@ export class IggyConnection {
   }
 
   async #readLoop(): Promise<void> {
-    const reader = this.#transport.readable.getReader();
-    let buf: Uint8Array = new Uint8Array(0);
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf = buf.length === 0 ? value : concatBytes([buf, value]);
-        while (buf.length >= HEADER_SIZE) {
-          const size = readFrameSize(buf);
-          if (size < HEADER_SIZE || size > MAX_FRAME_BYTES) {
-            throw new IggyConnectionError(`Iggy sent a frame of invalid size ${size}`);
-          }
-          if (buf.length < size) break;
-          const header = buf.slice(0, HEADER_SIZE);
-          const body = buf.slice(HEADER_SIZE, size);
-          buf = buf.subarray(size);
-          this.#deliver({ header, body });
-        }
-      }
+      await new FrameReader(this.#transport.readable, (f) => this.#deliver(f), this.#label).run();
       this.#fail(new IggyConnectionError(`Iggy closed the connection ${this.#label}`));
     } catch (e) {
-      this.#fail(
-        e instanceof IggyConnectionError
-          ? e
-          : new IggyConnectionError(`Iggy connection ${this.#label} failed: ${describe(e)}`, {
-            cause: e,
-          }),
-      );
-    } finally {
-      reader.releaseLock();
+      this.#fail(e as Error); // always an IggyConnectionError (FrameReader wraps the rest)
     }
   }
 
@@ -288,8 +262,4 @@ export class IggyConnection {
     // Not awaited: a write the server never took would hold a graceful close forever.
     this.#writer.abort().catch(() => {});
   }
-}
-
-function describe(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }

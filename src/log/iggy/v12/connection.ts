@@ -25,7 +25,7 @@ import { readFrameKind, readReplyHeader } from "../header.ts";
 import { type Credentials, decodeRegisterReply, type RegisterReply } from "../login.ts";
 import { commandName, decodeReply } from "../reply.ts";
 import { randomMessageId } from "../batch.ts";
-import { FrameReader } from "./frame_reader.ts";
+import { FrameReader } from "../frame_reader.ts";
 import { randomRequestChecksum, requestFrame012, type RouteContext } from "./header.ts";
 import { bindSessionBody, encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
 import { Code012, MAX_PENDING_PER_CONNECTION, PROTOCOL_012_PACKED } from "./wire.ts";
@@ -127,7 +127,7 @@ export class IggyConnection012 {
       maxPending: Math.max(1, options.maxPending ?? MAX_PENDING_PER_CONNECTION),
     };
     this.closed = new Promise((resolve) => (this.#onClose = resolve));
-    const reader = new FrameReader(transport.readable, (f) => this.#deliver(f));
+    const reader = new FrameReader(transport.readable, (f) => this.#deliver(f), this.#o.label);
     this.#reading = reader.run().then(
       () => this.#fail(new IggyConnectionError(`Iggy closed the connection ${this.#o.label}`)),
       (e) => this.#fail(e as Error),
