@@ -8,6 +8,7 @@
  */
 import type { GatewayConfig } from "../config/types.ts";
 import { createBackend } from "../log/create.ts";
+import { DURABLE_FIX } from "../log/durability_watch.ts";
 import { type CompiledMap, constantTargets } from "../mapping/mod.ts";
 
 /** Lines to print about the mapped topics' durability (none in embedded mode). */
@@ -32,7 +33,7 @@ export async function durabilityLines(
         );
       } else if (info.acksBeforeDisk) {
         lines.push(
-          `WARNING ${t.stream}/${t.topic}: acknowledges sends before they are on disk (no fsync enforced); a PUBACK means accepted, not stored`,
+          `WARNING ${t.stream}/${t.topic}: acknowledges sends before they are on disk; a PUBACK means accepted, not stored; ${DURABLE_FIX}`,
         );
       } else lines.push(`${t.stream}/${t.topic}: acknowledges only once on disk`);
     }
