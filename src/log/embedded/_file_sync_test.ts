@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { BackendError } from "../port.ts";
-import { FileSync } from "./_file_sync.ts";
+import { FileSync, MAX_OVERLAPPING_SYNCS } from "./_file_sync.ts";
 import { openTestStore, textMessage } from "./_testing.ts";
 
 const address = { stream: "s", topic: "t", partition: 0 };
@@ -41,32 +41,110 @@ function holdSyncs() {
 
 const tick = () => new Promise((r) => setTimeout(r, 20));
 
-Deno.test("FileSync runs one fsync at a time; callers during one share the next, in order", async () => {
+async function withWal(body: (path: string) => Promise<void>) {
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${dir}/x.db-wal`, "frames");
-    using held = holdSyncs();
-    const sync = new FileSync(`${dir}/x.db-wal`);
-    const settled: string[] = [];
-    const first = sync.sync().then(() => settled.push("first"));
-    await held.waitStarted(1);
-    const second = sync.sync().then(() => settled.push("second"));
-    const third = sync.sync().then(() => settled.push("third"));
-    await tick();
-    assert.equal(held.started, 1, "no second fsync while one runs");
-    held.release();
-    await first;
-    // The next fsync started for the callers that asked during the first one.
-    await held.waitStarted(2);
-    assert.deepEqual(settled, ["first"]);
-    held.release();
-    await Promise.all([second, third]);
-    assert.deepEqual(settled, ["first", "second", "third"]);
-    assert.equal(sync.syncs, 2);
-    await sync.close();
+    await body(`${dir}/x.db-wal`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("FileSync overlaps two fsyncs; a caller while both run shares the next, in order", async () => {
+  await withWal(async (path) => {
+    assert.equal(MAX_OVERLAPPING_SYNCS, 2);
+    using held = holdSyncs();
+    const sync = new FileSync(path);
+    const settled: string[] = [];
+    const first = sync.sync().then(() => settled.push("first"));
+    await held.waitStarted(1);
+    // Its write may have come after the first fsync started: its own starts at once.
+    const second = sync.sync().then(() => settled.push("second"));
+    await held.waitStarted(2);
+    const third = sync.sync().then(() => settled.push("third"));
+    const fourth = sync.sync().then(() => settled.push("fourth"));
+    await tick();
+    assert.equal(held.started, 2, "no third fsync while two run");
+    held.release();
+    await first;
+    // A slot freed: the callers that waited got their fsync before anyone was settled.
+    await held.waitStarted(3);
+    assert.deepEqual(settled, ["first"]);
+    held.release();
+    await second;
+    held.release();
+    await Promise.all([third, fourth]);
+    assert.deepEqual(settled, ["first", "second", "third", "fourth"]);
+    assert.equal(sync.syncs, 3);
+    await sync.close();
+  });
+});
+
+Deno.test("FileSync: a later fsync that finishes first settles the earlier callers too, oldest first", async () => {
+  await withWal(async (path) => {
+    const original = Deno.FsFile.prototype.syncData;
+    const held: PromiseWithResolvers<void>[] = [];
+    Deno.FsFile.prototype.syncData = function (this: Deno.FsFile) {
+      const h = Promise.withResolvers<void>();
+      held.push(h);
+      return h.promise.then(() => original.call(this));
+    };
+    try {
+      const sync = new FileSync(path);
+      const settled: string[] = [];
+      const first = sync.sync().then(() => settled.push("first"));
+      const second = sync.sync().then(() => settled.push("second"));
+      for (let i = 0; i < 200 && held.length < 2; i++) await tick();
+      // The second fsync started after the first caller's write: when it ends, both are durable.
+      held[1].resolve();
+      await Promise.all([first, second]);
+      assert.deepEqual(settled, ["first", "second"]);
+      held[0].resolve();
+      await sync.close();
+      assert.equal(sync.syncs, 2);
+    } finally {
+      Deno.FsFile.prototype.syncData = original;
+      for (const h of held) h.resolve();
+    }
+  });
+});
+
+Deno.test("FileSync: a failed fsync rejects only its callers, after the earlier ones settle", async () => {
+  await withWal(async (path) => {
+    const original = Deno.FsFile.prototype.syncData;
+    const held: PromiseWithResolvers<void>[] = [];
+    Deno.FsFile.prototype.syncData = function (this: Deno.FsFile) {
+      const h = Promise.withResolvers<void>();
+      held.push(h);
+      return h.promise.then(() => original.call(this));
+    };
+    try {
+      const sync = new FileSync(path);
+      const settled: string[] = [];
+      const first = sync.sync().then(() => settled.push("first"));
+      const second = sync.sync().then(
+        () => settled.push("second"),
+        (e: Error) => settled.push(`second: ${e.message}`),
+      );
+      for (let i = 0; i < 200 && held.length < 2; i++) await tick();
+      held[1].reject(new Error("EIO"));
+      await tick();
+      assert.deepEqual(settled, [], "the failure waits for the older caller");
+      held[0].resolve();
+      await Promise.all([first, second]);
+      assert.deepEqual(settled, ["first", "second: EIO"]);
+      // The failed slot's handle is reopened; the next sync works.
+      const third = sync.sync();
+      for (let i = 0; i < 200 && held.length < 3; i++) await tick();
+      held[2].resolve();
+      await third;
+      await sync.close();
+    } finally {
+      Deno.FsFile.prototype.syncData = original;
+      for (const h of held) h.resolve();
+    }
+  });
 });
 
 Deno.test("FileSync rejects when the fsync fails, and the next call tries again", async () => {
