@@ -156,15 +156,20 @@ export function gatewayServer(
   name = "gateway",
   extraEnv: Record<string, string> = {},
 ): ServerDef {
+  let starts = 0;
   return {
     name,
-    start(o) {
+    async start(o) {
       const port = freePort();
       const http = freePort();
+      // Each start gets an empty store of its own, removed at stop: a scenario's figures do
+      // not depend on what earlier scenarios wrote.
+      const store = `${dataDir}/${name}-${++starts}`;
+      await Deno.mkdir(`${ROOT}${store}`, { recursive: true });
       const env = {
         IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
         IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${http}`,
-        IGGY_MQTT_EMBEDDED_PATH: `${dataDir}/gateway.db`,
+        IGGY_MQTT_EMBEDDED_PATH: `${store}/gateway.db`,
         IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
         IGGY_MQTT_LOG_AUTO_CREATE: "true",
         IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn",
@@ -175,7 +180,7 @@ export function gatewayServer(
       };
       const cmd = [Deno.execPath(), "run", ...startTaskFlags(), ...denoFlags, "main.ts", "run"];
       cmd.push("--config", "config/gateway.toml");
-      return spawnUntilReady(name, launchArgv(o, 0, cmd), port, async () => {
+      const running = await spawnUntilReady(name, launchArgv(o, 0, cmd), port, async () => {
         try {
           const r = await fetch(`http://127.0.0.1:${http}/ready`);
           await r.body?.cancel();
@@ -184,6 +189,13 @@ export function gatewayServer(
           return false;
         }
       }, { cwd: ROOT, env });
+      return {
+        ...running,
+        async stop() {
+          await running.stop();
+          await Deno.remove(`${ROOT}${store}`, { recursive: true }).catch(() => {});
+        },
+      };
     },
   };
 }

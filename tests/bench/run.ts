@@ -160,7 +160,7 @@ await Deno.mkdir(dirname(a.out), { recursive: true });
 const servers: Record<string, Running> = {};
 const startMs: Record<string, number[]> = {};
 try {
-  // Start to ready: full mode takes the median of three starts; the last one stays up.
+  // Start to ready: full mode takes the median of three starts.
   for (const name of serverNames) {
     startMs[name] = [];
     const rss: number[] = [];
@@ -188,6 +188,10 @@ try {
     if (id === "store") continue; // after the others, on its own gateways
     results[id] = {};
     for (const name of serverNames) {
+      // A fresh process per scenario: what ran before (10,000 closed connections, a grown
+      // heap, a store of millions of messages) shows in neither memory nor latency.
+      await servers[name].stop();
+      servers[name] = await defs[name].start(launch);
       const waited = await settle();
       if (waited > 1500) console.error(`[bench] waited ${waited.toFixed(0)} ms for quiet servers`);
       const r = await runLoadgen(servers[name], id);
