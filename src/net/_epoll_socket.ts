@@ -79,7 +79,7 @@ export class EpollSocket implements Transport, EpollHandler {
     let offset = 0;
     if (this.#writes === null) {
       const n = this.#send(bytes, 0);
-      if (n < 0) return Promise.reject(sysError("write", -n));
+      if (n < 0) return Promise.reject(this.#broken(sysError("write", -n)));
       if (n === bytes.length) return Promise.resolve(n);
       offset = n;
     }
@@ -141,7 +141,7 @@ export class EpollSocket implements Transport, EpollHandler {
     while (writes.length > 0) {
       const w = writes[0];
       const n = this.#send(w.bytes, w.offset);
-      if (n < 0) return this.#failWrites(sysError("write", -n));
+      if (n < 0) return this.#failWrites(this.#broken(sysError("write", -n)));
       w.offset += n;
       if (w.offset < w.bytes.length) return;
       writes.shift();
@@ -161,6 +161,19 @@ export class EpollSocket implements Transport, EpollHandler {
       if (e === EAGAIN) return 0;
       if (e !== EINTR) return -e;
     }
+  }
+
+  /**
+   * A write failed (reset, broken pipe): the sink hears it as its end, as node:net's 'error'
+   * event; the kernel reports a socket error once, so a later read would only see the end.
+   */
+  #broken(err: Error): Error {
+    if (this.#sink !== null && !this.#ended) {
+      this.#ended = true;
+      const sink = this.#sink;
+      queueMicrotask(() => sink.end(err));
+    }
+    return err;
   }
 
   #failWrites(err: Error): void {
