@@ -5,7 +5,7 @@
  *
  * @module
  */
-import net from "node:net";
+import type net from "node:net";
 import type tls from "node:tls";
 import { OperatorError } from "../config/errors.ts";
 import { bindError, formatAddress } from "./bind_error.ts";
@@ -168,16 +168,18 @@ function listenEpoll(
   }
 }
 
-function listenNode(
+/** node:net, imported only then: with the epoll layer its modules would be RSS for nothing. */
+async function listenNode(
   hostname: string,
   port: number,
   onAccept: AcceptHandler,
 ): Promise<MqttListener> {
+  const { default: net } = await import("node:net");
   const server = net.createServer((socket) => {
     socket.setNoDelay(true);
     onAccept(new NodeSocketTransport(socket));
   });
-  return bind(server, "MQTT listener", hostname, port).then((a) => ({
+  return await bind(server, "MQTT listener", hostname, port).then((a) => ({
     kind: "tcp",
     layer: "node",
     hostname: a.address,
