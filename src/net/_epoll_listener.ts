@@ -16,6 +16,7 @@ import { EpollSocket } from "./_epoll_socket.ts";
 import {
   addressOf,
   AF_INET,
+  AF_INET6,
   EAGAIN,
   EINTR,
   EMFILE,
@@ -45,6 +46,8 @@ const MAX_ACCEPTS_PER_WAKE = 256;
 /** Pause after an accept failure that is not a lack of descriptors (ENOBUFS, ENOMEM). */
 const ACCEPT_RETRY_MS = 100;
 const BACKLOG = 1024;
+/** Peer address strings kept for reuse (devices behind one NAT share one string). */
+const MAX_NAMES = 4096;
 
 /** Called for each accepted socket, and for each connection shed for want of descriptors. */
 export interface EpollAcceptHooks {
@@ -63,7 +66,10 @@ export class EpollListener implements EpollHandler {
   readonly #hooks: EpollAcceptHooks;
   readonly #addr = new Uint8Array(128);
   readonly #addrLen = new Uint32Array(1);
+  readonly #addrLenBytes = new Uint8Array(this.#addrLen.buffer);
   readonly #one = new Uint8Array(new Int32Array([1]).buffer);
+  /** IPv4 peer (as a number) → its address string: one string, not one per connection. */
+  readonly #names = new Map<number, string>();
   #spare: number;
   #closed = false;
   #retry: ReturnType<typeof setTimeout> | undefined;
@@ -112,21 +118,39 @@ export class EpollListener implements EpollHandler {
   /** One accept4: the socket's fd, or -errno. */
   #accept(): number {
     this.#addrLen[0] = this.#addr.length;
-    const addrLen = new Uint8Array(this.#addrLen.buffer);
-    const fd = this.#libc.accept4(this.#fd, this.#addr, addrLen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const flags = SOCK_NONBLOCK | SOCK_CLOEXEC;
+    const fd = this.#libc.accept4(this.#fd, this.#addr, this.#addrLenBytes, flags);
     return fd >= 0 ? fd : -errno(this.#libc);
   }
 
   #accepted(fd: number): void {
     const libc = this.#libc;
     libc.setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, this.#one, 4);
-    const socket = new EpollSocket(this.#loop, fd, addressOf(this.#addr));
+    const socket = new EpollSocket(this.#loop, fd, this.#peerName());
     try {
       this.#hooks.accept(socket);
     } catch (err) {
       socket.close();
       throw err;
     }
+  }
+
+  /** The accepted peer's address; IPv4 ones (also as ::ffff:a.b.c.d) from {@link #names}. */
+  #peerName(): string {
+    const a = this.#addr;
+    const family = a[0] | (a[1] << 8);
+    const mapped = family === AF_INET6 && a[18] === 0xff && a[19] === 0xff &&
+      a.subarray(8, 18).every((x) => x === 0);
+    if (family !== AF_INET && !mapped) return addressOf(a);
+    const at = mapped ? 20 : 4;
+    const key = ((a[at] << 24) | (a[at + 1] << 16) | (a[at + 2] << 8) | a[at + 3]) >>> 0;
+    let name = this.#names.get(key);
+    if (name === undefined) {
+      if (this.#names.size >= MAX_NAMES) this.#names.clear();
+      name = addressOf(a);
+      this.#names.set(key, name);
+    }
+    return name;
   }
 
   /** Accepts and closes the waiting connection on the spare descriptor; false: no spare. */

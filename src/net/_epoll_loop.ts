@@ -38,8 +38,13 @@ export class EpollLoop {
   readonly libc: Libc;
   readonly #epfd: number;
   readonly #wakeFd: number;
-  /** Registration id → handler: ids, not fds, so a reused fd number cannot get old events. */
-  readonly #handlers = new Map<number, EpollHandler>();
+  /**
+   * Handler and registration id by fd (dense arrays: a Map entry per socket would be memory
+   * per idle connection). Events carry fd and id, so a reused fd number cannot get old events.
+   */
+  readonly #handlers: (EpollHandler | undefined)[] = [];
+  readonly #ids: number[] = [];
+  #size = 0;
   readonly #events = new Uint8Array(MAX_EVENTS * EV_SIZE);
   readonly #view = new DataView(this.#events.buffer);
   readonly #ev = new Uint8Array(16);
@@ -55,6 +60,7 @@ export class EpollLoop {
     this.#wakeFd = libc.eventfd(0, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (this.#wakeFd < 0) throw sysError("eventfd", errno(libc));
     this.#ctl(EPOLL_CTL_ADD, this.#wakeFd, WAKE_ID, EPOLLIN);
+    this.#ids[this.#wakeFd] = WAKE_ID;
   }
 
   /** A fresh registration id (wraps at 2³², far beyond the sockets open at once). */
@@ -67,7 +73,9 @@ export class EpollLoop {
   /** Watches `fd` for `events`; reported to `handler`. Throws when the kernel refuses. */
   add(fd: number, id: number, events: number, handler: EpollHandler): void {
     this.#ctl(EPOLL_CTL_ADD, fd, id, events);
-    this.#handlers.set(id, handler);
+    if (this.#handlers[fd] === undefined) this.#size++;
+    this.#handlers[fd] = handler;
+    this.#ids[fd] = id;
     if (!this.#running) this.#run();
   }
 
@@ -78,20 +86,22 @@ export class EpollLoop {
 
   /** Stops watching `fd` (before it is closed); the last one ends the loop. */
   remove(fd: number, id: number): void {
-    if (!this.#handlers.delete(id)) return;
+    if (this.#handlers[fd] === undefined || this.#ids[fd] !== id) return;
+    this.#handlers[fd] = undefined;
+    this.#size--;
     this.libc.epoll_ctl(this.#epfd, EPOLL_CTL_DEL, fd, this.#ev);
-    if (this.#handlers.size === 0) this.#wake();
+    if (this.#size === 0) this.#wake();
   }
 
   /** Registrations (listeners and sockets being watched). */
   get size(): number {
-    return this.#handlers.size;
+    return this.#size;
   }
 
   #ctl(op: number, fd: number, id: number, events: number): void {
     this.#evView.setUint32(0, events, true);
-    this.#evView.setUint32(EV_DATA, id, true);
-    this.#evView.setUint32(EV_DATA + 4, 0, true);
+    this.#evView.setUint32(EV_DATA, fd, true);
+    this.#evView.setUint32(EV_DATA + 4, id, true);
     if (this.libc.epoll_ctl(this.#epfd, op, fd, this.#ev) < 0) {
       throw sysError("epoll_ctl", errno(this.libc));
     }
@@ -105,7 +115,7 @@ export class EpollLoop {
   async #run(): Promise<void> {
     this.#running = true;
     try {
-      while (this.#handlers.size > 0) {
+      while (this.#size > 0) {
         const n = await this.libc.epoll_wait(this.#epfd, this.#events, MAX_EVENTS, -1);
         this.#dispatch(n);
       }
@@ -119,13 +129,15 @@ export class EpollLoop {
     const view = this.#view;
     for (let i = 0; i < n; i++) {
       const events = view.getUint32(i * EV_SIZE, true);
-      const id = view.getUint32(i * EV_SIZE + EV_DATA, true);
+      const fd = view.getUint32(i * EV_SIZE + EV_DATA, true);
+      const id = view.getUint32(i * EV_SIZE + EV_DATA + 4, true);
       if (id === WAKE_ID) {
         this.libc.read(this.#wakeFd, this.#eight, 8n);
         continue;
       }
+      if (this.#ids[fd] !== id) continue; // a closed socket's event; the fd is another's now
       try {
-        this.#handlers.get(id)?.onEvents(events);
+        this.#handlers[fd]?.onEvents(events);
       } catch (err) {
         // A bug in one handler must not take every other socket down with it.
         console.error("epoll socket layer: handler failed", err);

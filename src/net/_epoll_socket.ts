@@ -25,6 +25,7 @@ import {
 
 /** Every socket reads into this (the sink copies what it keeps: {@link TransportSink.data}). */
 const READ_BUFFER = new Uint8Array(64 * 1024);
+const READ_LENGTH = BigInt(READ_BUFFER.length);
 /** Reads per socket per wake, so one fast sender cannot starve the others (level-triggered). */
 const MAX_READS_PER_WAKE = 8;
 
@@ -120,7 +121,7 @@ export class EpollSocket implements Transport, EpollHandler {
   #read(): void {
     const libc = this.#loop.libc;
     for (let i = 0; i < MAX_READS_PER_WAKE && this.#reading(); i++) {
-      const n = Number(libc.read(this.#fd, READ_BUFFER, BigInt(READ_BUFFER.length)));
+      const n = Number(libc.read(this.#fd, READ_BUFFER, READ_LENGTH));
       if (n > 0) {
         this.#sink!.data(READ_BUFFER.subarray(0, n));
         if (n < READ_BUFFER.length) return; // drained (epoll reports the socket again if not)
