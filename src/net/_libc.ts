@@ -87,10 +87,17 @@ export function openLibc(): { libc: Libc } | { reason: string } {
   }
 }
 
-/** The calling thread's errno (right after the failed call, on the same thread). */
+/** The JS thread's errno cell (thread-local, so fixed for this thread: made once). */
+let errnoCell: Deno.UnsafePointerView | null = null;
+
+/** The JS thread's errno, right after a failed call (sync FFI calls run on this thread). */
 export function errno(libc: Libc): number {
-  const p = libc.__errno_location();
-  return p === null ? 0 : new Deno.UnsafePointerView(p).getInt32();
+  if (errnoCell === null) {
+    const p = libc.__errno_location();
+    if (p === null) return 0;
+    errnoCell = new Deno.UnsafePointerView(p);
+  }
+  return errnoCell.getInt32();
 }
 
 /** An Error for a failed `call`, with the node-style `code` (`EADDRINUSE`, `ECONNRESET`). */

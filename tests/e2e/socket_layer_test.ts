@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { RawClient, startGateway, waitFor } from "../helpers/gateway.ts";
+import { spawnGateway } from "../helpers/process.ts";
 import { ownStderrLines, ROOT, STACK_FRAME } from "../helpers/cli.ts";
 import { removeStore } from "../helpers/store.ts";
 import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
@@ -255,6 +256,41 @@ Deno.test({
       for (const c of clients) c.close();
       child.kill("SIGTERM");
       await child.status;
+      await removeStore(`${ROOT}${store}`);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "epoll layer, the process: SIGHUP reloads with connections open, SIGTERM closes them and the process exits 0",
+  ...opts,
+  async fn() {
+    await Deno.mkdir(`${ROOT}data`, { recursive: true });
+    const store = `data/socket-layer-${crypto.randomUUID()}.db`;
+    const gw = await spawnGateway(
+      gatewayEnv(store, { IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "epoll" }),
+    );
+    const clients: mqtt.MqttClient[] = [];
+    try {
+      const url = `mqtt://127.0.0.1:${gw.port}`;
+      for (let i = 0; i < 20; i++) {
+        clients.push(await mqtt.connectAsync(url, { clientId: `stop-${i}`, reconnectPeriod: 0 }));
+      }
+      const closed = clients.map((c) => new Promise<void>((r) => c.once("close", () => r())));
+      gw.child.kill("SIGHUP");
+      await waitFor(
+        () => gw.output.join("").includes("Configuration reloaded"),
+        10_000,
+        "the reload's log line",
+      );
+      await clients[0].publishAsync("sensors/a/data", "after reload", { qos: 1 });
+      const status = await gw.stop();
+      assert.equal(status.code, 0);
+      await Promise.all(closed);
+    } finally {
+      for (const c of clients) c.end(true);
+      await gw.stop();
       await removeStore(`${ROOT}${store}`);
     }
   },
