@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { RawClient, startGateway, waitFor } from "../helpers/gateway.ts";
+import { connectRaw, RawClient, startGateway, waitFor } from "../helpers/gateway.ts";
 import { spawnGateway } from "../helpers/process.ts";
 import { ownStderrLines, ROOT, STACK_FRAME } from "../helpers/cli.ts";
 import { removeStore } from "../helpers/store.ts";
@@ -100,6 +100,33 @@ for (const layer of ["epoll", "node"]) {
       } finally {
         await pub.endAsync();
         await sub.endAsync();
+        await gw.stop();
+      }
+    },
+  });
+}
+
+for (const layer of ["epoll", "node"]) {
+  Deno.test({
+    name:
+      `${layer} layer: limits.max_connections holds: sockets beyond it are closed and counted, and a freed slot is served again`,
+    ...opts,
+    async fn() {
+      const gw = await startGateway({
+        env: { IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: layer, IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "5" },
+      });
+      const open: RawClient[] = [];
+      try {
+        for (let i = 0; i < 5; i++) open.push(await connectRaw(gw.port, `max-${i}`));
+        const extra = await Promise.all([0, 1, 2].map(() => RawClient.connect(gw.port)));
+        for (const c of extra) assert.ok(await c.closedByPeer(), "over the limit: closed");
+        const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+        assert.match(metrics, /mqtt_connections_refused_total\{reason="max_connections"\} 3/);
+        open.shift()!.close();
+        await waitFor(() => gw.gateway.registry.size === 4, 5000, "the slot to be freed");
+        open.push(await connectRaw(gw.port, "max-again"));
+      } finally {
+        for (const c of open) c.close();
         await gw.stop();
       }
     },
