@@ -15,7 +15,7 @@ import { Delivery } from "./delivery/mod.ts";
 import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
 import { handleStatusRoute } from "./http/status_page.ts";
-import { listenTcp, listenTls, type MqttListener } from "./net/listeners.ts";
+import { listenTls, type MqttListener } from "./net/listeners.ts";
 import { GatewayMetrics, sendRetryGauge } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
@@ -29,6 +29,7 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
 import { SourceGuard } from "./session/source_guard.ts";
 import {
+  bindTcp,
   deliveryOptions,
   loadMap,
   sourceGuardOptions,
@@ -184,14 +185,11 @@ export class Gateway {
     this.sessions.start();
     await this.#checkDurability(this.maps.current);
     const accept = (t: Transport) => this.#accept(t);
-    let tcp: number | null = null;
-    let tls: number | null = null;
     if (c.listeners.tcp !== "") {
-      const a = parseAddress("listeners.tcp", c.listeners.tcp);
-      const l = await listenTcp(a.hostname, a.port, accept);
-      this.#listeners.push(l);
-      tcp = l.port;
+      this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept));
     }
+    const tcp = this.#listeners[0]?.port ?? null;
+    let tls: number | null = null;
     if (c.listeners.tls !== "") {
       const a = parseAddress("listeners.tls", c.listeners.tls);
       const cert = await readOperatorFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
@@ -217,6 +215,7 @@ export class Gateway {
       backend: this.backend.kind,
       ...(this.backend.health().detail ? { backend_detail: this.backend.health().detail } : {}),
       ...ports,
+      tcp_socket_layer: this.#listeners.find((l) => l.kind === "tcp")?.layer ?? null,
       rules: this.maps.current.rules.length,
     });
     if (c.auth.allow_anonymous) {

@@ -14,6 +14,8 @@ import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
+import { type AcceptHandler, listenTcp, type MqttListener } from "./net/listeners.ts";
+import { parseAddress } from "./config/load.ts";
 
 /** Reads and compiles the topic map named by the config. */
 export async function loadMap(config: GatewayConfig): Promise<CompiledMap> {
@@ -100,4 +102,25 @@ export function storedSessions(
 ): StoredSessions {
   const expired = (n: number) => metrics.storedSessionsExpired.inc({}, n);
   return new StoredSessions(backend, storedSessionOptions(config, expired), logger);
+}
+
+/**
+ * Binds the TCP listener of `listeners.tcp` on `listeners.tcp_socket_layer`: a fallback to
+ * node:net is logged, sockets shed for want of file descriptors are counted.
+ */
+export function bindTcp(
+  config: GatewayConfig,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  accept: AcceptHandler,
+): Promise<MqttListener> {
+  const a = parseAddress("listeners.tcp", config.listeners.tcp);
+  return listenTcp(a.hostname, a.port, {
+    layer: config.listeners.tcp_socket_layer ?? "auto",
+    onFallback: (reason) => logger.info("TCP listener uses node:net, not epoll", { reason }),
+    onShed: () => {
+      metrics.connectionsRefused.inc({ reason: "fd_limit" });
+      logger.limited("warn", "Connection refused: out of file descriptors", {});
+    },
+  }, accept);
 }

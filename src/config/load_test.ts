@@ -93,3 +93,11 @@ Deno.test("iggy.address takes several comma-separated nodes and names the key fo
   refuses("", { IGGY_MQTT_IGGY_PROTOCOL: "0.13" }, "iggy.protocol");
   assert.equal(load("", { IGGY_MQTT_IGGY_PROTOCOL: "0.12" }).iggy.protocol, "0.12");
 });
+
+Deno.test("listeners.tcp_socket_layer: auto by default, epoll or node by file or environment, anything else named", () => {
+  assert.equal(load("").listeners.tcp_socket_layer, "auto");
+  assert.equal(load('[listeners]\ntcp_socket_layer = "node"').listeners.tcp_socket_layer, "node");
+  const env = { IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "epoll" };
+  assert.equal(load("", env).listeners.tcp_socket_layer, "epoll");
+  refuses("", { IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "io_uring" }, "listeners.tcp_socket_layer");
+});

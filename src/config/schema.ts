@@ -81,6 +81,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "MQTT over TCP, host:port; empty disables it. Port 0 picks a free port.",
   },
   {
+    key: "listeners.tcp_socket_layer",
+    type: oneOf("auto", "epoll", "node"),
+    default: "auto",
+    doc:
+      'What drives the TCP listener\'s sockets: "epoll" (libc through Deno FFI, Linux; ~5 KB less RSS per idle connection), "node" (node:net), "auto" = epoll where it can be used (Linux, --allow-ffi, an IP or localhost to bind), else node with one log line. TLS always uses node:tls.',
+  },
+  {
     key: "listeners.tls",
     type: optAddr,
     default: "",

@@ -23,6 +23,8 @@ export interface GatewayConfig {
   };
   readonly listeners: {
     readonly tcp: string;
+    /** What drives the TCP listener's sockets. */
+    readonly tcp_socket_layer: "auto" | "epoll" | "node";
     readonly tls: string;
     readonly tls_cert_file: string;
     readonly tls_key_file: string;

@@ -1,18 +1,23 @@
 /**
- * The only code that touches sockets for MQTT: TCP (node:net) and TLS (Deno) listeners that
- * hand every accepted connection to the gateway as a {@link Transport}.
+ * The only code that touches sockets for MQTT: TCP (epoll over libc, or node:net) and TLS
+ * (node:tls) listeners that hand every accepted connection to the gateway as a
+ * {@link Transport}.
  *
  * @module
  */
-import net from "node:net";
+import type net from "node:net";
 import type tls from "node:tls";
 import { OperatorError } from "../config/errors.ts";
 import { bindError, formatAddress } from "./bind_error.ts";
+import { bindableIp, EpollListener } from "./_epoll_listener.ts";
+import { addressOf, openLibc, sockaddrOf } from "./_libc.ts";
 import type { Transport, TransportSink } from "../session/transport.ts";
 
 /** A bound MQTT listener. */
 export interface MqttListener {
   readonly kind: "tcp" | "tls";
+  /** What drives its sockets: `epoll` (libc via FFI) or `node` (node:net / node:tls). */
+  readonly layer: "epoll" | "node";
   readonly hostname: string;
   readonly port: number;
   /** Stops accepting; open connections are not affected. */
@@ -96,21 +101,87 @@ function plainAddress(address: string): string {
   return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
 
+/** `listeners.tcp_socket_layer`. */
+export type TcpSocketLayer = "auto" | "epoll" | "node";
+
+/** How the TCP listener is driven, and what it reports. */
+export interface TcpListenOptions {
+  /** `auto`: epoll where libc can be used (Linux, `--allow-ffi`), node:net otherwise. */
+  readonly layer: TcpSocketLayer;
+  /** `auto` fell back to node:net; `reason` says why (one log line). */
+  onFallback(reason: string): void;
+  /** A connection was closed at once for want of file descriptors (epoll layer). */
+  onShed(): void;
+}
+
 /**
- * Binds a TCP listener (node:net: see {@link NodeSocketTransport}). Rejects with an
- * OperatorError naming the address when it cannot be bound (port in use, not ours, privileged).
+ * Binds a TCP listener: epoll (memory per idle connection is only the gateway's own objects:
+ * node:net holds 5.3–5.8 KB of RSS per idle socket, docs/BENCHMARKS.md) or node:net (see
+ * {@link NodeSocketTransport}). Rejects with an OperatorError naming the address when it
+ * cannot be bound (port in use, not ours, privileged), or naming the key when `epoll` was
+ * asked for and cannot be used.
  */
 export function listenTcp(
   hostname: string,
   port: number,
+  o: TcpListenOptions,
   onAccept: AcceptHandler,
 ): Promise<MqttListener> {
+  if (o.layer !== "node") {
+    const opened = openLibc();
+    const ip = bindableIp(hostname);
+    const why = "reason" in opened
+      ? opened.reason
+      : ip === null
+      ? `"${hostname}" is not an IP`
+      : "";
+    if (why === "") return listenEpoll(hostname, ip!, port, o, onAccept);
+    if (o.layer === "epoll") {
+      const msg = `listeners.tcp_socket_layer = "epoll" cannot be used: ${why}`;
+      return Promise.reject(new OperatorError("not_capable", msg));
+    }
+    o.onFallback(why);
+  }
+  return listenNode(hostname, port, onAccept);
+}
+
+function listenEpoll(
+  hostname: string,
+  ip: Uint8Array,
+  port: number,
+  o: TcpListenOptions,
+  onAccept: AcceptHandler,
+): Promise<MqttListener> {
+  const opened = openLibc();
+  if (!("libc" in opened)) throw new Error("unreachable: libc was opened");
+  try {
+    const l = new EpollListener(opened.libc, ip, port, { accept: onAccept, shed: o.onShed });
+    return Promise.resolve({
+      kind: "tcp",
+      layer: "epoll",
+      hostname: addressOf(sockaddrOf(ip, 0)),
+      port: l.port,
+      close: () => l.close(),
+    });
+  } catch (err) {
+    return Promise.reject(bindError("MQTT listener", hostname, port, err));
+  }
+}
+
+/** node:net, imported only then: with the epoll layer its modules would be RSS for nothing. */
+async function listenNode(
+  hostname: string,
+  port: number,
+  onAccept: AcceptHandler,
+): Promise<MqttListener> {
+  const { default: net } = await import("node:net");
   const server = net.createServer((socket) => {
     socket.setNoDelay(true);
     onAccept(new NodeSocketTransport(socket));
   });
-  return bind(server, "MQTT listener", hostname, port).then((a) => ({
+  return await bind(server, "MQTT listener", hostname, port).then((a) => ({
     kind: "tcp",
+    layer: "node",
     hostname: a.address,
     port: a.port,
     close: () => server.close(),
@@ -201,6 +272,7 @@ export function listenTls(
 function bindTls(server: tls.Server, hostname: string, port: number): Promise<MqttListener> {
   return bind(server, "MQTT TLS listener", hostname, port).then((a) => ({
     kind: "tls",
+    layer: "node",
     hostname: a.address,
     port: a.port,
     close: () => server.close(),

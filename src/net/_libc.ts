@@ -1,0 +1,174 @@
+/**
+ * The libc calls of the epoll socket layer (Deno FFI), their constants, and the socket
+ * address codec. Linux only: `openLibc` says why not when it cannot be used (another OS, no
+ * `--allow-ffi`, no libc.so.6), so the caller can fall back to node:net.
+ *
+ * @module
+ */
+
+const SYMBOLS = {
+  socket: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  bind: { parameters: ["i32", "buffer", "u32"], result: "i32" },
+  listen: { parameters: ["i32", "i32"], result: "i32" },
+  accept4: { parameters: ["i32", "buffer", "buffer", "i32"], result: "i32" },
+  setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
+  getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  read: { parameters: ["i32", "buffer", "usize"], result: "isize" },
+  send: { parameters: ["i32", "buffer", "usize", "i32"], result: "isize" },
+  write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
+  close: { parameters: ["i32"], result: "i32" },
+  eventfd: { parameters: ["u32", "i32"], result: "i32" },
+  epoll_create1: { parameters: ["i32"], result: "i32" },
+  epoll_ctl: { parameters: ["i32", "i32", "i32", "buffer"], result: "i32" },
+  // On Deno's blocking thread pool: the JS thread never blocks, one promise per wake.
+  epoll_wait: { parameters: ["i32", "buffer", "i32", "i32"], result: "i32", nonblocking: true },
+  __errno_location: { parameters: [], result: "pointer" },
+} as const;
+
+/** The bound libc functions. */
+export type Libc = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+
+export const AF_INET = 2;
+export const AF_INET6 = 10;
+export const SOCK_STREAM = 1;
+export const SOCK_NONBLOCK = 0o4000;
+export const SOCK_CLOEXEC = 0o2000000;
+export const SOL_SOCKET = 1;
+export const SO_REUSEADDR = 2;
+export const IPPROTO_TCP = 6;
+export const TCP_NODELAY = 1;
+export const IPPROTO_IPV6 = 41;
+export const IPV6_V6ONLY = 26;
+export const MSG_NOSIGNAL = 0x4000;
+export const EINTR = 4;
+export const EAGAIN = 11;
+export const EMFILE = 24;
+export const ENFILE = 23;
+export const ENOBUFS = 105;
+export const ENOMEM = 12;
+export const EPOLLIN = 0x1;
+export const EPOLLOUT = 0x4;
+export const EPOLLERR = 0x8;
+export const EPOLLHUP = 0x10;
+export const EPOLL_CTL_ADD = 1;
+export const EPOLL_CTL_DEL = 2;
+export const EPOLL_CTL_MOD = 3;
+/** `struct epoll_event` is packed (12 bytes) on x86_64, naturally aligned (16) elsewhere. */
+export const EV_SIZE = Deno.build.arch === "x86_64" ? 12 : 16;
+export const EV_DATA = Deno.build.arch === "x86_64" ? 4 : 8;
+
+/** errno names the callers turn into node-style error codes (bind errors, resets). */
+const ERRNO_NAMES: Record<number, string> = {
+  1: "EPERM",
+  13: "EACCES",
+  22: "EINVAL",
+  24: "EMFILE",
+  32: "EPIPE",
+  98: "EADDRINUSE",
+  99: "EADDRNOTAVAIL",
+  104: "ECONNRESET",
+  110: "ETIMEDOUT",
+};
+
+let cached: { libc: Libc } | { reason: string } | undefined;
+
+/** libc, or why it cannot be used here; opened once per process. */
+export function openLibc(): { libc: Libc } | { reason: string } {
+  if (cached !== undefined) return cached;
+  if (Deno.build.os !== "linux") return cached = { reason: `not Linux (${Deno.build.os})` };
+  // Asked first: an interactive `deno run` would otherwise prompt for the permission.
+  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
+    return cached = { reason: "FFI is not permitted (--allow-ffi)" };
+  }
+  try {
+    return cached = { libc: Deno.dlopen("libc.so.6", SYMBOLS).symbols };
+  } catch (err) {
+    return cached = { reason: `libc.so.6 cannot be opened (${(err as Error).message})` };
+  }
+}
+
+/** The JS thread's errno cell (thread-local, so fixed for this thread: made once). */
+let errnoCell: Deno.UnsafePointerView | null = null;
+
+/** The JS thread's errno, right after a failed call (sync FFI calls run on this thread). */
+export function errno(libc: Libc): number {
+  if (errnoCell === null) {
+    const p = libc.__errno_location();
+    if (p === null) return 0;
+    errnoCell = new Deno.UnsafePointerView(p);
+  }
+  return errnoCell.getInt32();
+}
+
+/** An Error for a failed `call`, with the node-style `code` (`EADDRINUSE`, `ECONNRESET`). */
+export function sysError(call: string, e: number): Error & { code: string } {
+  const code = ERRNO_NAMES[e] ?? `errno ${e}`;
+  return Object.assign(new Error(`${call}: ${code}`), { code, errno: e });
+}
+
+/** The 4 or 16 bytes of an IP literal, or null when `host` is not one. */
+export function parseIp(host: string): Uint8Array | null {
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
+  if (v4 !== null) {
+    const b = v4.slice(1).map(Number);
+    return b.every((x) => x <= 255) ? Uint8Array.from(b) : null;
+  }
+  if (!/^[0-9a-fA-F:]+$/.test(host) || host.split("::").length > 2) return null;
+  const [head, tail] = host.includes("::") ? host.split("::") : [host, null];
+  const groups = (s: string) => s === "" ? [] : s.split(":");
+  const h = groups(head);
+  const t = tail === null ? [] : groups(tail);
+  const zeros = 8 - h.length - t.length;
+  if ((tail === null && zeros !== 0) || zeros < 0 || [...h, ...t].some((g) => g.length > 4)) {
+    return null;
+  }
+  const all = [...h, ...Array(zeros).fill("0"), ...t].map((g) => parseInt(g, 16));
+  const out = new Uint8Array(16);
+  all.forEach((g, i) => {
+    out[2 * i] = g >> 8;
+    out[2 * i + 1] = g & 0xff;
+  });
+  return out;
+}
+
+/** A `sockaddr_in`/`sockaddr_in6` for `ip` (from {@link parseIp}) and `port`. */
+export function sockaddrOf(ip: Uint8Array, port: number): Uint8Array {
+  const sa = new Uint8Array(ip.length === 4 ? 16 : 28);
+  const v = new DataView(sa.buffer);
+  v.setUint16(0, ip.length === 4 ? AF_INET : AF_INET6, true);
+  v.setUint16(2, port, false);
+  sa.set(ip, ip.length === 4 ? 4 : 8);
+  return sa;
+}
+
+/** The port of a `sockaddr_in`/`sockaddr_in6`. */
+export function portOf(sa: Uint8Array): number {
+  return (sa[2] << 8) | sa[3];
+}
+
+/**
+ * The address of a `sockaddr_in`/`sockaddr_in6` as node:net prints it, except that an IPv4
+ * peer of a dual-stack socket (`::ffff:10.0.0.1`) is `10.0.0.1`, as the node layer makes it.
+ */
+export function addressOf(sa: Uint8Array): string {
+  const family = sa[0] | (sa[1] << 8);
+  if (family === AF_INET) return `${sa[4]}.${sa[5]}.${sa[6]}.${sa[7]}`;
+  if (family !== AF_INET6) return "";
+  const b = sa.subarray(8, 24);
+  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) {
+    return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
+  }
+  const g = Array.from({ length: 8 }, (_, i) => (b[2 * i] << 8) | b[2 * i + 1]);
+  // The longest run of two or more zero groups becomes "::" (RFC 5952).
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8;) {
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) [best, bestLen] = [i, j - i];
+    i = j === i ? i + 1 : j;
+  }
+  const hex = g.map((x) => x.toString(16));
+  if (best < 0) return hex.join(":");
+  return `${hex.slice(0, best).join(":")}::${hex.slice(best + bestLen).join(":")}`;
+}

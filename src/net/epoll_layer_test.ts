@@ -1,0 +1,248 @@
+import assert from "node:assert/strict";
+import { listenTcp, type MqttListener, type TcpListenOptions } from "./listeners.ts";
+import type { Transport, TransportSink } from "../session/transport.ts";
+import { OperatorError } from "../config/errors.ts";
+
+const EPOLL: TcpListenOptions = {
+  layer: "epoll",
+  onFallback: () => assert.fail("no fallback expected"),
+  onShed: () => {},
+};
+
+/** An accepted transport and what its sink heard. */
+interface Accepted {
+  readonly t: Transport;
+  readonly chunks: Uint8Array[];
+  ended: boolean;
+  error: unknown;
+  bytes(): number;
+}
+
+function watch(t: Transport, onData?: (a: Accepted, chunk: Uint8Array) => void): Accepted {
+  const a: Accepted = {
+    t,
+    chunks: [],
+    ended: false,
+    error: undefined,
+    bytes: () => a.chunks.reduce((n, c) => n + c.length, 0),
+  };
+  const sink: TransportSink = {
+    data(chunk) {
+      a.chunks.push(chunk.slice()); // the chunk is only valid during the call
+      onData?.(a, chunk);
+    },
+    end(error) {
+      assert.equal(a.ended, false, "end() is called once");
+      a.ended = true;
+      a.error = error;
+    },
+  };
+  t.start(sink);
+  return a;
+}
+
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function listen(
+  onAccept: (t: Transport) => void,
+  host = "127.0.0.1",
+): Promise<MqttListener> {
+  const l = await listenTcp(host, 0, EPOLL, onAccept);
+  assert.equal(l.layer, "epoll");
+  return l;
+}
+
+async function readAll(conn: Deno.TcpConn, n: number): Promise<Uint8Array> {
+  const out = new Uint8Array(n);
+  let got = 0;
+  while (got < n) {
+    const r = await conn.read(out.subarray(got));
+    if (r === null) throw new Error(`closed after ${got} of ${n} bytes`);
+    got += r;
+  }
+  return out;
+}
+
+Deno.test("epoll layer: 500 connections at once are each accepted, read and written, with the peer's address", async () => {
+  const accepted: Accepted[] = [];
+  const l = await listen((t) =>
+    accepted.push(watch(t, (a, chunk) => {
+      a.t.write(chunk.slice()); // echo
+    }))
+  );
+  const conns = await Promise.all(
+    Array.from({ length: 500 }, () => Deno.connect({ hostname: "127.0.0.1", port: l.port })),
+  );
+  try {
+    await Promise.all(conns.map(async (c, i) => {
+      const msg = new TextEncoder().encode(`hello ${i.toString().padStart(4, "0")}`);
+      await c.write(msg);
+      assert.deepEqual(await readAll(c, msg.length), msg);
+    }));
+    assert.equal(accepted.length, 500);
+    assert.ok(accepted.every((a) => a.t.remoteAddress === "127.0.0.1"));
+  } finally {
+    for (const c of conns) c.close();
+    await until(() => accepted.every((a) => a.ended), "every end");
+    for (const a of accepted) a.t.close();
+    l.close();
+  }
+});
+
+Deno.test("epoll layer: writes larger than the socket buffer wait for EPOLLOUT, resolve only when all is out, and stay in order", async () => {
+  let server: Accepted | undefined;
+  const l = await listen((t) => server = watch(t));
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  try {
+    await until(() => server !== undefined, "the accept");
+    const size = 8 << 20;
+    const first = new Uint8Array(size).fill(0xa1);
+    const second = new Uint8Array(size).fill(0xb2);
+    let done = 0;
+    const writes = [server!.t.write(first), server!.t.write(second)].map((p) =>
+      p.then((n) => {
+        done++;
+        return n;
+      })
+    );
+    // The client has read nothing: 16 MB cannot all be in the kernel's buffers.
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(done, 0, "a write resolves only when all its bytes are out");
+    const got = await readAll(conn, 2 * size);
+    assert.deepEqual(await Promise.all(writes), [size, size]);
+    assert.ok(got.subarray(0, size).every((b) => b === 0xa1), "the first write first");
+    assert.ok(got.subarray(size).every((b) => b === 0xb2), "then the second");
+  } finally {
+    conn.close();
+    server?.t.close();
+    l.close();
+  }
+});
+
+Deno.test("epoll layer: a paused socket delivers nothing until resumed; end of stream ends the sink once, without error", async () => {
+  let server: Accepted | undefined;
+  const l = await listen((t) => server = watch(t));
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  try {
+    await until(() => server !== undefined, "the accept");
+    server!.t.pause();
+    await conn.write(new Uint8Array(1000).fill(7));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(server!.bytes(), 0);
+    server!.t.resume();
+    await until(() => server!.bytes() === 1000, "the bytes after resume");
+    await conn.closeWrite();
+    await until(() => server!.ended, "the end of stream");
+    assert.equal(server!.error, undefined);
+  } finally {
+    conn.close();
+    server?.t.close();
+    l.close();
+  }
+});
+
+Deno.test("epoll layer: a peer reset ends the sink with ECONNRESET and fails the write that waits", async () => {
+  let server: Accepted | undefined;
+  const l = await listen((t) => server = watch(t));
+  // A reset, not a FIN: SO_LINGER 0, then close (Deno cannot set it; Python can).
+  const py = new Deno.Command("python3", {
+    args: [
+      "-c",
+      `import socket,struct,sys
+s=socket.create_connection(("127.0.0.1",${l.port}))
+sys.stdin.readline()
+s.setsockopt(socket.SOL_SOCKET,socket.SO_LINGER,struct.pack("ii",1,0))
+s.close()`,
+    ],
+    stdin: "piped",
+  }).spawn();
+  try {
+    await until(() => server !== undefined, "the accept");
+    const pending = server!.t.write(new Uint8Array(32 << 20)).then(() => "resolved", (e) => e);
+    const w = py.stdin.getWriter();
+    await w.write(new TextEncoder().encode("\n"));
+    await w.close();
+    await py.status;
+    const result = await pending;
+    assert.ok(result instanceof Error, `the waiting write fails (${result})`);
+    await until(() => server!.ended, "the sink's end");
+    assert.match(String((server!.error as { code?: string } | undefined)?.code), /ECONNRESET/);
+    await assert.rejects(server!.t.write(new Uint8Array(10)));
+  } finally {
+    server?.t.close();
+    l.close();
+  }
+});
+
+Deno.test("epoll layer: close() with a write waiting fails it, the peer sees the close, and nothing keeps the process alive after the listener closes", async () => {
+  let server: Accepted | undefined;
+  const l = await listen((t) => server = watch(t));
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  try {
+    await until(() => server !== undefined, "the accept");
+    const pending = server!.t.write(new Uint8Array(32 << 20));
+    server!.t.close();
+    server!.t.close(); // idempotent
+    await assert.rejects(pending);
+    await until(() => server!.ended, "the sink hears the end");
+    const buf = new Uint8Array(1 << 20);
+    for (;;) {
+      const n = await conn.read(buf).catch(() => null);
+      if (n === null) break;
+    }
+  } finally {
+    conn.close();
+    l.close();
+  }
+  // Deno's op sanitizer fails this test if the epoll_wait call is still pending here.
+  await new Promise((r) => setTimeout(r, 20));
+});
+
+Deno.test("epoll layer: a port in use and a host that is not an IP are one-line operator errors", async () => {
+  const l = await listen(() => {});
+  try {
+    await assert.rejects(listenTcp("127.0.0.1", l.port, EPOLL, () => {}), (e: unknown) => {
+      assert.ok(e instanceof OperatorError);
+      assert.equal(e.code, "address_in_use");
+      assert.match(e.message, /^MQTT listener 127\.0\.0\.1:\d+: address already in use$/);
+      return true;
+    });
+  } finally {
+    l.close();
+  }
+  await assert.rejects(listenTcp("gateway.example", 0, EPOLL, () => {}), (e: unknown) => {
+    assert.ok(e instanceof OperatorError);
+    assert.match(e.message, /listeners\.tcp_socket_layer = "epoll" cannot be used: .*not an IP/);
+    return true;
+  });
+});
+
+Deno.test("epoll layer: IPv6 loopback and the dual-stack any-address listen; an IPv4 peer of :: is its plain IPv4 address", async () => {
+  for (const host of ["::1", "::"]) {
+    let peer = "";
+    const l = await listen((t) => {
+      peer = t.remoteAddress;
+      t.close();
+    }, host).catch(() => null);
+    if (l === null) continue; // no IPv6 here
+    const conn = await Deno.connect({
+      hostname: host === "::1" ? "::1" : "127.0.0.1",
+      port: l.port,
+    })
+      .catch(() => null);
+    try {
+      if (conn === null) continue; // no IPv6 here
+      await until(() => peer !== "", "the accept");
+      assert.equal(peer, host === "::1" ? "::1" : "127.0.0.1");
+    } finally {
+      conn?.close();
+      l.close();
+    }
+  }
+});
