@@ -19,6 +19,7 @@ import { FrameKind, operationFor } from "./codes.ts";
 import type { Transport } from "./dial.ts";
 import { HEADER_SIZE, readFrameKind, writeRequestHeader } from "./header.ts";
 import { FrameReader } from "./frame_reader.ts";
+import { FrameWriter } from "./frame_writer.ts";
 import {
   type Credentials,
   decodeRegisterReply,
@@ -66,7 +67,7 @@ export class NotSentError extends IggyConnectionError {}
 /** One registered connection. */
 export class IggyConnection {
   readonly #transport: Transport;
-  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #writer: FrameWriter;
   readonly #timeoutMs: number;
   readonly #label: string;
   #client = 0n;
@@ -88,7 +89,7 @@ export class IggyConnection {
 
   constructor(transport: Transport, options: { timeoutMs: number; label: string }) {
     this.#transport = transport;
-    this.#writer = transport.writable.getWriter();
+    this.#writer = new FrameWriter(transport);
     this.#timeoutMs = options.timeoutMs;
     this.#label = options.label;
     this.closed = new Promise((resolve) => (this.#onClose = resolve));
@@ -235,7 +236,7 @@ export class IggyConnection {
 
   async #readLoop(): Promise<void> {
     try {
-      await new FrameReader(this.#transport.readable, (f) => this.#deliver(f), this.#label).run();
+      await new FrameReader(this.#transport, (f) => this.#deliver(f), this.#label).run();
       this.#fail(new IggyConnectionError(`Iggy closed the connection ${this.#label}`));
     } catch (e) {
       this.#fail(e as Error); // always an IggyConnectionError (FrameReader wraps the rest)
