@@ -143,20 +143,21 @@ export class IggyConnection {
       const operation = operationFor(code);
       const request = kind === "register" ? 0n : this.#ids.next(kind as "read");
       const bodyLength = framed ? body.length - HEADER_SIZE : body.length;
-      const header = writeRequestHeader({
+      let frame = body;
+      if (!framed) {
+        frame = new Uint8Array(HEADER_SIZE + body.length);
+        frame.set(body, HEADER_SIZE);
+      }
+      // In place: the room in front of the body is the encoder's, still zero (or a header
+      // this wrote for the same command before a replay).
+      writeRequestHeader({
         bodyLength,
         client: this.#client,
         request,
         operation,
         session: kind === "register" ? 0n : this.#session,
         code: operation === 2 ? code : undefined,
-      });
-      let frame = body;
-      if (!framed) {
-        frame = new Uint8Array(HEADER_SIZE + body.length);
-        frame.set(body, HEADER_SIZE);
-      }
-      frame.set(header);
+      }, frame);
       const started = Date.now();
       for (;;) {
         const reply = this.#nextFrame(code);
