@@ -253,14 +253,14 @@ export class IggyBackend implements LogBackend {
     return this.#info(stream, topic, record);
   }
 
-  async append(request: AppendRequest): Promise<AppendReceipt> {
-    const where =
-      `stream "${request.stream}" topic "${request.topic}" partition ${request.partition}`;
-    if (this.#state === "closed") {
-      throw new BackendError("unavailable", `Cannot append to ${where}: Iggy backend is closed`);
+  append(request: AppendRequest): Promise<AppendReceipt> {
+    if (this.#state === "closed") { // not async, and the text only made here: one promise
+      const { stream: s, topic: t, partition: p } = request;
+      const why = `stream "${s}" topic "${t}" partition ${p}: Iggy backend is closed`;
+      return Promise.reject(new BackendError("unavailable", `Cannot append to ${why}`));
     }
-    if (request.messages.length === 0) return { baseOffset: null };
-    return await this.#batcher.append(request);
+    if (request.messages.length === 0) return Promise.resolve({ baseOffset: null });
+    return this.#batcher.append(request);
   }
 
   async #send(

@@ -95,9 +95,7 @@ export class AppendBatcher<M> {
     },
   ): Promise<AppendReceipt> {
     const over = request.balancedOver ?? 0;
-    const key = over > 0
-      ? JSON.stringify([request.stream, request.topic, "balanced"])
-      : JSON.stringify([request.stream, request.topic, request.partition]);
+    const key = laneKey(request.stream, request.topic, over > 0 ? "balanced" : request.partition);
     let lane = this.#lanes.get(key);
     if (!lane) {
       const { stream, topic } = request;
@@ -116,7 +114,8 @@ export class AppendBatcher<M> {
       this.#lanes.set(key, lane);
     }
     if (over > 0) lane.balancedOver = over; // the topic's latest partition count
-    const bytes = request.messages.reduce((n, m) => n + this.#sizeOf(m), 0);
+    let bytes = 0;
+    for (const m of request.messages) bytes += this.#sizeOf(m);
     const l = lane;
     return new Promise<AppendReceipt>((resolve, reject) => {
       l.queue.push({ messages: request.messages, bytes, resolve, reject });
@@ -250,6 +249,15 @@ export class AppendBatcher<M> {
       this.#idle.add(wake);
     });
   }
+}
+
+/**
+ * A lane's key, without a JSON encoding per append: the stream's length keeps stream and
+ * topic apart, and the last NUL separates topic and suffix (the suffix holds none), whatever
+ * the names hold.
+ */
+function laneKey(stream: string, topic: string, lane: number | "balanced"): string {
+  return `${stream.length}:${stream}${topic}\u0000${lane}`;
 }
 
 function partitionKey(stream: string, topic: string, partition: number): string {

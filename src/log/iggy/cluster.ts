@@ -16,6 +16,8 @@ import type { RegisterReply } from "./login.ts";
 import { IggyPool, type PoolOptions } from "./pool.ts";
 import type { RequestOptions012 } from "./v12/connection.ts";
 
+const ONLY_NODE: readonly number[] = Object.freeze([0]);
+
 /** A cluster of node pools. */
 export class ClusterPool {
   readonly #pools: IggyPool[];
@@ -79,8 +81,10 @@ export class ClusterPool {
     throw last;
   };
 
-  #order(node?: number): number[] {
+  #order(node?: number): readonly number[] {
     const n = this.#pools.length;
+    if (n === 1) return ONLY_NODE; // every request of a one-node cluster: no arrays made
+
     this.#turn = (this.#turn + 1) % n;
     const all = Array.from({ length: n }, (_, k) => (this.#turn + k) % n);
     const primary = node === undefined

@@ -223,3 +223,18 @@ Deno.test("a request whose write never completes fails at the timeout, with no u
   assert.equal(c.isClosed, true, "the timed-out connection is closed for good");
   await c.close();
 });
+
+Deno.test("the one request timer per connection: a later request still gets its whole timeout", async () => {
+  // Register is answered, the PING after it never is.
+  const server = new FakeServer((req) => req.operation === 1 ? happy(req) : []);
+  const c = await connected(server, 200);
+  // Idle past most of Register's timeout, so the timer armed then fires during the PING.
+  await new Promise((r) => setTimeout(r, 150));
+  const sent = Date.now();
+  const e = await c.request(Code.PING).catch((err) => err);
+  const waited = Date.now() - sent;
+  assert.ok(e instanceof IggyTimeoutError, String(e));
+  assert.ok(waited >= 195, `timed out after ${waited} ms, before its 200 ms`);
+  assert.equal(c.isClosed, true);
+  await c.close();
+});

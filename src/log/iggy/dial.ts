@@ -14,6 +14,14 @@ export interface Transport {
   readonly readable: ReadableStream<Uint8Array>;
   /** Bytes to the server. */
   readonly writable: WritableStream<Uint8Array>;
+  /**
+   * Direct socket I/O (a Deno socket has both), used instead of the streams when present:
+   * reads into the caller's buffer (`frame_reader.ts`) and writes without a stream's promises
+   * (`frame_writer.ts`). `read` resolves with the bytes read, null at end of stream; `write`
+   * with the bytes written (maybe fewer than given).
+   */
+  read?(into: Uint8Array): Promise<number | null>;
+  write?(bytes: Uint8Array): Promise<number>;
   /** Closes both directions; idempotent. */
   close(): void;
 }

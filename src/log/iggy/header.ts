@@ -56,10 +56,14 @@ export interface RequestFields {
 
 const U64 = 0xffff_ffff_ffff_ffffn;
 
-/** Writes a request header into a fresh 256-byte array. */
-export function writeRequestHeader(f: RequestFields): Uint8Array {
-  const header = new Uint8Array(HEADER_SIZE);
-  const v = new DataView(header.buffer);
+/**
+ * Writes a request header into a fresh 256-byte array, or into the first 256 bytes of `into`
+ * (a frame whose header room is still zero, or holds a header of the same command: every
+ * field this writes is written again).
+ */
+export function writeRequestHeader(f: RequestFields, into?: Uint8Array): Uint8Array {
+  const header = into ?? new Uint8Array(HEADER_SIZE);
+  const v = new DataView(header.buffer, header.byteOffset, HEADER_SIZE);
   v.setUint32(RequestOffset.SIZE, HEADER_SIZE + f.bodyLength, true);
   v.setUint8(RequestOffset.COMMAND, FrameKind.REQUEST);
   v.setBigUint64(RequestOffset.CLIENT, f.client & U64, true);

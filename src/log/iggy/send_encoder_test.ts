@@ -92,3 +92,13 @@ Deno.test("SendEncoder's string cache is bounded", () => {
   assert.ok(encoder.cachedStrings <= MAX_CACHED_STRINGS, `${encoder.cachedStrings} cached`);
   assert.ok(encoder.encode("s", "t", 0, [msg("a", [])], 1).length > 0);
 });
+
+Deno.test("SendEncoder's header-key cache is bounded, and a key from a cleared cache encodes the same", () => {
+  const encoder = new SendEncoder(fixedIds);
+  const first = encoder.encode("s", "t", 0, [msg("a", [["key-0", "v"]])], 1);
+  for (let i = 0; i < MAX_CACHED_STRINGS + 10; i++) {
+    encoder.encode("s", "t", 0, [msg("a", [[`key-${i}`, "v"]])], 1);
+  }
+  assert.ok(encoder.cachedKeys <= MAX_CACHED_STRINGS, `${encoder.cachedKeys} keys cached`);
+  assert.deepEqual(encoder.encode("s", "t", 0, [msg("a", [["key-0", "v"]])], 1), first);
+});

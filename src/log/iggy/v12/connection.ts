@@ -26,6 +26,7 @@ import { type Credentials, decodeRegisterReply, type RegisterReply } from "../lo
 import { commandName, decodeReply } from "../reply.ts";
 import { randomMessageId } from "../batch.ts";
 import { FrameReader } from "../frame_reader.ts";
+import { FrameWriter } from "../frame_writer.ts";
 import { randomRequestChecksum, requestFrame012, type RouteContext } from "./header.ts";
 import { bindSessionBody, encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
 import { Code012, MAX_PENDING_PER_CONNECTION, PROTOCOL_012_PACKED } from "./wire.ts";
@@ -93,7 +94,7 @@ export class IggyConnection012 {
   /** Wire dialect of this connection. */
   readonly dialect = "0.12";
   readonly #transport: Transport;
-  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #writer: FrameWriter;
   readonly #o: Required<ConnectionOptions012>;
   #client = 0n;
   #session = 0n;
@@ -120,14 +121,14 @@ export class IggyConnection012 {
 
   constructor(transport: Transport, options: ConnectionOptions012) {
     this.#transport = transport;
-    this.#writer = transport.writable.getWriter();
+    this.#writer = new FrameWriter(transport);
     this.#o = {
       ...options,
       protocolVersion: options.protocolVersion ?? PROTOCOL_012_PACKED,
       maxPending: Math.max(1, options.maxPending ?? MAX_PENDING_PER_CONNECTION),
     };
     this.closed = new Promise((resolve) => (this.#onClose = resolve));
-    const reader = new FrameReader(transport.readable, (f) => this.#deliver(f), this.#o.label);
+    const reader = new FrameReader(transport, (f) => this.#deliver(f), this.#o.label);
     this.#reading = reader.run().then(
       () => this.#fail(new IggyConnectionError(`Iggy closed the connection ${this.#o.label}`)),
       (e) => this.#fail(e as Error),
