@@ -183,3 +183,33 @@ Deno.test("StoredSessions.sweep() renews only sessions attached here; a remote o
     assert.ok(mine.savedAtMs >= Date.now() + shift - 1000);
   });
 });
+
+Deno.test("StoredSessions.sync() shares one tail read among concurrent callers; a latecomer gets a read that starts after its call", async () => {
+  await withBackend(async (b) => {
+    const here = sessions(b, { maxSessions: 100 });
+    const there = sessions(b, { maxSessions: 100 });
+    assert.equal(await here.load(), true);
+    assert.equal(await there.load(), true);
+    for (let i = 0; i < 20; i++) there.open(`dev-${i}`, STORE);
+    await there.idle();
+    let polls = 0;
+    const poll = b.poll.bind(b);
+    b.poll = (...args) => {
+      polls++;
+      return poll(...args);
+    };
+    // A burst of stored-session CONNECTs: each asks for the tail at once.
+    const first = here.sync();
+    const burst = Array.from({ length: 50 }, () => here.sync());
+    // Written while the first read runs: a caller after this must see it.
+    there.open("late", STORE);
+    await there.idle();
+    const after = here.sync();
+    assert.deepEqual(await Promise.all([first, ...burst, after]), Array(52).fill(true));
+    assert.equal(here.size, 21, "every record read, the late one too");
+    assert.ok(
+      polls <= 6,
+      `two reads of the tail (a few polls each), not one per caller: ${polls} polls`,
+    );
+  });
+});

@@ -65,7 +65,12 @@ const SCENARIOS: Record<string, string[]> = {
   qos0_1: ["--scenario=qos0", "--conns=1"],
   qos0_10: ["--scenario=qos0", "--conns=10"],
   // Last: the sessions it leaves stored stay in the servers' memory.
-  stored_sessions: ["--scenario=stored_sessions", `--count=${SMOKE ? 200 : 10_000}`],
+  // Waits twice for the server's RSS to settle (up to 40 s each): see storedSessions().
+  stored_sessions: [
+    "--scenario=stored_sessions",
+    `--count=${SMOKE ? 200 : 10_000}`,
+    `--settle-ms=${SMOKE ? 500 : 40_000}`,
+  ],
 };
 const IGGY = a.backend === "iggy";
 const IGGY_ADDRESS = Deno.env.get("IGGY_TEST_ADDRESS") ?? "";
@@ -114,7 +119,7 @@ async function runLoadgen(s: Running, id: string): Promise<Record<string, unknow
   ]);
   const child = new Deno.Command(argv[0], { args: argv.slice(1), stdout: "piped", stderr: "piped" })
     .spawn();
-  const killer = setTimeout(() => child.kill("SIGKILL"), WARMUP_MS + DURATION_MS + 90_000);
+  const killer = setTimeout(() => child.kill("SIGKILL"), WARMUP_MS + DURATION_MS + 170_000);
   const out = await child.output();
   clearTimeout(killer);
   const text = new TextDecoder().decode(out.stdout).trim().split("\n").at(-1) ?? "";
