@@ -22,16 +22,67 @@ export interface DeliveryOptions {
 }
 
 /** A publisher and its subscribers, connected and subscribed, in one poller. */
-function setUp(o: DeliveryOptions, topic: string, name: string, subs: number, batch: number) {
-  const pub = new RawPublisher(connectRaw(o.port, `${name}-pub`), topic, o.payload, batch);
-  primeRaw(pub.sock, topic);
-  const socks = Array.from({ length: subs }, (_, i) => connectRaw(o.port, `${name}-sub-${i}`));
-  socks.forEach((s) => subscribeRaw(s, topic, 0));
-  const inboxes = new Inboxes(socks);
-  const poller = new Poller(subs + 8);
-  socks.forEach((s, i) => poller.add(s, i, EPOLLIN));
-  poller.add(pub.sock, subs, EPOLLIN);
-  return { pub, inboxes, poller, pubIndex: subs };
+class Loop {
+  readonly pub: RawPublisher;
+  readonly inboxes: Inboxes;
+  readonly poller: Poller;
+  /** False while a batch waits for the publisher's socket to take the rest of it. */
+  writable = true;
+  readonly #pubIndex: number;
+  readonly #scratch = new Uint8Array(4096);
+
+  constructor(o: DeliveryOptions, topic: string, name: string, subs: number, batch: number) {
+    this.pub = new RawPublisher(connectRaw(o.port, `${name}-pub`), topic, o.payload, batch);
+    primeRaw(this.pub.sock, topic);
+    const socks = Array.from({ length: subs }, (_, i) => connectRaw(o.port, `${name}-sub-${i}`));
+    socks.forEach((s) => subscribeRaw(s, topic, 0));
+    this.inboxes = new Inboxes(socks);
+    this.poller = new Poller(subs + 8);
+    socks.forEach((s, i) => this.poller.add(s, i, EPOLLIN));
+    this.#pubIndex = subs;
+    this.poller.add(this.pub.sock, subs, EPOLLIN);
+  }
+
+  /** Sends `n` stamped PUBLISHes; what the socket did not take goes out when it is writable. */
+  send(n: number): void {
+    if (this.pub.send(n)) return;
+    this.writable = false;
+    this.poller.modify(this.pub.sock, this.#pubIndex, EPOLLIN | EPOLLOUT);
+  }
+
+  /** Serves the `n` sockets the last wait returned: subscribers read, the publisher flushed. */
+  serve(n: number): void {
+    const p = this.poller;
+    for (let k = 0; k < n; k++) {
+      const i = p.readyIndex[k];
+      if (i !== this.#pubIndex) {
+        this.inboxes.read(i);
+        continue;
+      }
+      if (p.readyEvents[k] & EPOLLIN) this.pub.discardInput(this.#scratch);
+      if ((p.readyEvents[k] & EPOLLOUT) && this.pub.flush()) {
+        this.writable = true;
+        p.modify(this.pub.sock, this.#pubIndex, EPOLLIN);
+      }
+    }
+  }
+
+  /** Closes everything and returns the figures of the measured window. */
+  finish(w: Window) {
+    const totals = this.inboxes.totals();
+    this.pub.sock.close();
+    this.inboxes.close();
+    this.poller.close();
+    return {
+      published: w.published,
+      ...totals,
+      elapsedMs: w.elapsedMs,
+      deliveriesPerSec: totals.deliveries / (w.elapsedMs / 1000),
+      latency: this.inboxes.latency.summary(),
+      io: "libc-epoll",
+      ...w.cpu,
+    };
+  }
 }
 
 /** The warm-up, then the measured window: when each starts and what was measured. */
@@ -125,40 +176,21 @@ export function fanoutRaw(
   },
 ) {
   const batch = Math.min(50, o.window);
-  const { pub, inboxes, poller, pubIndex } = setUp(o, "bench/fan", "bench-fan", o.subs, batch);
-  const scratch = new Uint8Array(4096);
+  const loop = new Loop(o, "bench/fan", "bench-fan", o.subs, batch);
+  const { pub, inboxes, poller } = loop;
   const w = new Window(o);
   const coalescing = new Coalescing(o.coalesceUs, o.maxCoalesceUs);
-  let writable = true;
   while (w.tick(o, inboxes, pub.seq)) {
-    if (writable) {
-      const slowest = inboxes.slowest();
-      while (pub.seq - 1 - slowest + batch <= o.window && pub.seq < o.maxMsgs) {
-        if (!pub.send(batch)) {
-          writable = false;
-          poller.modify(pub.sock, pubIndex, EPOLLIN | EPOLLOUT);
-          break;
-        }
-      }
+    const slowest = inboxes.slowest();
+    while (loop.writable && pub.seq - 1 - slowest + batch <= o.window && pub.seq < o.maxMsgs) {
+      loop.send(batch);
     }
     // The timeout only bounds a stall (a dropped copy does not hold the window: it counts the
     // highest sequence number seen).
-    const n = poller.waitCoalesced(Math.round(coalescing.us), 5);
-    for (let k = 0; k < n; k++) {
-      const i = poller.readyIndex[k];
-      if (i !== pubIndex) {
-        inboxes.read(i);
-        continue;
-      }
-      if (poller.readyEvents[k] & EPOLLIN) pub.discardInput(scratch);
-      if ((poller.readyEvents[k] & EPOLLOUT) && pub.flush()) {
-        writable = true;
-        poller.modify(pub.sock, pubIndex, EPOLLIN);
-      }
-    }
+    loop.serve(poller.waitCoalesced(Math.round(coalescing.us), 5));
     coalescing.adapt(inboxes);
   }
-  return { ...finish(w, pub, inboxes, poller), coalesceUsAtEnd: Math.round(coalescing.us) };
+  return { ...loop.finish(w), coalesceUsAtEnd: Math.round(coalescing.us) };
 }
 
 /**
@@ -169,49 +201,17 @@ export function fanoutRaw(
  */
 export function e2eRaw(o: DeliveryOptions & { readonly rate: number }) {
   const maxBatch = 64;
-  const { pub, inboxes, poller, pubIndex } = setUp(o, "bench/e2e", "bench-e2e", 1, maxBatch);
-  const scratch = new Uint8Array(4096);
+  const loop = new Loop(o, "bench/e2e", "bench-e2e", 1, maxBatch);
+  const { pub, inboxes, poller } = loop;
   const w = new Window(o);
   const start = performance.now();
   const msPerMsg = 1000 / o.rate;
-  let writable = true;
   while (w.tick(o, inboxes, pub.seq)) {
     const due = Math.floor((performance.now() - start) / msPerMsg) + 1 - pub.seq;
-    if (writable && due > 0 && pub.seq < o.maxMsgs && !pub.send(Math.min(maxBatch, due))) {
-      writable = false;
-      poller.modify(pub.sock, pubIndex, EPOLLIN | EPOLLOUT);
-    }
-    const next = start + pub.seq * msPerMsg;
-    const n = poller.waitUs(writable ? (next - performance.now()) * 1000 : 1000);
-    for (let k = 0; k < n; k++) {
-      const i = poller.readyIndex[k];
-      if (i !== pubIndex) {
-        inboxes.read(i);
-        continue;
-      }
-      if (poller.readyEvents[k] & EPOLLIN) pub.discardInput(scratch);
-      if ((poller.readyEvents[k] & EPOLLOUT) && pub.flush()) {
-        writable = true;
-        poller.modify(pub.sock, pubIndex, EPOLLIN);
-      }
-    }
+    if (due > 0 && loop.writable && pub.seq < o.maxMsgs) loop.send(Math.min(maxBatch, due));
+    // Until the next send time; with nothing to send (all sent, or a write pending), 1 ms.
+    const untilNextUs = (start + pub.seq * msPerMsg - performance.now()) * 1000;
+    loop.serve(poller.waitUs(loop.writable && pub.seq < o.maxMsgs ? untilNextUs : 1000));
   }
-  return finish(w, pub, inboxes, poller);
-}
-
-/** Closes everything and returns the figures of the measured window. */
-function finish(w: Window, pub: RawPublisher, inboxes: Inboxes, poller: Poller) {
-  const totals = inboxes.totals();
-  pub.sock.close();
-  inboxes.close();
-  poller.close();
-  return {
-    published: w.published,
-    ...totals,
-    elapsedMs: w.elapsedMs,
-    deliveriesPerSec: totals.deliveries / (w.elapsedMs / 1000),
-    latency: inboxes.latency.summary(),
-    io: "libc-epoll",
-    ...w.cpu,
-  };
+  return loop.finish(w);
 }
