@@ -1,22 +1,14 @@
 /**
  * The load generator's own MQTT 3.1.1 client pieces: pre-encoded packets, whole-buffer writes,
- * and a reader that parses every complete packet of a read chunk in one pass. Deliberately
- * minimal (only what the benchmark sends and receives) so the client is never the bottleneck.
+ * CONNECT over a Deno socket (the idle and stored-session scenarios, and readiness checks).
+ * Deliberately minimal (only what the benchmark sends); what it receives under load is scanned
+ * by the raw-socket scenarios (`_raw_load.ts`, `_raw_inbox.ts`).
  *
  * @module
  */
 import { remainingLength } from "../../src/codec/encoder.ts";
 
 const enc = new TextEncoder();
-
-/** MQTT control packet types (high nibble of the first byte). */
-export const PT = {
-  CONNACK: 2,
-  PUBLISH: 3,
-  PUBACK: 4,
-  SUBACK: 9,
-  PINGRESP: 13,
-} as const;
 
 /** PINGREQ, the barrier packet: the server answers it after everything sent before it. */
 export const PINGREQ = new Uint8Array([0xc0, 0x00]);
@@ -95,61 +87,6 @@ export async function writeAll(conn: Deno.Conn, data: Uint8Array): Promise<void>
   while (off < data.length) off += await conn.write(off === 0 ? data : data.subarray(off));
 }
 
-/** Called per complete packet: `first` is its first byte, `buf[body..end)` what follows the length. */
-export type OnPacket = (first: number, buf: Uint8Array, body: number, end: number) => void;
-
-/**
- * Reads a connection until it closes, parsing every complete packet of each read before the
- * next read. `afterChunk` runs once per read (the place to coalesce replies into one write).
- */
-export async function readPackets(
-  conn: Deno.Conn,
-  onPacket: OnPacket,
-  afterChunk?: () => Promise<void> | void,
-): Promise<void> {
-  let buf = new Uint8Array(256 * 1024);
-  let end = 0;
-  for (;;) {
-    if (end === buf.length) {
-      const bigger = new Uint8Array(buf.length * 2);
-      bigger.set(buf);
-      buf = bigger;
-    }
-    let n: number | null;
-    try {
-      n = await conn.read(buf.subarray(end));
-    } catch {
-      return;
-    }
-    if (n === null) return;
-    end += n;
-    let pos = 0;
-    while (end - pos >= 2) {
-      let len = 0;
-      let mul = 1;
-      let i = pos + 1;
-      let complete = false;
-      for (; i < end && i < pos + 5; i++) {
-        len += (buf[i] & 0x7f) * mul;
-        mul *= 128;
-        if ((buf[i] & 0x80) === 0) {
-          complete = true;
-          i++;
-          break;
-        }
-      }
-      if (!complete || end - i < len) break;
-      onPacket(buf[pos], buf, i, i + len);
-      pos = i + len;
-    }
-    if (pos > 0) {
-      buf.copyWithin(0, pos, end);
-      end -= pos;
-    }
-    if (afterChunk) await afterChunk();
-  }
-}
-
 /** Connects over loopback, sends CONNECT and waits for CONNACK 0; returns the open socket. */
 export async function connectMqtt(
   port: number,
@@ -175,10 +112,4 @@ export async function connectMqtt(
     throw new Error(`CONNACK refused for "${clientId}": return code ${b[3]}`);
   }
   return conn;
-}
-
-/** Offset of a received PUBLISH's payload given its body start. */
-export function publishPayloadAt(first: number, buf: Uint8Array, body: number): number {
-  const tlen = (buf[body] << 8) | buf[body + 1];
-  return body + 2 + tlen + (((first >> 1) & 3) > 0 ? 2 : 0);
 }

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { encodeConnect, encodePublish, PINGREQ, repeat } from "./_mqtt.ts";
+import { encodePublish, PINGREQ, repeat } from "./_mqtt.ts";
+import { connectRaw } from "./_raw_client.ts";
 import { EPOLLIN, EPOLLOUT, Poller, RawSocket } from "./_raw_socket.ts";
 import { Histogram } from "./_stats.ts";
 
@@ -20,21 +21,6 @@ export interface IngestOptions {
   readonly payload: Uint8Array;
   /** Starts the CPU window; its result is called at the end of the measured window. */
   readonly cpuWindow: () => () => Record<string, number>;
-}
-
-/** CONNECT and wait for CONNACK 0 (blocking, bounded). */
-function connectRaw(port: number, clientId: string): RawSocket {
-  const s = RawSocket.connect(port);
-  try {
-    s.writeAllBlocking(encodeConnect(clientId, 600));
-    const b = new Uint8Array(4);
-    s.readAtLeast(b, 4);
-    if (b[0] !== 0x20 || b[3] !== 0) throw new Error(`CONNACK refused: return code ${b[3]}`);
-    return s;
-  } catch (err) {
-    s.close();
-    throw new Error(`Cannot connect "${clientId}": ${(err as Error).message}`);
-  }
 }
 
 /**

@@ -24,6 +24,12 @@ const LIBC = Deno.dlopen("libc.so.6", {
   epoll_create1: { parameters: ["i32"], result: "i32" },
   epoll_ctl: { parameters: ["i32", "i32", "i32", "buffer"], result: "i32" },
   epoll_wait: { parameters: ["i32", "buffer", "i32", "i32"], result: "i32" },
+  // glibc ≥ 2.35: a timeout in nanoseconds (paced senders); without it, whole milliseconds.
+  epoll_pwait2: {
+    parameters: ["i32", "buffer", "i32", "buffer", "pointer"],
+    result: "i32",
+    optional: true,
+  },
   usleep: { parameters: ["u32"], result: "i32" },
   __errno_location: { parameters: [], result: "pointer" },
 });
@@ -233,7 +239,27 @@ export class Poller {
 
   /** Waits up to `timeoutMs` for ready sockets; returns how many (see readyIndex/readyEvents). */
   wait(timeoutMs: number): number {
-    const n = C.epoll_wait(this.#epfd, this.#events, this.readyIndex.length, timeoutMs);
+    return this.#ready(C.epoll_wait(this.#epfd, this.#events, this.readyIndex.length, timeoutMs));
+  }
+
+  readonly #timespec = new BigInt64Array(2);
+  readonly #timespecBytes = new Uint8Array(this.#timespec.buffer);
+
+  /**
+   * {@link wait} with a timeout in microseconds: a sender paced to a schedule wakes on time
+   * without a busy loop, and a socket that becomes ready ends the wait at once as with
+   * {@link wait}. Rounded up to whole milliseconds where the libc has no `epoll_pwait2`.
+   */
+  waitUs(timeoutUs: number): number {
+    const us = Math.max(0, Math.ceil(timeoutUs));
+    if (C.epoll_pwait2 === null) return this.wait(Math.ceil(us / 1000));
+    this.#timespec[0] = BigInt(Math.floor(us / 1_000_000));
+    this.#timespec[1] = BigInt((us % 1_000_000) * 1000);
+    const max = this.readyIndex.length;
+    return this.#ready(C.epoll_pwait2(this.#epfd, this.#events, max, this.#timespecBytes, null));
+  }
+
+  #ready(n: number): number {
     for (let i = 0; i < n; i++) {
       this.readyEvents[i] = this.#view.getUint32(i * EV_SIZE, true);
       this.readyIndex[i] = this.#view.getUint32(i * EV_SIZE + EV_DATA, true);

@@ -52,6 +52,18 @@ Deno.test({
           );
         }
       }
+      // Throughput and delivery scenarios run over raw sockets (one epoll loop), and the
+      // delivery ones received what they sent: every copy, stamped.
+      for (const scenario of ["qos0_1", "qos0_10", "qos1", "fanout", "e2e"]) {
+        for (const [server, r] of Object.entries(report.raw[scenario] ?? {})) {
+          const run = r as { io?: string; deliveries?: number; missing?: number };
+          assert.equal(run.io, "libc-epoll", `${scenario} on ${server}: not over raw sockets`);
+          if (scenario !== "fanout" && scenario !== "e2e") continue;
+          assert.ok((run.deliveries ?? 0) > 0, `${scenario} on ${server}: no deliveries`);
+          assert.equal(run.missing, 0, `${scenario} on ${server}: copies missing`);
+        }
+      }
+      assert.ok(report.raw.fanout && report.raw.e2e, "fan-out and 1:1 did not run");
     } finally {
       await Deno.remove(out).catch(() => {});
     }

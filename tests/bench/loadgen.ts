@@ -12,26 +12,22 @@
  * clean-session-0 clients each subscribe to one keyed topic and disconnect: RSS per offline
  * stored session).
  *
- * The ingest scenarios run over raw libc sockets in one synchronous epoll loop
- * (`_raw_load.ts`, `_raw_socket.ts`): a Deno socket costs an op, a promise and a wake per
- * read, which made this process, not Mosquitto, the limit on QoS 1. `--coalesce-us` (default
- * 100) is how long QoS 1 lets PUBACKs gather after a wake before it reads again.
+ * The ingest scenarios (`_raw_load.ts`) and the delivery scenarios, fan-out and 1:1
+ * (`_raw_delivery.ts`), run over raw libc sockets in one synchronous epoll loop
+ * (`_raw_socket.ts`): a Deno socket costs an op, a promise and a wake per read, which made
+ * this process, not Mosquitto, the limit on QoS 1 and on fan-out (Mosquitto writes every
+ * PUBACK and every delivery on its own). `--coalesce-us` (default 100) is how long QoS 1 lets
+ * PUBACKs gather after a wake that found work before it reads again; fan-out adapts that wait
+ * between `--coalesce-us` and `--max-coalesce-us` (default 10000) to fill its reads; 1:1 never
+ * waits beyond the next send time. Idle and stored sessions use Deno sockets.
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import {
-  connectMqtt,
-  DISCONNECT,
-  encodePublish,
-  encodeSubscribe,
-  publishPayloadAt,
-  repeat,
-} from "./_mqtt.ts";
-import { writeAll } from "./_mqtt.ts";
-import { Link, openMany } from "./_link.ts";
+import { connectMqtt, DISCONNECT, encodeSubscribe, writeAll } from "./_mqtt.ts";
+import { type DeliveryOptions, e2eRaw, fanoutRaw } from "./_raw_delivery.ts";
 import { type IngestOptions, qos0Raw, qos1Raw } from "./_raw_load.ts";
-import { cpuPercent, cpuTicks, Histogram, rssBytes } from "./_stats.ts";
+import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -51,6 +47,7 @@ const { values: a } = parseArgs({
     "max-msgs": { type: "string", default: "50000000" },
     "payload-bytes": { type: "string", default: "100" },
     "coalesce-us": { type: "string", default: "100" },
+    "max-coalesce-us": { type: "string", default: "10000" },
   },
 });
 const PORT = Number(a.port);
@@ -79,168 +76,6 @@ function cpuWindow() {
       serverCpuPct: cpuPercent(cpuTicks(SERVER_PID) - s0, ms),
       loadgenCpuPct: cpuPercent(cpuTicks("self") - l0, ms),
     };
-  };
-}
-
-const scratch = new Uint8Array(8);
-const scratchF64 = new Float64Array(scratch.buffer);
-
-/**
- * Subscribers that record latency from the send time carried in each payload. `missing` counts
- * sequence numbers never received; `reordered` counts arrivals below the highest seen (the
- * gateway delivers an unkeyed MQTT topic from several log partitions, so order across
- * partitions is not kept).
- */
-function attachSubscriber(l: Link, hist: Histogram, state: { measuring: boolean }) {
-  const s = {
-    lastSeq: -1,
-    firstSeq: -1,
-    received: 0,
-    deliveries: 0,
-    reordered: 0,
-    get missing() {
-      return this.lastSeq < 0 ? 0 : Math.max(0, this.lastSeq - this.firstSeq + 1 - this.received);
-    },
-  };
-  l.onPublish = (first, buf, body) => {
-    const p = publishPayloadAt(first, buf, body);
-    const seq = ((buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]) >>> 0;
-    for (let i = 0; i < 8; i++) scratch[i] = buf[p + 4 + i];
-    if (s.firstSeq < 0) s.firstSeq = seq;
-    s.received++;
-    if (seq < s.lastSeq) s.reordered++;
-    else s.lastSeq = seq;
-    if (state.measuring) {
-      s.deliveries++;
-      hist.recordMs(performance.now() - scratchF64[0]);
-    }
-  };
-  return s;
-}
-
-/** Stamps `n` packets of a pre-encoded batch with consecutive sequence numbers and `now`. */
-function stamp(out: Uint8Array, len: number, at: number, n: number, seq: number, now: number) {
-  scratchF64[0] = now;
-  for (let k = 0; k < n; k++, seq++) {
-    const p = k * len + at;
-    out[p] = seq >>> 24;
-    out[p + 1] = (seq >>> 16) & 0xff;
-    out[p + 2] = (seq >>> 8) & 0xff;
-    out[p + 3] = seq & 0xff;
-    out.set(scratch, p + 4);
-  }
-}
-
-/** Fan-out: one QoS 0 publisher at max rate bounded by a window of undelivered messages. */
-async function fanout(subsN: number, window: number) {
-  const topic = "bench/fan";
-  const hist = new Histogram();
-  const state = { measuring: false };
-  const pub = await Link.open(PORT, "bench-fan-pub");
-  await pub.prime(topic);
-  const links = await openMany(PORT, subsN, "bench-fan-sub", 50);
-  const subs = links.map((l) => attachSubscriber(l, hist, state));
-  await Promise.all(links.map((l) => l.subscribe(topic, 0)));
-  let waiter: null | (() => void) = null;
-  links.forEach((l) => l.afterChunk = () => waiter?.());
-  const tpl = encodePublish(topic, PAYLOAD, 0);
-  const len = tpl.bytes.length;
-  const B = Math.min(50, window);
-  const out = repeat(tpl.bytes, B);
-  let seq = 0;
-  let stopped = false;
-  const minSeen = () => subs.reduce((m, s) => Math.min(m, s.lastSeq), Infinity);
-  const loop = (async () => {
-    while (!stopped && seq < MAX_MSGS) {
-      if (seq - 1 - minSeen() + B > window) {
-        await new Promise<void>((r) => {
-          const t = setTimeout(() => (waiter = null, r()), 20); // a dropped copy must not stall
-          waiter = () => (clearTimeout(t), waiter = null, r());
-        });
-        continue;
-      }
-      stamp(out, len, tpl.payloadAt, B, seq, performance.now());
-      seq += B;
-      await writeAll(pub.conn, out);
-    }
-  })();
-  await sleep(WARMUP);
-  state.measuring = true;
-  const t0 = performance.now();
-  const sent0 = seq;
-  const cpu = cpuWindow();
-  await sleep(DURATION);
-  state.measuring = false;
-  const ms = performance.now() - t0;
-  const c = cpu();
-  const published = seq - sent0;
-  stopped = true;
-  await loop;
-  const deliveries = subs.reduce((n, s) => n + s.deliveries, 0);
-  const missing = subs.reduce((n, s) => n + s.missing, 0);
-  const reordered = subs.reduce((n, s) => n + s.reordered, 0);
-  [pub, ...links].forEach((l) => l.close());
-  return {
-    published,
-    deliveries,
-    missing,
-    reordered,
-    elapsedMs: ms,
-    deliveriesPerSec: deliveries / (ms / 1000),
-    latency: hist.summary(),
-    ...c,
-  };
-}
-
-/** 1:1 at a fixed rate: end-to-end latency from the send time carried in the payload. */
-async function e2e(rate: number) {
-  const topic = "bench/e2e";
-  const hist = new Histogram();
-  const state = { measuring: false };
-  const pub = await Link.open(PORT, "bench-e2e-pub");
-  await pub.prime(topic);
-  const sub = await Link.open(PORT, "bench-e2e-sub");
-  const s = attachSubscriber(sub, hist, state);
-  await sub.subscribe(topic, 0);
-  const tpl = encodePublish(topic, PAYLOAD, 0);
-  const len = tpl.bytes.length;
-  const out = repeat(tpl.bytes, 64);
-  let stopped = false;
-  const start = performance.now();
-  let sent = 0;
-  const loop = (async () => {
-    while (!stopped) {
-      const now = performance.now();
-      const n = Math.min(64, Math.floor((now - start) * rate / 1000) - sent);
-      if (n > 0) {
-        stamp(out, len, tpl.payloadAt, n, sent, now);
-        sent += n;
-        await writeAll(pub.conn, out.subarray(0, n * len));
-      }
-      await sleep(1);
-    }
-  })();
-  await sleep(WARMUP);
-  state.measuring = true;
-  const t0 = performance.now();
-  const sent0 = sent;
-  const cpu = cpuWindow();
-  await sleep(DURATION);
-  state.measuring = false;
-  const ms = performance.now() - t0;
-  const c = cpu();
-  stopped = true;
-  await loop;
-  pub.close();
-  sub.close();
-  return {
-    published: sent - sent0,
-    deliveries: s.deliveries,
-    missing: s.missing,
-    reordered: s.reordered,
-    elapsedMs: ms,
-    latency: hist.summary(),
-    ...c,
   };
 }
 
@@ -378,6 +213,18 @@ function ingest(): IngestOptions {
   };
 }
 
+/** The delivery scenarios' options from the command line. */
+function delivery(): DeliveryOptions {
+  return {
+    port: PORT,
+    warmupMs: WARMUP,
+    durationMs: DURATION,
+    maxMsgs: MAX_MSGS,
+    payload: PAYLOAD,
+    cpuWindow,
+  };
+}
+
 async function main(): Promise<unknown> {
   switch (a.scenario) {
     case "qos0":
@@ -389,9 +236,15 @@ async function main(): Promise<unknown> {
         coalesceUs: Number(a["coalesce-us"]),
       });
     case "fanout":
-      return await fanout(Number(a.subs), Number(a.window));
+      return fanoutRaw({
+        ...delivery(),
+        subs: Number(a.subs),
+        window: Number(a.window),
+        coalesceUs: Number(a["coalesce-us"]),
+        maxCoalesceUs: Number(a["max-coalesce-us"]),
+      });
     case "e2e":
-      return await e2e(Number(a.rate));
+      return e2eRaw({ ...delivery(), rate: Number(a.rate) });
     case "idle":
       return await idle(Number(a.count));
     case "stored_sessions":
