@@ -1,6 +1,6 @@
 /**
  * The load generator's own MQTT 3.1.1 client pieces: pre-encoded packets, whole-buffer writes,
- * CONNECT over a Deno socket (the idle and stored-session scenarios, and readiness checks).
+ * CONNECT over a Deno socket (the stored-session scenario, and readiness checks).
  * Deliberately minimal (only what the benchmark sends); what it receives under load is scanned
  * by the raw-socket scenarios (`_raw_load.ts`, `_raw_inbox.ts`).
  *

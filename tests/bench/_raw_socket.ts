@@ -51,6 +51,8 @@ const POLLOUT = 0x4;
 /** epoll event bits. */
 export const EPOLLIN = 0x1;
 export const EPOLLOUT = 0x4;
+/** Reported once, then disabled until the next {@link Poller.modify} re-arms it. */
+export const EPOLLONESHOT = 1 << 30;
 const EPOLL_CTL_ADD = 1;
 const EPOLL_CTL_MOD = 3;
 /** `struct epoll_event` is packed (12 bytes) on x86_64, naturally aligned (16) elsewhere. */
@@ -79,6 +81,21 @@ function waitFd(fd: number, events: number, timeoutMs: number): boolean {
   return C.poll(pfd, 1n, timeoutMs) > 0;
 }
 
+/** `struct sockaddr_in` for 127.0.0.1:`port`, one per port (connect() only reads it). */
+const addrs = new Map<number, Uint8Array>();
+function loopback(port: number): Uint8Array {
+  let addr = addrs.get(port);
+  if (addr === undefined) {
+    addr = new Uint8Array(16);
+    const v = new DataView(addr.buffer);
+    v.setUint16(0, AF_INET, true);
+    v.setUint16(2, port, false);
+    addr.set([127, 0, 0, 1], 4);
+    addrs.set(port, addr);
+  }
+  return addr;
+}
+
 /** A non-blocking loopback TCP connection. */
 export class RawSocket {
   readonly fd: number;
@@ -86,21 +103,26 @@ export class RawSocket {
     this.fd = fd;
   }
 
-  /** Connects to 127.0.0.1:`port` with TCP_NODELAY; throws when it cannot within `timeoutMs`. */
-  static connect(port: number, timeoutMs = 5000): RawSocket {
+  /**
+   * Starts connecting to 127.0.0.1:`port` and returns at once (no TCP_NODELAY). The socket is
+   * writable once connected; a write before that takes nothing (0), a write after a refused
+   * connect fails (-1). Throws only when no socket can be made or connect() failed outright.
+   */
+  static open(port: number): RawSocket {
     const fd = C.socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) throw new Error(`socket() failed: errno ${errno()}`);
-    const addr = new Uint8Array(16);
-    const v = new DataView(addr.buffer);
-    v.setUint16(0, AF_INET, true);
-    v.setUint16(2, port, false);
-    addr.set([127, 0, 0, 1], 4);
-    if (C.connect(fd, addr, 16) < 0 && errno() !== EINPROGRESS) {
+    if (C.connect(fd, loopback(port), 16) < 0 && errno() !== EINPROGRESS) {
       const e = errno();
       C.close(fd);
       throw new Error(`connect() to port ${port} failed: errno ${e}`);
     }
-    const s = new RawSocket(fd);
+    return new RawSocket(fd);
+  }
+
+  /** Connects to 127.0.0.1:`port` with TCP_NODELAY; throws when it cannot within `timeoutMs`. */
+  static connect(port: number, timeoutMs = 5000): RawSocket {
+    const s = RawSocket.open(port);
+    const fd = s.fd;
     if (!waitFd(fd, POLLOUT, timeoutMs) || s.#soError() !== 0) {
       s.close();
       throw new Error(`connect() to port ${port} failed or timed out`);

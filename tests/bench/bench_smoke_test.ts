@@ -64,6 +64,13 @@ Deno.test({
         }
       }
       assert.ok(report.raw.fanout && report.raw.e2e, "fan-out and 1:1 did not run");
+      // The idle burst runs over raw sockets too, and every connection got its CONNACK.
+      for (const [server, r] of Object.entries(report.raw.idle ?? {})) {
+        const run = r as { io?: string; connections?: number; connectsPerSec?: number };
+        assert.equal(run.io, "libc-epoll", `idle on ${server}: not over raw sockets`);
+        assert.ok((run.connectsPerSec ?? 0) > 0, `idle on ${server}: no connects/s`);
+      }
+      assert.ok(report.raw.idle, "idle did not run");
     } finally {
       await Deno.remove(out).catch(() => {});
     }

@@ -19,13 +19,15 @@
  * PUBACK and every delivery on its own). `--coalesce-us` (default 100) is how long QoS 1 lets
  * PUBACKs gather after a wake that found work before it reads again; fan-out adapts that wait
  * between `--coalesce-us` and `--max-coalesce-us` (default 10000) to fill its reads; 1:1 never
- * waits beyond the next send time. Idle and stored sessions use Deno sockets.
+ * waits beyond the next send time. The idle scenario's connect burst runs in such a loop too
+ * (`_raw_idle.ts`, 200 connects in flight); stored sessions use Deno sockets.
  *
  * @module
  */
 import { parseArgs } from "node:util";
 import { connectMqtt, DISCONNECT, encodeSubscribe, writeAll } from "./_mqtt.ts";
 import { type DeliveryOptions, e2eRaw, fanoutRaw } from "./_raw_delivery.ts";
+import { IdleBurst } from "./_raw_idle.ts";
 import { type IngestOptions, qos0Raw, qos1Raw } from "./_raw_load.ts";
 import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
 
@@ -79,36 +81,31 @@ function cpuWindow() {
   };
 }
 
-/** Idle connections: server RSS before/after and connects/s (no read loop on our side). */
+/**
+ * Idle connections (`_raw_idle.ts`): server RSS before and 2 s after the last CONNACK, and
+ * connects/s; no read loop on our side once connected.
+ */
 async function idle(count: number) {
   const rss0 = rssBytes(SERVER_PID);
-  const conns: Deno.TcpConn[] = new Array(count);
-  let next = 0;
-  const t0 = performance.now();
-  const cpu = cpuWindow();
-  await Promise.all(Array.from({ length: Math.min(200, count) }, async () => {
-    while (next < count) {
-      const i = next++;
-      conns[i] = await connectMqtt(PORT, `bench-idle-${i}`, 600);
-    }
-  }));
-  const ms = performance.now() - t0;
-  const c = cpu();
-  await sleep(Math.min(2000, WARMUP + 500));
-  const rss1 = rssBytes(SERVER_PID);
-  for (const conn of conns) {
-    writeAll(conn, DISCONNECT).catch(() => {}).finally(() => conn.close());
+  const burst = new IdleBurst({ port: PORT, count, inFlight: 200, cpuWindow });
+  try {
+    const { elapsedMs: ms, cpu: c } = burst.run();
+    await sleep(Math.min(2000, WARMUP + 500));
+    const rss1 = rssBytes(SERVER_PID);
+    return {
+      connections: count,
+      elapsedMs: ms,
+      connectsPerSec: count / (ms / 1000),
+      rssBefore: rss0,
+      rssAfter: rss1,
+      rssPerConnBytes: (rss1 - rss0) / count,
+      io: "libc-epoll",
+      ...c,
+    };
+  } finally {
+    burst.close();
+    await sleep(100);
   }
-  await sleep(100);
-  return {
-    connections: count,
-    elapsedMs: ms,
-    connectsPerSec: count / (ms / 1000),
-    rssBefore: rss0,
-    rssAfter: rss1,
-    rssPerConnBytes: (rss1 - rss0) / count,
-    ...c,
-  };
 }
 
 /** Reads from `conn` until a SUBACK arrived (the CONNACK was read by connectMqtt). */

@@ -55,3 +55,23 @@ Deno.test("bench report: the gateway's own run capped makes the ratio a lower bo
   assert.match(line, /\| ≥ 1\.60× \|/);
   assert.match(line, /client-bound \(gateway\)/);
 });
+
+Deno.test("bench report: connects/s of the idle scenario is marked client-bound; its RSS per connection is not", () => {
+  const run = (connectsPerSec: number, loadgenCpuPct: number) => ({
+    connectsPerSec,
+    rssPerConnBytes: 3000,
+    loadgenCpuPct,
+  });
+  const results = {
+    idle: { gateway: run(6_000, 40), mosquitto: run(9_000, CLIENT_BOUND_PCT + 1) },
+  };
+  const rows = figureRows(results, ["gateway", "mosquitto"]);
+  const cps = rows.find((r) => r.id === "idle_cps")!;
+  assert.deepEqual(cps.clientBound, ["mosquitto"]);
+  const line = renderTable(rows, ["gateway", "mosquitto"]).split("\n")
+    .find((l) => l.startsWith("| connects/s"))!;
+  assert.match(line, /\| ≤ 0\.67× \|/);
+  assert.match(line, /client-bound \(mosquitto\)/);
+  // Memory is not a rate the client's CPU caps: never marked.
+  assert.deepEqual(rows.find((r) => r.id === "idle_rss")!.clientBound, []);
+});
