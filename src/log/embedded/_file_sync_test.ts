@@ -12,17 +12,21 @@ const address = { stream: "s", topic: "t", partition: 0 };
 function holdSyncs() {
   const original = Deno.FsFile.prototype.syncData;
   const calls: PromiseWithResolvers<void>[] = [];
+  const all: PromiseWithResolvers<void>[] = [];
   let started = 0;
   Deno.FsFile.prototype.syncData = function (this: Deno.FsFile) {
     started++;
     const held = Promise.withResolvers<void>();
     calls.push(held);
+    all.push(held);
     return held.promise.then(() => original.call(this));
   };
   return {
     get started() {
       return started;
     },
+    /** The `i`-th fsync started (0-based), to release or fail out of order. */
+    nth: (i: number) => all[i],
     /** Lets the oldest held fsync run. */
     release: () => calls.shift()!.resolve(),
     /** Fails the oldest held fsync as a disk error would. */
@@ -34,7 +38,7 @@ function holdSyncs() {
     },
     [Symbol.dispose]() {
       Deno.FsFile.prototype.syncData = original;
-      for (const c of calls) c.resolve();
+      for (const c of all) c.resolve();
     },
   };
 }
@@ -95,66 +99,44 @@ Deno.test("FileSync overlaps two fsyncs; a caller while both run shares the next
 Deno.test("FileSync: a later fsync that finishes first settles the earlier callers too, oldest first", async () => {
   await withWal(async (path) => {
     const sync = await warmedSync(path);
-    const original = Deno.FsFile.prototype.syncData;
-    const held: PromiseWithResolvers<void>[] = [];
-    Deno.FsFile.prototype.syncData = function (this: Deno.FsFile) {
-      const h = Promise.withResolvers<void>();
-      held.push(h);
-      return h.promise.then(() => original.call(this));
-    };
-    try {
-      const settled: string[] = [];
-      const first = sync.sync().then(() => settled.push("first"));
-      const second = sync.sync().then(() => settled.push("second"));
-      for (let i = 0; i < 200 && held.length < 2; i++) await tick();
-      // The second fsync started after the first caller's write: when it ends, both are durable.
-      held[1].resolve();
-      await Promise.all([first, second]);
-      assert.deepEqual(settled, ["first", "second"]);
-      held[0].resolve();
-      await sync.close();
-      assert.equal(sync.syncs, 2 + 2);
-    } finally {
-      Deno.FsFile.prototype.syncData = original;
-      for (const h of held) h.resolve();
-    }
+    using held = holdSyncs();
+    const settled: string[] = [];
+    const first = sync.sync().then(() => settled.push("first"));
+    const second = sync.sync().then(() => settled.push("second"));
+    await held.waitStarted(2);
+    // The second fsync started after the first caller's write: when it ends, both are durable.
+    held.nth(1).resolve();
+    await Promise.all([first, second]);
+    assert.deepEqual(settled, ["first", "second"]);
+    held.nth(0).resolve();
+    await sync.close();
+    assert.equal(sync.syncs, 2 + 2);
   });
 });
 
 Deno.test("FileSync: a failed fsync rejects only its callers, after the earlier ones settle", async () => {
   await withWal(async (path) => {
     const sync = await warmedSync(path);
-    const original = Deno.FsFile.prototype.syncData;
-    const held: PromiseWithResolvers<void>[] = [];
-    Deno.FsFile.prototype.syncData = function (this: Deno.FsFile) {
-      const h = Promise.withResolvers<void>();
-      held.push(h);
-      return h.promise.then(() => original.call(this));
-    };
-    try {
-      const settled: string[] = [];
-      const first = sync.sync().then(() => settled.push("first"));
-      const second = sync.sync().then(
-        () => settled.push("second"),
-        (e: Error) => settled.push(`second: ${e.message}`),
-      );
-      for (let i = 0; i < 200 && held.length < 2; i++) await tick();
-      held[1].reject(new Error("EIO"));
-      await tick();
-      assert.deepEqual(settled, [], "the failure waits for the older caller");
-      held[0].resolve();
-      await Promise.all([first, second]);
-      assert.deepEqual(settled, ["first", "second: EIO"]);
-      // The failed slot's handle is reopened; the next sync works.
-      const third = sync.sync();
-      for (let i = 0; i < 200 && held.length < 3; i++) await tick();
-      held[2].resolve();
-      await third;
-      await sync.close();
-    } finally {
-      Deno.FsFile.prototype.syncData = original;
-      for (const h of held) h.resolve();
-    }
+    using held = holdSyncs();
+    const settled: string[] = [];
+    const first = sync.sync().then(() => settled.push("first"));
+    const second = sync.sync().then(
+      () => settled.push("second"),
+      (e: Error) => settled.push(`second: ${e.message}`),
+    );
+    await held.waitStarted(2);
+    held.nth(1).reject(new Error("EIO"));
+    await tick();
+    assert.deepEqual(settled, [], "the failure waits for the older caller");
+    held.nth(0).resolve();
+    await Promise.all([first, second]);
+    assert.deepEqual(settled, ["first", "second: EIO"]);
+    // The failed slot's handle is reopened; the next sync works.
+    const third = sync.sync();
+    await held.waitStarted(3);
+    held.nth(2).resolve();
+    await third;
+    await sync.close();
   });
 });
 
