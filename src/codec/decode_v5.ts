@@ -10,6 +10,7 @@ import { ProtocolError, REASON_PROTOCOL_ERROR } from "./errors.ts";
 import type {
   ClientPacket,
   PublishProperties,
+  QosFlowPacket,
   Subscription,
   SubscriptionOptions,
   UserProperties,
@@ -91,6 +92,24 @@ export function decodePuback5(b: Uint8Array, start: number, end: number): Client
   if (r.left > 0) readProperties(r, ALLOWED.PUBACK, "PUBACK");
   expectEnd(r, "PUBACK");
   return { type: "puback", packetId, reasonCode };
+}
+
+/** PUBREC, PUBREL, PUBCOMP [MQTT-3.5.2, 3.6.2, 3.7.2]: laid out like a PUBACK. */
+export function decodeQosFlow5(
+  type: QosFlowPacket["type"],
+  b: Uint8Array,
+  start: number,
+  end: number,
+): QosFlowPacket {
+  const name = type.toUpperCase();
+  const r = new Reader(b, start, end);
+  const packetId = r.u16();
+  if (packetId === 0) throw new ProtocolError("MQTT-2.3.1-1", `${name} with packet identifier 0`);
+  if (r.left === 0) return { type, packetId };
+  const reasonCode = r.u8();
+  if (r.left > 0) readProperties(r, ALLOWED.ACK, name);
+  expectEnd(r, name);
+  return { type, packetId, reasonCode };
 }
 
 /** SUBSCRIBE [MQTT-3.8.2, 3.8.3]: properties, then filters with their subscription options. */

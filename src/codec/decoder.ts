@@ -26,13 +26,20 @@ import { decodeConnect, type ProtocolLevels } from "./decode_connect.ts";
 import {
   decodeDisconnect5,
   decodePuback5,
+  decodeQosFlow5,
   decodeSubscribe5,
   decodeUnsubscribe5,
   readPublishProperties,
   V5State,
 } from "./decode_v5.ts";
 import { ProtocolError } from "./errors.ts";
-import { type ClientPacket, PacketType, type PublishPacket, type Subscription } from "./packets.ts";
+import {
+  type ClientPacket,
+  PacketType,
+  type PublishPacket,
+  type QosFlowPacket,
+  type Subscription,
+} from "./packets.ts";
 import { decodeMqttString } from "./mqtt_string.ts";
 
 export type { DecoderLimits } from "./_fields.ts";
@@ -105,6 +112,12 @@ export class PacketDecoder {
     return p;
   }
 
+  /** PUBREC, PUBREL or PUBCOMP: a packet id (MQTT 5: and maybe a reason code, properties). */
+  #qosFlow(type: QosFlowPacket["type"], b: Uint8Array, start: number, end: number): ClientPacket {
+    if (this.#v5 !== null) return decodeQosFlow5(type, b, start, end);
+    return { type, packetId: decodeIdOnly(b, start, end, type.toUpperCase()) };
+  }
+
   #decodeBody(byte1: number, b: Uint8Array, start: number, end: number): ClientPacket {
     const type = byte1 >> 4;
     const flags = byte1 & 0x0f;
@@ -123,13 +136,14 @@ export class PacketDecoder {
         if (this.#v5 !== null) return decodePuback5(b, start, end);
         return { type: "puback", packetId: decodeIdOnly(b, start, end, "PUBACK") };
       case PacketType.PUBREC:
+        expectFlags(flags, 0, "PUBREC", "MQTT-2.2.2-2");
+        return this.#qosFlow("pubrec", b, start, end);
       case PacketType.PUBREL:
+        expectFlags(flags, 2, "PUBREL", "MQTT-3.6.1-1");
+        return this.#qosFlow("pubrel", b, start, end);
       case PacketType.PUBCOMP:
-        // The gateway never grants QoS 2, so a QoS 2 flow packet is a violation.
-        throw new ProtocolError(
-          "MQTT-3.3.1-4",
-          "QoS 2 flow packet received; QoS 2 is not supported",
-        );
+        expectFlags(flags, 0, "PUBCOMP", "MQTT-2.2.2-2");
+        return this.#qosFlow("pubcomp", b, start, end);
       case PacketType.SUBSCRIBE:
         expectFlags(flags, 2, "SUBSCRIBE", "MQTT-3.8.1-1");
         if (this.#v5 !== null) return decodeSubscribe5(b, start, end, this.#limits);
@@ -271,10 +285,6 @@ function decodePublish(
 ): PublishPacket {
   const qos = (flags >> 1) & 0x03;
   if (qos === 3) throw new ProtocolError("MQTT-3.3.1-4", "PUBLISH with QoS 3");
-  if (qos === 2) {
-    // MQTT 5: 0x9B QoS not supported (the CONNACK said Maximum QoS 1) [MQTT-3.2.2-11].
-    throw new ProtocolError("MQTT-3.3.1-4", "PUBLISH with QoS 2 is not supported", 0x9b);
-  }
   const dup = (flags & 0x08) !== 0;
   if (qos === 0 && dup) throw new ProtocolError("MQTT-3.3.1-2", "DUP set on a QoS 0 PUBLISH");
   if (end - start < 2) throw truncated();
@@ -293,7 +303,7 @@ function decodePublish(
     : readTopic(b, start + 2, topicEnd, limits, last);
   let pos = topicEnd;
   let packetId = 0;
-  if (qos === 1) {
+  if (qos > 0) {
     if (pos + 2 > end) throw truncated();
     packetId = (b[pos] << 8) | b[pos + 1];
     if (packetId === 0) throw new ProtocolError("MQTT-2.3.1-1", "PUBLISH with packet identifier 0");
@@ -303,7 +313,7 @@ function decodePublish(
   return {
     type: "publish",
     topic,
-    qos: qos as 0 | 1,
+    qos: qos as 0 | 1 | 2,
     retain: (flags & 0x01) !== 0,
     dup,
     packetId,
@@ -331,7 +341,7 @@ function decodePublishTail5(
   return {
     type: "publish",
     topic: resolved,
-    qos: qos as 0 | 1,
+    qos: qos as 0 | 1 | 2,
     retain: (flags & 0x01) !== 0,
     dup: (flags & 0x08) !== 0,
     packetId,

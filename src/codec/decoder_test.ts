@@ -70,7 +70,10 @@ function fromOracle(o: Oracle): ClientPacket {
         payload: bytesOf(o.payload),
       };
     case "puback":
-      return { type: "puback", packetId: o.messageId };
+    case "pubrec":
+    case "pubrel":
+    case "pubcomp":
+      return { type: o.cmd, packetId: o.messageId };
     case "subscribe":
       return {
         type: "subscribe",
@@ -216,7 +219,21 @@ const VALID_PACKETS: [string, Uint8Array][] = [
     "PUBLISH 2-byte remaining length",
     generate({ cmd: "publish", topic: "big", payload: payload(8000), qos: 1, messageId: 3 }),
   ],
+  [
+    "PUBLISH QoS 2 DUP",
+    generate({
+      cmd: "publish",
+      topic: "q/2",
+      payload: payload(3),
+      qos: 2,
+      messageId: 7,
+      dup: true,
+    }),
+  ],
   ["PUBACK id 1", generate({ cmd: "puback", messageId: 1 })],
+  ["PUBREC id 2", generate({ cmd: "pubrec", messageId: 2 })],
+  ["PUBREL id 3 (flags 0x2)", generate({ cmd: "pubrel", messageId: 3 })],
+  ["PUBCOMP id 65535", generate({ cmd: "pubcomp", messageId: 65535 })],
   ["PUBACK id 65535", generate({ cmd: "puback", messageId: 65535 })],
   [
     "SUBSCRIBE one filter",
@@ -407,7 +424,6 @@ const MALFORMED: [string, Uint8Array, string, boolean][] = [
   ["CONNECT client id not UTF-8", packet(0x10, [...str("MQTT"), 4, 2, 0, 10, ...str([0xc0, 0x80])]), "MQTT-1.5.3-1", false],
   ["remaining length of 5 bytes", new Uint8Array([0x30, 0x80, 0x80, 0x80, 0x80, 0x01]), "MQTT-2.2.3", true],
   ["PUBLISH QoS 3", packet(0x36, [...str("a"), 0, 1]), "MQTT-3.3.1-4", true],
-  ["PUBLISH QoS 2", packet(0x34, [...str("a"), 0, 1]), "MQTT-3.3.1-4", true],
   ["PUBLISH DUP on QoS 0", packet(0x38, [...str("a"), 1]), "MQTT-3.3.1-2", true],
   ["PUBLISH QoS 1 packet id 0", packet(0x32, [...str("a"), 0, 0, 1]), "MQTT-2.3.1-1", true],
   ["PUBLISH empty topic", packet(0x30, [...str(""), 1]), "MQTT-4.7.3-1", true],
@@ -440,9 +456,12 @@ const MALFORMED: [string, Uint8Array, string, boolean][] = [
   ["PUBACK packet id 0", packet(0x40, [0, 0]), "MQTT-2.3.1-1", true],
   ["PUBACK truncated", packet(0x40, [0]), "MQTT-2.2.3", true],
   ["PUBACK with trailing byte", packet(0x40, [0, 1, 0]), "MQTT-2.2.3", true],
-  ["PUBREC (QoS 2 flow)", packet(0x50, [0, 1]), "MQTT-3.3.1-4", true],
-  ["PUBREL (QoS 2 flow)", packet(0x62, [0, 1]), "MQTT-3.3.1-4", true],
-  ["PUBCOMP (QoS 2 flow)", packet(0x70, [0, 1]), "MQTT-3.3.1-4", true],
+  ["PUBREC flags 0x2", packet(0x52, [0, 1]), "MQTT-2.2.2-2", true],
+  ["PUBREC packet id 0", packet(0x50, [0, 0]), "MQTT-2.3.1-1", true],
+  ["PUBREL flags 0x0 [MQTT-3.6.1-1]", packet(0x60, [0, 1]), "MQTT-3.6.1-1", true],
+  ["PUBREL with trailing byte", packet(0x62, [0, 1, 0]), "MQTT-2.2.3", true],
+  ["PUBCOMP truncated", packet(0x70, [0]), "MQTT-2.2.3", true],
+  ["PUBLISH QoS 2 packet id 0", packet(0x34, [...str("a"), 0, 0]), "MQTT-2.3.1-1", true],
   ["SUBSCRIBE flags 0x0", packet(0x80, [0, 1, ...str("a"), 0]), "MQTT-3.8.1-1", true],
   ["SUBSCRIBE packet id 0", packet(0x82, [0, 0, ...str("a"), 0]), "MQTT-2.3.1-1", true],
   ["SUBSCRIBE no filters", packet(0x82, [0, 1]), "MQTT-3.8.3-3", true],
@@ -475,7 +494,7 @@ for (const [name, bytes, rule, afterConnect] of MALFORMED) {
 }
 
 Deno.test("PacketDecoder.push() tags a rejected PUBLISH with packet type 3", () => {
-  const err = throwsRule(() => connected().push(packet(0x34, [...str("a"), 0, 1])), "MQTT-3.3.1-4");
+  const err = throwsRule(() => connected().push(packet(0x36, [...str("a"), 0, 1])), "MQTT-3.3.1-4");
   assert.equal(err.packetType, 3);
 });
 

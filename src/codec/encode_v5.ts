@@ -131,6 +131,15 @@ export function encodePuback5(
   return packet(0x40, [id, [reasonCode], block(w.bytes())]);
 }
 
+/**
+ * PUBREL or PUBCOMP with a reason code and no properties (`type`: the first byte): 4 bytes for
+ * 0 Success, else 5 (no property length when there are none [MQTT-3.6.2.1, 3.7.2.1]).
+ */
+export function encodeAck5(type: number, packetId: number, reasonCode: number): Uint8Array {
+  if (reasonCode === 0) return new Uint8Array([type, 0x02, packetId >> 8, packetId & 0xff]);
+  return new Uint8Array([type, 0x03, packetId >> 8, packetId & 0xff, reasonCode]);
+}
+
 /** SUBACK [MQTT-3.9]: one reason code per filter. */
 export function encodeSuback5(
   packetId: number,

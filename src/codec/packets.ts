@@ -91,7 +91,7 @@ export interface ConnectPacket {
 export interface PublishPacket {
   readonly type: "publish";
   readonly topic: string;
-  readonly qos: 0 | 1;
+  readonly qos: 0 | 1 | 2;
   readonly retain: boolean;
   readonly dup: boolean;
   readonly packetId: number;
@@ -119,11 +119,25 @@ export interface SubscriptionOptions {
   readonly userProperties?: UserProperties;
 }
 
+/** The packets of the QoS 2 flows. */
+export type QosFlowType = "pubrec" | "pubrel" | "pubcomp";
+
+/** PUBREC, PUBREL or PUBCOMP; `reasonCode` MQTT 5 only (absent: 0 Success). */
+export interface QosFlowPacket<T extends QosFlowType = QosFlowType> {
+  readonly type: T;
+  readonly packetId: number;
+  readonly reasonCode?: number;
+}
+
 /** Client-to-server packets the gateway accepts after decoding. */
 export type ClientPacket =
   | ConnectPacket
   | PublishPacket
   | { readonly type: "puback"; readonly packetId: number; readonly reasonCode?: number }
+  /** The QoS 2 flows [MQTT-4.3.3]: PUBREL of a client's publish, PUBREC/PUBCOMP of a copy. */
+  | QosFlowPacket<"pubrec">
+  | QosFlowPacket<"pubrel">
+  | QosFlowPacket<"pubcomp">
   | {
     readonly type: "subscribe";
     readonly packetId: number;

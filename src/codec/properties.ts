@@ -123,6 +123,8 @@ export const ALLOWED = {
     P.CONTENT_TYPE,
   ]),
   PUBACK: new Set<number>([P.REASON_STRING, P.USER_PROPERTY]),
+  // PUBREC, PUBREL and PUBCOMP allow the same two [MQTT-3.5.2.2, 3.6.2.2, 3.7.2.2].
+  ACK: new Set<number>([P.REASON_STRING, P.USER_PROPERTY]),
   SUBSCRIBE: new Set<number>([P.SUBSCRIPTION_ID, P.USER_PROPERTY]),
   UNSUBSCRIBE: new Set<number>([P.USER_PROPERTY]),
   DISCONNECT: new Set<number>([

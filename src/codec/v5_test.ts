@@ -10,6 +10,7 @@ import mqttPacket from "mqtt-packet";
 import { type DecoderLimits, PacketDecoder } from "./decoder.ts";
 import { encodePublish, remainingLength as varint } from "./encoder.ts";
 import {
+  encodeAck5,
   encodeConnack5,
   encodeDisconnect5,
   encodeMessageProperties,
@@ -240,6 +241,17 @@ Deno.test("PacketDecoder decodes MQTT 5 SUBSCRIBE options and identifier, UNSUBS
   const puback = generate({ cmd: "puback", messageId: 5, reasonCode: 0x10 });
   assert.deepEqual(d.push(puback), [{ type: "puback", packetId: 5, reasonCode: 0x10 }]);
   assert.deepEqual(d.push(packet(0x40, [0, 6])), [{ type: "puback", packetId: 6 }]);
+  // The QoS 2 flows are laid out as PUBACK: a reason code and properties when the length says.
+  const pubrec = generate({ cmd: "pubrec", messageId: 8, reasonCode: 0x80 });
+  assert.deepEqual(d.push(pubrec), [{ type: "pubrec", packetId: 8, reasonCode: 0x80 }]);
+  const pubrel = generate({
+    cmd: "pubrel",
+    messageId: 9,
+    reasonCode: 0x92,
+    properties: { reasonString: "gone" },
+  });
+  assert.deepEqual(d.push(pubrel), [{ type: "pubrel", packetId: 9, reasonCode: 0x92 }]);
+  assert.deepEqual(d.push(packet(0x70, [0, 10])), [{ type: "pubcomp", packetId: 10 }]);
   const disc = generate({ cmd: "disconnect", reasonCode: 4 });
   assert.deepEqual(d.push(disc), [{ type: "disconnect", reasonCode: 4 }]);
 });
@@ -292,6 +304,20 @@ Deno.test("encodePuback5() parses in mqtt-packet: short form, reason code, reaso
   assert.equal(o.reasonCode, 0x87);
   assert.equal(o.properties.reasonString, "denied");
   assert.deepEqual({ ...o.properties.userProperties }, { "iggy.x": ["1", "2"] });
+});
+
+Deno.test("encodeAck5() (PUBREL, PUBCOMP) and a PUBREC made from a PUBACK parse in mqtt-packet", () => {
+  assert.deepEqual(encodeAck5(0x62, 7, 0), new Uint8Array([0x62, 2, 0, 7]));
+  const [comp] = oracleParse(encodeAck5(0x70, 8, 0x92));
+  assert.equal(comp.cmd, "pubcomp");
+  assert.equal(comp.messageId, 8);
+  assert.equal(comp.reasonCode, 0x92);
+  const rec = encodePuback5(9, 0x87, "denied");
+  rec[0] = 0x50; // what the ack queue sends for a QoS 2 publish
+  const [o] = oracleParse(rec);
+  assert.equal(o.cmd, "pubrec");
+  assert.equal(o.reasonCode, 0x87);
+  assert.equal(o.properties.reasonString, "denied");
 });
 
 Deno.test("encodeSuback5(), encodeUnsuback5() and encodeDisconnect5() parse in mqtt-packet", () => {

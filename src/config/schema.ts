@@ -125,7 +125,7 @@ export const KEY_SPECS: readonly KeySpec[] = [
     type: bool,
     default: true,
     doc:
-      "A successful MQTT 5 QoS 1 PUBACK carries the log coordinates as user properties iggy.stream, iggy.topic, iggy.partition, iggy.offset (not to a client that sent Request Problem Information 0).",
+      "A successful MQTT 5 QoS 1 PUBACK (QoS 2: PUBREC) carries the log coordinates as user properties iggy.stream, iggy.topic, iggy.partition, iggy.offset (not to a client that sent Request Problem Information 0).",
   },
   {
     key: "mqtt5.max_will_delay_s",

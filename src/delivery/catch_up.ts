@@ -152,7 +152,7 @@ export class CatchUp {
     }
     const d = this.#deps;
     const targets = finishTargets(dedupe(found), m, view, left, d.metrics);
-    const qos1 = targets.filter((t) => t.qos === 1).length;
+    const qos1 = targets.filter((t) => t.qos > 0).length; // QoS 1 and 2 copies hold it
     const entry = this.ledger.record(m.offset, qos1);
     if (targets.length === 0) return;
     this.#budget.left--;

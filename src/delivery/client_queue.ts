@@ -7,16 +7,22 @@
  * keeps its bytes queued, so it crosses the cap, is paused, and is evicted if it does not
  * drain within `slow_consumer_timeout_ms` or reaches the hard cap (twice the per-client cap).
  *
+ * QoS 2 copies [MQTT-4.3.3] share the window: a copy's entry is settled at its PUBREC (the
+ * client owns the message then: it is not sent again), and its packet id stays taken, counted
+ * in the window, until the PUBCOMP answers our PUBREL.
+ *
  * @module
  */
-import { encodePublish } from "../codec/encoder.ts";
+import { AckType, encodePublish } from "../codec/encoder.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { Subscriber } from "../session/delivery_port.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
+import { copyAt, type Qos2Out } from "../session/qos2_out.ts";
 
-/** A QoS 1 copy awaiting a window slot or a PUBACK. */
+/** A QoS 1 or 2 copy awaiting a window slot or a PUBACK (QoS 2: a PUBREC). */
 export interface Copy {
+  readonly qos: 1 | 2;
   readonly topicBytes: Uint8Array;
   readonly payload: Uint8Array;
   readonly ledger: AckLedger;
@@ -50,6 +56,11 @@ export class ClientQueue implements DeadlineOwner {
   /** The in-flight window: ours, or the MQTT 5 client's Receive Maximum when smaller. */
   readonly #maxInflight: number;
   #inflight = new Map<number, Copy>();
+  /** QoS 2 copies PUBRECed: our PUBREL is out, the client's PUBCOMP not in yet. */
+  #releasing: Set<number> | null = null;
+  /** Resumed: QoS 2 copies sent before, their packet ids by {@link copyAt} (and the ids). */
+  #resendIds: Map<string, number> | null = null;
+  #reservedIds: Set<number> | null = null;
   /** When each in-flight copy was (last) written, for resends. */
   #sentAt = new Map<number, number>();
   /** Clock for resends (ms); set by the owner. */
@@ -81,8 +92,9 @@ export class ClientQueue implements DeadlineOwner {
     return this.timeoutMs > 0;
   }
 
+  /** Packet ids taken: copies awaiting a PUBACK or PUBREC, and PUBRELs awaiting a PUBCOMP. */
   get inflight(): number {
-    return this.#inflight.size;
+    return this.#inflight.size + (this.#releasing?.size ?? 0);
   }
 
   /** QoS 1 copies waiting for a window slot. */
@@ -115,7 +127,7 @@ export class ClientQueue implements DeadlineOwner {
       return "evict"; // hard cap reached
     }
     if (this.#overCap(copy.bytes)) this.#pause();
-    if (this.#inflight.size < this.#maxInflight && this.#waiting.length === 0) {
+    if (this.inflight < this.#maxInflight && this.#waiting.length === 0) {
       this.#send(copy);
       return "sent";
     }
@@ -128,16 +140,69 @@ export class ClientQueue implements DeadlineOwner {
   /** A PUBACK from the client: settle its copy, refill the window. */
   puback(packetId: number): void {
     const copy = this.#inflight.get(packetId);
-    if (!copy) return; // unknown or already struck: ignore [MQTT-4.3.2]
+    // Unknown, already struck, or a QoS 2 copy (which a PUBREC answers): ignore [MQTT-4.3.2].
+    if (!copy || copy.qos !== 1) return;
     this.#inflight.delete(packetId);
     this.#sentAt.delete(packetId);
     copy.ledger.settle(copy.entry);
     this.refill();
   }
 
+  /**
+   * A PUBREC: the client has the QoS 2 copy, so its entry settles; PUBREL goes out, and the
+   * packet id stays taken until the PUBCOMP. An MQTT 5 reason code ≥ 0x80 ends the exchange
+   * there [MQTT-4.3.3-8]. A PUBREC of an id already released is answered with PUBREL again.
+   */
+  pubrec(packetId: number, reasonCode: number): void {
+    const copy = this.#inflight.get(packetId);
+    if (!copy || copy.qos !== 2) {
+      if (this.#releasing?.has(packetId)) this.sub.outbox.pushPuback(packetId, AckType.PUBREL);
+      return;
+    }
+    this.#inflight.delete(packetId);
+    this.#sentAt.delete(packetId);
+    copy.ledger.settle(copy.entry);
+    if (reasonCode < 0x80) this.#release(packetId);
+    this.refill();
+  }
+
+  /** A PUBCOMP: the QoS 2 exchange is over, its packet id free. */
+  pubcomp(packetId: number): void {
+    if (this.#releasing?.delete(packetId) !== true) return;
+    this.#sentAt.delete(packetId);
+    this.refill();
+  }
+
+  /** The QoS 2 copies in flight, for a stored session going offline; null when none. */
+  qos2Out(): Qos2Out | null {
+    const sent = new Map<string, number>();
+    for (const [id, c] of this.#inflight) {
+      if (c.qos === 2) sent.set(copyAt(c.key, c.entry.offset), id);
+    }
+    const releasing = this.#releasing === null ? [] : [...this.#releasing];
+    return sent.size === 0 && releasing.length === 0 ? null : { releasing, sent };
+  }
+
+  /**
+   * A resumed session's QoS 2 exchanges: PUBRELs go again at once, and copies sent before
+   * keep their packet ids for when the catch-up sends them again [MQTT-4.4.0-1].
+   */
+  resumeQos2(out: Qos2Out): void {
+    for (const id of out.releasing) this.#release(id);
+    if (out.sent.size === 0) return;
+    this.#resendIds = new Map(out.sent);
+    this.#reservedIds = new Set(out.sent.values());
+  }
+
+  #release(packetId: number): void {
+    (this.#releasing ??= new Set()).add(packetId);
+    if (this.#limits.resendAfterMs) this.#sentAt.set(packetId, this.now());
+    this.sub.outbox.pushPuback(packetId, AckType.PUBREL);
+  }
+
   /** Moves waiting copies into the window and unpauses once under the cap. */
   refill(): void {
-    while (this.#waiting.length > 0 && this.#inflight.size < this.#maxInflight) {
+    while (this.#waiting.length > 0 && this.inflight < this.#maxInflight) {
       const copy = this.#waiting.shift()!;
       this.#waitingBytes -= copy.bytes;
       this.#budget.bytes -= copy.bytes;
@@ -161,6 +226,7 @@ export class ClientQueue implements DeadlineOwner {
     }
     this.#budget.bytes -= this.#waitingBytes;
     this.#inflight.clear();
+    this.#releasing = this.#resendIds = this.#reservedIds = null;
     this.#sentAt.clear();
     this.#waiting = [];
     this.#waitingBytes = 0;
@@ -187,15 +253,28 @@ export class ClientQueue implements DeadlineOwner {
   }
 
   #send(copy: Copy): void {
-    const id = this.#allocateId();
+    const again = this.#resendIds === null ? undefined : this.#sentBefore(copy);
+    const id = again ?? this.#allocateId();
     this.#inflight.set(id, copy);
     if (this.#limits.resendAfterMs) this.#sentAt.set(id, this.now());
-    this.sub.outbox.push(encodeCopy(copy, id, false));
+    this.sub.outbox.push(encodeCopy(copy, id, again !== undefined));
+  }
+
+  /** The packet id a QoS 2 copy had before the reconnect (taken off the list), if any. */
+  #sentBefore(copy: Copy): number | undefined {
+    if (copy.qos !== 2) return undefined;
+    const at = copyAt(copy.key, copy.entry.offset);
+    const id = this.#resendIds!.get(at);
+    if (id === undefined) return undefined;
+    this.#resendIds!.delete(at);
+    this.#reservedIds!.delete(id);
+    if (this.#resendIds!.size === 0) this.#resendIds = this.#reservedIds = null;
+    return id;
   }
 
   /**
    * Resends, with the DUP flag and the same packet id [MQTT-3.3.1-1], every in-flight copy
-   * not PUBACKed within `resendAfterMs`; skipped while the client is over its byte cap (a
+   * not PUBACKed (or PUBRECed) within `resendAfterMs`, and each PUBREL not PUBCOMPed; skipped while the client is over its byte cap (a
    * resend must not grow a queue that is not draining). Returns how many were resent.
    */
   resendDue(now: number): number {
@@ -204,6 +283,12 @@ export class ClientQueue implements DeadlineOwner {
     let n = 0;
     for (const [id, at] of this.#sentAt) {
       if (now - at < after) continue;
+      if (this.#releasing?.has(id)) {
+        this.sub.outbox.pushPuback(id, AckType.PUBREL);
+        this.#sentAt.set(id, now);
+        n++;
+        continue;
+      }
       const copy = this.#inflight.get(id);
       if (!copy || this.queuedBytes + copy.bytes > this.#limits.maxClientBytes) continue;
       this.sub.outbox.push(encodeCopy(copy, id, true));
@@ -218,17 +303,20 @@ export class ClientQueue implements DeadlineOwner {
     for (;;) {
       const id = this.#nextId;
       this.#nextId = id === 65535 ? 1 : id + 1;
-      if (!this.#inflight.has(id)) return id;
+      if (this.#inflight.has(id) || this.#releasing?.has(id) || this.#reservedIds?.has(id)) {
+        continue;
+      }
+      return id;
     }
   }
 }
 
-/** A QoS 1 copy as a PUBLISH with packet id `id`. */
+/** A QoS 1 or 2 copy as a PUBLISH with packet id `id`. */
 function encodeCopy(copy: Copy, id: number, dup: boolean): Uint8Array {
   return encodePublish(
     copy.topicBytes,
     copy.payload,
-    1,
+    copy.qos,
     id,
     dup,
     copy.retain ?? false,

@@ -16,14 +16,22 @@ class FakeOutbox {
     this.queuedBytes += b.length;
     this.budget.bytes += b.length;
   }
+  /** A 4-byte acknowledgement (PUBREL: 0x62). */
+  pushPuback(id: number, type = 0x40): void {
+    this.push(new Uint8Array([type, 2, id >> 8, id & 0xff]));
+  }
+  /** The packet ids of the 4-byte acknowledgements of first byte `type` pushed so far. */
+  acks(type: number): number[] {
+    return this.packets.filter((p) => p[0] === type).map((p) => (p[2] << 8) | p[3]);
+  }
   /** The socket took everything. */
   drain(): void {
     this.budget.bytes -= this.queuedBytes;
     this.queuedBytes = 0;
   }
-  /** Packet ids of the QoS 1 PUBLISHes pushed so far. */
+  /** Packet ids of the QoS 1 and 2 PUBLISHes pushed so far. */
   ids(): number[] {
-    return this.packets.filter((p) => (p[0] & 0x06) === 2).map((p) => {
+    return this.packets.filter((p) => p[0] >> 4 === 3 && (p[0] & 0x06) !== 0).map((p) => {
       let at = 1;
       while (p[at] & 0x80) at++;
       at++;
@@ -56,10 +64,11 @@ function setup(limits: Partial<QueueLimits> = {}, globalMax = 1 << 30) {
   q.onEvict = (r) => evictions.push(r);
   const ledger = new AckLedger(-1);
   let offset = 0;
-  const copy = (payloadBytes = 10): Copy => {
+  const copy = (payloadBytes = 10, qos: 1 | 2 = 1): Copy => {
     const payload = new Uint8Array(payloadBytes);
     const topicBytes = new TextEncoder().encode("t");
     return {
+      qos,
       topicBytes,
       payload,
       ledger,
@@ -225,4 +234,49 @@ Deno.test("ClientQueue.lowestUnsettled() gives the lowest offset of unsettled co
   assert.deepEqual([...q.lowestUnsettled()], [["k", 1]]);
   q.strikeAll();
   assert.equal(q.lowestUnsettled().size, 0);
+});
+
+Deno.test("ClientQueue QoS 2: PUBREC settles and sends PUBREL; the id stays taken (in the window) until PUBCOMP", () => {
+  const { q, outbox, ledger, copy } = setup({ maxInflight: 2 });
+  q.offerQos1(copy(10, 2));
+  q.offerQos1(copy(10, 2));
+  assert.equal(q.offerQos1(copy(10, 2)), "queued");
+  q.puback(1); // a PUBACK does not answer a QoS 2 copy
+  assert.equal(ledger.safeOffset, -1);
+  q.pubrec(1, 0);
+  assert.deepEqual(outbox.acks(0x62), [1]);
+  assert.equal(ledger.safeOffset, 0, "settled at the PUBREC");
+  assert.equal(q.inflight, 2, "id 1 still taken: the window stays full");
+  assert.deepEqual(outbox.ids(), [1, 2]);
+  q.pubrec(1, 0); // a repeated PUBREC gets the PUBREL again
+  assert.deepEqual(outbox.acks(0x62), [1, 1]);
+  q.pubcomp(1);
+  assert.deepEqual(outbox.ids(), [1, 2, 3], "the waiting copy takes the freed slot");
+  q.pubrec(2, 0x80); // MQTT 5: a refusing PUBREC ends the exchange, no PUBREL
+  assert.deepEqual(outbox.acks(0x62), [1, 1]);
+  assert.equal(ledger.safeOffset, 1);
+  assert.equal(q.inflight, 1);
+});
+
+Deno.test("ClientQueue QoS 2 across a reconnect: PUBRELs owed go again, a copy sent before keeps its id with DUP", () => {
+  const a = setup({ maxInflight: 4 });
+  const owned = a.copy(10, 2);
+  const unanswered = a.copy(10, 2);
+  a.q.offerQos1(owned);
+  a.q.offerQos1(unanswered);
+  a.q.pubrec(1, 0);
+  const out = a.q.qos2Out()!;
+  assert.deepEqual(out.releasing, [1]);
+  assert.deepEqual([...out.sent.values()], [2]);
+
+  const b = setup({ maxInflight: 4 });
+  b.q.resumeQos2(out);
+  assert.deepEqual(b.outbox.acks(0x62), [1], "PUBREL 1 again at once");
+  b.q.offerQos1(b.copy()); // a new QoS 1 copy does not take ids 1 or 2
+  b.q.offerQos1(unanswered); // the catch-up sends the unanswered copy again
+  const publishes = b.outbox.packets.filter((p) => p[0] >> 4 === 3);
+  assert.deepEqual(b.outbox.ids(), [3, 2]);
+  assert.equal(publishes[1][0] & 0x08, 0x08, "DUP set on the resent copy");
+  assert.equal(publishes[0][0] & 0x08, 0, "no DUP on a new copy");
+  assert.equal(setup().q.qos2Out(), null, "nothing in flight: nothing to keep");
 });

@@ -11,7 +11,12 @@ import type { LogBackend, OutgoingMessage, PartitionAddress } from "../log/port.
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { DeadlineWheel } from "../base/deadline_wheel.ts";
-import type { DeliveryPort, Subscriber, SubscribeRequest } from "../session/delivery_port.ts";
+import type {
+  AckPacket,
+  DeliveryPort,
+  Subscriber,
+  SubscribeRequest,
+} from "../session/delivery_port.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { PublishPreparer } from "../session/publish.ts";
 import type { Clock } from "../base/clock.ts";
@@ -84,7 +89,7 @@ export class Delivery implements DeliveryPort {
       const code = await this.#subscriptions.subscribeOne(queue, f);
       codes.push(code);
       if (sub.session !== null && code < SUBACK_FAILURE) {
-        this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1, f.options);
+        this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1 | 2, f.options);
       }
     }
     return codes;
@@ -92,8 +97,14 @@ export class Delivery implements DeliveryPort {
 
   /** A resumed stored session: its subscriptions come back from its stored positions. */
   async resume(sub: Subscriber): Promise<void> {
-    if (this.#stopping || sub.session === null) return;
-    await this.#stored.resume(this.#clients.queueOf(sub), sub.session);
+    const session = sub.session;
+    if (this.#stopping || session === null) return;
+    const queue = this.#clients.queueOf(sub);
+    if (session.qos2Out !== undefined) {
+      queue.resumeQos2(session.qos2Out);
+      session.qos2Out = undefined;
+    }
+    await this.#stored.resume(queue, session);
   }
 
   /** Removes the subscriptions; per filter, whether one existed (MQTT 5 UNSUBACK 0x11). */
@@ -123,8 +134,20 @@ export class Delivery implements DeliveryPort {
     this.#clients.puback(sub, packetId);
   }
 
+  acknowledged(sub: Subscriber, p: AckPacket): void {
+    if (p.type === "puback") this.#clients.puback(sub, p.packetId);
+    else if (p.type === "pubrec") this.#clients.pubrec(sub, p.packetId, p.reasonCode ?? 0);
+    else this.#clients.pubcomp(sub, p.packetId);
+  }
+
   detach(sub: Subscriber): void {
     const queue = this.#clients.remove(sub);
+    // QoS 2 copies in flight: a stored session takes their exchanges up again on its return.
+    // (Set only when there are some: most sessions never get the field.)
+    const qos2 = queue?.qos2Out() ?? null;
+    if (sub.session !== null && (qos2 !== null || sub.session.qos2Out !== undefined)) {
+      sub.session.qos2Out = qos2 ?? undefined;
+    }
     // A stored session's positions are taken before its copies are struck.
     if (sub.session !== null) this.#stored.detached(queue, sub.session);
     if (!queue) return;

@@ -30,7 +30,7 @@ export function tripleOfKey(key: string): Triple {
 /** One client's subscription to one filter. */
 export interface Subscription<C> {
   readonly client: C;
-  qos: 0 | 1;
+  qos: 0 | 1 | 2;
   /** MQTT 5 subscription options (No Local, Retain As Published, identifier); absent on 3.1.1. */
   options?: SubscriptionOptions;
   /**

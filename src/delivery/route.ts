@@ -73,8 +73,8 @@ export class Router {
       return;
     }
     const targets = finishTargets(found, m, view, left, this.#metrics);
-    let qos1 = 0;
-    for (const t of targets) if (t.qos === 1) qos1++;
+    let qos1 = 0; // copies that hold the entry until acknowledged (QoS 1 and 2)
+    for (const t of targets) if (t.qos > 0) qos1++;
     const entry = reader.ledger.record(m.offset, qos1);
     if (targets.length === 0) return;
     this.#metrics.routed.inc();
@@ -157,6 +157,7 @@ export function deliverCopies(
     }
     const bytes = tb.length + view.payload.length + 8 + (props?.length ?? 0);
     const offer = q.offerQos1({
+      qos,
       topicBytes: tb,
       payload: view.payload,
       ledger: reader.ledger,
@@ -169,6 +170,6 @@ export function deliverCopies(
     if (offer === "evict") {
       reader.ledger.settle(entry!); // this copy is struck with the client
       evict(q, "slow consumer: hard cap of outbound bytes reached");
-    } else metrics.deliveredQos[1].inc();
+    } else metrics.deliveredQos[qos].inc();
   }
 }

@@ -58,7 +58,7 @@ export class SessionDelivery {
     queue: ClientQueue,
     session: StoredSession,
     filter: string,
-    qos: 0 | 1,
+    qos: 0 | 1 | 2,
     options?: SubscriptionOptions,
   ): void {
     session.subscriptions.set(filter, qos);

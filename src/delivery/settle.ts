@@ -84,6 +84,16 @@ export class ClientQueues {
     this.#queues.get(sub)?.puback(packetId);
   }
 
+  /** The client's PUBREC (QoS 2) settles its copy; PUBREL goes out. */
+  pubrec(sub: Subscriber, packetId: number, reasonCode: number): void {
+    this.#queues.get(sub)?.pubrec(packetId, reasonCode);
+  }
+
+  /** The client's PUBCOMP frees a QoS 2 copy's packet id. */
+  pubcomp(sub: Subscriber, packetId: number): void {
+    this.#queues.get(sub)?.pubcomp(packetId);
+  }
+
   /** Forgets the subscriber's queue (detach); returns it, or undefined when it had none. */
   remove(sub: Subscriber): ClientQueue | undefined {
     const queue = this.#queues.get(sub);

@@ -149,7 +149,7 @@ export class Subscriptions {
     if (!existing && this.registry.countFor(queue) >= this.opts.maxSubscriptionsPerClient) {
       return this.refuse(queue, filter, "max_subscriptions_per_client reached", 0x97);
     }
-    const granted: 0 | 1 = f.qos === 0 ? 0 : 1; // QoS 2 asked → 1 granted (DESIGN §2)
+    const granted = f.qos; // every level is granted as asked (QoS 2 too)
     if (existing && f.from === undefined) {
       existing.qos = granted; // [MQTT-3.8.4-3] replace, no duplicate copies
       existing.options = f.options; // MQTT 5: the options are replaced too

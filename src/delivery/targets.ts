@@ -20,7 +20,7 @@ import type { Subscription } from "./registry.ts";
 /** A copy to make: for one client, under one topic prefix. */
 export interface Target {
   readonly client: ClientQueue;
-  qos: 0 | 1;
+  qos: 0 | 1 | 2;
   readonly prefix: string;
   /** MQTT 5: the identifiers of the matching subscriptions; null for a 3.1.1 client. */
   readonly ids: number[] | null;
@@ -75,7 +75,7 @@ function merge(into: Target, t: Target): void {
 export function finishTargets(
   targets: Target[],
   m: StoredMessage,
-  view: { readonly topic: string; readonly qos: 0 | 1; readonly payload: Uint8Array },
+  view: { readonly topic: string; readonly qos: 0 | 1 | 2; readonly payload: Uint8Array },
   left: number | null,
   metrics: GatewayMetrics,
 ): Target[] {

@@ -18,6 +18,9 @@ export const H_EMPTY = "mqtt.empty";
 /** Set on a connection's will, published when it ended without DISCONNECT. */
 export const H_WILL = "mqtt.will";
 
+/** The `mqtt.qos` value per QoS level (constant strings: no number formatting per message). */
+const QOS_VALUE = ["0", "1", "2"] as const;
+
 /** Iggy refuses empty messages; an empty MQTT payload is stored as this one byte + H_EMPTY. */
 const EMPTY_STAND_IN = new Uint8Array([0]);
 
@@ -28,7 +31,7 @@ const EMPTY_STAND_IN = new Uint8Array([0]);
 export function envelope(
   topic: string,
   payload: Uint8Array,
-  qos: 0 | 1,
+  qos: 0 | 1 | 2,
   clientId: string,
   packetId: number,
   retain: boolean,
@@ -38,10 +41,10 @@ export function envelope(
   const headers = new Map<string, string>();
   if (props !== undefined) stampProperties(headers, props);
   headers.set(H_TOPIC, topic);
-  headers.set(H_QOS, qos === 1 ? "1" : "0");
+  headers.set(H_QOS, QOS_VALUE[qos]);
   headers.set(H_CLIENT_ID, clientId);
   // A will has no packet id (0): nothing to stamp.
-  if (qos === 1 && packetId !== 0) headers.set(H_PACKET_ID, String(packetId));
+  if (qos > 0 && packetId !== 0) headers.set(H_PACKET_ID, String(packetId));
   if (retain) headers.set(H_RETAIN, "true");
   if (will) headers.set(H_WILL, "true");
   if (payload.length === 0) {
@@ -54,7 +57,7 @@ export function envelope(
 /** The MQTT view of a stored message, or null when it was not written by an MQTT client. */
 export interface MqttView {
   readonly topic: string;
-  readonly qos: 0 | 1;
+  readonly qos: 0 | 1 | 2;
   readonly payload: Uint8Array;
 }
 
@@ -62,7 +65,8 @@ export interface MqttView {
 export function openEnvelope(m: StoredMessage): MqttView | null {
   const topic = m.headers.get(H_TOPIC);
   if (topic === undefined || topic === "") return null;
-  const qos = m.headers.get(H_QOS) === "1" ? 1 : 0;
+  const stamped = m.headers.get(H_QOS);
+  const qos = stamped === "1" ? 1 : stamped === "2" ? 2 : 0;
   const payload = m.headers.get(H_EMPTY) === "true" ? new Uint8Array(0) : m.payload;
   return { topic, qos, payload };
 }

@@ -115,12 +115,13 @@ export class GatewayMetrics {
   );
   readonly resent = this.registry.counter(
     "mqtt_deliveries_resent_total",
-    "QoS 1 copies resent with DUP after limits.resend_after_ms without PUBACK",
+    "QoS 1 and 2 copies (and PUBRELs) resent after limits.resend_after_ms without an answer",
   );
   /** Handles of `delivered` by QoS (hot path: one increment per copy). */
-  readonly deliveredQos: readonly [BoundCounter, BoundCounter] = [
+  readonly deliveredQos: readonly [BoundCounter, BoundCounter, BoundCounter] = [
     this.delivered.child({ qos: "0" }),
     this.delivered.child({ qos: "1" }),
+    this.delivered.child({ qos: "2" }),
   ];
   readonly droppedQos0 = this.registry.counter(
     "mqtt_deliveries_dropped_total",

@@ -3,20 +3,27 @@
  * to different partitions confirm out of order. Each QoS 1 publish takes a slot; a slot is
  * released only when every earlier slot is released.
  *
+ * A QoS 2 publish takes a slot too; its acknowledgement is a PUBREC [MQTT-4.3.3-2], released
+ * in the same order [MQTT-4.6.0-3].
+ *
  * A slot ends as `ack` (send PUBACK), or `close`: a denied or failed QoS 1 publish gets no
  * PUBACK, and MQTT 3.1.1 then requires the connection to be closed [MQTT-3.3.5-2], after
  * the PUBACKs owed for earlier publishes are sent.
  *
  * @module
  */
+import { AckType } from "../codec/encoder.ts";
 
 /** How a slot ended. */
 export type SlotEnd = "ack" | "close";
 
 /** Who sends the released PUBACKs, and closes when a slot ends without one. */
 export interface AckOwner {
-  /** `packet`: an MQTT 5 PUBACK already encoded (reason code, properties); else the plain one. */
-  pubackReady(packetId: number, packet?: Uint8Array): void;
+  /**
+   * `packet`: an MQTT 5 PUBACK already encoded (reason code, properties); else the plain one.
+   * `type`: the first byte, 0x40 PUBACK or, for a QoS 2 publish, 0x50 PUBREC.
+   */
+  pubackReady(packetId: number, packet: Uint8Array | undefined, type: number): void;
   unacknowledged(): void;
 }
 
@@ -24,6 +31,8 @@ export interface AckOwner {
 const OPEN = 0;
 const ACK = 1;
 const CLOSE = 2;
+/** Or-ed into a slot's state: the publish was QoS 2 (its answer is a PUBREC). */
+const REC = 4;
 
 const NO_IDS = new Uint16Array(0);
 const NO_ENDS = new Uint8Array(0);
@@ -57,13 +66,18 @@ export class AckQueue {
     return this.#tail - this.#head;
   }
 
-  /** Takes the next slot for a QoS 1 publish; settle it later with {@link settle}. */
-  take(packetId: number): number {
+  /** Takes the next slot for a QoS 1 (or 2) publish; settle it later with {@link settle}. */
+  take(packetId: number, qos2 = false): number {
     if (this.#tail - this.#head === this.#ids.length) this.#grow();
     const at = this.#tail & (this.#ids.length - 1);
     this.#ids[at] = packetId;
-    this.#ends[at] = OPEN;
+    this.#ends[at] = qos2 ? OPEN | REC : OPEN;
     return this.#tail++;
+  }
+
+  /** The open slot was taken for a QoS 2 publish. */
+  isQos2(slot: number): boolean {
+    return (this.#ends[slot & (this.#ids.length - 1)] & REC) !== 0;
   }
 
   /** The packet id a still open slot was taken for. */
@@ -79,14 +93,14 @@ export class AckQueue {
     // A slot below the head was released by a "close" that emptied the queue: nothing to do.
     if (slot < this.#head || slot >= this.#tail) return;
     const mask = this.#ids.length - 1;
-    this.#ends[slot & mask] = end === "ack" ? ACK : CLOSE;
+    this.#ends[slot & mask] = (end === "ack" ? ACK : CLOSE) | (this.#ends[slot & mask] & REC);
     // Set (or cleared) on every settle once in use, so no stale packet outlives its slot.
     if (packet !== undefined || this.#packets !== null) {
       (this.#packets ??= [])[slot & mask] = packet;
     }
     while (this.#head < this.#tail) {
       const at = this.#head & mask;
-      const state = this.#ends[at];
+      const state = this.#ends[at] & ~REC;
       if (state === OPEN) break;
       this.#head++;
       if (state === CLOSE) {
@@ -94,10 +108,13 @@ export class AckQueue {
         this.#head = this.#tail;
         return;
       }
+      const type = (this.#ends[at] & REC) !== 0 ? AckType.PUBREC : AckType.PUBACK;
       const packets = this.#packets;
-      if (packets === null) this.#owner.pubackReady(this.#ids[at]);
+      if (packets === null) this.#owner.pubackReady(this.#ids[at], undefined, type);
       else {
-        this.#owner.pubackReady(this.#ids[at], packets[at]);
+        const packet = packets[at];
+        if (packet !== undefined) packet[0] = type; // a v5 PUBREC is laid out as its PUBACK
+        this.#owner.pubackReady(this.#ids[at], packet, type);
         packets[at] = undefined;
       }
     }

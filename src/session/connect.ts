@@ -149,16 +149,13 @@ function isForbiddenClientId(id: string): boolean {
   return false;
 }
 
-/** The will policy, before any backend call: `session.will = refuse`, QoS 2 wills. */
+/** The will policy, before any backend call: `session.will = refuse`. */
 function refuseByPolicy(ctx: SessionContext, p: ConnectPacket): ConnackOutcome | null {
   if (p.will !== null && ctx.config.session.will === "refuse") {
     return refuseConnect(
       ConnackCode.NOT_AUTHORIZED,
       "will messages are not accepted (session.will)",
     );
-  }
-  if (p.will?.qos === 2) {
-    return refuseConnect(ConnackCode.NOT_AUTHORIZED, "QoS 2 wills are refused");
   }
   return null;
 }

@@ -71,9 +71,6 @@ export function refuseConnect5(p: ConnectPacket): ConnackOutcome | null {
       `authentication method "${props.authenticationMethod}" is not supported`,
     );
   }
-  if (p.will?.qos === 2) {
-    return refuse5(Connack5.QOS_NOT_SUPPORTED, "QoS 2 wills are refused (Maximum QoS 1)");
-  }
   if (p.will?.retain) {
     return refuse5(
       Connack5.RETAIN_NOT_SUPPORTED,
@@ -124,7 +121,7 @@ export function connackProperties(config: GatewayConfig, f: AcceptedFacts): Prop
     w.u32(Prop.SESSION_EXPIRY, f.session.sessionExpiry);
   }
   w.u16(Prop.RECEIVE_MAXIMUM, Math.min(65_535, l.max_inflight_publishes_per_client));
-  w.byte(Prop.MAXIMUM_QOS, 1);
+  // No Maximum QoS property: QoS 2 is supported both ways [MQTT-3.2.2.3.4].
   w.byte(Prop.RETAIN_AVAILABLE, 0);
   // Our cap is on the remaining length; a packet of that total size is always under it.
   w.u32(Prop.MAXIMUM_PACKET_SIZE, l.max_packet_bytes);

@@ -20,7 +20,7 @@ import { type AcceptedConnect, type ConnectResult, handleConnect } from "./conne
 import type { SessionContext } from "./context.ts";
 import { handleDisconnect, handlePingreq, handleUnsupportedConnect } from "./control.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
-import type { Subscriber } from "./delivery_port.ts";
+import { isAck, type Subscriber } from "./delivery_port.ts";
 import type { V5Session } from "./v5_session.ts";
 import { countReadError, decoderFor } from "./decoder_of.ts";
 import type { StoredSession } from "./stored_sessions.ts";
@@ -170,12 +170,10 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
         while (this.#next < this.#packets.length) {
           if (this.#closed) return;
           const p = this.#packets[this.#next++];
-          // Draining (stop, DISCONNECT, refused CONNECT): no new work, but PUBACKs still
-          // settle deliveries, so acknowledged copies are not redelivered after a restart.
+          // Draining (stop, DISCONNECT, refused CONNECT): no new work, but PUBACKs (and
+          // PUBRECs) still settle deliveries, so acknowledged copies are not redelivered.
           if (this.#draining) {
-            if (p.type === "puback" && this.#principal !== null) {
-              ctx.delivery.puback(this, p.packetId);
-            }
+            if (this.#principal !== null && isAck(p)) ctx.delivery.acknowledged(this, p);
             continue;
           }
           const pending = this.#handle(p);
@@ -243,7 +241,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     return readGate(this.#ctx, this.#publisher)?.then(() => this.#readGate());
   }
 
-  /** Called by the deadline wheel: no CONNECT in time, or 1.5× keep-alive of silence. */
+  /** Deadline wheel: no CONNECT in time, or 1.5× keep-alive of silence. */
   expire(): void {
     this.#ctx.metrics.keepAliveExpired.inc();
     this.#ctx.logger.limited("info", "Closing silent connection", {
@@ -294,9 +292,9 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#live = null;
   }
 
-  /** AckQueue: the PUBACK of `packetId` (or an MQTT 5 PUBACK already encoded) may go now. */
-  pubackReady(packetId: number, packet?: Uint8Array): void {
-    if (packet === undefined) this.outbox.pushPuback(packetId);
+  /** AckQueue: the PUBACK (or PUBREC: `type`) of `packetId`, or `packet`, may go now. */
+  pubackReady(packetId: number, packet: Uint8Array | undefined, type: number): void {
+    if (packet === undefined) this.outbox.pushPuback(packetId, type);
     else this.outbox.push(packet);
   }
 
@@ -305,7 +303,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.closeAfterFlush("QoS 1 publish not acknowledged [MQTT-3.3.5-2]");
   }
 
-  /** Graceful stop: take no new packets, finish appends, send their PUBACKs, then close. */
+  /** Graceful stop: no new packets; appends finish and their PUBACKs go; then close. */
   async drain(): Promise<void> {
     this.#draining = true;
     const pub = this.#publisher;
@@ -341,6 +339,12 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       case "puback":
         ctx.delivery.puback(this, p.packetId);
         return;
+      case "pubrec":
+      case "pubcomp":
+        ctx.delivery.acknowledged(this, p);
+        return;
+      case "pubrel":
+        return (this.#publisher ??= this.#newPublisher()).release(p.packetId);
       case "connect":
         return handleConnect(ctx, p, this).then((r) => this.#connected(r));
       case "connect_unsupported":

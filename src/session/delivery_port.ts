@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Subscription } from "../codec/packets.ts";
+import type { QosFlowPacket, Subscription } from "../codec/packets.ts";
 import type { OutgoingMessage, PartitionAddress, Principal } from "../log/port.ts";
 import type { Outbox } from "./outbox.ts";
 import type { V5Session } from "./v5_session.ts";
@@ -37,6 +37,17 @@ export interface SubscribeRequest extends Subscription {
   readonly from?: ReplayFrom;
 }
 
+/** A client's acknowledgement of a copy (PUBREC and PUBCOMP: of a QoS 2 copy). */
+export type AckPacket =
+  | { readonly type: "puback"; readonly packetId: number }
+  | QosFlowPacket<"pubrec">
+  | QosFlowPacket<"pubcomp">;
+
+/** A client's acknowledgement of a copy: PUBACK, PUBREC or PUBCOMP. */
+export function isAck(p: { readonly type: string }): p is AckPacket {
+  return p.type === "puback" || p.type === "pubrec" || p.type === "pubcomp";
+}
+
 /** Delivery operations a session performs. */
 export interface DeliveryPort {
   /**
@@ -56,6 +67,11 @@ export interface DeliveryPort {
   readonly wildcards?: boolean;
   /** A PUBACK from the client settles its ack-ledger entry. */
   puback(sub: Subscriber, packetId: number): void;
+  /**
+   * Any acknowledgement: a PUBACK as {@link puback}; a PUBREC settles a QoS 2 copy's entry and
+   * is answered with PUBREL; a PUBCOMP frees the copy's packet id [MQTT-4.3.3].
+   */
+  acknowledged(sub: Subscriber, p: AckPacket): void;
   /**
    * The client is gone: strike its pending copies, drop its subscriptions. A stored session's
    * positions (the first offset it has not settled, per triple) are stored first.

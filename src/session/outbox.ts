@@ -80,8 +80,11 @@ export class Outbox {
     this.#queued(bytes.length);
   }
 
-  /** Queues an MQTT 3.1.1 PUBACK (or v5 PUBACK with reason 0x00 and no properties). */
-  pushPuback(packetId: number): void {
+  /**
+   * Queues an MQTT 3.1.1 PUBACK (or v5 PUBACK with reason 0x00 and no properties); `type`
+   * another 4-byte acknowledgement's first byte (PUBREC 0x50, PUBREL 0x62, PUBCOMP 0x70).
+   */
+  pushPuback(packetId: number, type = 0x40): void {
     if (this.#closed) return;
     let block = this.#acks;
     if (block === null || this.#acksEnd + 4 > block.length) {
@@ -91,7 +94,7 @@ export class Outbox {
       this.#acksEnd = this.#acksFrom = 0;
     }
     const at = this.#acksEnd;
-    block[at] = 0x40;
+    block[at] = type; // 0x40 PUBACK, or another 4-byte ack (PUBREC, PUBREL, PUBCOMP)
     block[at + 1] = 2;
     block[at + 2] = packetId >> 8;
     block[at + 3] = packetId & 0xff;

@@ -8,6 +8,10 @@
  *   read's batch for its partition (`#collect`); at the end of the read (or when a batch is
  *   full, or before waiting) `flush` makes one append per partition (`#append`); the backend's
  *   answer settles the QoS 1 PUBACK slots (`#confirmed`, `#failed`).
+ * - QoS 2 [MQTT-4.3.3]: appended like QoS 1, answered with a PUBREC; its packet id is held
+ *   until the PUBREL (`release`), and a PUBLISH that comes again under a held id (DUP) gets
+ *   its PUBREC again without a second append. The ids are the stored session's when there is
+ *   one, so a client that reconnects may resend either packet.
  *
  * Made on a connection's first PUBLISH: a connection that only connected, or only subscribes,
  * holds none of this. The fast path allocates no outcome object per message; outcomes are
@@ -15,6 +19,8 @@
  *
  * @module
  */
+import { encodeAck5 } from "../codec/encode_v5.ts";
+import { AckType } from "../codec/encoder.ts";
 import type { PublishPacket } from "../codec/packets.ts";
 import { BackendError, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
 import type { Principal } from "../log/port.ts";
@@ -22,6 +28,8 @@ import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api"
 import { startAppendSpan } from "../observe/tracing.ts";
 import { type AckOwner, AckQueue } from "./ack_queue.ts";
 import type { SessionContext } from "./context.ts";
+import type { Outbox } from "./outbox.ts";
+import { PacketIdSet } from "./packet_ids.ts";
 import { type Denied, type Failed, placedAt, type Prepared } from "./publish.ts";
 import type { V5Session } from "./v5_session.ts";
 import {
@@ -40,7 +48,7 @@ interface PartitionBatch {
   readonly messages: OutgoingMessage[];
   /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
   readonly slots: number[];
-  /** QoS 1 messages among them: only those are timed (PUBACK latency). */
+  /** QoS 1 and 2 messages among them: only those are timed (PUBACK latency). */
   qos1: number;
 }
 
@@ -58,6 +66,10 @@ function release(b: PartitionBatch): void {
 /** What the publisher needs of its connection: PUBACK sending (AckOwner) and the trace. */
 export interface PublishSite extends AckOwner {
   readonly spanContext: SpanContext | null;
+  /** Where a PUBCOMP goes. */
+  readonly outbox: Pick<Outbox, "push" | "pushPuback">;
+  /** The stored session, whose QoS 2 packet ids outlive the connection; null when clean. */
+  readonly session?: { qos2Received?: PacketIdSet } | null;
   /** MQTT 5 session state; null on 3.1.1. */
   readonly v5?: V5Session | null;
   /** Closes, telling an MQTT 5 client why. */
@@ -71,6 +83,8 @@ export class ConnectionPublisher {
   readonly #principal: Principal;
   readonly #clientId: string;
   readonly #acks: AckQueue;
+  /** QoS 2 packet ids appended or being appended whose PUBREL has not come; made at first use. */
+  #receivedIds: PacketIdSet | null = null;
   /** This read's appends per partition. */
   readonly #batches = new Map<PartitionBatch["address"], PartitionBatch>();
   /** Messages of this connection waiting for the backend (bounded per client). */
@@ -87,6 +101,15 @@ export class ConnectionPublisher {
     this.#acks = new AckQueue(site);
   }
 
+  /** The held QoS 2 packet ids: the stored session's (they outlive the connection) or our own. */
+  get #received(): PacketIdSet {
+    if (this.#receivedIds !== null) return this.#receivedIds;
+    const session = this.#site.session;
+    return this.#receivedIds = session
+      ? (session.qos2Received ??= new PacketIdSet())
+      : new PacketIdSet();
+  }
+
   /** Messages waiting for the backend. */
   get inflight(): number {
     return this.#inflight;
@@ -97,6 +120,11 @@ export class ConnectionPublisher {
    * metadata is not cached (this connection only waits, so per-partition order holds).
    */
   publish(p: PublishPacket): Promise<void> | undefined {
+    if (p.qos === 2 && !this.#received.add(p.packetId)) {
+      // Sent again before its PUBREL: already in the log, so only the PUBREC again.
+      this.#acks.settle(this.#acks.take(p.packetId, true), "ack");
+      return undefined;
+    }
     if (p.properties !== undefined) {
       const refusal = refuseContent5(p);
       if (refusal !== null) return this.#refuseContent(p, refusal);
@@ -120,8 +148,8 @@ export class ConnectionPublisher {
     let batch = this.#batches.get(a);
     if (!batch) this.#batches.set(a, batch = { address: a, messages: [], slots: [], qos1: 0 });
     batch.messages.push(r.message);
-    if (p.qos === 1) batch.qos1++;
-    batch.slots.push(p.qos === 1 ? this.#acks.take(p.packetId) : -1);
+    if (p.qos > 0) batch.qos1++;
+    batch.slots.push(p.qos > 0 ? this.#acks.take(p.packetId, p.qos === 2) : -1);
     this.#inflight++;
     if (batch.messages.length >= ctx.config.limits.max_append_batch) this.flush();
   }
@@ -138,8 +166,9 @@ export class ConnectionPublisher {
       reason: r.reason,
     });
     const v5 = this.#site.v5;
-    if (p.qos === 1) {
-      const slot = this.#acks.take(p.packetId);
+    if (p.qos === 2) this.#received.delete(p.packetId); // not appended: a resend is new
+    if (p.qos > 0) {
+      const slot = this.#acks.take(p.packetId, p.qos === 2);
       if (v5 == null) this.#acks.settle(slot, "close");
       else {
         const code = r.kind === "failed"
@@ -164,7 +193,8 @@ export class ConnectionPublisher {
       return;
     }
     const puback = refusalPuback(v5, p.packetId, refusal.pubackCode, reason);
-    this.#acks.settle(this.#acks.take(p.packetId), "ack", puback);
+    if (p.qos === 2) this.#received.delete(p.packetId);
+    this.#acks.settle(this.#acks.take(p.packetId, p.qos === 2), "ack", puback);
     this.#checkIdle();
   }
 
@@ -255,6 +285,8 @@ export class ConnectionPublisher {
     const v5 = this.#site.v5;
     for (const slot of b.slots) {
       if (slot < 0) continue;
+      // Not in the log: the client's resend of a QoS 2 publish must be appended.
+      if (this.#acks.isQos2(slot)) this.#received.delete(this.#acks.packetIdOf(slot));
       if (v5 == null) this.#acks.settle(slot, "close");
       else {
         const id = this.#acks.packetIdOf(slot);
@@ -271,6 +303,16 @@ export class ConnectionPublisher {
     this.#roomWaiter = null;
     w?.();
     this.#checkIdle();
+  }
+
+  /**
+   * PUBREL: the client's QoS 2 publish is complete, its packet id free again; PUBCOMP
+   * [MQTT-4.3.3-4]. MQTT 5 says 0x92 Packet Identifier not found for an id not held.
+   */
+  release(packetId: number): undefined {
+    const held = this.#received.delete(packetId);
+    if (held || this.#site.v5 == null) this.#site.outbox.pushPuback(packetId, AckType.PUBCOMP);
+    else this.#site.outbox.push(encodeAck5(AckType.PUBCOMP, packetId, 0x92));
   }
 
   /** Resolves when an append settles (the per-client bound may have room again). */

@@ -18,6 +18,8 @@ import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import { decodeStoredOptions, encodeStoredOptions, type StoredOptions } from "./stored_options.ts";
+import type { PacketIdSet } from "./packet_ids.ts";
+import type { Qos2Out } from "./qos2_out.ts";
 
 /** Header naming the client id of a session record. */
 export const H_SESSION = "mqtt.session";
@@ -45,7 +47,7 @@ export interface SessionRequest {
 export interface StoredSession {
   readonly clientId: string;
   /** Filters as subscribed → granted QoS. */
-  readonly subscriptions: Map<string, 0 | 1>;
+  readonly subscriptions: Map<string, 0 | 1 | 2>;
   /** MQTT 5 options of the filters that have them (`stored_options.ts`); absent on 3.1.1. */
   options?: StoredOptions;
   /** Triple keys with a position: a missing stored offset there means offset 0. */
@@ -55,6 +57,14 @@ export interface StoredSession {
   offlineSinceMs: number | null;
   /** Wall-clock ms of the last record written. */
   savedAtMs: number;
+  /**
+   * QoS 2 state of the session [MQTT-4.1.0-1], kept in memory only (a gateway restart forgets
+   * it: a resent QoS 2 PUBLISH is then appended again, a PUBREL is answered all the same).
+   * `qos2Received`: the client's publishes awaiting their PUBREL; `qos2Out`: the QoS 2 copies
+   * that were in flight when it went offline (`qos2_out.ts`).
+   */
+  qos2Received?: PacketIdSet;
+  qos2Out?: Qos2Out;
 }
 
 /** Options of the store. */
@@ -358,7 +368,7 @@ export class StoredSessions {
       savedAtMs: 0,
     };
     s.subscriptions.clear();
-    for (const [f, q] of r.s) s.subscriptions.set(String(f), q === 0 ? 0 : 1);
+    for (const [f, q] of r.s) s.subscriptions.set(String(f), q === 0 ? 0 : q === 2 ? 2 : 1);
     s.options = decodeStoredOptions(r.p);
     s.triples.clear();
     for (const k of Array.isArray(r.t) ? r.t : []) s.triples.add(String(k));

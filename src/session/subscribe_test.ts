@@ -14,14 +14,14 @@ async function connected(gw: MemoryGateway, clientId: string): Promise<MemoryCli
   return c;
 }
 
-Deno.test("handleSubscribe(): SUBACK grants QoS 1 for QoS 2 asked, a wildcard filter, and 0x80 for a misplaced '#'", async () => {
+Deno.test("handleSubscribe(): SUBACK grants QoS 2 as asked, a wildcard filter, and 0x80 for a misplaced '#'", async () => {
   const gw = await startMemoryGateway();
   try {
     const c = await connected(gw, "sub-1");
     c.send(
       subscribePacket(5, [["sensors/s1/data", 2], ["sensors/+/data", 0], ["a/#/b", 0], ["a/b", 0]]),
     );
-    assert.deepEqual([...(await c.readPacket())!], [0x90, 6, 0, 5, 1, 0, 0x80, 0]);
+    assert.deepEqual([...(await c.readPacket())!], [0x90, 6, 0, 5, 2, 0, 0x80, 0]);
   } finally {
     await gw.stop();
   }

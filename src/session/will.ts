@@ -33,11 +33,11 @@ export interface WillContext {
   readonly appendBudget: AppendBudget;
 }
 
-/** A will accepted at CONNECT (QoS 2 wills are refused before this). */
+/** A will accepted at CONNECT. */
 export interface HeldWill {
   readonly topic: string;
   readonly payload: Uint8Array;
-  readonly qos: 0 | 1;
+  readonly qos: 0 | 1 | 2;
   readonly retain: boolean;
   /** MQTT 5 will properties (stored with the message like a PUBLISH's; will delay). */
   readonly properties?: WillProperties;
@@ -62,7 +62,6 @@ export function willDelayMs(
  * Returns the refusal reason, or null when the will is accepted. Makes no backend call.
  */
 export function refuseWill(ctx: WillContext, will: Will, principal: Principal): string | null {
-  if (will.qos === 2) return "QoS 2 wills are not supported";
   if (will.topic.startsWith("$SYS")) return `will topic "${will.topic}" is reserved ($SYS)`;
   const r = ctx.preparer.resolve(will.topic);
   const invalid = checkResolution(r);

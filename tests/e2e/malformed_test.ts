@@ -107,7 +107,6 @@ const CASES: Case[] = [
   { name: "CONNECT client id with U+009F gets CONNACK 2 [MQTT-1.5.3]", first: true, bytes: connect(2, str([0x63, 0xc2, 0x9f])), expect: { connack: 2 } },
   { name: "CONNECT client id with U+0085 gets CONNACK 2 [MQTT-1.5.3]", first: true, bytes: connect(2, str([0x63, 0xc2, 0x85])), expect: { connack: 2 } },
   { name: "CONNECT client id with U+001B gets CONNACK 2 [MQTT-1.5.3]", first: true, bytes: connect(2, str([0x63, 0x1b])), expect: { connack: 2 } },
-  { name: "CONNECT with a QoS 2 will gets CONNACK 5 [MQTT-3.2.2-5]", first: true, bytes: connect(0x16, [...str("c"), ...str("w/t"), ...str("x")]), expect: { connack: 5 } },
   { name: "CONNECT truncated in protocol name [MQTT-2.2.3]", first: true, bytes: packet(0x10, [0, 4, 0x4d, 0x51]), expect: closed("MQTT-2.2.3") },
   { name: "CONNECT truncated before keep-alive [MQTT-2.2.3]", first: true, bytes: packet(0x10, [...str("MQTT"), 4, 2, 0]), expect: closed("MQTT-2.2.3") },
   { name: "CONNECT truncated in client id [MQTT-2.2.3]", first: true, bytes: connect(2, [0, 5, 0x61]), expect: closed("MQTT-2.2.3") },
@@ -127,7 +126,7 @@ const CASES: Case[] = [
   { name: "SUBSCRIBE header of 9000 bytes, no body [MQTT-2.2.3]", bytes: headerOnly(0x82, 9000), expect: closed("MQTT-2.2.3") },
   // PUBLISH flags and ids
   { name: "PUBLISH QoS 3 [MQTT-3.3.1-4]", bytes: packet(0x36, [...str("a"), 0, 1, 0x21]), expect: closed("MQTT-3.3.1-4") },
-  { name: "PUBLISH QoS 2 (not supported) [MQTT-3.3.1-4]", bytes: packet(0x34, [...str("a"), 0, 1, 0x21]), expect: closed("MQTT-3.3.1-4") },
+  { name: "PUBLISH QoS 2 packet id 0 [MQTT-2.3.1-1]", bytes: packet(0x34, [...str("a"), 0, 0, 0x21]), expect: closed("MQTT-2.3.1-1") },
   { name: "PUBLISH DUP on QoS 0 [MQTT-3.3.1-2]", bytes: packet(0x38, [...str("a"), 0x21]), expect: closed("MQTT-3.3.1-2") },
   { name: "PUBLISH QoS 1 packet id 0 [MQTT-2.3.1-1]", bytes: packet(0x32, [...str("a"), 0, 0, 0x21]), expect: closed("MQTT-2.3.1-1") },
   // PUBLISH topics
@@ -189,14 +188,14 @@ const CASES: Case[] = [
   { name: "PINGREQ with a body [MQTT-2.2.3]", bytes: packet(0xc0, [0]), expect: closed("MQTT-2.2.3") },
   { name: "DISCONNECT flags 0x8 [MQTT-2.2.2-2]", bytes: packet(0xe8, []), expect: closed("MQTT-2.2.2-2") },
   { name: "DISCONNECT with a body [MQTT-2.2.3]", bytes: packet(0xe0, [0, 0]), expect: closed("MQTT-2.2.3") },
-  // Server-only, QoS 2 flow and reserved packet types
+  // Server-only and reserved packet types; QoS 2 flow framing
   { name: "CONNACK sent by a client [MQTT-2.2.1]", bytes: packet(0x20, [0, 0]), expect: closed("MQTT-2.2.1") },
   { name: "SUBACK sent by a client [MQTT-2.2.1]", bytes: packet(0x90, [0, 1, 0]), expect: closed("MQTT-2.2.1") },
   { name: "UNSUBACK sent by a client [MQTT-2.2.1]", bytes: packet(0xb0, [0, 1]), expect: closed("MQTT-2.2.1") },
   { name: "PINGRESP sent by a client [MQTT-2.2.1]", bytes: packet(0xd0, []), expect: closed("MQTT-2.2.1") },
-  { name: "PUBREC (QoS 2 flow, not supported) [MQTT-3.3.1-4]", bytes: packet(0x50, [0, 1]), expect: closed("MQTT-3.3.1-4") },
-  { name: "PUBREL (QoS 2 flow, not supported) [MQTT-3.3.1-4]", bytes: packet(0x62, [0, 1]), expect: closed("MQTT-3.3.1-4") },
-  { name: "PUBCOMP (QoS 2 flow, not supported) [MQTT-3.3.1-4]", bytes: packet(0x70, [0, 1]), expect: closed("MQTT-3.3.1-4") },
+  { name: "PUBREC with flags 0x1 [MQTT-2.2.2-2]", bytes: packet(0x51, [0, 1]), expect: closed("MQTT-2.2.2-2") },
+  { name: "PUBREL with flags 0x0 [MQTT-3.6.1-1]", bytes: packet(0x60, [0, 1]), expect: closed("MQTT-3.6.1-1") },
+  { name: "PUBCOMP with packet id 0 [MQTT-2.3.1-1]", bytes: packet(0x70, [0, 0]), expect: closed("MQTT-2.3.1-1") },
   { name: "reserved packet type 0 [MQTT-2.2.1]", bytes: packet(0x00, []), expect: closed("MQTT-2.2.1") },
   { name: "reserved packet type 15 [MQTT-2.2.1]", bytes: packet(0xf0, [0]), expect: closed("MQTT-2.2.1") },
   // Documented replies that keep the connection (DESIGN §2, §4 S1)

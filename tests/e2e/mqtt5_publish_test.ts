@@ -324,7 +324,7 @@ Deno.test({
         "sensors/a/data": { qos: 2 },
         "sensors/b/data": { qos: 0 },
       }).then(() => assert.fail("refusals expected"), (e: Packet) => e.packet);
-      assert.deepEqual(suback.granted, [1, 0x9e, 0x87, 1, 0]);
+      assert.deepEqual(suback.granted, [1, 0x9e, 0x87, 2, 0]);
       const unsubacks: Packet[] = [];
       k.c.on("packetreceive", (p: Packet) => p.cmd === "unsuback" && unsubacks.push(p));
       await k.c.unsubscribeAsync(["sensors/a/data", "never/subscribed"]);

@@ -2,8 +2,7 @@
  * The session scenarios of the Eclipse Paho interoperability tests, in MQTT 3.1.1 and in MQTT 5,
  * with paho-mqtt 2.1.0 (`tests/clients/paho_sessions.py`): offline message queueing, overlapping
  * subscriptions, redelivery on reconnect, session expiry (3.1.1: `session.expiry_s`; 5: the
- * client's Session Expiry Interval). Where the Paho suite publishes at
- * QoS 2 the script publishes at QoS 1 (QoS 2 is outside the gateway, README).
+ * client's Session Expiry Interval), at the suite's QoS levels (QoS 2 included).
  */
 import assert from "node:assert/strict";
 import { hasCommand, run, startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";

@@ -19,6 +19,9 @@ const STORED_FIELDS = new Set([
   "expiryS",
   "offlineSinceMs",
   "savedAtMs",
+  // QoS 2 exchange state (only on sessions that used QoS 2): packet ids, plain numbers.
+  "qos2Received",
+  "qos2Out",
 ]);
 
 /** True when `v` is a string, number or null, or a Map/Set/array made only of them. */

@@ -208,13 +208,13 @@ send_messages = true
         ["sensors/+/data", 1], // wildcard: sensors/sensor_data, which exists now
         ["sensors/#", 0], // wildcard
         [ROOM42, 1], // denied: no poll right on building_north
-        ["sensors/x/data", 2], // granted 1 (QoS 2 → 1)
+        ["sensors/x/data", 2], // granted 2
         ["a/".repeat(40) + "x", 0], // invalid: too many levels
         ["$SYS/broker/load", 0], // invalid: reserved
         ["building/n-rth/room/1/t", 0], // no rule match → default stream, granted 0
       ]);
       // (An empty filter closes the connection [MQTT-4.7.3-1]: tests/e2e/malformed_test.ts.)
-      assert.deepEqual(codes, [1, 1, 0, 0x80, 1, 0x80, 0x80, 0]);
+      assert.deepEqual(codes, [1, 1, 0, 0x80, 2, 0x80, 0x80, 0]);
       assert.equal(gw.gateway.delivery.registry.lookup(ROOM42), undefined);
       // The granted ones deliver, one copy although three filters match [MQTT-3.3.5-1].
       const p = await connectRaw(gw.port, "pub");
@@ -246,8 +246,8 @@ Deno.test({
       const got = await receive(c, 1);
       assert.deepEqual(got.map((r) => [r.topic, r.payload, r.qos]), [[ROOM42, "once", 0]]);
       assert.deepEqual(await publishesBefore(c), [], "no duplicate copy");
-      // And back to 1, asking QoS 2 (granted 1).
-      assert.deepEqual(await subscribe(c, [[ROOM42, 2]], 3), [1]);
+      // And back to 1.
+      assert.deepEqual(await subscribe(c, [[ROOM42, 1]], 3), [1]);
       await publishAll(p, [[ROOM42, "again"]], 10);
       const got2 = await receive(c, 1);
       assert.deepEqual(got2.map((r) => [r.payload, r.qos]), [["again", 1]]);
@@ -262,14 +262,14 @@ Deno.test({
 });
 
 Deno.test({
-  name: "SUBSCRIBE asking QoS 2 is granted QoS 1 and QoS 1 messages arrive as QoS 1",
+  name: "SUBSCRIBE asking QoS 2 is granted QoS 2 and QoS 1 messages arrive as QoS 1",
   ...opts,
   async fn() {
     const gw = await startGateway();
     const c = await connectRaw(gw.port, "q2");
     const p = await connectRaw(gw.port, "pub");
     try {
-      assert.deepEqual(await subscribe(c, [[ROOM42, 2]]), [1]);
+      assert.deepEqual(await subscribe(c, [[ROOM42, 2]]), [2]);
       await publishAll(p, [[ROOM42, "x"]]);
       assert.deepEqual((await receive(c, 1)).map((r) => r.qos), [1]);
     } finally {

@@ -406,12 +406,15 @@ function checkPacket(p: ClientPacket, limits: DecoderLimits, first: boolean): st
       if (p.topic.length === 0 || bytes > limits.maxTopicBytes) return bad("topic length");
       if (/[#+]/.test(p.topic) || p.topic.includes("\0")) return bad("topic characters");
       if (p.topic.split("/").length > limits.maxTopicLevels) return bad("topic levels");
-      if (p.qos === 1 ? p.packetId < 1 || p.packetId > 0xffff : p.packetId !== 0 || p.dup) {
+      if (p.qos > 0 ? p.packetId < 1 || p.packetId > 0xffff : p.packetId !== 0 || p.dup) {
         return bad("qos/id/dup");
       }
       return null;
     }
     case "puback":
+    case "pubrec":
+    case "pubrel":
+    case "pubcomp":
       return p.packetId >= 1 && p.packetId <= 0xffff ? null : bad("packet id");
     case "subscribe":
       if (p.packetId === 0 || p.subscriptions.length === 0) return bad("id or filters");

@@ -228,18 +228,19 @@ export function connectPacket(
   return new Uint8Array([0x10, ...varint(body.length), ...body]);
 }
 
-/** Encodes a PUBLISH (QoS 0 or 1). */
+/** Encodes a PUBLISH (QoS 0, 1 or 2; `dup` sets the DUP flag). */
 export function publishPacket(
   topic: string,
   payload: string | Uint8Array,
-  qos: 0 | 1,
+  qos: 0 | 1 | 2,
   id = 1,
+  dup = false,
 ): Uint8Array {
   const enc = new TextEncoder();
   const t = enc.encode(topic);
   const p = typeof payload === "string" ? enc.encode(payload) : payload;
   const body = [t.length >> 8, t.length & 0xff, ...t, ...(qos ? [id >> 8, id & 0xff] : []), ...p];
-  return new Uint8Array([0x30 | (qos << 1), ...varint(body.length), ...body]);
+  return new Uint8Array([0x30 | (dup ? 8 : 0) | (qos << 1), ...varint(body.length), ...body]);
 }
 
 /** Encodes a SUBSCRIBE of exact topics. */
