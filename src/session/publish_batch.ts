@@ -8,10 +8,9 @@
  *   read's batch for its partition (`#collect`); at the end of the read (or when a batch is
  *   full, or before waiting) `flush` makes one append per partition (`#append`); the backend's
  *   answer settles the QoS 1 PUBACK slots (`#confirmed`, `#failed`).
- * - QoS 2 [MQTT-4.3.3]: appended like QoS 1, answered with a PUBREC; its packet id is held
- *   until the PUBREL (`release`), and a PUBLISH that comes again under a held id (DUP) gets
- *   its PUBREC again without a second append. The ids are the stored session's when there is
- *   one, so a client that reconnects may resend either packet.
+ * - QoS 2 [MQTT-4.3.3]: appended like QoS 1 and answered with a PUBREC; its packet id is held
+ *   from the confirmed append to the PUBREL (`release`, `qos2_in.ts`), so a PUBLISH that comes
+ *   again under it (DUP) gets its PUBREC again without a second append.
  *
  * Made on a connection's first PUBLISH: a connection that only connected, or only subscribes,
  * holds none of this. The fast path allocates no outcome object per message; outcomes are
@@ -30,6 +29,7 @@ import { type AckOwner, AckQueue } from "./ack_queue.ts";
 import type { SessionContext } from "./context.ts";
 import type { Outbox } from "./outbox.ts";
 import { PacketIdSet } from "./packet_ids.ts";
+import { Qos2Inbound } from "./qos2_in.ts";
 import { type Denied, type Failed, placedAt, type Prepared } from "./publish.ts";
 import type { V5Session } from "./v5_session.ts";
 import {
@@ -50,6 +50,8 @@ interface PartitionBatch {
   readonly slots: number[];
   /** QoS 1 and 2 messages among them: only those are timed (PUBACK latency). */
   qos1: number;
+  /** QoS 2 messages among them (their packet ids are held once appended). */
+  qos2: number;
 }
 
 /**
@@ -61,6 +63,7 @@ function release(b: PartitionBatch): void {
   b.messages.length = 0;
   b.slots.length = 0;
   b.qos1 = 0;
+  b.qos2 = 0;
 }
 
 /** What the publisher needs of its connection: PUBACK sending (AckOwner) and the trace. */
@@ -83,8 +86,8 @@ export class ConnectionPublisher {
   readonly #principal: Principal;
   readonly #clientId: string;
   readonly #acks: AckQueue;
-  /** QoS 2 packet ids appended or being appended whose PUBREL has not come; made at first use. */
-  #receivedIds: PacketIdSet | null = null;
+  /** The packet ids of QoS 2 publishes; made at the first QoS 2 publish or PUBREL. */
+  #qos2Ids: Qos2Inbound | null = null;
   /** This read's appends per partition. */
   readonly #batches = new Map<PartitionBatch["address"], PartitionBatch>();
   /** Messages of this connection waiting for the backend (bounded per client). */
@@ -101,13 +104,12 @@ export class ConnectionPublisher {
     this.#acks = new AckQueue(site);
   }
 
-  /** The held QoS 2 packet ids: the stored session's (they outlive the connection) or our own. */
-  get #received(): PacketIdSet {
-    if (this.#receivedIds !== null) return this.#receivedIds;
+  /** The QoS 2 packet ids: appended ones are the stored session's (they outlive the connection). */
+  get #qos2(): Qos2Inbound {
+    if (this.#qos2Ids !== null) return this.#qos2Ids;
     const session = this.#site.session;
-    return this.#receivedIds = session
-      ? (session.qos2Received ??= new PacketIdSet())
-      : new PacketIdSet();
+    const held = session ? (session.qos2Received ??= new PacketIdSet()) : null;
+    return this.#qos2Ids = new Qos2Inbound(held);
   }
 
   /** Messages waiting for the backend. */
@@ -120,10 +122,11 @@ export class ConnectionPublisher {
    * metadata is not cached (this connection only waits, so per-partition order holds).
    */
   publish(p: PublishPacket): Promise<void> | undefined {
-    if (p.qos === 2 && !this.#received.add(p.packetId)) {
-      // Sent again before its PUBREL: already in the log, so only the PUBREC again.
-      this.#acks.settle(this.#acks.take(p.packetId, true), "ack");
-      return undefined;
+    if (p.qos === 2) {
+      const seen = this.#qos2.arrived(p.packetId);
+      // Sent again before its PUBREL: in the log already (its PUBREC again), or on its way.
+      if (seen === "appended") this.#acks.settle(this.#acks.take(p.packetId, true), "ack");
+      if (seen !== "new") return undefined;
     }
     if (p.properties !== undefined) {
       const refusal = refuseContent5(p);
@@ -146,9 +149,12 @@ export class ConnectionPublisher {
     // The preparer hands out one address object per partition: it is the batch key.
     const a = r.address;
     let batch = this.#batches.get(a);
-    if (!batch) this.#batches.set(a, batch = { address: a, messages: [], slots: [], qos1: 0 });
+    if (!batch) {
+      this.#batches.set(a, batch = { address: a, messages: [], slots: [], qos1: 0, qos2: 0 });
+    }
     batch.messages.push(r.message);
     if (p.qos > 0) batch.qos1++;
+    if (p.qos === 2) batch.qos2++;
     batch.slots.push(p.qos > 0 ? this.#acks.take(p.packetId, p.qos === 2) : -1);
     this.#inflight++;
     if (batch.messages.length >= ctx.config.limits.max_append_batch) this.flush();
@@ -166,7 +172,7 @@ export class ConnectionPublisher {
       reason: r.reason,
     });
     const v5 = this.#site.v5;
-    if (p.qos === 2) this.#received.delete(p.packetId); // not appended: a resend is new
+    if (p.qos === 2) this.#qos2.notAppended(p.packetId); // a resend is a new message
     if (p.qos > 0) {
       const slot = this.#acks.take(p.packetId, p.qos === 2);
       if (v5 == null) this.#acks.settle(slot, "close");
@@ -193,7 +199,7 @@ export class ConnectionPublisher {
       return;
     }
     const puback = refusalPuback(v5, p.packetId, refusal.pubackCode, reason);
-    if (p.qos === 2) this.#received.delete(p.packetId);
+    if (p.qos === 2) this.#qos2.notAppended(p.packetId);
     this.#acks.settle(this.#acks.take(p.packetId, p.qos === 2), "ack", puback);
     this.#checkIdle();
   }
@@ -248,12 +254,14 @@ export class ConnectionPublisher {
     const ctx = this.#ctx;
     const seconds = b.qos1 > 0 ? (ctx.clock.now() - started) / 1000 : 0;
     const v5 = this.#site.v5;
+    const qos2 = b.qos2 > 0; // a QoS 1 batch skips the per-slot QoS 2 check
     let acked = 0;
     for (let i = 0; i < b.slots.length; i++) {
       const slot = b.slots[i];
       if (slot < 0) continue;
       acked++;
       ctx.metrics.pubackLatency.observe(seconds);
+      if (qos2 && this.#acks.isQos2(slot)) this.#qos2.appended(this.#acks.packetIdOf(slot));
       if (v5?.pubackCoordinates !== true) this.#acks.settle(slot, "ack");
       else {
         const id = this.#acks.packetIdOf(slot);
@@ -286,7 +294,9 @@ export class ConnectionPublisher {
     for (const slot of b.slots) {
       if (slot < 0) continue;
       // Not in the log: the client's resend of a QoS 2 publish must be appended.
-      if (this.#acks.isQos2(slot)) this.#received.delete(this.#acks.packetIdOf(slot));
+      if (b.qos2 > 0 && this.#acks.isQos2(slot)) {
+        this.#qos2.notAppended(this.#acks.packetIdOf(slot));
+      }
       if (v5 == null) this.#acks.settle(slot, "close");
       else {
         const id = this.#acks.packetIdOf(slot);
@@ -310,7 +320,7 @@ export class ConnectionPublisher {
    * [MQTT-4.3.3-4]. MQTT 5 says 0x92 Packet Identifier not found for an id not held.
    */
   release(packetId: number): undefined {
-    const held = this.#received.delete(packetId);
+    const held = this.#qos2.released(packetId);
     if (held || this.#site.v5 == null) this.#site.outbox.pushPuback(packetId, AckType.PUBCOMP);
     else this.#site.outbox.push(encodeAck5(AckType.PUBCOMP, packetId, 0x92));
   }
