@@ -274,8 +274,9 @@ export class ClientQueue implements DeadlineOwner {
 
   /**
    * Resends, with the DUP flag and the same packet id [MQTT-3.3.1-1], every in-flight copy
-   * not PUBACKed (or PUBRECed) within `resendAfterMs`, and each PUBREL not PUBCOMPed; skipped while the client is over its byte cap (a
-   * resend must not grow a queue that is not draining). Returns how many were resent.
+   * not PUBACKed (or PUBRECed) within `resendAfterMs`, and each PUBREL not PUBCOMPed; skipped
+   * while the client is over its byte cap (a resend must not grow a queue that is not
+   * draining). Returns how many were resent.
    */
   resendDue(now: number): number {
     const after = this.#limits.resendAfterMs ?? 0;
