@@ -1,12 +1,10 @@
 /**
  * One MQTT connection: the read loop (reads pushed by the {@link Transport}, decoded by the
- * codec's `PacketDecoder`), a small dispatcher that hands each packet to its handler
- * (`connect.ts`, `publish_batch.ts`, `subscribe.ts`, `control.ts`), and the outbox on the way
- * out. The listeners drive it over TCP (node:net) and TLS.
- *
- * Handlers return outcomes; `wire.ts` `act()` is the one place that turns them into wire
- * actions (CONNACK code, SUBACK, UNSUBACK, PINGRESP, close) and counters. PUBACKs leave through
- * the ack queue's `pubackReady` below (the fast path allocates no outcome).
+ * codec's `PacketDecoder`), a dispatcher handing each packet to its handler (`connect.ts`,
+ * `publish_batch.ts`, `subscribe.ts`, `control.ts`), and the outbox on the way out. Handlers
+ * return outcomes; `wire.ts` `act()` is the one place that turns them into wire actions and
+ * counters. PUBACKs (and PUBRECs) leave through `pubackReady` (the fast path allocates no
+ * outcome).
  *
  * @module
  */
@@ -158,10 +156,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     }
   }
 
-  /**
-   * Handles decoded packets until one must wait, then the read gate; resumes the transport
-   * when everything is done. Re-entered from the promise a waiting step returned.
-   */
+  /** Handles packets until one must wait, then the read gate; re-entered when it settles. */
   #drain(): void {
     const ctx = this.#ctx;
     if (this.#closed) return;
@@ -327,10 +322,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     countReadError(this.#ctx, err, this.#clientId, this.#transport.remoteAddress, this.#closed);
   }
 
-  /**
-   * The dispatcher: one handler per packet. Returns a promise only when the next packet must
-   * wait. PUBLISH and PUBACK, the hot paths, allocate no outcome.
-   */
+  /** The dispatcher: a promise only when the next packet must wait (PUBLISH, PUBACK: none). */
   #handle(p: ClientPacket): Promise<void> | undefined {
     const ctx = this.#ctx;
     switch (p.type) {
