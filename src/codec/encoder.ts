@@ -74,13 +74,11 @@ export function writePuback(out: Uint8Array, at: number, packetId: number): numb
   return at + 4;
 }
 
-/** First bytes of the 4-byte acknowledgements [MQTT-3.4.1, 3.5.1, 3.6.1, 3.7.1]. */
+/**
+ * First bytes of the 4-byte acknowledgements [MQTT-3.4.1, 3.5.1, 3.6.1, 3.7.1]; the outbox
+ * writes them (`Outbox.pushPuback`).
+ */
 export const AckType = { PUBACK: 0x40, PUBREC: 0x50, PUBREL: 0x62, PUBCOMP: 0x70 } as const;
-
-/** PUBREC, PUBREL or PUBCOMP (`type`: an {@link AckType}) as its own 4 bytes. */
-export function encodeAck(type: number, packetId: number): Uint8Array {
-  return new Uint8Array([type, 0x02, packetId >> 8, packetId & 0xff]);
-}
 
 /** PUBACK as its own 4 bytes. */
 export function encodePuback(packetId: number): Uint8Array {
