@@ -15,10 +15,21 @@
  * full batch waits behind the running send (a flood) does a second start, to a partition with
  * none in flight, up to `maxParallel`: large writes do overlap in Iggy.
  *
+ * After a confirmed send a balanced lane may wait, at most about one send's time, for the
+ * round that send confirmed to come back (the devices' next messages, once PUBACKed), so
+ * that one send carries a closed loop's whole in-flight window instead of half of it; its
+ * `RoundGauge` (`round_gauge.ts`) measures whether that confirms more messages per
+ * millisecond, which holds where a send costs Iggy the same whatever it carries (fsync
+ * topics). `flush()` ends such waits.
+ *
  * @module
  */
 
 import type { AppendReceipt, PartitionAddress } from "../port.ts";
+import { RoundGauge } from "./round_gauge.ts";
+
+/** Gauges kept for balanced lanes (one per topic written to unkeyed), the least recent dropped. */
+export const MAX_GAUGES = 1024;
 
 /**
  * Sends messages to one partition; resolves with the first offset (null if unknown). `bytes`
@@ -41,6 +52,15 @@ export interface BatcherOptions {
    * parallel sends, a closed loop (QoS 1) keeps whole batches.
    */
   readonly maxParallel?: number;
+  /** Makes a balanced lane's gauge (tests; default a {@link RoundGauge}). */
+  readonly gauge?: () => LaneGauge;
+}
+
+/** What a balanced lane tells its gauge, and asks it (`round_gauge.ts`). */
+export interface LaneGauge {
+  sent(count: number, ms: number, now: number): void;
+  arrived(count: number, now: number): void;
+  waitMs(): number;
 }
 
 interface Entry<M> {
@@ -48,6 +68,13 @@ interface Entry<M> {
   readonly bytes: number;
   resolve(r: AppendReceipt): void;
   reject(e: unknown): void;
+}
+
+/** A drain loop waiting for the round: `end` when `target` messages are queued, or at the timer. */
+interface Gather {
+  readonly target: number;
+  readonly waiting: Promise<void>;
+  end(): void;
 }
 
 interface Lane<M> {
@@ -63,6 +90,10 @@ interface Lane<M> {
   messages: number;
   /** Drain loops running (at most 1 for a partition lane). */
   senders: number;
+  /** A balanced lane's send and round times (`round_gauge.ts`). */
+  readonly gauge: LaneGauge | undefined;
+  /** While a drain loop waits for the round: how many messages end the wait, and the end. */
+  gather: Gather | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
@@ -73,6 +104,8 @@ export class AppendBatcher<M> {
   readonly #o: BatcherOptions;
   readonly #lanes = new Map<string, Lane<M>>();
   readonly #idle = new Set<() => void>();
+  /** flush() calls waiting. */
+  #flushing = 0;
   /**
    * Partitions with a send in flight, from any lane, and when it ends. Keyed and unkeyed
    * messages of one topic have separate lanes that can target the same partition: two sends
@@ -80,6 +113,11 @@ export class AppendBatcher<M> {
    * taken for a resend of the first and dropped).
    */
   readonly #sending = new Map<string, Promise<void>>();
+  /**
+   * Balanced lanes' gauges, which outlive the lanes (a lane ends whenever its queue runs dry),
+   * most recently used last, at most {@link MAX_GAUGES}.
+   */
+  readonly #gauges = new Map<string, LaneGauge>();
 
   constructor(send: SendFn<M>, sizeOf: (m: M) => number, options: BatcherOptions) {
     this.#send = send;
@@ -109,6 +147,8 @@ export class AppendBatcher<M> {
         bytes: 0,
         messages: 0,
         senders: 0,
+        gauge: over > 0 ? this.#gauge(key) : undefined,
+        gather: undefined,
         timer: undefined,
       };
       this.#lanes.set(key, lane);
@@ -116,6 +156,7 @@ export class AppendBatcher<M> {
     if (over > 0) lane.balancedOver = over; // the topic's latest partition count
     let bytes = 0;
     for (const m of request.messages) bytes += this.#sizeOf(m);
+    lane.gauge?.arrived(request.messages.length, performance.now());
     const l = lane;
     return new Promise<AppendReceipt>((resolve, reject) => {
       l.queue.push({ messages: request.messages, bytes, resolve, reject });
@@ -127,6 +168,7 @@ export class AppendBatcher<M> {
 
   #schedule(key: string, lane: Lane<M>): void {
     const full = lane.messages >= this.#o.maxMessages || lane.bytes >= this.#o.maxBytes;
+    if (lane.gather && (full || lane.messages >= lane.gather.target)) lane.gather.end();
     if (lane.senders > 0) {
       // The running sends drain the queue; a balanced lane under a flood adds one.
       const parallel = Math.min(this.#o.maxParallel ?? 1, lane.balancedOver);
@@ -143,6 +185,14 @@ export class AppendBatcher<M> {
         if (lane.senders === 0) this.#start(key, lane, false);
       }, this.#o.lingerMs);
     }
+  }
+
+  #gauge(key: string): LaneGauge {
+    const gauge = this.#gauges.get(key) ?? this.#o.gauge?.() ?? new RoundGauge();
+    this.#gauges.delete(key);
+    this.#gauges.set(key, gauge);
+    if (this.#gauges.size > MAX_GAUGES) this.#gauges.delete(this.#gauges.keys().next().value!);
+    return gauge;
   }
 
   /** Starts a drain loop; `later`: after a microtask, so same-tick appends join its send. */
@@ -178,7 +228,9 @@ export class AppendBatcher<M> {
       for (const e of entries) bytes += e.bytes;
       const address = this.#target(lane);
       try {
+        const left = performance.now();
         const base = await this.#exclusive(address, () => this.#send(address, messages, bytes));
+        if (lane.gauge) this.#confirmed(lane, messages.length, left);
         let at = 0;
         const balanced = lane.balancedOver > 0;
         for (const e of entries) {
@@ -189,11 +241,37 @@ export class AppendBatcher<M> {
       } catch (err) {
         for (const e of entries) e.reject(err);
       }
+      if (lane.gather) await lane.gather.waiting;
     }
     lane.senders--;
     const done = lane.senders === 0 && lane.timer === undefined && lane.queue.length === 0;
     if (done) this.#lanes.delete(key);
     if (this.#lanes.size === 0) { for (const wake of [...this.#idle]) wake(); }
+  }
+
+  /**
+   * Notes a balanced lane's confirmed send in its gauge and, when the gauge says the round
+   * comes back quicker than a send takes, makes the loop wait for it: until the queue holds
+   * what it holds now plus the round (the messages just confirmed), or the gauge's time.
+   */
+  #confirmed(lane: Lane<M>, count: number, left: number): void {
+    const now = performance.now();
+    lane.gauge!.sent(count, now - left, now);
+    const waitMs = lane.gauge!.waitMs();
+    const target = Math.min(lane.messages + count, this.#o.maxMessages);
+    if (waitMs <= 0 || lane.messages >= target || this.#flushing > 0) return;
+    const { promise, resolve } = Promise.withResolvers<void>();
+    const timer = setTimeout(() => gather.end(), waitMs);
+    const gather: Gather = {
+      target,
+      waiting: promise,
+      end() {
+        clearTimeout(timer);
+        if (lane.gather === gather) lane.gather = undefined;
+        resolve();
+      },
+    };
+    lane.gather = gather;
   }
 
   /**
@@ -231,9 +309,10 @@ export class AppendBatcher<M> {
     }
   }
 
-  /** Sends everything queued now and resolves when no send is pending. */
+  /** Sends everything queued now, waiting for no round, and resolves when no send is pending. */
   async flush(): Promise<void> {
     for (const [key, lane] of this.#lanes) {
+      lane.gather?.end();
       if (lane.timer !== undefined && lane.senders === 0) {
         clearTimeout(lane.timer);
         lane.timer = undefined;
@@ -241,13 +320,18 @@ export class AppendBatcher<M> {
       }
     }
     if (this.#lanes.size === 0) return;
-    await new Promise<void>((resolve) => {
-      const wake = () => {
-        this.#idle.delete(wake);
-        resolve();
-      };
-      this.#idle.add(wake);
-    });
+    this.#flushing++; // and no new waits for a round until it is done
+    try {
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.#idle.delete(wake);
+          resolve();
+        };
+        this.#idle.add(wake);
+      });
+    } finally {
+      this.#flushing--;
+    }
   }
 }
 
