@@ -28,6 +28,12 @@ export const WINDOWS_BETWEEN_TRIES = 16;
 /** How much more throughput waiting must give to be kept (1.1 = 10% more). */
 export const WAIT_MARGIN = 1.1;
 
+/**
+ * A send leaving this long (ms) after the previous one was confirmed ends an idle spell: the
+ * round watched and the window begun are dropped rather than measured across it.
+ */
+export const IDLE_MS = 100;
+
 /** Weight of a new sample in the moving averages. */
 const ALPHA = 1 / 8;
 
@@ -50,9 +56,16 @@ export class RoundGauge {
   #windowStart = 0;
   #windowSends = 0;
   #windowMessages = 0;
+  #lastSent = 0;
 
   /** A send of `count` messages was confirmed at `now`, `ms` after it left. */
   sent(count: number, ms: number, now: number): void {
+    if (this.#lastSent > 0 && now - ms - this.#lastSent > IDLE_MS) {
+      this.#watch = undefined;
+      this.#windowSends = 0;
+      this.#windowMessages = 0;
+    }
+    this.#lastSent = now;
     // The previous round not back by now: it takes at least this long.
     if (this.#watch) this.#roundMs = average(this.#roundMs, now - this.#watch.since);
     this.#sendMs = average(this.#sendMs, ms);

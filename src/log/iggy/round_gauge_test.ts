@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  IDLE_MS,
   MAX_ROUND_WAIT_MS,
   RoundGauge,
   WINDOW_SENDS,
@@ -14,11 +15,11 @@ import {
  */
 function closedLoop(
   gauge: RoundGauge,
-  o: { sendMs: (messages: number) => number; roundMs: number; sends: number },
+  o: { sendMs: (messages: number) => number; roundMs: number; sends: number; from?: number },
 ): boolean[] {
   const window = 200;
   const waited: boolean[] = [];
-  let now = 0;
+  let now = o.from ?? 0;
   for (let i = 0; i < o.sends; i++) {
     const waiting = gauge.waitMs() > 0;
     waited.push(waiting);
@@ -71,4 +72,19 @@ Deno.test("RoundGauge: waits at most MAX_ROUND_WAIT_MS however slow sends are", 
   const g = new RoundGauge();
   closedLoop(g, { sendMs: () => 40, roundMs: 1, sends: 2.5 * CYCLE }); // not at a try
   assert.equal(g.waitMs(), MAX_ROUND_WAIT_MS);
+});
+
+Deno.test("RoundGauge: an idle spell is not measured as a slow round or a slow window", () => {
+  const fsyncLike = { sendMs: (n: number) => 1.2 + n / 2000, roundMs: 0.8 };
+  const g = new RoundGauge();
+  closedLoop(g, { ...fsyncLike, sends: 2.5 * CYCLE });
+  assert.ok(g.waitMs() > 0);
+  // Half a window, a minute of nothing, then the load again: it keeps waiting.
+  closedLoop(g, { ...fsyncLike, sends: WINDOW_SENDS / 2, from: 1e6 });
+  const after = closedLoop(g, {
+    ...fsyncLike,
+    sends: 2 * WINDOW_SENDS,
+    from: 1e6 + 60_000 + IDLE_MS,
+  });
+  assert.ok(share(after) > 0.9, `waited ${share(after)}`);
 });
