@@ -34,8 +34,9 @@ export const WAIT_MARGIN = 1.1;
  */
 export const IDLE_MS = 100;
 
-/** Weight of a new sample in the moving averages. */
+/** Weight of a new sample in the moving averages of times, and of each way's throughput. */
 const ALPHA = 1 / 8;
+const RATE_ALPHA = 1 / 4;
 
 interface Watch {
   readonly since: number;
@@ -49,7 +50,7 @@ export class RoundGauge {
   #roundMs = 0;
   #watch: Watch | undefined;
   #waiting = false;
-  /** Messages per ms of the latest window sending at once, and waiting (0 = not measured). */
+  /** Messages per ms sending at once, and waiting, averaged over windows (0 = not measured). */
   #atOnceRate = 0;
   #waitRate = 0;
   #windows = 0;
@@ -96,9 +97,10 @@ export class RoundGauge {
     const rate = this.#windowMessages / Math.max(now - this.#windowStart, 1e-3);
     this.#windowSends = 0;
     this.#windowMessages = 0;
-    if (this.#waiting) this.#waitRate = rate;
-    else this.#atOnceRate = rate;
-    // The better way so far, and now and then the other, whose figure is then fresh again.
+    // Averaged over the windows of each way: one window of a noisy host does not decide.
+    if (this.#waiting) this.#waitRate = average(this.#waitRate, rate, RATE_ALPHA);
+    else this.#atOnceRate = average(this.#atOnceRate, rate, RATE_ALPHA);
+    // The better way so far, and now and then the other, so that its figure is refreshed.
     const waitIsBetter = this.#waitRate > this.#atOnceRate * WAIT_MARGIN;
     const tryOther = ++this.#windows % WINDOWS_BETWEEN_TRIES === 1;
     const roundIsQuicker = this.#roundMs > 0 && this.#roundMs < this.#sendMs;
@@ -106,6 +108,6 @@ export class RoundGauge {
   }
 }
 
-function average(mean: number, sample: number): number {
-  return mean === 0 ? sample : mean + (sample - mean) * ALPHA;
+function average(mean: number, sample: number, alpha = ALPHA): number {
+  return mean === 0 ? sample : mean + (sample - mean) * alpha;
 }

@@ -88,3 +88,14 @@ Deno.test("RoundGauge: an idle spell is not measured as a slow round or a slow w
   });
   assert.ok(share(after) > 0.9, `waited ${share(after)}`);
 });
+
+Deno.test("RoundGauge: one slower window while waiting does not send it back to sending at once", () => {
+  const fsyncLike = { sendMs: (n: number) => 1.2 + n / 2000, roundMs: 0.8 };
+  const g = new RoundGauge();
+  closedLoop(g, { ...fsyncLike, sends: 2.5 * CYCLE }); // 40 windows, the last ones waiting
+  assert.ok(g.waitMs() > 0);
+  // One window whose rounds take 1.2 ms (200 per 2.5 ms = 80/ms, as much as sending at once).
+  closedLoop(g, { ...fsyncLike, roundMs: 1.2, sends: WINDOW_SENDS, from: 1e5 });
+  const next = closedLoop(g, { ...fsyncLike, sends: WINDOW_SENDS, from: 1e5 + 200 });
+  assert.equal(share(next), 1);
+});
