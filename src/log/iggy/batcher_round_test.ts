@@ -16,6 +16,19 @@ function waitingGauge(ms: number) {
   return { told, gauge };
 }
 
+/** A batcher over a recorder, with `gauge` for its balanced lanes; `bal` appends unkeyed. */
+function batcherWith(gauge: () => LaneGauge, maxMessages = 100) {
+  const r = recorder();
+  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
+    maxMessages,
+    maxBytes: 1000,
+    lingerMs: 0,
+    gauge,
+  });
+  const bal = (m: string[]) => b.append({ ...A, balancedOver: 3, messages: m });
+  return { r, b, bal };
+}
+
 function recorder() {
   const calls: { address: PartitionAddress; messages: readonly string[] }[] = [];
   return {
@@ -28,15 +41,8 @@ function recorder() {
 }
 
 Deno.test("AppendBatcher: after a send it waits for the round when the gauge says so, until as many as it confirmed", async () => {
-  const r = recorder();
   const { told, gauge } = waitingGauge(60_000);
-  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
-    maxMessages: 100,
-    maxBytes: 1000,
-    lingerMs: 0,
-    gauge: () => gauge,
-  });
-  const bal = (m: string[]) => b.append({ ...A, balancedOver: 3, messages: m });
+  const { r, b, bal } = batcherWith(() => gauge);
   await Promise.all([bal(["a"]), bal(["b"])]);
   assert.deepEqual(told.sent, [2]);
   const c = bal(["c"]);
@@ -50,15 +56,8 @@ Deno.test("AppendBatcher: after a send it waits for the round when the gauge say
 });
 
 Deno.test("AppendBatcher: a wait for the round ends at the gauge's time with what came", async () => {
-  const r = recorder();
   const { gauge } = waitingGauge(20);
-  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
-    maxMessages: 100,
-    maxBytes: 1000,
-    lingerMs: 0,
-    gauge: () => gauge,
-  });
-  const bal = (m: string[]) => b.append({ ...A, balancedOver: 3, messages: m });
+  const { r, b, bal } = batcherWith(() => gauge);
   await bal(["a", "b", "c"]);
   const started = performance.now();
   await bal(["d"]);
@@ -68,15 +67,8 @@ Deno.test("AppendBatcher: a wait for the round ends at the gauge's time with wha
 });
 
 Deno.test("AppendBatcher: a full batch ends a wait for the round, and flush() ends one at once", async () => {
-  const r = recorder();
   const { gauge } = waitingGauge(60_000);
-  const b = new AppendBatcher<string>(r.send, (m) => m.length, {
-    maxMessages: 2,
-    maxBytes: 1000,
-    lingerMs: 0,
-    gauge: () => gauge,
-  });
-  const bal = (m: string[]) => b.append({ ...A, balancedOver: 3, messages: m });
+  const { r, b, bal } = batcherWith(() => gauge, 2);
   await bal(["a", "b"]);
   await bal(["c", "d"]); // the queue is full: no wait for more than a batch holds
   const e = bal(["e"]);
