@@ -381,7 +381,8 @@ export const KEY_SPECS: readonly KeySpec[] = [
     key: "iggy.batch_linger_ms",
     type: int(0, 1000),
     default: 0,
-    doc: "How long a send waits for more messages (ms); 0 = only those of the same tick.",
+    doc:
+      "How long a new batch waits for more messages (ms); 0 = only those of the same tick. (After a send, a topic's unkeyed messages may also wait, at most about one send's time, for the devices' next ones when that measures faster: log/iggy/round_gauge.ts.)",
   },
   {
     key: "iggy.metadata_refresh_ms",
