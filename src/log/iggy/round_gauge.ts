@@ -13,8 +13,10 @@
  * Which of the two holds depends on the server, the topic and the load, so the gauge measures
  * rather than guesses. It counts the messages confirmed per millisecond over windows of sends,
  * uses the way that did better (waiting must do clearly better), and every so many windows
- * tries the other one so that both figures stay fresh. It waits only while the round comes
- * back quicker than a send takes.
+ * tries the other one so that both figures stay fresh. Each way's figure is the median of its
+ * last three windows: one window of a noisy host (or of the first second, with the load still
+ * starting) neither decides nor lingers, and until both ways have three the gauge tries the
+ * one with fewer. It waits only while the round comes back quicker than a send takes.
  *
  * @module
  */
@@ -27,6 +29,8 @@ export const WINDOW_SENDS = 64;
 export const WINDOWS_BETWEEN_TRIES = 16;
 /** How much more throughput waiting must give to be kept (1.1 = 10% more). */
 export const WAIT_MARGIN = 1.1;
+/** Windows kept per way; its figure is their median. */
+export const WAY_SAMPLES = 3;
 
 /**
  * A send leaving this long (ms) after the previous one was confirmed ends an idle spell: the
@@ -34,9 +38,8 @@ export const WAIT_MARGIN = 1.1;
  */
 export const IDLE_MS = 100;
 
-/** Weight of a new sample in the moving averages of times, and of each way's throughput. */
+/** Weight of a new sample in the moving averages of send and round times. */
 const ALPHA = 1 / 8;
-const RATE_ALPHA = 1 / 4;
 
 interface Watch {
   readonly since: number;
@@ -50,9 +53,9 @@ export class RoundGauge {
   #roundMs = 0;
   #watch: Watch | undefined;
   #waiting = false;
-  /** Messages per ms sending at once, and waiting, averaged over windows (0 = not measured). */
-  #atOnceRate = 0;
-  #waitRate = 0;
+  /** Messages per ms of each way's last windows, newest last. */
+  readonly #atOnceRates: number[] = [];
+  readonly #waitRates: number[] = [];
   #windows = 0;
   #windowStart = 0;
   #windowSends = 0;
@@ -97,17 +100,26 @@ export class RoundGauge {
     const rate = this.#windowMessages / Math.max(now - this.#windowStart, 1e-3);
     this.#windowSends = 0;
     this.#windowMessages = 0;
-    // Averaged over the windows of each way: one window of a noisy host does not decide.
-    if (this.#waiting) this.#waitRate = average(this.#waitRate, rate, RATE_ALPHA);
-    else this.#atOnceRate = average(this.#atOnceRate, rate, RATE_ALPHA);
-    // The better way so far, and now and then the other, so that its figure is refreshed.
-    const waitIsBetter = this.#waitRate > this.#atOnceRate * WAIT_MARGIN;
-    const tryOther = ++this.#windows % WINDOWS_BETWEEN_TRIES === 1;
+    const rates = this.#waiting ? this.#waitRates : this.#atOnceRates;
+    rates.push(rate);
+    if (rates.length > WAY_SAMPLES) rates.shift();
+    // The better way so far; the other while it has fewer windows, and now and then after.
+    const waitIsBetter = median(this.#waitRates) > median(this.#atOnceRates) * WAIT_MARGIN;
+    const other = waitIsBetter ? this.#atOnceRates : this.#waitRates;
+    const periodic = ++this.#windows % WINDOWS_BETWEEN_TRIES === 1;
+    const tryOther = other.length < WAY_SAMPLES || periodic;
     const roundIsQuicker = this.#roundMs > 0 && this.#roundMs < this.#sendMs;
     this.#waiting = waitIsBetter !== tryOther && roundIsQuicker;
   }
 }
 
-function average(mean: number, sample: number, alpha = ALPHA): number {
-  return mean === 0 ? sample : mean + (sample - mean) * alpha;
+function average(mean: number, sample: number): number {
+  return mean === 0 ? sample : mean + (sample - mean) * ALPHA;
+}
+
+/** The median of up to three figures (two: their mean; none: 0, not measured). */
+function median(xs: readonly number[]): number {
+  if (xs.length < 3) return xs.length === 0 ? 0 : (xs[0] + xs[xs.length - 1]) / 2;
+  const [a, b, c] = xs;
+  return Math.max(Math.min(a, b), Math.min(Math.max(a, b), c));
 }
