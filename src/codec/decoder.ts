@@ -79,9 +79,13 @@ export class PacketDecoder {
 
   /** Appends a chunk and returns every complete packet in it, in order. */
   push(chunk: Uint8Array): ClientPacket[] {
-    const data = this.#buf.length === 0 ? chunk : concatBytes([this.#buf, chunk]);
     const out: ClientPacket[] = [];
+    const data = chunk;
     let pos = 0;
+    if (this.#buf.length > 0) {
+      pos = this.#completeHeld(chunk, out);
+      if (pos < 0) return out; // the held packet is still not whole: all of `chunk` is held
+    }
     while (pos < data.length) {
       const header = readFixedHeader(data, pos, this.#limits.maxPacketBytes);
       if (header === null) break; // need more bytes for the fixed header
@@ -99,6 +103,34 @@ export class PacketDecoder {
     // Keep the unfinished tail; copy so the caller may reuse its read buffer.
     this.#buf = pos === data.length ? EMPTY : data.slice(pos);
     return out;
+  }
+
+  /**
+   * The held tail of a packet, completed from the front of `chunk` and decoded into `out`;
+   * returns where the rest of `chunk` starts, or -1 when `chunk` does not complete it (then
+   * all of it is held too). Only the held packet's bytes are copied: joining the whole chunk
+   * to the tail copied every read of a flood (64 KiB), 4% of QoS 0 ingest CPU.
+   */
+  #completeHeld(chunk: Uint8Array, out: ClientPacket[]): number {
+    const held = this.#buf;
+    // The fixed header is at most 5 bytes: enough of the chunk to read it.
+    const head = concatBytes([held, chunk.subarray(0, 5)]);
+    const header = readFixedHeader(head, 0, this.#limits.maxPacketBytes);
+    const total = header === null ? Infinity : header.headerBytes + header.remaining;
+    if (total - held.length > chunk.length) {
+      this.#buf = concatBytes([held, chunk]);
+      return -1;
+    }
+    const taken = total - held.length;
+    const packet = concatBytes([held, chunk.subarray(0, taken)], total);
+    try {
+      out.push(this.#decodeBody(header!.byte1, packet, header!.headerBytes, total));
+    } catch (err) {
+      if (err instanceof ProtocolError) err.packetType = header!.byte1 >> 4;
+      throw err;
+    }
+    this.#buf = EMPTY;
+    return taken;
   }
 
   #decodeConnect(b: Uint8Array, start: number, end: number): ClientPacket {

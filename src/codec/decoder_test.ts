@@ -327,6 +327,20 @@ Deno.test("PacketDecoder.push() gives the same packets fed one byte at a time", 
   assert.deepEqual(got, WHOLE);
 });
 
+Deno.test("PacketDecoder.push() gives the same packets fed in chunks of every size up to 64", () => {
+  // Each chunk may finish a held packet, hold whole ones and start the next: the held one is
+  // completed from the chunk's front alone, then the rest is decoded in place.
+  for (let size = 2; size <= 64; size++) {
+    const d = new PacketDecoder(LIMITS);
+    const got: ClientPacket[] = [];
+    for (let at = 0; at < STREAM.length; at += size) {
+      got.push(...d.push(STREAM.subarray(at, at + size)));
+    }
+    assert.deepEqual(got, WHOLE, `chunks of ${size}`);
+    assert.equal(d.bufferedBytes, 0);
+  }
+});
+
 Deno.test("PacketDecoder.push() copies what it keeps, so the caller may reuse its read buffer", () => {
   const big = VALID_PACKETS.find(([n]) => n.includes("2-byte remaining"))![1];
   const d = connected();
