@@ -54,6 +54,49 @@ export function envelope(
   return { payload, headers };
 }
 
+/**
+ * Makes envelopes, handing out the last header map again when a message's headers would be
+ * the same: QoS 0 without a will flag or MQTT 5 properties, from the same client to the same
+ * topic with the same retain flag (there is no packet id to stamp). A read of a QoS 0 flood
+ * then allocates no map per message, and the Iggy encoder copies the headers it wrote for the
+ * message before (it checks by identity). The map is read-only (`OutgoingMessage.headers`), so
+ * sharing it is safe. One entry: a read is one client's, usually to one topic.
+ */
+export class EnvelopeMaker {
+  #topic = "";
+  #clientId = "";
+  #retain = false;
+  #headers: ReadonlyMap<string, string> | null = null;
+
+  /** {@link envelope}, with the header map shared as the class says. */
+  make(
+    topic: string,
+    payload: Uint8Array,
+    qos: 0 | 1 | 2,
+    clientId: string,
+    packetId: number,
+    retain: boolean,
+    will = false,
+    props?: MessageProperties,
+  ): OutgoingMessage {
+    const shareable = qos === 0 && !will && props === undefined && payload.length > 0;
+    if (!shareable) return envelope(topic, payload, qos, clientId, packetId, retain, will, props);
+    const last = this.#headers;
+    if (
+      last !== null && topic === this.#topic && clientId === this.#clientId &&
+      retain === this.#retain
+    ) {
+      return { payload, headers: last };
+    }
+    const made = envelope(topic, payload, 0, clientId, 0, retain);
+    this.#topic = topic;
+    this.#clientId = clientId;
+    this.#retain = retain;
+    this.#headers = made.headers;
+    return made;
+  }
+}
+
 /** The MQTT view of a stored message, or null when it was not written by an MQTT client. */
 export interface MqttView {
   readonly topic: string;

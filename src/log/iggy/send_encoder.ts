@@ -92,6 +92,11 @@ export class SendEncoder {
   ): number {
     this.#ids(this.#idBase);
     const base = this.#idBase;
+    // The last message's header map and where its encoded headers are: a message with the
+    // same map (shared by the envelope for a client's QoS 0 run) gets those bytes copied.
+    let lastHeaders: ReadonlyMap<string, string> | null = null;
+    let lastStart = 0;
+    let lastEnd = 0;
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i];
       if (m.payload.length === 0) throw new RangeError("a message payload is empty");
@@ -105,7 +110,15 @@ export class SendEncoder {
       dv.setUint32(frame + 36, m.payload.length, true);
       out.set(m.payload, frame + FRAME_HEADER_SIZE);
       const headersStart = frame + FRAME_HEADER_SIZE + m.payload.length;
-      at = this.#writeHeaders(out, headersStart, m.headers);
+      if (m.headers === lastHeaders) {
+        out.copyWithin(headersStart, lastStart, lastEnd);
+        at = headersStart + (lastEnd - lastStart);
+      } else {
+        at = this.#writeHeaders(out, headersStart, m.headers);
+        lastHeaders = m.headers;
+        lastStart = headersStart;
+        lastEnd = at;
+      }
       dv.setUint32(frame + 32, at - headersStart, true);
     }
     return at;
@@ -268,11 +281,18 @@ function setU64(dv: DataView, at: number, n: number): void {
  * batch bounds, and the encoder's buffer size.
  */
 export function wireSizeOf(m: OutgoingMessage): number {
-  sized = FRAME_HEADER_SIZE + m.payload.length;
-  m.headers.forEach(addHeaderBound); // no entry array per header (see `#writeHeaders`)
-  return sized;
+  if (m.headers !== boundHeaders) {
+    sized = 0;
+    m.headers.forEach(addHeaderBound); // no entry array per header (see `#writeHeaders`)
+    boundHeaders = m.headers;
+    headersBound = sized;
+  }
+  return FRAME_HEADER_SIZE + m.payload.length + headersBound;
 }
 
+/** The last header map sized and its bound: a shared map (see `envelope.ts`) is sized once. */
+let boundHeaders: ReadonlyMap<string, string> | null = null;
+let headersBound = 0;
 let sized = 0;
 const addHeaderBound = (v: string, k: string): void => {
   sized += 10 + 3 * (k.length + v.length);

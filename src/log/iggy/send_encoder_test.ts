@@ -3,7 +3,7 @@ import { type BatchMessage, encodeSendMessages } from "./batch.ts";
 import { encodeUserHeaders } from "./encoding.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import { HEADER_SIZE } from "./header.ts";
-import { MAX_CACHED_STRINGS, SendEncoder } from "./send_encoder.ts";
+import { MAX_CACHED_STRINGS, SendEncoder, wireSizeOf } from "./send_encoder.ts";
 import type { OutgoingMessage } from "../port.ts";
 
 await loadHashes();
@@ -55,6 +55,29 @@ Deno.test("SendEncoder writes the same body as encodeSendMessages (the golden-ve
     );
     assert.deepEqual(frame.subarray(HEADER_SIZE), expected);
   }
+});
+
+Deno.test("SendEncoder: messages sharing one header map encode as with a map each, and their bound too", () => {
+  // The envelope hands a client's QoS 0 run one map; the encoder copies the headers it wrote
+  // for the message before. Between runs of the shared map, other maps (a QoS 1 message).
+  const now = 1_764_000_000_123_456;
+  const shared = new Map([["mqtt.topic", "plant/line-7/press/pressure"], ["mqtt.qos", "0"], [
+    "mqtt.client_id",
+    "press-7",
+  ]]);
+  const other = new Map([["mqtt.topic", "plant/line-7/press/pressure"], ["mqtt.qos", "1"], [
+    "mqtt.client_id",
+    "press-7",
+  ], ["mqtt.packet_id", "300"]]);
+  const maps = [shared, shared, other, shared, shared, shared];
+  const sharing = maps.map((headers, i) => ({
+    payload: enc.encode(`v${i}`.repeat(i + 1)),
+    headers,
+  }));
+  const copied = sharing.map((m) => ({ payload: m.payload, headers: new Map(m.headers) }));
+  const frame = new SendEncoder(fixedIds).encode("plant", "telemetry", 0, sharing, now);
+  assert.deepEqual(frame, new SendEncoder(fixedIds).encode("plant", "telemetry", 0, copied, now));
+  assert.deepEqual(sharing.map(wireSizeOf), copied.map(wireSizeOf));
 });
 
 Deno.test("SendEncoder: ids differ within a batch and across batches; never zero", () => {
