@@ -20,7 +20,7 @@ import { GatewayMetrics, sendRetryGauge } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
 import { Authenticator } from "./session/auth.ts";
-import { type Clock, systemClock } from "./base/clock.ts";
+import { type Clock, oncePerRun, systemClock } from "./base/clock.ts";
 import { Connection } from "./session/connection.ts";
 import type { SessionContext } from "./session/context.ts";
 import { DeadlineWheel } from "./base/deadline_wheel.ts";
@@ -103,7 +103,8 @@ export class Gateway {
     const topics = new TopicCache(
       this.backend,
       topicCacheOptions(config, (info) => this.durability.note(info)),
-      clock,
+      // Asked once per PUBLISH: the system clock is read once per run (a test's clock as is).
+      o.clock === undefined ? oncePerRun(systemClock) : clock,
     );
     const preparer = new PublishPreparer(this.maps, topics, this.backend.placesBalanced === true);
     this.sessions = storedSessions(config, this.backend, this.metrics, this.logger);
