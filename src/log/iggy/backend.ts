@@ -281,7 +281,9 @@ export class IggyBackend implements LogBackend {
       const reply = this.#on012
         ? await this.#v12.send(a, frame, messages.length)
         : await this.#pool.request(Code.SEND_MESSAGES, frame, true);
-      return decodeSendReply(reply);
+      const baseOffset = decodeSendReply(reply);
+      this.#encoder.release(frame); // confirmed: Iggy has read it all, nothing resends it
+      return baseOffset;
     } catch (e) {
       if (!this.#on012 && uncertain(e)) this.#possibleDuplicates++;
       const err = toBackendError(

@@ -3,7 +3,13 @@ import { type BatchMessage, encodeSendMessages } from "./batch.ts";
 import { encodeUserHeaders } from "./encoding.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import { HEADER_SIZE } from "./header.ts";
-import { MAX_CACHED_STRINGS, SendEncoder, wireSizeOf } from "./send_encoder.ts";
+import {
+  MAX_CACHED_STRINGS,
+  MAX_SPARE_BUFFERS,
+  MAX_SPARE_BYTES,
+  SendEncoder,
+  wireSizeOf,
+} from "./send_encoder.ts";
 import type { OutgoingMessage } from "../port.ts";
 
 await loadHashes();
@@ -124,4 +130,55 @@ Deno.test("SendEncoder's header-key cache is bounded, and a key from a cleared c
   }
   assert.ok(encoder.cachedKeys <= MAX_CACHED_STRINGS, `${encoder.cachedKeys} keys cached`);
   assert.deepEqual(encoder.encode("s", "t", 0, [msg("a", [["key-0", "v"]])], 1), first);
+});
+
+Deno.test("SendEncoder: a batch encoded into a spare buffer full of old bytes is the same as into a fresh one", () => {
+  const now = 1_764_000_000_123_456;
+  const big = Array.from(
+    { length: 40 },
+    (_, i) =>
+      msg("p".repeat(50 + i), [["mqtt.topic", `site/${i}/` + "x".repeat(60)], ["mqtt.qos", "1"], [
+        "mqtt.client_id",
+        `client-${i}-` + "c".repeat(30),
+      ], ["mqtt.packet_id", String(60_000 + i)]]),
+  );
+  const small = [
+    msg("1", [["mqtt.topic", "a/b"], ["mqtt.qos", "0"]]),
+    msg("22", [["mqtt.topic", "a/b"], ["k", "v"]]),
+  ];
+  const reused = new SendEncoder(fixedIds);
+  const first = reused.encode("s", "t", 1, big, now);
+  new Uint8Array(first.buffer).fill(0xff); // what an older batch could leave anywhere
+  reused.release(first);
+  assert.equal(reused.spareBuffers, 1);
+  const second = reused.encode("s", "t", 3, small, now + 5);
+  assert.equal(second.buffer, first.buffer, "the spare was used");
+  assert.deepEqual(second, new SendEncoder(fixedIds).encode("s", "t", 3, small, now + 5));
+});
+
+Deno.test("SendEncoder keeps at most MAX_SPARE_BUFFERS, each taken back once, and none too large", () => {
+  const m = [msg("x", [["mqtt.topic", "a"]])];
+  const encoder = new SendEncoder(fixedIds);
+  const frames = Array.from(
+    { length: MAX_SPARE_BUFFERS + 2 },
+    () => encoder.encode("s", "t", 0, m, 1),
+  );
+  assert.equal(new Set(frames.map((f) => f.buffer)).size, frames.length, "no buffer lent twice");
+  for (const f of frames) encoder.release(f);
+  assert.equal(encoder.spareBuffers, MAX_SPARE_BUFFERS);
+  encoder.release(frames[0]); // again: ignored
+  encoder.release(new Uint8Array(100)); // not the encoder's: ignored
+  assert.equal(encoder.spareBuffers, MAX_SPARE_BUFFERS);
+  // Two frames taken while both are out never share a buffer.
+  const a = encoder.encode("s", "t", 0, m, 1);
+  const b = encoder.encode("s", "t", 0, m, 1);
+  assert.notEqual(a.buffer, b.buffer);
+  assert.equal(encoder.spareBuffers, MAX_SPARE_BUFFERS - 2);
+  // A batch bigger than MAX_SPARE_BYTES is not kept once confirmed.
+  const huge = encoder.encode("s", "t", 0, [{
+    payload: new Uint8Array(MAX_SPARE_BYTES),
+    headers: new Map(),
+  }], 1);
+  encoder.release(huge);
+  assert.equal(encoder.spareBuffers, MAX_SPARE_BUFFERS - 2);
 });
