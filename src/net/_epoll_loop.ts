@@ -3,6 +3,10 @@
  * FFI call (Deno's blocking thread pool, a promise), so the JS thread never blocks and one
  * promise is paid per wake for all the sockets that are ready, not one per socket read.
  *
+ * An edge-triggered socket that stops reading with bytes left (its share of one wake used
+ * up) asks to be run {@link EpollLoop.again}: the next wake then does not wait, and it is
+ * called as if epoll had reported it.
+ *
  * The loop runs while something is registered (so an open socket keeps the process alive, as
  * with node:net) and ends when the last registration goes: an eventfd in the set wakes the
  * thread call then, so `deno` exits cleanly after a stop.
@@ -52,6 +56,10 @@ export class EpollLoop {
   readonly #eight = new Uint8Array(8);
   #nextId = 1;
   #running = false;
+  /** The thread call is waiting with no timeout (a handler asking `again` must wake it). */
+  #waiting = false;
+  /** Handlers to call again without an event, after the next wake. */
+  #again: EpollHandler[] = [];
 
   constructor(libc: Libc) {
     this.libc = libc;
@@ -93,6 +101,16 @@ export class EpollLoop {
     if (this.#size === 0) this.#wake();
   }
 
+  /**
+   * Calls `handler.onEvents(EPOLLIN)` after the next wake, which will not wait: for an
+   * edge-triggered socket with unread bytes, which epoll will not report again until more
+   * arrive.
+   */
+  again(handler: EpollHandler): void {
+    this.#again.push(handler);
+    if (this.#waiting) this.#wake();
+  }
+
   /** Registrations (listeners and sockets being watched). */
   get size(): number {
     return this.#size;
@@ -116,11 +134,28 @@ export class EpollLoop {
     this.#running = true;
     try {
       while (this.#size > 0) {
-        const n = await this.libc.epoll_wait(this.#epfd, this.#events, MAX_EVENTS, -1);
+        const timeout = this.#again.length > 0 ? 0 : -1;
+        this.#waiting = timeout < 0;
+        const n = await this.libc.epoll_wait(this.#epfd, this.#events, MAX_EVENTS, timeout);
+        this.#waiting = false;
         this.#dispatch(n);
+        if (this.#again.length > 0) this.#runAgain();
       }
     } finally {
       this.#running = false;
+    }
+  }
+
+  /** Calls the handlers that asked {@link again}, after this wake's events. */
+  #runAgain(): void {
+    const handlers = this.#again;
+    this.#again = [];
+    for (const h of handlers) {
+      try {
+        h.onEvents(EPOLLIN);
+      } catch (err) {
+        console.error("epoll socket layer: handler failed", err);
+      }
     }
   }
 

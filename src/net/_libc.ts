@@ -50,6 +50,10 @@ export const EPOLLIN = 0x1;
 export const EPOLLOUT = 0x4;
 export const EPOLLERR = 0x8;
 export const EPOLLHUP = 0x10;
+/** The peer shut its side down (a FIN came): what is left to read ends in end of stream. */
+export const EPOLLRDHUP = 0x2000;
+/** Edge-triggered: reported when readiness arrives, not while it lasts (`epoll(7)`). */
+export const EPOLLET = 0x8000_0000;
 export const EPOLL_CTL_ADD = 1;
 export const EPOLL_CTL_DEL = 2;
 export const EPOLL_CTL_MOD = 3;

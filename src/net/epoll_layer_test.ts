@@ -147,6 +147,82 @@ Deno.test("epoll layer: a paused socket delivers nothing until resumed; end of s
   }
 });
 
+Deno.test("epoll layer: bytes and the end of stream that came together while paused are both delivered on resume", async () => {
+  // The FIN is no new edge once the last bytes are read: the socket reads on to the end.
+  let server: Accepted | undefined;
+  const l = await listen((t) => server = watch(t));
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  try {
+    await until(() => server !== undefined, "the accept");
+    server!.t.pause();
+    await conn.write(new Uint8Array(100).fill(1));
+    await conn.closeWrite();
+    await new Promise((r) => setTimeout(r, 50));
+    server!.t.resume();
+    await until(() => server!.ended, "the end of stream");
+    assert.equal(server!.bytes(), 100);
+    assert.equal(server!.error, undefined);
+  } finally {
+    conn.close();
+    server?.t.close();
+    l.close();
+  }
+});
+
+Deno.test("epoll layer: a sink that pauses inside each read gets every byte on resume, though the peer sends nothing more", async () => {
+  // Edge-triggered: bytes left in the kernel when the sink paused are not reported again;
+  // the socket remembers them and reads them on resume.
+  const size = 3 << 20;
+  let server: Accepted | undefined;
+  const l = await listen((t) =>
+    server = watch(t, (a) => {
+      a.t.pause();
+      setTimeout(() => a.t.resume(), 1);
+    })
+  );
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  try {
+    await until(() => server !== undefined, "the accept");
+    await conn.write(new Uint8Array(size).fill(0x5a)); // all of it handed to the kernel
+    await until(() => server!.bytes() === size, "every byte");
+    assert.ok(server!.chunks.length > 1, "read in more than one chunk");
+  } finally {
+    conn.close();
+    server?.t.close();
+    l.close();
+  }
+});
+
+Deno.test("epoll layer: a socket with more than one wake's share waiting is read on without another event", async () => {
+  // Eight full reads per wake, then the loop runs the socket again; the peer's bytes are all
+  // in the kernel's buffers before the sink may read, so no later arrival reports them.
+  let server: Accepted | undefined;
+  const l = await listen((t) => server = watch(t));
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  try {
+    await until(() => server !== undefined, "the accept");
+    server!.t.pause();
+    let sent = 0;
+    const chunk = new Uint8Array(64 * 1024).fill(0x33);
+    // Write until the kernel takes no more without the server reading (well over 8 reads).
+    for (let i = 0; i < 64; i++) {
+      const wrote = await Promise.race([
+        conn.write(chunk).then((n) => n),
+        new Promise<number>((r) => setTimeout(() => r(-1), 200)),
+      ]);
+      if (wrote < 0) break;
+      sent += wrote;
+    }
+    assert.ok(sent > 8 * chunk.length, `the kernel buffered ${sent} bytes`);
+    server!.t.resume();
+    await until(() => server!.bytes() >= sent, "every byte buffered before the resume");
+  } finally {
+    conn.close();
+    server?.t.close();
+    l.close();
+  }
+});
+
 Deno.test("epoll layer: a peer reset ends the sink with ECONNRESET and fails the write that waits", async () => {
   let server: Accepted | undefined;
   const l = await listen((t) => server = watch(t));
