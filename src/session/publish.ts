@@ -128,7 +128,8 @@ export class PublishPreparer {
       return denied(`topic "${p.topic}" is reserved ($SYS)`, TOPIC_NAME_INVALID);
     }
     const r = this.resolve(p.topic); // P2 match, P3 resolve
-    const refused = permit(r, this.#invalidOf(r), principal); // P4, first half: before any backend call
+    // P4, first half: before any backend call
+    const refused = permit(r, this.#invalidOf(r), principal);
     if (refused !== null) return refused;
     const cached = this.#topics.peek(r.stream, r.topic);
     if (cached !== undefined) return this.#place(p, clientId, r, cached, will);
