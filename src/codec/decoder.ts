@@ -41,13 +41,12 @@ import {
   type Subscription,
 } from "./packets.ts";
 import { decodeMqttString } from "./mqtt_string.ts";
+import { readFixedHeader } from "./fixed_header.ts";
 
 export type { DecoderLimits } from "./_fields.ts";
 export type { ProtocolLevels } from "./decode_connect.ts";
 
 const EMPTY = new Uint8Array(0);
-/** MQTT 5 reason code 0x95 Packet too large. */
-const PACKET_TOO_LARGE = 0x95;
 /** MQTT 5 AUTH packet type [MQTT-3.15]. */
 const AUTH = 15;
 
@@ -209,51 +208,6 @@ export class PacketDecoder {
         throw new ProtocolError("MQTT-2.2.1", `Reserved packet type ${type}`);
     }
   }
-}
-
-/** Fixed header: first byte, remaining length, and its own size. */
-interface FixedHeader {
-  readonly byte1: number;
-  readonly remaining: number;
-  readonly headerBytes: number;
-}
-
-function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedHeader | null {
-  let remaining = 0;
-  let mult = 1;
-  for (let i = 1; i <= 4; i++) {
-    if (pos + i >= b.length) return null;
-    const digit = b[pos + i];
-    remaining += (digit & 0x7f) * mult;
-    if ((digit & 0x80) === 0) {
-      if (remaining > max) {
-        const err = new ProtocolError(
-          "MQTT-2.2.3",
-          `Packet of ${remaining} bytes exceeds max_packet_bytes ${max}`,
-          PACKET_TOO_LARGE,
-        );
-        err.packetType = b[pos] >> 4;
-        throw err;
-      }
-      return { byte1: b[pos], remaining, headerBytes: i + 1 };
-    }
-    mult *= 128;
-    // Refuse as soon as the partial length already exceeds the cap.
-    if (remaining > max) {
-      throw tagged(
-        new ProtocolError("MQTT-2.2.3", `Packet exceeds max_packet_bytes ${max}`, PACKET_TOO_LARGE),
-        b,
-        pos,
-      );
-    }
-  }
-  throw tagged(new ProtocolError("MQTT-2.2.3", "Remaining length longer than 4 bytes"), b, pos);
-}
-
-/** Tags a fixed-header error with its packet type, so a refused PUBLISH counts as `rejected`. */
-function tagged(err: ProtocolError, b: Uint8Array, pos: number): ProtocolError {
-  err.packetType = b[pos] >> 4;
-  return err;
 }
 
 function expectFlags(flags: number, want: number, name: string, rule: string): void {

@@ -270,14 +270,8 @@ export class IggyBackend implements LogBackend {
   ): Promise<number | null> {
     try {
       // The envelope replaces empty payloads (DESIGN §3): the encoder refuses one as a bug.
-      const frame = this.#encoder.encode(
-        a.stream,
-        a.topic,
-        a.partition,
-        messages,
-        Date.now() * 1000,
-        bytes,
-      );
+      const now = Date.now() * 1000;
+      const frame = this.#encoder.encode(a.stream, a.topic, a.partition, messages, now, bytes);
       const reply = this.#on012
         ? await this.#v12.send(a, frame, messages.length)
         : await this.#pool.request(Code.SEND_MESSAGES, frame, true);
