@@ -111,14 +111,15 @@ export class EpollSocket implements Transport, EpollHandler {
   #queueRead(): void {
     if (this.#readable && !this.#readQueued && this.#reading()) {
       this.#readQueued = true;
-      queueMicrotask(this.#queuedRead);
+      // A closure per queued read, not a bound function per socket (memory per idle socket).
+      queueMicrotask(() => this.#queuedRead());
     }
   }
 
-  readonly #queuedRead = (): void => {
+  #queuedRead(): void {
     this.#readQueued = false;
     if (this.#readable && this.#reading()) this.#read();
-  };
+  }
 
   write(bytes: Uint8Array): Promise<number> {
     if (this.#closed) return Promise.reject(sysError("write", 32));
