@@ -58,6 +58,24 @@ async function listen(
   return l;
 }
 
+/** One accepted socket and its peer: `fn` runs with both, then all three are closed. */
+async function withPair(
+  fn: (server: Accepted, conn: Deno.TcpConn) => Promise<void>,
+  onData?: (a: Accepted, chunk: Uint8Array) => void,
+): Promise<void> {
+  let server: Accepted | undefined;
+  const l = await listen((t) => server = watch(t, onData));
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  try {
+    await until(() => server !== undefined, "the accept");
+    await fn(server!, conn);
+  } finally {
+    conn.close();
+    server?.t.close();
+    l.close();
+  }
+}
+
 async function readAll(conn: Deno.TcpConn, n: number): Promise<Uint8Array> {
   const out = new Uint8Array(n);
   let got = 0;
@@ -96,16 +114,12 @@ Deno.test("epoll layer: 500 connections at once are each accepted, read and writ
 });
 
 Deno.test("epoll layer: writes larger than the socket buffer wait for EPOLLOUT, resolve only when all is out, and stay in order", async () => {
-  let server: Accepted | undefined;
-  const l = await listen((t) => server = watch(t));
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
-  try {
-    await until(() => server !== undefined, "the accept");
+  await withPair(async (server, conn) => {
     const size = 8 << 20;
     const first = new Uint8Array(size).fill(0xa1);
     const second = new Uint8Array(size).fill(0xb2);
     let done = 0;
-    const writes = [server!.t.write(first), server!.t.write(second)].map((p) =>
+    const writes = [server.t.write(first), server.t.write(second)].map((p) =>
       p.then((n) => {
         done++;
         return n;
@@ -118,90 +132,56 @@ Deno.test("epoll layer: writes larger than the socket buffer wait for EPOLLOUT, 
     assert.deepEqual(await Promise.all(writes), [size, size]);
     assert.ok(got.subarray(0, size).every((b) => b === 0xa1), "the first write first");
     assert.ok(got.subarray(size).every((b) => b === 0xb2), "then the second");
-  } finally {
-    conn.close();
-    server?.t.close();
-    l.close();
-  }
+  });
 });
 
 Deno.test("epoll layer: a paused socket delivers nothing until resumed; end of stream ends the sink once, without error", async () => {
-  let server: Accepted | undefined;
-  const l = await listen((t) => server = watch(t));
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
-  try {
-    await until(() => server !== undefined, "the accept");
-    server!.t.pause();
+  await withPair(async (server, conn) => {
+    server.t.pause();
     await conn.write(new Uint8Array(1000).fill(7));
     await new Promise((r) => setTimeout(r, 50));
-    assert.equal(server!.bytes(), 0);
-    server!.t.resume();
-    await until(() => server!.bytes() === 1000, "the bytes after resume");
+    assert.equal(server.bytes(), 0);
+    server.t.resume();
+    await until(() => server.bytes() === 1000, "the bytes after resume");
     await conn.closeWrite();
-    await until(() => server!.ended, "the end of stream");
-    assert.equal(server!.error, undefined);
-  } finally {
-    conn.close();
-    server?.t.close();
-    l.close();
-  }
+    await until(() => server.ended, "the end of stream");
+    assert.equal(server.error, undefined);
+  });
 });
 
 Deno.test("epoll layer: bytes and the end of stream that came together while paused are both delivered on resume", async () => {
   // The FIN is no new edge once the last bytes are read: the socket reads on to the end.
-  let server: Accepted | undefined;
-  const l = await listen((t) => server = watch(t));
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
-  try {
-    await until(() => server !== undefined, "the accept");
-    server!.t.pause();
+  await withPair(async (server, conn) => {
+    server.t.pause();
     await conn.write(new Uint8Array(100).fill(1));
     await conn.closeWrite();
     await new Promise((r) => setTimeout(r, 50));
-    server!.t.resume();
-    await until(() => server!.ended, "the end of stream");
-    assert.equal(server!.bytes(), 100);
-    assert.equal(server!.error, undefined);
-  } finally {
-    conn.close();
-    server?.t.close();
-    l.close();
-  }
+    server.t.resume();
+    await until(() => server.ended, "the end of stream");
+    assert.equal(server.bytes(), 100);
+    assert.equal(server.error, undefined);
+  });
 });
 
 Deno.test("epoll layer: a sink that pauses inside each read gets every byte on resume, though the peer sends nothing more", async () => {
   // Edge-triggered: bytes left in the kernel when the sink paused are not reported again;
   // the socket remembers them and reads them on resume.
   const size = 3 << 20;
-  let server: Accepted | undefined;
-  const l = await listen((t) =>
-    server = watch(t, (a) => {
-      a.t.pause();
-      setTimeout(() => a.t.resume(), 1);
-    })
-  );
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
-  try {
-    await until(() => server !== undefined, "the accept");
+  await withPair(async (server, conn) => {
     await conn.write(new Uint8Array(size).fill(0x5a)); // all of it handed to the kernel
-    await until(() => server!.bytes() === size, "every byte");
-    assert.ok(server!.chunks.length > 1, "read in more than one chunk");
-  } finally {
-    conn.close();
-    server?.t.close();
-    l.close();
-  }
+    await until(() => server.bytes() === size, "every byte");
+    assert.ok(server.chunks.length > 1, "read in more than one chunk");
+  }, (a) => {
+    a.t.pause();
+    setTimeout(() => a.t.resume(), 1);
+  });
 });
 
 Deno.test("epoll layer: a socket with more than one wake's share waiting is read on without another event", async () => {
   // Eight full reads per wake, then the loop runs the socket again; the peer's bytes are all
   // in the kernel's buffers before the sink may read, so no later arrival reports them.
-  let server: Accepted | undefined;
-  const l = await listen((t) => server = watch(t));
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
-  try {
-    await until(() => server !== undefined, "the accept");
-    server!.t.pause();
+  await withPair(async (server, conn) => {
+    server.t.pause();
     let sent = 0;
     const chunk = new Uint8Array(64 * 1024).fill(0x33);
     // Write until the kernel takes no more without the server reading (well over 8 reads).
@@ -214,13 +194,9 @@ Deno.test("epoll layer: a socket with more than one wake's share waiting is read
       sent += wrote;
     }
     assert.ok(sent > 8 * chunk.length, `the kernel buffered ${sent} bytes`);
-    server!.t.resume();
-    await until(() => server!.bytes() >= sent, "every byte buffered before the resume");
-  } finally {
-    conn.close();
-    server?.t.close();
-    l.close();
-  }
+    server.t.resume();
+    await until(() => server.bytes() >= sent, "every byte buffered before the resume");
+  });
 });
 
 Deno.test("epoll layer: a peer reset ends the sink with ECONNRESET and fails the write that waits", async () => {
