@@ -12,10 +12,14 @@ const ROOT: Principal = {
 };
 
 /** A preparer over a map with defaults only, whose target topic has `partitions` partitions. */
-async function preparer(partitions: number, placesBalanced = false): Promise<PublishPreparer> {
+async function preparer(
+  partitions: number,
+  placesBalanced = false,
+  rules = "",
+): Promise<PublishPreparer> {
   await initPartitioner();
   const map = compileMap(
-    'default_stream = "sensors"\ndefault_topic = "messages_default"\n',
+    'default_stream = "sensors"\ndefault_topic = "messages_default"\n' + rules,
     "test.toml",
   );
   const backend = {
@@ -82,4 +86,20 @@ Deno.test("when the backend places unkeyed messages, they share one balanced add
   assert.equal(addresses[0], addresses[1]);
   assert.equal(addresses[1], addresses[2]);
   assert.equal(addresses[0].balancedOver, 3);
+});
+
+Deno.test("a resolution to an invalid Iggy name is denied at every publish, and a valid one still appends", async () => {
+  // The name check is kept with the cached resolution: the second publish must be denied too.
+  const rule = "[[rule]]\nmqtt_topic = 'long/([^/]+)'\nstream = 's'\ntopic = 't_$1'\n";
+  const p = await preparer(1, false, rule);
+  const long = `long/${"x".repeat(300)}`;
+  for (let i = 0; i < 2; i++) {
+    const r = await p.prepare(publish(long), ROOT, "c");
+    assert.equal(r.kind, "denied", `publish ${i + 1}`);
+    assert.match(
+      (r as { reason: string }).reason,
+      /resolved topic "t_x+…" is not a valid Iggy name/,
+    );
+  }
+  assert.equal((await p.prepare(publish("long/ok"), ROOT, "c")).kind, "append");
 });
