@@ -79,20 +79,19 @@ export class PacketDecoder {
   /** Appends a chunk and returns every complete packet in it, in order. */
   push(chunk: Uint8Array): ClientPacket[] {
     const out: ClientPacket[] = [];
-    const data = chunk;
     let pos = 0;
     if (this.#buf.length > 0) {
       pos = this.#completeHeld(chunk, out);
       if (pos < 0) return out; // the held packet is still not whole: all of `chunk` is held
     }
-    while (pos < data.length) {
-      const header = readFixedHeader(data, pos, this.#limits.maxPacketBytes);
+    while (pos < chunk.length) {
+      const header = readFixedHeader(chunk, pos, this.#limits.maxPacketBytes);
       if (header === null) break; // need more bytes for the fixed header
       const bodyStart = pos + header.headerBytes;
       const end = bodyStart + header.remaining;
-      if (end > data.length) break; // need more bytes for the body (bounded above)
+      if (end > chunk.length) break; // need more bytes for the body (bounded above)
       try {
-        out.push(this.#decodeBody(header.byte1, data, bodyStart, end));
+        out.push(this.#decodeBody(header.byte1, chunk, bodyStart, end));
       } catch (err) {
         if (err instanceof ProtocolError) err.packetType = header.byte1 >> 4;
         throw err;
@@ -100,7 +99,7 @@ export class PacketDecoder {
       pos = end;
     }
     // Keep the unfinished tail; copy so the caller may reuse its read buffer.
-    this.#buf = pos === data.length ? EMPTY : data.slice(pos);
+    this.#buf = pos === chunk.length ? EMPTY : chunk.slice(pos);
     return out;
   }
 

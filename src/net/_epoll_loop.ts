@@ -150,13 +150,7 @@ export class EpollLoop {
   #runAgain(): void {
     const handlers = this.#again;
     this.#again = [];
-    for (const h of handlers) {
-      try {
-        h.onEvents(EPOLLIN);
-      } catch (err) {
-        console.error("epoll socket layer: handler failed", err);
-      }
-    }
+    for (const h of handlers) notify(h, EPOLLIN);
   }
 
   /** Hands each reported event to its handler; a throwing handler does not stop the loop. */
@@ -171,13 +165,18 @@ export class EpollLoop {
         continue;
       }
       if (this.#ids[fd] !== id) continue; // a closed socket's event; the fd is another's now
-      try {
-        this.#handlers[fd]?.onEvents(events);
-      } catch (err) {
-        // A bug in one handler must not take every other socket down with it.
-        console.error("epoll socket layer: handler failed", err);
-      }
+      const handler = this.#handlers[fd];
+      if (handler !== undefined) notify(handler, events);
     }
+  }
+}
+
+/** Tells one handler; a bug in one must not take every other socket down with it. */
+function notify(handler: EpollHandler, events: number): void {
+  try {
+    handler.onEvents(events);
+  } catch (err) {
+    console.error("epoll socket layer: handler failed", err);
   }
 }
 
