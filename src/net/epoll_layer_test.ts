@@ -199,6 +199,50 @@ Deno.test("epoll layer: a socket with more than one wake's share waiting is read
   });
 });
 
+Deno.test("epoll layer: a peer that never lets up does not starve Deno's own ops: timers still fire on time", async () => {
+  // Each wake goes through the thread call, so the event loop comes round between wakes however
+  // much is waiting. (A poll on the JS thread before the thread call, tried on 2026-12-02, held
+  // timers back for up to 6.5 s here; this test is what showed it.) The flood comes from a
+  // worker, with its own event loop, so nothing here has to run for it to go on.
+  const flood = `
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: PORT });
+    const chunk = new Uint8Array(64 * 1024).fill(0x77);
+    self.onmessage = () => { conn.close(); self.close(); };
+    try { for (;;) await conn.write(chunk); } catch { /* closed */ }
+  `;
+  let server: Accepted | undefined;
+  let reads = 0;
+  const l = await listen((t) =>
+    server = watch(t, (a) => {
+      reads++;
+      a.chunks.length = 0; // counted, not kept
+      // Slower than the writer, so the kernel always holds more: every wake has work.
+      const busyUntil = performance.now() + 0.2;
+      while (performance.now() < busyUntil) { /* reading costs something */ }
+    })
+  );
+  const url = URL.createObjectURL(
+    new Blob([flood.replace("PORT", String(l.port))], { type: "application/javascript" }),
+  );
+  const worker = new Worker(url, { type: "module" });
+  try {
+    await until(() => server !== undefined, "the accept");
+    await until(() => reads > 0, "the flood");
+    // Ten 10 ms timers one after another: each waits for the event loop to come round.
+    const started = performance.now();
+    for (let i = 0; i < 10; i++) await new Promise((r) => setTimeout(r, 10));
+    const took = performance.now() - started;
+    // About 110 ms here (2 cores, the flood's worker on one); a starved loop takes seconds.
+    assert.ok(took < 1_000, `ten 10 ms timers took ${took.toFixed(0)} ms under the flood`);
+  } finally {
+    worker.postMessage("stop");
+    worker.terminate();
+    URL.revokeObjectURL(url);
+    server?.t.close();
+    l.close();
+  }
+});
+
 Deno.test("epoll layer: a peer reset ends the sink with ECONNRESET and fails the write that waits", async () => {
   let server: Accepted | undefined;
   const l = await listen((t) => server = watch(t));
