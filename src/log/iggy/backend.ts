@@ -22,12 +22,11 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import { decodeSendReply, type PollReply } from "./batch.ts";
+import { decodeSendReply, type PollReply, storedMessagesOf } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
 import * as cmd from "./commands.ts";
 import { type Dialer, tcpDialer } from "./dial.ts";
-import { decodeUserHeaders } from "./encoding.ts";
 import { toBackendError } from "./errors.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import type { Credentials } from "./login.ts";
@@ -316,16 +315,7 @@ export class IggyBackend implements LogBackend {
       throw toBackendError(e, where);
     }
     try {
-      return reply.messages
-        .filter((m) => m.offset >= fromOffset)
-        .slice(0, count)
-        .map((m) => ({
-          partition: address.partition,
-          offset: m.offset,
-          timestampMicros: m.timestampMicros,
-          payload: m.payload,
-          headers: decodeUserHeaders(m.userHeaders),
-        }));
+      return storedMessagesOf(reply, address.partition, fromOffset, count);
     } catch (e) {
       throw toBackendError(e, where);
     }

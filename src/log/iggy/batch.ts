@@ -8,7 +8,9 @@
  */
 
 import { ByteReader, ByteWriter, DecodeError } from "./bytes.ts";
+import type { StoredMessage } from "../port.ts";
 import {
+  decodeUserHeaders,
   identifierLength,
   PARTITION_ID_PARTITIONING_LENGTH,
   writeIdentifier,
@@ -208,4 +210,26 @@ export function decodePollReply(body: Uint8Array): PollReply {
   const currentOffset = r.u64n("current_offset");
   r.u32("messages_count");
   return { partitionId, currentOffset, messages: decodeBatches(r) };
+}
+
+/**
+ * The port's messages of a poll reply: those from `fromOffset` on (a reply may begin earlier,
+ * at its batch's first message), at most `count`, with their user headers decoded.
+ */
+export function storedMessagesOf(
+  reply: PollReply,
+  partition: number,
+  fromOffset: number,
+  count: number,
+): StoredMessage[] {
+  return reply.messages
+    .filter((m) => m.offset >= fromOffset)
+    .slice(0, count)
+    .map((m) => ({
+      partition,
+      offset: m.offset,
+      timestampMicros: m.timestampMicros,
+      payload: m.payload,
+      headers: decodeUserHeaders(m.userHeaders),
+    }));
 }
