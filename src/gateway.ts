@@ -16,7 +16,7 @@ import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
 import { handleStatusRoute } from "./http/status_page.ts";
 import { listenTls, type MqttListener } from "./net/listeners.ts";
-import { GatewayMetrics, sendRetryGauge } from "./observe/gateway_metrics.ts";
+import { GatewayMetrics, sendHistograms, sendRetryGauge } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
 import { Authenticator } from "./session/auth.ts";
@@ -361,6 +361,7 @@ export class Gateway {
     const m = this.metrics.registry;
     m.gauge("mqtt_connections", "Open MQTT connections", () => this.registry.size);
     sendRetryGauge(m, () => this.backend.resendCounters?.());
+    sendHistograms(m, this.backend.watchSends?.bind(this.backend));
     m.gauge(
       "mqtt_outbound_queue_bytes",
       "Bytes queued to subscribers, all clients",

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Gateway } from "../gateway.ts";
-import { GatewayMetrics, sendRetryGauge } from "../observe/gateway_metrics.ts";
+import { GatewayMetrics, sendHistograms, sendRetryGauge } from "../observe/gateway_metrics.ts";
 import {
   handleStatusRoute,
   renderStatusPage,
@@ -157,6 +157,23 @@ Deno.test("statusJson() reports an Iggy backend's resends, renewals and possible
     producer_renewals_total: 3,
     possible_duplicates_total: 5,
   });
+});
+
+Deno.test("iggy_send_seconds and iggy_send_messages exist only with a backend that sends, and count each send", () => {
+  const none = new GatewayMetrics();
+  sendHistograms(none.registry, undefined); // the embedded log: nothing to watch
+  assert.doesNotMatch(none.registry.toPrometheus(), /iggy_send_/);
+  const m = new GatewayMetrics();
+  let observe: ((seconds: number, messages: number) => void) | undefined;
+  sendHistograms(m.registry, (o) => observe = o);
+  observe!(0.0015, 200);
+  observe!(0.0008, 90);
+  const text = m.registry.toPrometheus();
+  assert.match(text, /iggy_send_seconds_bucket\{le="0.001"\} 1\n/);
+  assert.match(text, /iggy_send_seconds_bucket\{le="0.002"\} 2\n/);
+  assert.match(text, /iggy_send_seconds_count 2\n/);
+  assert.match(text, /iggy_send_messages_bucket\{le="100"\} 1\n/);
+  assert.match(text, /iggy_send_messages_sum 290\n/);
 });
 
 Deno.test("the iggy_send_retries gauge has a series per kind, none without counts", () => {

@@ -142,6 +142,9 @@ export type BackendErrorCode =
 /** Called by a backend when messages were appended to a partition (may be in-process only). */
 export type AppendListener = (address: PartitionAddress, nextOffset: number) => void;
 
+/** Told of each confirmed send to a server: seconds from leaving to confirmed, messages. */
+export type SendObserver = (seconds: number, messages: number) => void;
+
 /** The backend port. Every method may reject with {@link BackendError}. */
 export interface LogBackend {
   /** "embedded" or "iggy". */
@@ -161,6 +164,12 @@ export interface LogBackend {
   health(): BackendHealth;
   /** Resend counts since start (Iggy); absent when the backend never resends. */
   resendCounters?(): ResendCounters;
+  /**
+   * Has `observe` called once per confirmed send to a server (Iggy), with the time from the
+   * send leaving to its confirmation and the messages it carried; absent when the backend
+   * sends nothing over a network.
+   */
+  watchSends?(observe: SendObserver): void;
 
   /** Verifies credentials and returns the principal with its permissions. */
   authenticate(username: string, password: string): Promise<AuthResult>;

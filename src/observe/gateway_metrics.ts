@@ -39,6 +39,32 @@ export function sendRetryGauge(m: Metrics, read: () => SendRetryCounts | undefin
   });
 }
 
+/**
+ * `iggy_send_seconds` and `iggy_send_messages`, fed by `watch` (a backend's `watchSends`):
+ * how long Iggy takes to confirm a send, and how many messages a send carries. Made only
+ * when there is something to watch, so the embedded log shows no empty series.
+ */
+export function sendHistograms(
+  m: Metrics,
+  watch: ((observe: (seconds: number, messages: number) => void) => void) | undefined,
+): void {
+  if (watch === undefined) return;
+  const seconds = m.histogram(
+    "iggy_send_seconds",
+    "Time from a send to Iggy leaving to its confirmation",
+    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+  );
+  const messages = m.histogram(
+    "iggy_send_messages",
+    "Messages per send to Iggy",
+    [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+  );
+  watch((s, n) => {
+    seconds.observe(s);
+    messages.observe(n);
+  });
+}
+
 /** Every instrument of one gateway. */
 export class GatewayMetrics {
   readonly registry = new Metrics();

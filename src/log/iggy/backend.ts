@@ -19,6 +19,7 @@ import {
   type OutgoingMessage,
   type PartitionAddress,
   type ResendCounters,
+  type SendObserver,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
@@ -77,6 +78,8 @@ export class IggyBackend implements LogBackend {
   #state: "new" | "open" | "failed" | "closed" = "new";
   /** 0.11 sends whose outcome is unknown: a retry of each may store it twice. */
   #possibleDuplicates = 0;
+  /** Told of each confirmed send (`/metrics`: `iggy_send_seconds`, `iggy_send_messages`). */
+  #onSend: SendObserver | undefined;
 
   /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
   constructor(
@@ -188,6 +191,10 @@ export class IggyBackend implements LogBackend {
     return { resends, renewals, possibleDuplicates: this.#possibleDuplicates };
   }
 
+  watchSends(observe: SendObserver): void {
+    this.#onSend = observe;
+  }
+
   authenticate(username: string, password: string): Promise<AuthResult> {
     return this.#principals.authenticate(username, password);
   }
@@ -271,11 +278,13 @@ export class IggyBackend implements LogBackend {
       // The envelope replaces empty payloads (DESIGN §3): the encoder refuses one as a bug.
       const now = Date.now() * 1000;
       const frame = this.#encoder.encode(a.stream, a.topic, a.partition, messages, now, bytes);
+      const left = this.#onSend === undefined ? 0 : performance.now();
       const reply = this.#on012
         ? await this.#v12.send(a, frame, messages.length)
         : await this.#pool.request(Code.SEND_MESSAGES, frame, true);
       const baseOffset = decodeSendReply(reply);
       this.#encoder.release(frame); // confirmed: Iggy has read it all, nothing resends it
+      this.#onSend?.((performance.now() - left) / 1000, messages.length);
       return baseOffset;
     } catch (e) {
       if (!this.#on012 && uncertain(e)) this.#possibleDuplicates++;

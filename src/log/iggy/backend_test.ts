@@ -130,6 +130,26 @@ Deno.test("IggyBackend.append() that times out rejects with timeout and is not r
   await b.close();
 });
 
+Deno.test("IggyBackend.watchSends() is told of each confirmed send, with its messages, and not of a failed one", async () => {
+  let answer = true;
+  const s = iggy((req) => (req.operation === 160 && !answer ? [] : undefined));
+  const b = new IggyBackend(config, auth, { dial: s.dial });
+  const seen: [number, number][] = [];
+  b.watchSends((seconds, messages) => seen.push([seconds, messages]));
+  await b.open();
+  await Promise.all([
+    b.append({ ...A, messages: [msg("a"), msg("b")] }),
+    b.append({ ...A, messages: [msg("c")] }),
+  ]);
+  await b.append({ ...A, messages: [msg("d")] });
+  assert.deepEqual(seen.map(([, n]) => n), [3, 1]);
+  for (const [seconds] of seen) assert.ok(seconds >= 0 && seconds < 5, `${seconds} s`);
+  answer = false; // the next send times out: unconfirmed, so not a send time
+  await assert.rejects(b.append({ ...A, messages: [msg("e")] }));
+  assert.equal(seen.length, 2);
+  await b.close();
+});
+
 Deno.test("IggyBackend maps status 3007 to not_found and an empty GET_TOPIC to null", async () => {
   const s = iggy((req) => {
     if (req.code === Code.POLL_MESSAGES) return [replyFrame({ operation: 2, status: 3007 })];
