@@ -11,7 +11,7 @@
  * @module
  */
 import { gatewayServer, ROOT, type ServerDef } from "./_servers.ts";
-import type { Row } from "./_report.ts";
+import type { Figure, Row } from "./_report.ts";
 
 /** The Iggy variants, by gateway server name. */
 export const IGGY_VARIANTS = [
@@ -24,6 +24,54 @@ const TARGETS: Record<string, Record<string, number>> = {
   qos1: { iggy_fsync: 0.7, iggy_default: 0.9 },
   qos0_10: { iggy_fsync: 0.7, iggy_default: 0.7 },
 };
+
+/** Rows of the Iggy table only: what Iggy's sends took (`iggy_send_seconds`, the gateway's). */
+export const IGGY_FIGURES: readonly Figure[] = ["qos1", "qos0_10"].flatMap((s) => [
+  { id: `send_ms_${s}`, scenario: s, label: `Iggy send, mean (ms), ${s}`, path: "iggySend.ms" },
+  {
+    id: `send_msgs_${s}`,
+    scenario: s,
+    label: `messages per Iggy send, ${s}`,
+    path: "iggySend.messages",
+  },
+]);
+
+/** Sum and count of a gateway's `iggy_send_seconds` and `iggy_send_messages`; null if none. */
+export async function scrapeSends(
+  metricsUrl: string | undefined,
+): Promise<{ seconds: number; messages: number; sends: number } | null> {
+  if (metricsUrl === undefined) return null;
+  try {
+    const text = await (await fetch(metricsUrl)).text();
+    const value = (name: string) => {
+      const m = text.match(new RegExp(`^${name} (\\S+)$`, "m"));
+      return m === null ? null : Number(m[1]);
+    };
+    const seconds = value("iggy_send_seconds_sum");
+    const sends = value("iggy_send_seconds_count");
+    const messages = value("iggy_send_messages_sum");
+    if (seconds === null || sends === null || messages === null) return null;
+    return { seconds, messages, sends };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Mean send time (ms) and messages per send between two scrapes: the whole scenario, warm-up
+ * included. Undefined without sends (the embedded log).
+ */
+export function sendFigures(
+  before: Awaited<ReturnType<typeof scrapeSends>>,
+  after: Awaited<ReturnType<typeof scrapeSends>>,
+): { ms: number; messages: number } | undefined {
+  if (before === null || after === null || after.sends <= before.sends) return undefined;
+  const sends = after.sends - before.sends;
+  return {
+    ms: (after.seconds - before.seconds) * 1000 / sends,
+    messages: (after.messages - before.messages) / sends,
+  };
+}
 
 /** One gateway per variant, in Iggy mode against IGGY_TEST_ADDRESS. */
 export async function iggyGateways(

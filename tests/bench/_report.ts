@@ -164,9 +164,14 @@ export interface Row {
 }
 
 /** Rows from raw results: figures, then server CPU% per scenario. */
-export function figureRows(results: Record<string, Record<string, unknown>>, servers: string[]) {
+export function figureRows(
+  results: Record<string, Record<string, unknown>>,
+  servers: string[],
+  extra: readonly Figure[] = [],
+) {
   const figs: Figure[] = [
     ...FIGURES,
+    ...extra,
     ...CPU_SCENARIOS.map((s) => ({
       id: `cpu_${s}`,
       scenario: s,

@@ -61,6 +61,8 @@ export interface Running {
   readonly port: number;
   /** Spawn → ready, ms. */
   readonly readyMs: number;
+  /** Its Prometheus `/metrics` (the gateway only). */
+  readonly metricsUrl?: string;
   /** Last lines of its stderr (for failures). */
   tail(): string;
   stop(): Promise<void>;
@@ -191,6 +193,7 @@ export function gatewayServer(
       }, { cwd: ROOT, env });
       return {
         ...running,
+        metricsUrl: `http://127.0.0.1:${http}/metrics`,
         async stop() {
           await running.stop();
           await Deno.remove(`${ROOT}${store}`, { recursive: true }).catch(() => {});

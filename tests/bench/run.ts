@@ -37,7 +37,14 @@ import {
 } from "./_servers.ts";
 import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
 import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
-import { IGGY_VARIANTS, iggyGateways, renderIggyTable } from "./_iggy.ts";
+import {
+  IGGY_FIGURES,
+  IGGY_VARIANTS,
+  iggyGateways,
+  renderIggyTable,
+  scrapeSends,
+  sendFigures,
+} from "./_iggy.ts";
 import { storeScenario } from "./_store_scenario.ts";
 
 const { values: a } = parseArgs({
@@ -199,8 +206,10 @@ try {
       servers[name] = await defs[name].start(launch);
       const waited = await settle();
       if (waited > 1500) console.error(`[bench] waited ${waited.toFixed(0)} ms for quiet servers`);
+      const sendsBefore = IGGY ? await scrapeSends(servers[name].metricsUrl) : null;
       const r = await runLoadgen(servers[name], id);
-      results[id][name] = r;
+      const iggySend = sendFigures(sendsBefore, await scrapeSends(servers[name].metricsUrl));
+      results[id][name] = r && iggySend ? { ...r, iggySend } : r;
       console.error(`[bench] ${id} on ${name}: ${JSON.stringify(r)}`);
     }
   }
@@ -215,7 +224,7 @@ try {
   await Deno.remove(tmpDir, { recursive: true }).catch(() => {});
 }
 
-const rows = figureRows(results, serverNames);
+const rows = figureRows(results, serverNames, IGGY ? IGGY_FIGURES : []);
 if (IGGY) {
   console.log(renderIggyTable(rows));
   await Deno.writeTextFile(a.out, JSON.stringify({ mode: "iggy", rows, raw: results }, null, 2));
