@@ -15,6 +15,11 @@ import {
 /** Publish outcomes, exactly as the design names them. */
 export type PublishOutcome = "appended" | "acked" | "rejected" | "denied" | "failed";
 
+/** Buckets of the latency histograms (seconds): PUBACKs, Iggy sends. */
+const SECONDS_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+/** Buckets of the batch-size histograms (messages): appends, Iggy sends. */
+const MESSAGES_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+
 /** Resend counts of an Iggy backend, as the backend port reports them. */
 export interface SendRetryCounts {
   readonly resends: number;
@@ -52,12 +57,12 @@ export function sendHistograms(
   const seconds = m.histogram(
     "iggy_send_seconds",
     "Time from a send to Iggy leaving to its confirmation",
-    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    SECONDS_BUCKETS,
   );
   const messages = m.histogram(
     "iggy_send_messages",
     "Messages per send to Iggy",
-    [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    MESSAGES_BUCKETS,
   );
   watch((s, n) => {
     seconds.observe(s);
@@ -127,12 +132,12 @@ export class GatewayMetrics {
   readonly pubackLatency: Histogram = this.registry.histogram(
     "mqtt_puback_latency_seconds",
     "Time from PUBLISH decoded to append confirmed (QoS 1)",
-    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    SECONDS_BUCKETS,
   );
   readonly appendBatch: Histogram = this.registry.histogram(
     "log_append_batch_messages",
     "Messages per append call",
-    [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    MESSAGES_BUCKETS,
   );
   // Delivery (the way out).
   readonly delivered = this.registry.counter(
