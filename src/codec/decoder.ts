@@ -15,6 +15,7 @@
  * @module
  */
 import { concatBytes } from "../base/bytes.ts";
+import { copyBytes } from "../base/byte_blocks.ts";
 import {
   checkTopicFilter,
   checkTopicName,
@@ -302,7 +303,7 @@ function decodePublish(
     retain: (flags & 0x01) !== 0,
     dup,
     packetId,
-    payload: b.slice(pos, end),
+    payload: copyBytes(b, pos, end),
   };
 }
 
@@ -330,7 +331,7 @@ function decodePublishTail5(
     retain: (flags & 0x01) !== 0,
     dup: (flags & 0x08) !== 0,
     packetId,
-    payload: b.slice(payloadStart, end),
+    payload: copyBytes(b, payloadStart, end),
     properties,
   };
 }

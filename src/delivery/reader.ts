@@ -13,6 +13,7 @@ import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { nextTick } from "../base/tick.ts";
+import { ownBytes } from "../base/byte_blocks.ts";
 import { AckLedger } from "./ledger.ts";
 import { type Triple, tripleKey } from "./registry.ts";
 
@@ -141,7 +142,8 @@ export class SharedReader {
       partition: this.triple.partition,
       offset: baseOffset + i,
       timestampMicros,
-      payload: m.payload,
+      // Held until every subscriber settles it: not in a block shared with other messages.
+      payload: ownBytes(m.payload),
       headers: m.headers,
     }));
     this.position = baseOffset + messages.length;
