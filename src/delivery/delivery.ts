@@ -157,16 +157,31 @@ export class Delivery implements DeliveryPort {
     queue.strikeAll(!this.#stopping);
   }
 
-  /** This gateway appended to a partition: wake its reader now. */
+  /**
+   * An append's messages are wanted when a wildcard subscription may join its partition or a
+   * reader reads it. An unkeyed append's partition is known only from its receipt: then any
+   * reader counts.
+   */
+  wantsAppended(address: PartitionAddress & { readonly balancedOver?: number }): boolean {
+    if (this.registry.hasWildcards) return true;
+    if (address.balancedOver !== undefined) return this.readers.size > 0;
+    return this.readers.size > 0 && this.readers.has(tripleKey(address));
+  }
+
+  /**
+   * This gateway appended to a partition: wake its reader now. Without the messages (the
+   * session dropped them, no reader or wildcard wanted them when appended) it polls them.
+   */
   notifyAppended(
     address: PartitionAddress,
     baseOffset: number | null,
     messages: readonly OutgoingMessage[],
   ): void {
-    if (this.registry.hasWildcards) this.#extendWildcards(address, baseOffset, messages);
+    const given = messages.length > 0;
+    if (given && this.registry.hasWildcards) this.#extendWildcards(address, baseOffset, messages);
     const reader = this.readers.get(tripleKey(address));
     if (!reader) return;
-    if (baseOffset === null) reader.signal();
+    if (baseOffset === null || !given) reader.signal();
     else reader.offerAppended(baseOffset, messages);
   }
 

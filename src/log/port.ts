@@ -156,6 +156,13 @@ export interface LogBackend {
    * round robin made three small sends (and, with fsync, three fsyncs) of one big one.
    */
   readonly placesBalanced?: boolean;
+  /**
+   * Holds no reference to an append's message objects beyond the encoding of its send (Iggy):
+   * a caller that needs them no more once `append` is called may drop its own at once, so they
+   * die young. Absent or false (the embedded log): the request's array is kept until the
+   * append is committed, and emptying it is the caller's business after the receipt.
+   */
+  readonly releasesMessages?: boolean;
   /** Opens files/connections. Resolves when usable; rejects with a clear error otherwise. */
   open(): Promise<void>;
   /** Flushes what is pending and releases every resource. Idempotent. */

@@ -83,8 +83,16 @@ export interface DeliveryPort {
    */
   resume(sub: Subscriber): Promise<void>;
   /**
+   * Whether {@link notifyAppended} would use the messages of an append to `address` made now
+   * (a reader of its partition, or a wildcard subscription, exists). When not, and the backend
+   * lets go of them once encoded, the session drops them at once and later notifies with none.
+   * Absent: always.
+   */
+  wantsAppended?(address: PartitionAddress & { readonly balancedOver?: number }): boolean;
+  /**
    * This gateway confirmed an append to a partition at `baseOffset` (null when the backend
-   * did not say): its reader may route the messages at once or poll.
+   * did not say): its reader may route the messages at once or poll. `messages` is empty when
+   * the session dropped them ({@link wantsAppended}): the reader then polls.
    */
   notifyAppended(
     address: PartitionAddress,

@@ -45,7 +45,8 @@ import {
 interface PartitionBatch {
   /** The append's target; `balancedOver` set = the backend picks the partition. */
   readonly address: PartitionAddress & { readonly balancedOver?: number };
-  readonly messages: OutgoingMessage[];
+  /** Replaced by an empty list once the backend has them, when nobody needs them after. */
+  messages: OutgoingMessage[];
   /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
   readonly slots: number[];
   /** QoS 1 and 2 messages among them: only those are timed (PUBACK latency). */
@@ -228,7 +229,15 @@ export class ConnectionPublisher {
       offered = true;
       ctx.delivery.notifyAppended(b.address, baseOffset, b.messages);
     };
-    ctx.backend.append({ ...b.address, messages: b.messages, onCommitted }).then(
+    const appended = ctx.backend.append({ ...b.address, messages: b.messages, onCommitted });
+    // Measured on the Iggy path: holding them until the receipt made the young-generation GC
+    // copy every message in flight, a third of the gateway's CPU under QoS 0.
+    if (
+      ctx.backend.releasesMessages === true && ctx.delivery.wantsAppended?.(b.address) === false
+    ) {
+      b.messages = [];
+    }
+    appended.then(
       (receipt) => {
         const at = placedAt(b.address, receipt.partition);
         this.#confirmed(b, at, n, started, span, receipt.baseOffset);

@@ -6,6 +6,8 @@
  * @module
  */
 import { loadConfig } from "../../src/config/load.ts";
+import { createBackend } from "../../src/log/create.ts";
+import type { LogBackend } from "../../src/log/port.ts";
 import { Gateway } from "../../src/gateway.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
@@ -28,6 +30,8 @@ export interface MemoryGatewayOptions {
   /** Env overlay (IGGY_MQTT_*). */
   readonly env?: Record<string, string>;
   readonly map?: string;
+  /** Wraps the embedded backend the gateway is given (a test's probe of the port). */
+  readonly wrapBackend?: (backend: LogBackend) => LogBackend;
 }
 
 /** Starts a gateway with anonymous access from loopback and auto_create on, no listeners. */
@@ -38,9 +42,12 @@ export async function startMemoryGateway(o: MemoryGatewayOptions = {}): Promise<
   // A valid config names a listener; this gateway binds none (clients come through accept()).
   const config = { ...loaded, listeners: { ...loaded.listeners, tcp: "", tls: "" } };
   const logs: string[] = [];
+  const logger = new Logger(config.gateway.log_level, (l) => logs.push(l));
+  const backend = o.wrapBackend ? o.wrapBackend(await createBackend(config, logger)) : undefined;
   const gateway = await Gateway.create(config, {
-    logger: new Logger(config.gateway.log_level, (l) => logs.push(l)),
+    logger,
     map: compileMap(o.map ?? DESIGN_MAP, "test-map.toml"),
+    backend,
   });
   await gateway.start();
   let stopped = false;

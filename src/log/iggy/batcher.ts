@@ -64,7 +64,10 @@ export interface LaneGauge {
 }
 
 interface Entry<M> {
-  readonly messages: readonly M[];
+  /** Null once taken for a send: the send's own list holds them until encoded. */
+  messages: readonly M[] | null;
+  /** How many messages it holds (its offsets follow the previous entry's in the send). */
+  readonly count: number;
   readonly bytes: number;
   resolve(r: AppendReceipt): void;
   reject(e: unknown): void;
@@ -159,7 +162,8 @@ export class AppendBatcher<M> {
     lane.gauge?.arrived(request.messages.length, performance.now());
     const l = lane;
     return new Promise<AppendReceipt>((resolve, reject) => {
-      l.queue.push({ messages: request.messages, bytes, resolve, reject });
+      const count = request.messages.length;
+      l.queue.push({ messages: request.messages, count, bytes, resolve, reject });
       l.bytes += bytes;
       l.messages += request.messages.length;
       this.#schedule(key, l);
@@ -208,11 +212,11 @@ export class AppendBatcher<M> {
     let bytes = 0;
     while (lane.queue.length > 0) {
       const e = lane.queue[0];
-      const over = count + e.messages.length > this.#o.maxMessages ||
+      const over = count + e.count > this.#o.maxMessages ||
         bytes + e.bytes > this.#o.maxBytes;
       if (taken.length > 0 && over) break;
       taken.push(lane.queue.shift()!);
-      count += e.messages.length;
+      count += e.count;
       bytes += e.bytes;
     }
     lane.messages -= count;
@@ -223,20 +227,21 @@ export class AppendBatcher<M> {
   async #drain(key: string, lane: Lane<M>): Promise<void> {
     while (lane.queue.length > 0) {
       const entries = this.#take(lane);
-      const messages = entries.flatMap((e) => e.messages);
+      const address = this.#target(lane);
       let bytes = 0;
       for (const e of entries) bytes += e.bytes;
-      const address = this.#target(lane);
       try {
         const left = performance.now();
-        const base = await this.#exclusive(address, () => this.#send(address, messages, bytes));
-        if (lane.gauge) this.#confirmed(lane, messages.length, left);
+        const base = await this.#exclusive(address, entries, bytes);
+        let sent = 0;
+        for (const e of entries) sent += e.count;
+        if (lane.gauge) this.#confirmed(lane, sent, left);
         let at = 0;
         const balanced = lane.balancedOver > 0;
         for (const e of entries) {
           const baseOffset = base === null ? null : base + at;
           e.resolve(balanced ? { baseOffset, partition: address.partition } : { baseOffset });
-          at += e.messages.length;
+          at += e.count;
         }
       } catch (err) {
         for (const e of entries) e.reject(err);
@@ -293,8 +298,17 @@ export class AppendBatcher<M> {
     return lane.turns[partition] ??= { stream, topic, partition };
   }
 
-  /** Runs `send` once no other send to `a`'s partition is in flight. */
-  async #exclusive<T>(a: PartitionAddress, send: () => Promise<T>): Promise<T> {
+  /**
+   * Sends the entries' messages once no other send to `a`'s partition is in flight. The
+   * messages are gathered into the send's list only then, and the entries let go of theirs:
+   * from the send on, nothing here holds a message (a send function that encodes at once lets
+   * them die young, not after the round trip).
+   */
+  async #exclusive(
+    a: PartitionAddress,
+    entries: Entry<M>[],
+    bytes: number,
+  ): Promise<number | null> {
     const key = partitionKey(a.stream, a.topic, a.partition);
     for (let running = this.#sending.get(key); running; running = this.#sending.get(key)) {
       await running;
@@ -302,7 +316,7 @@ export class AppendBatcher<M> {
     const done = Promise.withResolvers<void>();
     this.#sending.set(key, done.promise);
     try {
-      return await send();
+      return await this.#send(a, takeMessages(entries), bytes);
     } finally {
       this.#sending.delete(key);
       done.resolve();
@@ -333,6 +347,21 @@ export class AppendBatcher<M> {
       this.#flushing--;
     }
   }
+}
+
+/** The entries' messages in one list, each entry's reference dropped. */
+function takeMessages<M>(entries: Entry<M>[]): readonly M[] {
+  if (entries.length === 1) {
+    const only = entries[0].messages!;
+    entries[0].messages = null;
+    return only;
+  }
+  const all: M[] = [];
+  for (const e of entries) {
+    for (const m of e.messages!) all.push(m);
+    e.messages = null;
+  }
+  return all;
 }
 
 /**

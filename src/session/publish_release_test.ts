@@ -1,0 +1,141 @@
+/**
+ * A backend that lets go of an append's messages once encoded (`LogBackend.releasesMessages`,
+ * the Iggy backend): the session drops its own references at once unless delivery wants the
+ * messages (a reader of the partition, a wildcard subscription). The probe is the embedded log
+ * saying it releases them; whether the session kept a batch shows in its request array after
+ * the receipt: the session empties what it kept (`release`), and leaves alone what it dropped.
+ */
+import assert from "node:assert/strict";
+import { connectPacket, publishPacket, subscribePacket } from "../../tests/helpers/gateway.ts";
+import { type MemoryGateway, startMemoryGateway } from "../../tests/helpers/memory_gateway.ts";
+import type { AppendRequest, LogBackend } from "../log/port.ts";
+import type { SharedReader } from "../delivery/reader.ts";
+import { tripleKey } from "../delivery/registry.ts";
+import type { MemoryClient } from "./memory_transport.ts";
+
+/** Per append through the probe: its message count, and its request array's length after. */
+interface Probe {
+  readonly appends: { sent: number; after: number }[];
+}
+
+function releasing(probe: Probe): (inner: LogBackend) => LogBackend {
+  return (inner) =>
+    new Proxy(inner, {
+      get(target, key) {
+        if (key === "releasesMessages") return true;
+        if (key === "append") {
+          return (request: AppendRequest) => {
+            const seen = { sent: request.messages.length, after: -1 };
+            const appended = target.append(request);
+            // After the session's own answer to the receipt (which empties what it kept).
+            appended.then(() => setTimeout(() => seen.after = request.messages.length), () => {});
+            probe.appends.push(seen);
+            return appended;
+          };
+        }
+        const value = Reflect.get(target, key, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+}
+
+async function connected(gw: MemoryGateway, clientId: string): Promise<MemoryClient> {
+  const c = gw.open();
+  c.send(connectPacket(clientId));
+  assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
+  return c;
+}
+
+/** Publishes one QoS 1 message, waits for its PUBACK and for the probe's look after it. */
+async function publishOne(pub: MemoryClient, topic: string, id: number): Promise<void> {
+  pub.send(publishPacket(topic, "21.5", 1, id));
+  assert.deepEqual([...(await pub.readPacket())!], [0x40, 2, 0, id]);
+  await new Promise((r) => setTimeout(r, 20));
+}
+
+Deno.test("releasesMessages: with nobody subscribed the session drops an append's messages at once; stored and PUBACKed", async () => {
+  const probe: Probe = { appends: [] };
+  const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
+  try {
+    const pub = await connected(gw, "pub-1");
+    await publishOne(pub, "sensors/s1/data", 1);
+    assert.deepEqual(probe.appends, [{ sent: 1, after: 1 }], "dropped, not emptied");
+    const backend = gw.gateway.backend;
+    const info = (await backend.getTopic("sensors", "sensor_data"))!;
+    let stored = 0;
+    for (let partition = 0; partition < info.partitions; partition++) {
+      stored += (await backend.poll({ stream: "sensors", topic: "sensor_data", partition }, 0, 10))
+        .length;
+    }
+    assert.equal(stored, 1);
+  } finally {
+    await gw.stop();
+  }
+});
+
+Deno.test("releasesMessages: a reader of the partition keeps them, and its subscriber gets the message", async () => {
+  const probe: Probe = { appends: [] };
+  const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
+  try {
+    const sub = await connected(gw, "sub-1");
+    sub.send(subscribePacket(1, [["sensors/s1/data", 0]]));
+    assert.deepEqual([...(await sub.readPacket())!], [0x90, 3, 0, 1, 0]);
+    const pub = await connected(gw, "pub-1");
+    await publishOne(pub, "sensors/s1/data", 1);
+    assert.deepEqual([...(await sub.readPacket())!], [
+      ...publishPacket("sensors/s1/data", "21.5", 0),
+    ]);
+    assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }], "kept for delivery, then emptied");
+    // A partition of another topic has no reader: its append's messages are dropped.
+    await publishOne(pub, "building/b1/room/1/temp", 2);
+    assert.deepEqual(probe.appends[1], { sent: 1, after: 1 });
+  } finally {
+    await gw.stop();
+  }
+});
+
+Deno.test("releasesMessages: a wildcard subscription keeps them, and joins a topic first published after its SUBSCRIBE", async () => {
+  const probe: Probe = { appends: [] };
+  const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
+  try {
+    const sub = await connected(gw, "sub-1");
+    sub.send(subscribePacket(1, [["sensors/+/data", 0]]));
+    assert.deepEqual([...(await sub.readPacket())!], [0x90, 3, 0, 1, 0]);
+    const pub = await connected(gw, "pub-1");
+    await publishOne(pub, "sensors/s7/data", 1);
+    assert.deepEqual([...(await sub.readPacket())!], [
+      ...publishPacket("sensors/s7/data", "21.5", 0),
+    ]);
+    assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }]);
+  } finally {
+    await gw.stop();
+  }
+});
+
+Deno.test("Delivery.notifyAppended without messages wakes the partition's reader to poll them", async () => {
+  const gw = await startMemoryGateway();
+  try {
+    const calls: string[] = [];
+    const fake = {
+      signal: () => calls.push("signal"),
+      offerAppended: (base: number, m: readonly unknown[]) =>
+        calls.push(`offer ${base} ${m.length}`),
+    } as unknown as SharedReader;
+    const address = { stream: "sensors", topic: "sensor_data", partition: 0 };
+    const delivery = gw.gateway.delivery;
+    delivery.readers.set(tripleKey(address), fake);
+    try {
+      assert.equal(delivery.wantsAppended(address), true);
+      assert.equal(delivery.wantsAppended({ ...address, partition: 1 }), false);
+      assert.equal(delivery.wantsAppended({ ...address, partition: 1, balancedOver: 3 }), true);
+      delivery.notifyAppended(address, 5, []);
+      const m = { payload: new Uint8Array([1]), headers: new Map([["mqtt.topic", "x"]]) };
+      delivery.notifyAppended(address, 5, [m]);
+      assert.deepEqual(calls, ["signal", "offer 5 1"]);
+    } finally {
+      delivery.readers.delete(tripleKey(address));
+    }
+  } finally {
+    await gw.stop();
+  }
+});
