@@ -230,8 +230,9 @@ export class ConnectionPublisher {
       ctx.delivery.notifyAppended(b.address, baseOffset, b.messages);
     };
     const appended = ctx.backend.append({ ...b.address, messages: b.messages, onCommitted });
-    // Measured on the Iggy path: holding them until the receipt made the young-generation GC
-    // copy every message in flight, a third of the gateway's CPU under QoS 0.
+    // Measured on the Iggy path under QoS 0: held until the receipt, every message in flight
+    // survived the scavenges of a 3-5 ms send; dropped here, the GC's share of the gateway's
+    // busy time fell from ~23% to 14.5%.
     if (
       ctx.backend.releasesMessages === true && ctx.delivery.wantsAppended?.(b.address) === false
     ) {
