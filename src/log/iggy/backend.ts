@@ -27,14 +27,14 @@ import { decodeSendReply, type PollReply, storedMessagesOf } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
 import * as cmd from "./commands.ts";
-import { type Dialer, tcpDialer } from "./dial.ts";
+import { clusterDialers, type Dialer } from "./dial.ts";
 import { toBackendError } from "./errors.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import type { Credentials } from "./login.ts";
 import { TopicRecordCache } from "./topic_record_cache.ts";
 import { ClusterPool } from "./cluster.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
-import { nextOffsetOf, type TopicRecord } from "./records.ts";
+import { nextOffsetIn, type TopicRecord } from "./records.ts";
 import { SendEncoder, wireSizeOf } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
@@ -90,16 +90,7 @@ export class IggyBackend implements LogBackend {
     deps: IggyBackendDeps = {},
   ) {
     this.#config = config;
-    const dials = deps.dials ??
-      (deps.dial ? [deps.dial] : config.address.split(",").map((a) =>
-        tcpDialer({
-          address: a.trim(),
-          tls: config.tls,
-          tlsCaFile: config.tls_ca_file,
-          tlsServerName: config.tls_server_name,
-          connectTimeoutMs: config.request_timeout_ms,
-        })
-      ));
+    const dials = deps.dials ?? (deps.dial ? [deps.dial] : clusterDialers(config));
     const credentials: Credentials = config.token
       ? { kind: "token", token: config.token }
       : { kind: "password", username: config.username, password: config.password };
@@ -352,20 +343,9 @@ export class IggyBackend implements LogBackend {
   }
 
   async nextOffset(address: PartitionAddress): Promise<number> {
-    const where = `stream "${address.stream}" topic "${address.topic}"`;
     const record = await this.#fetchTopic(address.stream, address.topic);
-    if (!record) {
-      throw new BackendError("not_found", `Cannot read next offset: ${where} does not exist`);
-    }
-    this.#topics.set(address.stream, address.topic, record);
-    const p = record.partitions.find((x) => x.id === address.partition);
-    if (!p) {
-      throw new BackendError(
-        "not_found",
-        `Cannot read next offset: ${where} has no partition ${address.partition}`,
-      );
-    }
-    return nextOffsetOf(p);
+    if (record) this.#topics.set(address.stream, address.topic, record);
+    return nextOffsetIn(record, address);
   }
 
   async storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void> {

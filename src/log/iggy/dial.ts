@@ -97,3 +97,26 @@ export function tcpDialer(options: DialOptions): Dialer {
     }
   };
 }
+
+/** What {@link clusterDialers} reads of `[iggy]`. */
+export interface IggyAddressConfig {
+  /** One `host:port` per cluster node, comma-separated. */
+  readonly address: string;
+  readonly tls: boolean;
+  readonly tls_ca_file: string;
+  readonly tls_server_name: string;
+  readonly request_timeout_ms: number;
+}
+
+/** One TCP/TLS dialer per node of `config.address`. */
+export function clusterDialers(config: IggyAddressConfig): Dialer[] {
+  return config.address.split(",").map((a) =>
+    tcpDialer({
+      address: a.trim(),
+      tls: config.tls,
+      tlsCaFile: config.tls_ca_file,
+      tlsServerName: config.tls_server_name,
+      connectTimeoutMs: config.request_timeout_ms,
+    })
+  );
+}

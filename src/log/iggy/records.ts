@@ -5,6 +5,7 @@
  * @module
  */
 
+import { BackendError, type PartitionAddress } from "../port.ts";
 import { ByteReader } from "./bytes.ts";
 import { decodeUserHeaders, readName } from "./encoding.ts";
 
@@ -105,6 +106,23 @@ export function decodeTopic(body: Uint8Array): TopicRecord | null {
 /** Offset the next message of a partition gets: current_offset is the last one written. */
 export function nextOffsetOf(p: PartitionRecord): number {
   return p.messagesCount === 0 && p.currentOffset === 0 ? 0 : p.currentOffset + 1;
+}
+
+/**
+ * The next offset of `address`'s partition in its topic's record (null: the topic is gone);
+ * a missing topic or partition is a `not_found` BackendError.
+ */
+export function nextOffsetIn(record: TopicRecord | null, address: PartitionAddress): number {
+  const where = `stream "${address.stream}" topic "${address.topic}"`;
+  if (!record) {
+    throw new BackendError("not_found", `Cannot read next offset: ${where} does not exist`);
+  }
+  const p = record.partitions.find((x) => x.id === address.partition);
+  if (p) return nextOffsetOf(p);
+  throw new BackendError(
+    "not_found",
+    `Cannot read next offset: ${where} has no partition ${address.partition}`,
+  );
 }
 
 /** Per-topic permission flags with the numeric topic id. */
