@@ -36,7 +36,10 @@ export function copyBytes(b: Uint8Array, from: number, to: number): Uint8Array {
   return copy;
 }
 
-/** `b` itself when it owns its whole store, else a copy that does (one carved from a block). */
+/**
+ * `b` itself when it owns its whole store; otherwise (a copy carved from a block, any other
+ * view) a copy that does.
+ */
 export function ownBytes(b: Uint8Array): Uint8Array {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : b.slice();
 }
