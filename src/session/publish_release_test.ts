@@ -46,6 +46,19 @@ async function connected(gw: MemoryGateway, clientId: string): Promise<MemoryCli
   return c;
 }
 
+/** A client subscribed to `filter` at QoS 0 (its SUBACK read). */
+async function subscribed(gw: MemoryGateway, filter: string): Promise<MemoryClient> {
+  const sub = await connected(gw, "sub-1");
+  sub.send(subscribePacket(1, [[filter, 0]]));
+  assert.deepEqual([...(await sub.readPacket())!], [0x90, 3, 0, 1, 0]);
+  return sub;
+}
+
+/** Reads the next packet: the QoS 0 copy of publishOne's message on `topic`. */
+async function deliveredOn(sub: MemoryClient, topic: string): Promise<void> {
+  assert.deepEqual([...(await sub.readPacket())!], [...publishPacket(topic, "21.5", 0)]);
+}
+
 /** Publishes one QoS 1 message, waits for its PUBACK and for the probe's look after it. */
 async function publishOne(pub: MemoryClient, topic: string, id: number): Promise<void> {
   pub.send(publishPacket(topic, "21.5", 1, id));
@@ -77,14 +90,10 @@ Deno.test("releasesMessages: a reader of the partition keeps them, and its subsc
   const probe: Probe = { appends: [] };
   const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
   try {
-    const sub = await connected(gw, "sub-1");
-    sub.send(subscribePacket(1, [["sensors/s1/data", 0]]));
-    assert.deepEqual([...(await sub.readPacket())!], [0x90, 3, 0, 1, 0]);
+    const sub = await subscribed(gw, "sensors/s1/data");
     const pub = await connected(gw, "pub-1");
     await publishOne(pub, "sensors/s1/data", 1);
-    assert.deepEqual([...(await sub.readPacket())!], [
-      ...publishPacket("sensors/s1/data", "21.5", 0),
-    ]);
+    await deliveredOn(sub, "sensors/s1/data");
     assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }], "kept for delivery, then emptied");
     // A partition of another topic has no reader: its append's messages are dropped.
     await publishOne(pub, "building/b1/room/1/temp", 2);
@@ -98,14 +107,10 @@ Deno.test("releasesMessages: a wildcard subscription keeps them, and joins a top
   const probe: Probe = { appends: [] };
   const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
   try {
-    const sub = await connected(gw, "sub-1");
-    sub.send(subscribePacket(1, [["sensors/+/data", 0]]));
-    assert.deepEqual([...(await sub.readPacket())!], [0x90, 3, 0, 1, 0]);
+    const sub = await subscribed(gw, "sensors/+/data");
     const pub = await connected(gw, "pub-1");
     await publishOne(pub, "sensors/s7/data", 1);
-    assert.deepEqual([...(await sub.readPacket())!], [
-      ...publishPacket("sensors/s7/data", "21.5", 0),
-    ]);
+    await deliveredOn(sub, "sensors/s7/data");
     assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }]);
   } finally {
     await gw.stop();

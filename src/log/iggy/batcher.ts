@@ -159,13 +159,13 @@ export class AppendBatcher<M> {
     if (over > 0) lane.balancedOver = over; // the topic's latest partition count
     let bytes = 0;
     for (const m of request.messages) bytes += this.#sizeOf(m);
-    lane.gauge?.arrived(request.messages.length, performance.now());
+    const count = request.messages.length;
+    lane.gauge?.arrived(count, performance.now());
     const l = lane;
     return new Promise<AppendReceipt>((resolve, reject) => {
-      const count = request.messages.length;
       l.queue.push({ messages: request.messages, count, bytes, resolve, reject });
       l.bytes += bytes;
-      l.messages += request.messages.length;
+      l.messages += count;
       this.#schedule(key, l);
     });
   }
@@ -206,7 +206,8 @@ export class AppendBatcher<M> {
     else this.#drain(key, lane);
   }
 
-  #take(lane: Lane<M>): Entry<M>[] {
+  /** The next send's entries, with their summed message count and bytes. */
+  #take(lane: Lane<M>): { entries: Entry<M>[]; count: number; bytes: number } {
     const taken: Entry<M>[] = [];
     let count = 0;
     let bytes = 0;
@@ -221,21 +222,17 @@ export class AppendBatcher<M> {
     }
     lane.messages -= count;
     lane.bytes -= bytes;
-    return taken;
+    return { entries: taken, count, bytes };
   }
 
   async #drain(key: string, lane: Lane<M>): Promise<void> {
     while (lane.queue.length > 0) {
-      const entries = this.#take(lane);
+      const { entries, count, bytes } = this.#take(lane);
       const address = this.#target(lane);
-      let bytes = 0;
-      for (const e of entries) bytes += e.bytes;
       try {
         const left = performance.now();
         const base = await this.#exclusive(address, entries, bytes);
-        let sent = 0;
-        for (const e of entries) sent += e.count;
-        if (lane.gauge) this.#confirmed(lane, sent, left);
+        if (lane.gauge) this.#confirmed(lane, count, left);
         let at = 0;
         const balanced = lane.balancedOver > 0;
         for (const e of entries) {

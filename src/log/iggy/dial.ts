@@ -6,6 +6,7 @@
  */
 
 import { type HostPort, splitHostPort } from "../../base/address.ts";
+import type { GatewayConfig } from "../../config/types.ts";
 import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
 
 /** A bidirectional byte stream. */
@@ -98,18 +99,13 @@ export function tcpDialer(options: DialOptions): Dialer {
   };
 }
 
-/** What {@link clusterDialers} reads of `[iggy]`. */
-export interface IggyAddressConfig {
-  /** One `host:port` per cluster node, comma-separated. */
-  readonly address: string;
-  readonly tls: boolean;
-  readonly tls_ca_file: string;
-  readonly tls_server_name: string;
-  readonly request_timeout_ms: number;
-}
-
-/** One TCP/TLS dialer per node of `config.address`. */
-export function clusterDialers(config: IggyAddressConfig): Dialer[] {
+/** One TCP/TLS dialer per node of `config.address` (comma-separated `host:port`s). */
+export function clusterDialers(
+  config: Pick<
+    GatewayConfig["iggy"],
+    "address" | "tls" | "tls_ca_file" | "tls_server_name" | "request_timeout_ms"
+  >,
+): Dialer[] {
   return config.address.split(",").map((a) =>
     tcpDialer({
       address: a.trim(),
