@@ -3,17 +3,9 @@
  * embedded store, no sockets.
  */
 import assert from "node:assert/strict";
-import { connectPacket, publishPacket } from "../../tests/helpers/gateway.ts";
+import { publishPacket } from "../../tests/helpers/gateway.ts";
 import { type MemoryGateway, startMemoryGateway } from "../../tests/helpers/memory_gateway.ts";
 import type { StoredMessage } from "../log/port.ts";
-import type { MemoryClient } from "./memory_transport.ts";
-
-async function connected(gw: MemoryGateway, clientId: string): Promise<MemoryClient> {
-  const c = gw.open();
-  c.send(connectPacket(clientId));
-  assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
-  return c;
-}
 
 /** Every stored message of stream/topic, all partitions. */
 async function stored(gw: MemoryGateway, stream: string, topic: string): Promise<StoredMessage[]> {
@@ -34,7 +26,7 @@ function puback(id: number): number[] {
 Deno.test("ConnectionPublisher: a QoS 1 PUBLISH is stored with its mqtt.* headers, then PUBACKed", async () => {
   const gw = await startMemoryGateway();
   try {
-    const c = await connected(gw, "dev-1");
+    const c = await gw.connect("dev-1");
     c.send(publishPacket("sensors/s1/data", "21.5", 1, 7));
     assert.deepEqual([...(await c.readPacket())!], puback(7));
     // No PUBACK without a confirmed append: the message is in the log by now.
@@ -52,7 +44,7 @@ Deno.test("ConnectionPublisher: a QoS 1 PUBLISH is stored with its mqtt.* header
 Deno.test("ConnectionPublisher: PUBACKs of one read leave in arrival order across partitions", async () => {
   const gw = await startMemoryGateway();
   try {
-    const c = await connected(gw, "dev-1");
+    const c = await gw.connect("dev-1");
     const ids = [11, 12, 13, 14, 15, 16];
     const read = ids.map((id) => [...publishPacket(`sensors/s${id}/data`, "x", 1, id)]).flat();
     c.send(read);
@@ -66,7 +58,7 @@ Deno.test("ConnectionPublisher: PUBACKs of one read leave in arrival order acros
 Deno.test("ConnectionPublisher: QoS 0 is appended with no answer (barrier: PINGRESP comes next)", async () => {
   const gw = await startMemoryGateway();
   try {
-    const c = await connected(gw, "dev-1");
+    const c = await gw.connect("dev-1");
     // Same topic, same partition: the QoS 1 PUBACK means the QoS 0 message before it is stored.
     c.send([...publishPacket("sensors/s1/data", "a", 0), 0xc0, 0]);
     c.send(publishPacket("sensors/s1/data", "b", 1, 3));
@@ -82,7 +74,7 @@ Deno.test("ConnectionPublisher: QoS 0 is appended with no answer (barrier: PINGR
 Deno.test("ConnectionPublisher: a denied QoS 1 PUBLISH gets no PUBACK and closes the connection [MQTT-3.3.5-2]", async () => {
   const gw = await startMemoryGateway();
   try {
-    const c = await connected(gw, "dev-1");
+    const c = await gw.connect("dev-1");
     c.send(publishPacket("sensors/s1/data", "ok", 1, 1));
     c.send(publishPacket("$SYS/x", "no", 1, 2));
     assert.deepEqual([...(await c.readPacket())!], puback(1));
@@ -96,7 +88,7 @@ Deno.test("ConnectionPublisher: a denied QoS 1 PUBLISH gets no PUBACK and closes
 Deno.test("Connection.drain(): a graceful stop sends the PUBACKs of appends in flight, then closes", async () => {
   const gw = await startMemoryGateway();
   try {
-    const c = await connected(gw, "dev-1");
+    const c = await gw.connect("dev-1");
     // Barrier: once PINGRESP is here the PUBLISH was handled; its append may be in flight.
     c.send([...publishPacket("sensors/s1/data", "last", 1, 9), 0xc0, 0]);
     assert.deepEqual([...(await c.readPacket())!], [0xd0, 0]);

@@ -6,7 +6,7 @@
  * the receipt: the session empties what it kept (`release`), and leaves alone what it dropped.
  */
 import assert from "node:assert/strict";
-import { connectPacket, publishPacket, subscribePacket } from "../../tests/helpers/gateway.ts";
+import { publishPacket, subscribePacket } from "../../tests/helpers/gateway.ts";
 import { type MemoryGateway, startMemoryGateway } from "../../tests/helpers/memory_gateway.ts";
 import type { AppendRequest, LogBackend } from "../log/port.ts";
 import type { SharedReader } from "../delivery/reader.ts";
@@ -39,16 +39,20 @@ function releasing(probe: Probe): (inner: LogBackend) => LogBackend {
     });
 }
 
-async function connected(gw: MemoryGateway, clientId: string): Promise<MemoryClient> {
-  const c = gw.open();
-  c.send(connectPacket(clientId));
-  assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
-  return c;
+/** Runs `body` against a memory gateway whose backend is the releasing probe; stops it after. */
+async function withProbe(body: (gw: MemoryGateway, probe: Probe) => Promise<void>): Promise<void> {
+  const probe: Probe = { appends: [] };
+  const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
+  try {
+    await body(gw, probe);
+  } finally {
+    await gw.stop();
+  }
 }
 
 /** A client subscribed to `filter` at QoS 0 (its SUBACK read). */
 async function subscribed(gw: MemoryGateway, filter: string): Promise<MemoryClient> {
-  const sub = await connected(gw, "sub-1");
+  const sub = await gw.connect("sub-1");
   sub.send(subscribePacket(1, [[filter, 0]]));
   assert.deepEqual([...(await sub.readPacket())!], [0x90, 3, 0, 1, 0]);
   return sub;
@@ -66,11 +70,9 @@ async function publishOne(pub: MemoryClient, topic: string, id: number): Promise
   await new Promise((r) => setTimeout(r, 20));
 }
 
-Deno.test("releasesMessages: with nobody subscribed the session drops an append's messages at once; stored and PUBACKed", async () => {
-  const probe: Probe = { appends: [] };
-  const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
-  try {
-    const pub = await connected(gw, "pub-1");
+Deno.test("releasesMessages: with nobody subscribed the session drops an append's messages at once; stored and PUBACKed", () =>
+  withProbe(async (gw, probe) => {
+    const pub = await gw.connect("pub-1");
     await publishOne(pub, "sensors/s1/data", 1);
     assert.deepEqual(probe.appends, [{ sent: 1, after: 1 }], "dropped, not emptied");
     const backend = gw.gateway.backend;
@@ -81,41 +83,28 @@ Deno.test("releasesMessages: with nobody subscribed the session drops an append'
         .length;
     }
     assert.equal(stored, 1);
-  } finally {
-    await gw.stop();
-  }
-});
+  }));
 
-Deno.test("releasesMessages: a reader of the partition keeps them, and its subscriber gets the message", async () => {
-  const probe: Probe = { appends: [] };
-  const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
-  try {
+Deno.test("releasesMessages: a reader of the partition keeps them, and its subscriber gets the message", () =>
+  withProbe(async (gw, probe) => {
     const sub = await subscribed(gw, "sensors/s1/data");
-    const pub = await connected(gw, "pub-1");
+    const pub = await gw.connect("pub-1");
     await publishOne(pub, "sensors/s1/data", 1);
     await deliveredOn(sub, "sensors/s1/data");
     assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }], "kept for delivery, then emptied");
     // A partition of another topic has no reader: its append's messages are dropped.
     await publishOne(pub, "building/b1/room/1/temp", 2);
     assert.deepEqual(probe.appends[1], { sent: 1, after: 1 });
-  } finally {
-    await gw.stop();
-  }
-});
+  }));
 
-Deno.test("releasesMessages: a wildcard subscription keeps them, and joins a topic first published after its SUBSCRIBE", async () => {
-  const probe: Probe = { appends: [] };
-  const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
-  try {
+Deno.test("releasesMessages: a wildcard subscription keeps them, and joins a topic first published after its SUBSCRIBE", () =>
+  withProbe(async (gw, probe) => {
     const sub = await subscribed(gw, "sensors/+/data");
-    const pub = await connected(gw, "pub-1");
+    const pub = await gw.connect("pub-1");
     await publishOne(pub, "sensors/s7/data", 1);
     await deliveredOn(sub, "sensors/s7/data");
     assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }]);
-  } finally {
-    await gw.stop();
-  }
-});
+  }));
 
 Deno.test("Delivery.notifyAppended without messages wakes the partition's reader to poll them", async () => {
   const gw = await startMemoryGateway();

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config/load.ts";
 import { createBackend } from "../../src/log/create.ts";
 import type { LogBackend } from "../../src/log/port.ts";
@@ -12,7 +13,7 @@ import { Gateway } from "../../src/gateway.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
 import { type MemoryClient, memoryTransportPair } from "../../src/session/memory_transport.ts";
-import { DESIGN_MAP, testEnv } from "./gateway.ts";
+import { connectPacket, DESIGN_MAP, testEnv } from "./gateway.ts";
 
 /** A started gateway reachable only through memory transports. */
 export interface MemoryGateway {
@@ -20,6 +21,8 @@ export interface MemoryGateway {
   readonly logs: string[];
   /** A new client connection from `remoteAddress` (no CONNECT sent yet). */
   open(remoteAddress?: string): MemoryClient;
+  /** A new client from loopback that sent CONNECT as `clientId` and read an accepting CONNACK. */
+  connect(clientId: string): Promise<MemoryClient>;
   stop(): Promise<void>;
 }
 
@@ -51,13 +54,20 @@ export async function startMemoryGateway(o: MemoryGatewayOptions = {}): Promise<
   });
   await gateway.start();
   let stopped = false;
+  const open = (remoteAddress = "127.0.0.1") => {
+    const { transport, client } = memoryTransportPair(remoteAddress);
+    gateway.accept(transport);
+    return client;
+  };
   return {
     gateway,
     logs,
-    open(remoteAddress = "127.0.0.1") {
-      const { transport, client } = memoryTransportPair(remoteAddress);
-      gateway.accept(transport);
-      return client;
+    open,
+    async connect(clientId) {
+      const c = open();
+      c.send(connectPacket(clientId));
+      assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0], "CONNACK, accepted");
+      return c;
     },
     async stop() {
       if (stopped) return;
