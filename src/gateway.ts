@@ -15,7 +15,7 @@ import { Delivery } from "./delivery/mod.ts";
 import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
 import { handleStatusRoute } from "./http/status_page.ts";
-import { listenTls, type MqttListener } from "./net/listeners.ts";
+import type { MqttListener } from "./net/listeners.ts";
 import { GatewayMetrics, sendHistograms, sendRetryGauge } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
@@ -30,8 +30,10 @@ import { ConnectionRegistry } from "./session/registry.ts";
 import { SourceGuard } from "./session/source_guard.ts";
 import {
   bindTcp,
+  bindTls,
   deliveryOptions,
   loadMap,
+  readTlsMaterial,
   sourceGuardOptions,
   storedSessions,
   topicCacheOptions,
@@ -126,7 +128,7 @@ export class Gateway {
     this.#ctx = {
       config,
       backend: this.backend,
-      authenticator: new Authenticator(config.auth, this.backend),
+      authenticator: new Authenticator(config.auth, this.backend, config.listeners.tls_identity),
       preparer,
       registry: this.registry,
       delivery: this.delivery,
@@ -192,19 +194,7 @@ export class Gateway {
     const tcp = this.#listeners[0]?.port ?? null;
     let tls: number | null = null;
     if (c.listeners.tls !== "") {
-      const a = parseAddress("listeners.tls", c.listeners.tls);
-      const cert = await readOperatorFile("listeners.tls_cert_file", c.listeners.tls_cert_file);
-      const key = await readOperatorFile("listeners.tls_key_file", c.listeners.tls_key_file);
-      const l = await listenTls(a.hostname, a.port, cert, key, {
-        handshakeTimeoutMs: c.limits.connect_timeout_ms,
-        maxConnections: c.limits.max_connections,
-        onHandshakeFailed: (timedOut) => {
-          if (timedOut) this.metrics.keepAliveExpired.inc();
-          else this.metrics.connectionsRefused.inc({ reason: "tls_handshake" });
-        },
-        source:
-          `listeners.tls_cert_file "${c.listeners.tls_cert_file}" or listeners.tls_key_file "${c.listeners.tls_key_file}"`,
-      }, accept);
+      const l = await bindTls(c, this.metrics, accept);
       this.#listeners.push(l);
       tls = l.port;
     }
@@ -308,15 +298,11 @@ export class Gateway {
    */
   async reload(next: GatewayConfig): Promise<void> {
     const map = await loadMap(next);
-    let tls: { cert: string; key: string } | null = null;
-    if (next.listeners.tls !== "" && this.#listeners.some((l) => l.kind === "tls")) {
-      tls = {
-        cert: await readOperatorFile("listeners.tls_cert_file", next.listeners.tls_cert_file),
-        key: await readOperatorFile("listeners.tls_key_file", next.listeners.tls_key_file),
-      };
-    }
     const tlsListener = this.#listeners.find((l) => l.kind === "tls");
-    if (tls && tlsListener?.reloadTls) await tlsListener.reloadTls(tls.cert, tls.key);
+    const tls = next.listeners.tls !== "" && tlsListener?.reloadTls
+      ? await readTlsMaterial(next.listeners)
+      : null;
+    if (tls) await tlsListener!.reloadTls!(tls);
     const withUsers = this.backend as { setUsers?: (u: GatewayConfig["users"]) => void };
     withUsers.setUsers?.(next.users);
     this.#ctx.authenticator.reload(next.auth);

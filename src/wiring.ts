@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { readOperatorFile } from "./config/files.ts";
+import { readOperatorBytes, readOperatorFile } from "./config/files.ts";
+import { OperatorError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
 import type { LogBackend, TopicInfo } from "./log/port.ts";
@@ -14,7 +15,14 @@ import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
-import { type AcceptHandler, listenTcp, type MqttListener } from "./net/listeners.ts";
+import {
+  type AcceptHandler,
+  listenTcp,
+  type MqttListener,
+  type TlsMaterial,
+} from "./net/listeners.ts";
+import { listenTls, type TlsRefusal } from "./net/tls_listener.ts";
+import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
 
 /** Reads and compiles the topic map named by the config. */
@@ -122,5 +130,51 @@ export function bindTcp(
       metrics.connectionsRefused.inc({ reason: "fd_limit" });
       logger.limited("warn", "Connection refused: out of file descriptors", {});
     },
+  }, accept);
+}
+
+/**
+ * Reads the TLS listener's files: certificate, key and, with client certificates on, the
+ * client CA and the CRL (start and SIGHUP). A CRL that cannot be parsed is an operator error
+ * naming `listeners.tls_crl_file`.
+ */
+export async function readTlsMaterial(l: GatewayConfig["listeners"]): Promise<TlsMaterial> {
+  const cert = await readOperatorFile("listeners.tls_cert_file", l.tls_cert_file);
+  const key = await readOperatorFile("listeners.tls_key_file", l.tls_key_file);
+  if (l.tls_client_auth === "none") return { cert, key };
+  const clientCa = await readOperatorFile("listeners.tls_client_ca_file", l.tls_client_ca_file);
+  if (l.tls_crl_file === "") return { cert, key, clientCa, revoked: null };
+  const bytes = await readOperatorBytes("listeners.tls_crl_file", l.tls_crl_file);
+  try {
+    return { cert, key, clientCa, revoked: parseRevocationList(bytes) };
+  } catch (err) {
+    const msg = `listeners.tls_crl_file "${l.tls_crl_file}" is not a usable CRL (${
+      (err as Error).message
+    })`;
+    throw new OperatorError("invalid_file", msg, { cause: err });
+  }
+}
+
+/** Binds the TLS listener of `listeners.tls`; refused handshakes are counted by reason. */
+export async function bindTls(
+  config: GatewayConfig,
+  metrics: GatewayMetrics,
+  accept: AcceptHandler,
+): Promise<MqttListener> {
+  const l = config.listeners;
+  const a = parseAddress("listeners.tls", l.tls);
+  const material = await readTlsMaterial(l);
+  return await listenTls(a.hostname, a.port, material, {
+    handshakeTimeoutMs: config.limits.connect_timeout_ms,
+    maxConnections: config.limits.max_connections,
+    clientAuth: l.tls_client_auth,
+    identity: l.tls_identity,
+    onRefused: (why: TlsRefusal) => {
+      if (why === "timeout") metrics.keepAliveExpired.inc();
+      else metrics.connectionsRefused.inc({ reason: `tls_${why}` });
+    },
+    source: `listeners.tls_cert_file "${l.tls_cert_file}", listeners.tls_key_file "${l.tls_key_file}"${
+      l.tls_client_auth === "none" ? "" : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
+    }`,
   }, accept);
 }

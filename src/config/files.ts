@@ -75,6 +75,15 @@ export async function readOperatorFile(what: string, path: string): Promise<stri
   }
 }
 
+/** Reads a binary file the config names (a DER file, say), with the same one-line errors. */
+export async function readOperatorBytes(what: string, path: string): Promise<Uint8Array> {
+  try {
+    return await Deno.readFile(path);
+  } catch (err) {
+    throw fileAccessError(err, "read", what, path) ?? err;
+  }
+}
+
 /**
  * Whether `path` exists. Anything but "not found" (a permission wall, say) counts as existing,
  * so that the caller's own open reports it.

@@ -9,7 +9,7 @@ import { type HostPort, splitHostPort } from "../base/address.ts";
 import { ConfigError } from "./errors.ts";
 import { envNameOf, KEY_SPEC_BY_KEY, KEY_SPECS, type KeySpec } from "./schema.ts";
 import type { GatewayConfig, UserConfig } from "./types.ts";
-import { parseUsers } from "./users.ts";
+import { checkClientIdPattern, parseUsers } from "./users.ts";
 
 type Scalar = number | boolean | string | readonly string[];
 
@@ -188,7 +188,14 @@ function crossCheck(c: GatewayConfig): void {
     if (c.listeners.tls_key_file === "") {
       throw new ConfigError("listeners.tls_key_file", "is required when listeners.tls is set");
     }
+    if (c.listeners.tls_client_auth !== "none" && c.listeners.tls_client_ca_file === "") {
+      throw new ConfigError(
+        "listeners.tls_client_ca_file",
+        `is required when listeners.tls_client_auth is "${c.listeners.tls_client_auth}"`,
+      );
+    }
   }
+  checkClientIdPattern("auth.client_id_pattern", c.auth.client_id_pattern);
   if (c.gateway.backend === "iggy") {
     if (c.limits.max_topic_bytes > 255) {
       throw new ConfigError(

@@ -106,6 +106,34 @@ export const KEY_SPECS: readonly KeySpec[] = [
     doc: "PEM private key for the TLS listener.",
   },
   {
+    key: "listeners.tls_client_auth",
+    type: oneOf("none", "optional", "require"),
+    default: "none",
+    doc:
+      'Client certificates on the TLS listener: "none" (not asked for), "optional" (asked for; a client without one logs in with username/password), "require" (a handshake without a certificate that verifies fails). A verified certificate\'s name (listeners.tls_identity) is the principal; no password is checked.',
+  },
+  {
+    key: "listeners.tls_client_ca_file",
+    type: optStr,
+    default: "",
+    doc:
+      "PEM CA certificate(s) that client certificates must chain to; required unless tls_client_auth is none. Reloaded on SIGHUP.",
+  },
+  {
+    key: "listeners.tls_identity",
+    type: oneOf("cn", "san_dns", "san_uri", "san_email"),
+    default: "cn",
+    doc:
+      "Which name of a client certificate is the principal: the subject CN, or the first DNS name, URI or e-mail address of its subject alternative names.",
+  },
+  {
+    key: "listeners.tls_crl_file",
+    type: optStr,
+    default: "",
+    doc:
+      "PEM or DER certificate revocation list(s) of the client CA; a certificate it lists is refused right after the handshake. Empty = no revocation check. Reloaded on SIGHUP.",
+  },
+  {
     key: "listeners.mqtt_versions",
     type: list,
     default: ["3.1.1", "5"],
@@ -214,6 +242,13 @@ export const KEY_SPECS: readonly KeySpec[] = [
     type: int(0, 1000),
     default: 3,
     doc: "Failed logins from one source before delays start.",
+  },
+  {
+    key: "auth.client_id_pattern",
+    type: optStr,
+    default: "",
+    doc:
+      'A regular expression every client id of a named principal must match ({username} stands for its name, escaped), e.g. "^{username}-"; a [[users]] entry\'s own client_id_pattern replaces it. Empty = any id. Anonymous clients are not matched.',
   },
   {
     key: "auth.cache_ttl_ms",

@@ -8,8 +8,13 @@ import type { Permissions } from "../access/permissions.ts";
 /** A configured embedded-mode user. */
 export interface UserConfig {
   readonly username: string;
-  /** `pbkdf2-sha256$<iterations>$<salt b64>$<hash b64>`, made by `hash-password`. */
-  readonly passwordHash: string;
+  /**
+   * `pbkdf2-sha256$<iterations>$<salt b64>$<hash b64>`, made by `hash-password`; null for a
+   * user that logs in with a client certificate only.
+   */
+  readonly passwordHash: string | null;
+  /** Client ids this user may use (`{username}` = its name); absent: `auth.client_id_pattern`. */
+  readonly clientIdPattern?: string;
   readonly permissions: Permissions;
 }
 
@@ -28,6 +33,10 @@ export interface GatewayConfig {
     readonly tls: string;
     readonly tls_cert_file: string;
     readonly tls_key_file: string;
+    readonly tls_client_auth: "none" | "optional" | "require";
+    readonly tls_client_ca_file: string;
+    readonly tls_identity: "cn" | "san_dns" | "san_uri" | "san_email";
+    readonly tls_crl_file: string;
     readonly http: string;
     /** "3.1.1" and/or "5". */
     readonly mqtt_versions: readonly string[];
@@ -52,6 +61,7 @@ export interface GatewayConfig {
     readonly failure_backoff_max_ms: number;
     readonly failure_free_attempts: number;
     readonly cache_ttl_ms: number;
+    readonly client_id_pattern: string;
   };
   readonly mapping: { readonly map_file: string };
   readonly log: {

@@ -4,7 +4,8 @@
  * ```toml
  * [[users]]
  * username = "sensor"
- * password_hash = "pbkdf2-sha256$210000$…$…"
+ * password_hash = "pbkdf2-sha256$210000$…$…"   # absent: client certificate only
+ * client_id_pattern = "^{username}-"             # optional
  * [users.permissions.global]
  * send_messages = true
  * [users.permissions.streams.building_north]
@@ -45,20 +46,39 @@ export function parseUsers(raw: unknown): UserConfig[] {
 
 function parseUser(raw: unknown, at: string): UserConfig {
   const o = asTable(raw, at);
-  onlyKeys(o, at, ["username", "password_hash", "permissions"]);
+  onlyKeys(o, at, ["username", "password_hash", "client_id_pattern", "permissions"]);
   const username = o.username;
   if (typeof username !== "string" || username.length === 0 || utf8Length(username) > 255) {
     throw new ConfigError(`${at}.username`, "must be a string of 1..255 bytes");
   }
-  const hash = o.password_hash;
-  if (typeof hash !== "string" || !isValidPasswordHash(hash)) {
+  // No password_hash: the user logs in with a client certificate only (listeners.tls_identity).
+  const hash = o.password_hash ?? null;
+  if (hash !== null && (typeof hash !== "string" || !isValidPasswordHash(hash))) {
     throw new ConfigError(
       `${at}.password_hash`,
       "must be a hash printed by the hash-password command",
     );
   }
   const permissions = parsePermissions(o.permissions ?? {}, `${at}.permissions`);
-  return { username, passwordHash: hash, permissions };
+  const pattern = o.client_id_pattern;
+  if (pattern === undefined) return { username, passwordHash: hash, permissions };
+  if (typeof pattern !== "string") {
+    throw new ConfigError(`${at}.client_id_pattern`, "must be a string");
+  }
+  checkClientIdPattern(`${at}.client_id_pattern`, pattern);
+  return { username, passwordHash: hash, permissions, clientIdPattern: pattern };
+}
+
+/**
+ * Refuses a `client_id_pattern` that does not compile as a regular expression (u flag) once
+ * `{username}` is filled in; "" is no pattern.
+ */
+export function checkClientIdPattern(key: string, pattern: string): void {
+  try {
+    new RegExp(pattern.replaceAll("{username}", "user"), "u");
+  } catch (err) {
+    throw new ConfigError(key, `is not a valid regular expression: ${(err as Error).message}`);
+  }
 }
 
 /** Parses a permissions table (also used for tests and the anonymous principal). */

@@ -89,12 +89,20 @@ export interface CreateTopicOptions {
 export interface Principal {
   readonly username: string;
   readonly permissions: Permissions;
+  /**
+   * The user's own `client_id_pattern` (embedded `[[users]]`), `{username}` not yet filled in;
+   * absent: `auth.client_id_pattern` applies.
+   */
+  readonly clientIdPattern?: string;
 }
 
 /** Result of checking credentials: expected outcomes are values, not exceptions. */
 export type AuthResult =
   | { readonly ok: true; readonly principal: Principal }
-  | { readonly ok: false; readonly reason: "bad_credentials" | "inactive" | "unavailable" };
+  | {
+    readonly ok: false;
+    readonly reason: "bad_credentials" | "inactive" | "unavailable" | "unknown";
+  };
 
 /** Readiness of the backend, for `/ready`. */
 export interface BackendHealth {
@@ -180,6 +188,11 @@ export interface LogBackend {
 
   /** Verifies credentials and returns the principal with its permissions. */
   authenticate(username: string, password: string): Promise<AuthResult>;
+  /**
+   * The user of that name with its permissions, no password checked: for a principal named by
+   * a verified client certificate. Fails with `unknown` when there is no such user.
+   */
+  principalOf(username: string): Promise<AuthResult>;
 
   /** Topic metadata, or null when the stream or topic does not exist. */
   getTopic(stream: string, topic: string): Promise<TopicInfo | null>;

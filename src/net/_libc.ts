@@ -82,7 +82,10 @@ export function openLibc(): { libc: Libc } | { reason: string } {
   if (Deno.build.os !== "linux") return cached = { reason: `not Linux (${Deno.build.os})` };
   // Asked first: an interactive `deno run` would otherwise prompt for the permission.
   if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
-    return cached = { reason: "FFI is not permitted (--allow-ffi)" };
+    return cached = {
+      reason:
+        'FFI is not permitted; run under the permission set "gateway-epoll" (deno task start:epoll, or the -epoll build)',
+    };
   }
   try {
     return cached = { libc: Deno.dlopen("libc.so.6", SYMBOLS).symbols };

@@ -105,6 +105,10 @@ export class GatewayMetrics {
     "mqtt_session_takeovers_total",
     "Connections closed because a new connection used the same client id",
   );
+  readonly clientIdRefused = this.registry.counter(
+    "mqtt_client_id_refused_total",
+    "CONNECTs refused for their client id (reason=owned_by_another: another principal's live connection or stored session; reason=pattern: client_id_pattern)",
+  );
   readonly ruleHits = this.registry.counter(
     "mqtt_topic_map_hits_total",
     "Publishes resolved per topic-map rule (rule=default when none matched)",

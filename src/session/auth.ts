@@ -44,11 +44,14 @@ export class Authenticator {
    * one per connection was four objects (~0.3 KB) held by each idle connection.
    */
   #anonymous: Principal;
+  /** Which certificate name is the principal (`listeners.tls_identity`), for messages. */
+  readonly #identity: string;
 
-  constructor(auth: GatewayConfig["auth"], backend: LogBackend) {
+  constructor(auth: GatewayConfig["auth"], backend: LogBackend, identity = "cn") {
     this.#auth = auth;
     this.#backend = backend;
     this.#anonymous = anonymousPrincipal(auth);
+    this.#identity = identity;
   }
 
   /** Swaps the auth config (hot reload). */
@@ -57,7 +60,17 @@ export class Authenticator {
     this.#anonymous = anonymousPrincipal(auth);
   }
 
-  async authenticate(p: ConnectPacket, remoteAddress: string): Promise<AuthDecision> {
+  /**
+   * A CONNECT over a verified client certificate (`certificateName` given) is the user that
+   * name names, with no password checked; a CONNECT username, if sent, must be that name.
+   * Otherwise username/password, or anonymous.
+   */
+  async authenticate(
+    p: ConnectPacket,
+    remoteAddress: string,
+    certificateName?: string,
+  ): Promise<AuthDecision> {
+    if (certificateName !== undefined) return await this.#byCertificate(p, certificateName);
     if (p.username === null) {
       if (!this.#auth.allow_anonymous) {
         return deny(ConnackCode.NOT_AUTHORIZED, "anonymous access is disabled");
@@ -79,11 +92,39 @@ export class Authenticator {
       }
       return deny(ConnackCode.BAD_USERNAME_OR_PASSWORD, `authentication failed (${result.reason})`);
     }
-    if (!hasAnyDataRight(result.principal.permissions)) {
-      return deny(ConnackCode.NOT_AUTHORIZED, "user has no send or poll rights");
-    }
-    return result;
+    return withDataRights(result.principal);
   }
+
+  async #byCertificate(p: ConnectPacket, name: string): Promise<AuthDecision> {
+    if (name === "") {
+      const field = this.#identity;
+      return deny(ConnackCode.NOT_AUTHORIZED, `client certificate has no ${field} name`);
+    }
+    if (p.username !== null && p.username !== name) {
+      return deny(
+        ConnackCode.BAD_USERNAME_OR_PASSWORD,
+        `CONNECT username "${p.username}" is not the client certificate's name "${name}"`,
+      );
+    }
+    const result = await this.#backend.principalOf(name);
+    if (result.ok) return withDataRights(result.principal);
+    if (result.reason === "unavailable") {
+      return deny(ConnackCode.SERVER_UNAVAILABLE, "backend unavailable for authentication");
+    }
+    return deny(
+      ConnackCode.NOT_AUTHORIZED,
+      `client certificate names "${name}", which is no ${
+        result.reason === "inactive" ? "active " : ""
+      }user`,
+    );
+  }
+}
+
+function withDataRights(principal: Principal): AuthDecision {
+  if (!hasAnyDataRight(principal.permissions)) {
+    return deny(ConnackCode.NOT_AUTHORIZED, "user has no send or poll rights");
+  }
+  return { ok: true, principal };
 }
 
 function deny(connackCode: number, reason: string): AuthDecision {

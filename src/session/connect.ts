@@ -21,6 +21,7 @@ import {
 import { connackProperties, refuseConnect5, v5SessionOf } from "./connect_v5.ts";
 import type { V5Session } from "./v5_session.ts";
 import { type HeldWill, refuseWill } from "./will.ts";
+import { refuseClientIdPattern } from "./client_id_owner.ts";
 import { refuseStoredSession, type SessionRequest, sessionRequestOf } from "./session_request.ts";
 
 /** A CONNECT that passed every check: the session to establish. */
@@ -47,6 +48,8 @@ export type ConnectResult = AcceptedConnect | ConnackOutcome;
 export interface ConnectSite {
   /** The peer's address (anonymous rules, back-off, logs). */
   readonly remoteAddress: string;
+  /** The name of the peer's verified client certificate, if it presented one. */
+  readonly certificateName?: string;
   /** The connection closed meanwhile (deadline, takeover, stop): decide nothing more. */
   readonly closed: boolean;
 }
@@ -75,7 +78,7 @@ async function decideConnect(
   const refused = (p.protocolLevel === 5 ? refuseConnect5(p) : null) ?? refuseByPolicy(ctx, p);
   if (refused !== null) return refused;
   const source = site.remoteAddress;
-  const decision = await ctx.authenticator.authenticate(p, source);
+  const decision = await ctx.authenticator.authenticate(p, source, site.certificateName);
   if (site.closed) return null;
   if (!decision.ok) {
     // Repeated failures from one source are slowed down (the connect timeout still applies).
@@ -87,6 +90,8 @@ async function decideConnect(
     return refuseConnect(decision.connackCode as ConnackReturnCode, decision.reason);
   }
   if (p.username !== null) ctx.sourceGuard.succeeded(source);
+  const badId = refuseClientIdPattern(ctx, clientId, decision.principal);
+  if (badId !== null) return badId;
   let will: HeldWill | null = null;
   if (p.will !== null) {
     const why = refuseWill(ctx, p.will, decision.principal);

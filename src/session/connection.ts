@@ -28,6 +28,7 @@ import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
 import type { Transport, TransportSink } from "./transport.ts";
 import { type HeldWill, willDelayMs } from "./will.ts";
 import { act, type WireSite } from "./wire.ts";
+import { ownerName, refuseForeignClientId } from "./client_id_owner.ts";
 import type { Span, SpanContext } from "@opentelemetry/api";
 
 /** Shared empty packet list: an idle connection holds none of its own. */
@@ -82,6 +83,11 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
 
   get principal(): Principal {
     return this.#principal!;
+  }
+
+  /** The principal that owns this connection's client id (Registered); undefined before. */
+  get ownerName(): string | undefined {
+    return this.#principal === null ? undefined : ownerName(this.#principal);
   }
 
   get closed(): boolean {
@@ -356,6 +362,10 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   #connected(r: ConnectResult | null): Promise<void> | undefined {
     if (r === null || this.#closed) return;
     if (r.kind !== "accepted") return act(this.#ctx, this, r);
+    const foreign = refuseForeignClientId(this.#ctx, r.clientId, r.principal);
+    if (foreign !== null) {
+      return act(this.#ctx, this, { ...foreign, maxPacketSize5: r.v5?.maximumPacketSize });
+    }
     const present = this.#establish(r);
     act(this.#ctx, this, present ? { ...r.connack, sessionPresent: true } : r.connack);
     return present ? this.#ctx.delivery.resume(this) : undefined;
@@ -372,7 +382,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     if (ctx.registry.takeOver(s.clientId, this)) ctx.metrics.takeovers.inc();
     ctx.wills.reconnected(s.clientId, s.session.cleanStart); // after takeOver's close()
     // After the takeover: the older connection has stored its positions and gone offline.
-    const opened = ctx.sessions.open(s.clientId, s.session);
+    const opened = ctx.sessions.open(s.clientId, s.session, ownerName(s.principal));
     this.session = opened.session;
     this.timeoutMs = s.timeoutMs;
     this.lastActivity = ctx.clock.now();
@@ -392,5 +402,10 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   /** The peer's address (ConnectSite, WireSite). */
   get remoteAddress(): string {
     return this.#transport.remoteAddress;
+  }
+
+  /** The name of the peer's verified client certificate, if any (ConnectSite). */
+  get certificateName(): string | undefined {
+    return this.#transport.certificateName;
   }
 }

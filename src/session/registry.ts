@@ -1,6 +1,7 @@
 /**
- * Live connections: the `max_connections` bound and client-id ownership for session
- * takeover [MQTT-3.1.4-2]: a second CONNECT with the same client id closes the older one.
+ * Live connections: the `max_connections` bound and the client id each connection holds, for
+ * session takeover [MQTT-3.1.4-2]: a second CONNECT with the same client id closes the older
+ * one (only a CONNECT of the same principal gets this far: `client_id_owner.ts`).
  *
  * @module
  */
@@ -11,6 +12,8 @@ export interface Registered {
   close(reason: string): void;
   /** Closes, telling an MQTT 5 client why (DISCONNECT with `reasonCode`) first. */
   disconnect?(reasonCode: number, reason: string): void;
+  /** The principal that owns its client id ("" anonymous); undefined before CONNECT. */
+  readonly ownerName?: string;
 }
 
 /** Connection and client-id bookkeeping. */
@@ -35,6 +38,14 @@ export class ConnectionRegistry {
     if (this.#open.size >= this.maxConnections) return false;
     this.#open.add(c);
     return true;
+  }
+
+  /**
+   * The principal of the live connection under `clientId` ("" anonymous), or null when none
+   * is connected (`client_id_owner.ts`).
+   */
+  ownerOf(clientId: string): string | null {
+    return this.#byClientId.get(clientId)?.ownerName ?? null;
   }
 
   /** Binds a client id to `c`; returns the connection it took over, if any. */

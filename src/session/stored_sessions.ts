@@ -17,7 +17,8 @@ import { xxh3_64 } from "../base/xxhash.ts";
 import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
-import { decodeStoredOptions, encodeStoredOptions, type StoredOptions } from "./stored_options.ts";
+import type { StoredOptions } from "./stored_options.ts";
+import { parseSessionRecord, SESSION_TOMBSTONE, sessionRecordOf } from "./session_record.ts";
 import type { PacketIdSet } from "./packet_ids.ts";
 import type { Qos2Out } from "./qos2_out.ts";
 
@@ -57,6 +58,11 @@ export interface StoredSession {
   offlineSinceMs: number | null;
   /** Wall-clock ms of the last record written. */
   savedAtMs: number;
+  /**
+   * The principal that owns the client id ("" anonymous): only it may resume, take over or
+   * discard the session. Undefined for a record written before sessions had owners.
+   */
+  owner?: string;
   /**
    * QoS 2 state of the session [MQTT-4.1.0-1], kept in memory only (a gateway restart forgets
    * it: a resent QoS 2 PUBLISH is then appended again, a PUBREL is answered all the same).
@@ -175,6 +181,16 @@ export class StoredSessions {
     }
   }
 
+  /**
+   * The owner of the stored session under `clientId` ("" anonymous), undefined when that
+   * session was recorded before owners, null when none is stored (or it has expired).
+   */
+  ownerOf(clientId: string): string | undefined | null {
+    const s = this.#sessions.get(clientId);
+    if (s === undefined || this.#expired(s, this.#now())) return null;
+    return s.owner;
+  }
+
   /** Whether a new stored session would pass `limits.max_stored_sessions`. */
   full(clientId: string): boolean {
     return !this.#sessions.has(clientId) && this.#sessions.size >= this.#opts.maxSessions;
@@ -185,7 +201,11 @@ export class StoredSessions {
    * session is resumed (present) or created. Returns the session (null: clean) and whether
    * one was present.
    */
-  open(clientId: string, req: SessionRequest): { session: StoredSession | null; present: boolean } {
+  open(
+    clientId: string,
+    req: SessionRequest,
+    owner: string,
+  ): { session: StoredSession | null; present: boolean } {
     let s = this.#sessions.get(clientId);
     if (s !== undefined && (req.cleanStart || this.#expired(s, this.#now()))) {
       this.remove(clientId);
@@ -203,6 +223,7 @@ export class StoredSessions {
     };
     s.expiryS = req.expiryS;
     s.offlineSinceMs = null;
+    s.owner = owner;
     this.#sessions.set(clientId, s);
     this.#attached.add(s);
     this.save(s);
@@ -220,21 +241,14 @@ export class StoredSessions {
   /** Removes a stored session (its record is superseded by a tombstone). */
   remove(clientId: string): void {
     if (!this.#sessions.delete(clientId)) return;
-    this.#write(clientId, { v: 1, deleted: true });
+    this.#write(clientId, SESSION_TOMBSTONE);
   }
 
   /** Writes the session's record (its subscriptions, triples, expiry, offline time). */
   save(s: StoredSession): void {
     if (this.#sessions.get(s.clientId) !== s) return;
     s.savedAtMs = this.#now();
-    this.#write(s.clientId, {
-      v: 1,
-      s: [...s.subscriptions],
-      p: encodeStoredOptions(s.options),
-      t: [...s.triples],
-      e: s.expiryS,
-      o: s.offlineSinceMs,
-    });
+    this.#write(s.clientId, sessionRecordOf(s));
   }
 
   /**
@@ -341,17 +355,12 @@ export class StoredSessions {
   #apply(m: StoredMessage): void {
     const clientId = m.headers.get(H_SESSION);
     if (clientId === undefined || m.headers.get(H_WRITER) === this.#writer) return;
-    let r;
-    try {
-      r = JSON.parse(new TextDecoder().decode(m.payload));
-    } catch {
-      return this.#skipMalformed(m);
-    }
-    if (r?.deleted === true) {
+    const r = parseSessionRecord(new TextDecoder().decode(m.payload));
+    if (r.kind === "deleted") {
       this.#sessions.delete(clientId);
       return;
     }
-    if (!wellFormed(r)) return this.#skipMalformed(m); // checked before anything changes
+    if (r.kind === "malformed") return this.#skipMalformed(m);
     const known = this.#sessions.get(clientId);
     if (known === undefined && this.#sessions.size >= this.#opts.maxSessions) {
       this.#logger.limited("warn", "Stored session not loaded: max_stored_sessions reached", {
@@ -367,30 +376,8 @@ export class StoredSessions {
       offlineSinceMs: null,
       savedAtMs: 0,
     };
-    s.subscriptions.clear();
-    for (const [f, q] of r.s) s.subscriptions.set(String(f), q === 0 ? 0 : q === 2 ? 2 : 1);
-    s.options = decodeStoredOptions(r.p);
-    s.triples.clear();
-    for (const k of Array.isArray(r.t) ? r.t : []) s.triples.add(String(k));
-    // An expiry of 0 is kept (the session ends when it goes offline); only a record without a
-    // usable one gets the maximum.
-    const e = typeof r.e === "number" ? r.e : NaN;
-    s.expiryS = Number.isFinite(e) && e >= 0 ? e : this.#opts.maxExpiryS;
-    s.offlineSinceMs = typeof r.o === "number" ? r.o : null;
+    r.apply(s, this.#opts.maxExpiryS);
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);
   }
-}
-
-/** A session record's shape: `s` [filter, qos] pairs, `t` triple keys, `o` a time or null. */
-function wellFormed(
-  r: unknown,
-): r is { s: [string, number][]; t?: string[]; p?: unknown; e?: unknown; o?: number | null } {
-  if (typeof r !== "object" || r === null) return false;
-  const { s, t, o } = r as Record<string, unknown>;
-  const pair = (e: unknown) =>
-    Array.isArray(e) && e.length === 2 && typeof e[0] === "string" && typeof e[1] === "number";
-  return Array.isArray(s) && s.every(pair) &&
-    (t === undefined || (Array.isArray(t) && t.every((k) => typeof k === "string"))) &&
-    (o === undefined || o === null || typeof o === "number");
 }

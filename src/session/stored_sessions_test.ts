@@ -45,7 +45,7 @@ Deno.test("StoredSessions: a session's subscriptions and triples survive into a 
     let now = 1_000_000;
     const a = sessions(b, { now: () => now });
     assert.equal(await a.load(), true);
-    const opened = a.open("dev", STORE);
+    const opened = a.open("dev", STORE, "");
     assert.equal(opened.present, false);
     opened.session!.subscriptions.set("a/+", 1);
     opened.session!.triples.add("k");
@@ -59,7 +59,7 @@ Deno.test("StoredSessions: a session's subscriptions and triples survive into a 
     assert.deepEqual([...s.subscriptions], [["a/+", 1]]);
     assert.deepEqual([...s.triples], ["k"]);
     assert.equal(s.offlineSinceMs, 1_005_000);
-    assert.equal(b2.open("dev", STORE).present, true);
+    assert.equal(b2.open("dev", STORE, "").present, true);
   });
 });
 
@@ -67,8 +67,8 @@ Deno.test("StoredSessions.open() with a clean start removes the session for ever
   await withBackend(async (b) => {
     const a = sessions(b);
     await a.load();
-    a.open("dev", STORE);
-    assert.deepEqual(a.open("dev", CLEAN), { session: null, present: false });
+    a.open("dev", STORE, "");
+    assert.deepEqual(a.open("dev", CLEAN, ""), { session: null, present: false });
     assert.equal(a.get("dev"), undefined);
     await a.idle();
     const again = sessions(b);
@@ -83,7 +83,7 @@ Deno.test("StoredSessions.sweep() removes sessions offline longer than their exp
     const expired: number[] = [];
     const a = sessions(b, { now: () => now, onExpired: (n) => expired.push(n) });
     await a.load();
-    const s = a.open("dev", { ...STORE, expiryS: 10 }).session!;
+    const s = a.open("dev", { ...STORE, expiryS: 10 }, "").session!;
     a.offline(s);
     now = 9_999;
     assert.equal(a.sweep(), 0);
@@ -98,8 +98,8 @@ Deno.test("StoredSessions.full() bounds new sessions at max_stored_sessions; loa
   await withBackend(async (b) => {
     const a = sessions(b, { maxSessions: 2 });
     await a.load();
-    a.open("one", STORE);
-    a.open("two", STORE);
+    a.open("one", STORE, "");
+    a.open("two", STORE, "");
     assert.equal(a.full("three"), true);
     assert.equal(a.full("one"), false, "a known session is not new");
     await a.idle();
@@ -115,7 +115,7 @@ Deno.test("StoredSessions.sync() reads records another gateway wrote", async () 
     const there = sessions(b);
     await here.load();
     await there.load();
-    there.open("roamer", STORE).session!.subscriptions.set("x", 0);
+    there.open("roamer", STORE, "").session!.subscriptions.set("x", 0);
     there.save(there.get("roamer")!);
     await there.idle();
     assert.equal(here.get("roamer"), undefined);
@@ -145,7 +145,7 @@ Deno.test("StoredSessions: a malformed record is skipped and counted; the record
         headers: new Map([["mqtt.session", "dev"]]),
       })),
     });
-    const s = a.open("dev", STORE).session!;
+    const s = a.open("dev", STORE, "").session!;
     s.subscriptions.set("a/b", 1);
     a.save(s);
     a.offline(s);
@@ -155,7 +155,7 @@ Deno.test("StoredSessions: a malformed record is skipped and counted; the record
     assert.equal(b2.malformed, bad.length);
     assert.deepEqual([...b2.get("dev")!.subscriptions], [["a/b", 1]]);
     // And the tail goes on: a record written after them is read by sync().
-    const c = a.open("other", STORE).session!;
+    const c = a.open("other", STORE, "").session!;
     a.offline(c);
     await a.idle();
     assert.equal(await b2.sync(), true);
@@ -171,8 +171,8 @@ Deno.test("StoredSessions.sweep() renews only sessions attached here; a remote o
     assert.equal(await here.load(), true);
     const remote = sessions(b, { now }); // a gateway that then vanished without a word
     assert.equal(await remote.load(), true);
-    remote.open("dev", STORE);
-    const mine = here.open("mine", STORE).session!;
+    remote.open("dev", STORE, "");
+    const mine = here.open("mine", STORE, "").session!;
     await remote.idle();
     assert.equal(await here.sync(), true);
     assert.equal(here.get("dev")!.offlineSinceMs, null);
@@ -190,7 +190,7 @@ Deno.test("StoredSessions.sync() shares one tail read among concurrent callers; 
     const there = sessions(b, { maxSessions: 100 });
     assert.equal(await here.load(), true);
     assert.equal(await there.load(), true);
-    for (let i = 0; i < 20; i++) there.open(`dev-${i}`, STORE);
+    for (let i = 0; i < 20; i++) there.open(`dev-${i}`, STORE, "");
     await there.idle();
     let polls = 0;
     const poll = b.poll.bind(b);
@@ -202,7 +202,7 @@ Deno.test("StoredSessions.sync() shares one tail read among concurrent callers; 
     const first = here.sync();
     const burst = Array.from({ length: 50 }, () => here.sync());
     // Written while the first read runs: a caller after this must see it.
-    there.open("late", STORE);
+    there.open("late", STORE, "");
     await there.idle();
     const after = here.sync();
     assert.deepEqual(await Promise.all([first, ...burst, after]), Array(52).fill(true));
@@ -211,5 +211,38 @@ Deno.test("StoredSessions.sync() shares one tail read among concurrent callers; 
       polls <= 6,
       `two reads of the tail (a few polls each), not one per caller: ${polls} polls`,
     );
+  });
+});
+
+Deno.test("StoredSessions: the owner travels with the record to another gateway and a restart", async () => {
+  await withBackend(async (b) => {
+    const here = sessions(b);
+    const there = sessions(b);
+    await here.load();
+    await there.load();
+    there.open("dev-a", STORE, "alice");
+    there.open("dev-anon", STORE, "");
+    await there.idle();
+    await here.sync();
+    assert.equal(here.ownerOf("dev-a"), "alice");
+    assert.equal(here.ownerOf("dev-anon"), "");
+    assert.equal(here.ownerOf("nobody"), null);
+    const restarted = sessions(b);
+    await restarted.load();
+    assert.equal(restarted.ownerOf("dev-a"), "alice");
+  });
+});
+
+Deno.test("StoredSessions.ownerOf() is null once the session has expired offline", async () => {
+  await withBackend(async (b) => {
+    let now = 1_000_000;
+    const a = sessions(b, { now: () => now });
+    await a.load();
+    const s = a.open("dev", { ...STORE, expiryS: 10 }, "alice").session!;
+    a.offline(s);
+    assert.equal(a.ownerOf("dev"), "alice");
+    now += 10_000;
+    assert.equal(a.ownerOf("dev"), null, "an expired session belongs to nobody");
+    await a.idle();
   });
 });

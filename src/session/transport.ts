@@ -27,6 +27,11 @@ export interface Transport {
    * TLS handshake came first): the connect deadline runs from then.
    */
   readonly acceptedAt?: number;
+  /**
+   * The name a verified client certificate gives the peer (`listeners.tls_identity`); "" when
+   * the certificate carries no such name; absent when the peer presented no certificate.
+   */
+  readonly certificateName?: string;
   /** Starts delivering reads to `sink`; called once. */
   start(sink: TransportSink): void;
   /** Stops delivering reads until resume() (the peer's TCP window then fills). */

@@ -53,6 +53,10 @@ export class SpyBackend implements LogBackend {
     if (this.failWith) return { ready: false, reason: `test outage (${this.failWith})` };
     return this.inner.health();
   }
+  principalOf(u: string): Promise<AuthResult> {
+    this.calls.push("principalOf");
+    return this.inner.principalOf(u);
+  }
   authenticate(u: string, p: string): Promise<AuthResult> {
     this.calls.push("authenticate");
     return this.inner.authenticate(u, p);

@@ -5,7 +5,7 @@
  */
 import type { UserConfig } from "../../config/types.ts";
 import { verifyPassword } from "../../access/password.ts";
-import type { AuthResult } from "../port.ts";
+import type { AuthResult, Principal } from "../port.ts";
 import { dummyPasswordHash } from "./_validate.ts";
 
 /** Configured users by name. */
@@ -24,11 +24,28 @@ export class EmbeddedUsers {
     this.#users = new Map(users.map((u) => [u.username, u]));
   }
 
-  /** Checks a user's password; unknown users cost the same hash work as known ones. */
+  /**
+   * Checks a user's password; unknown users, and users without a password (certificate only),
+   * cost the same hash work as known ones.
+   */
   async authenticate(username: string, password: string): Promise<AuthResult> {
     const user = this.#users.get(username);
-    const ok = await verifyPassword(password, user?.passwordHash ?? this.#dummyHash());
-    if (!user || !ok) return { ok: false, reason: "bad_credentials" };
-    return { ok: true, principal: { username: user.username, permissions: user.permissions } };
+    const hash = user?.passwordHash ?? this.#dummyHash();
+    const ok = await verifyPassword(password, hash);
+    if (!user || user.passwordHash === null || !ok) return { ok: false, reason: "bad_credentials" };
+    return { ok: true, principal: principalOf(user) };
   }
+
+  /** The user named by a verified client certificate, with no password to check. */
+  principalOf(username: string): AuthResult {
+    const user = this.#users.get(username);
+    return user ? { ok: true, principal: principalOf(user) } : { ok: false, reason: "unknown" };
+  }
+}
+
+function principalOf(user: UserConfig): Principal {
+  const { username, permissions, clientIdPattern } = user;
+  return clientIdPattern === undefined
+    ? { username, permissions }
+    : { username, permissions, clientIdPattern };
 }

@@ -22,7 +22,7 @@ export function validateName(kind: "stream" | "topic", name: string): void {
  * timing).
  */
 export function dummyPasswordHash(users: readonly UserConfig[]): string {
-  const iterations = Number(users[0]?.passwordHash.split("$")[1]) || DEFAULT_ITERATIONS;
+  const iterations = Number(users.find((u) => u.passwordHash !== null)?.passwordHash!.split("$")[1]) || DEFAULT_ITERATIONS;
   return `pbkdf2-sha256$${iterations}$${btoa("\0".repeat(16))}$${btoa("\0".repeat(32))}`;
 }
 

@@ -76,10 +76,7 @@ export class EmbeddedBackend implements LogBackend {
     this.#users = new EmbeddedUsers(options.users);
   }
 
-  /**
-   * Replaces the configured users (SIGHUP reload). Takes effect for the next CONNECT;
-   * connections keep the permissions they were granted.
-   */
+  /** Replaces the users (SIGHUP); for the next CONNECT (connections keep their rights). */
   setUsers(users: readonly UserConfig[]): void {
     this.#users.set(users);
   }
@@ -95,10 +92,7 @@ export class EmbeddedBackend implements LogBackend {
     this.#phase = "open";
   }
 
-  /**
-   * Commits pending appends (they resolve), stops retention, stops the writer, closes the
-   * file. Idempotent.
-   */
+  /** Commits pending appends (they resolve), stops retention and the writer. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
@@ -131,9 +125,11 @@ export class EmbeddedBackend implements LogBackend {
     });
   }
 
-  /** Checks a configured user's password; unknown users cost the same hash work as known ones. */
   authenticate(username: string, password: string): Promise<AuthResult> {
     return this.#users.authenticate(username, password);
+  }
+  principalOf(username: string): Promise<AuthResult> {
+    return Promise.resolve(this.#users.principalOf(username));
   }
 
   getTopic(stream: string, topic: string): Promise<TopicInfo | null> {

@@ -191,6 +191,9 @@ export class IggyBackend implements LogBackend {
   authenticate(username: string, password: string): Promise<AuthResult> {
     return this.#principals.authenticate(username, password);
   }
+  principalOf(username: string): Promise<AuthResult> {
+    return this.#principals.principalOf(username);
+  }
 
   async #call<T>(
     action: string,

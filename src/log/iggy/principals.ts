@@ -21,10 +21,10 @@ import {
 } from "../../access/permissions.ts";
 import { ByteWriter, toHex, toUtf8 } from "./bytes.ts";
 import { Code, EvictionReason, IggyError, IggyEvictionError, Status } from "./codes.ts";
-import { EncodeError, writeNumericIdentifier } from "./encoding.ts";
+import { EncodeError, writeIdentifier, writeNumericIdentifier } from "./encoding.ts";
 import type { Credentials } from "./login.ts";
 import { type Dialect, DIALECT_011, type Link } from "./dialect.ts";
-import type { WirePermissions } from "./records.ts";
+import type { UserRecord, WirePermissions } from "./records.ts";
 
 /** Bound of the principal cache. */
 export const MAX_CACHED = 10_000;
@@ -148,11 +148,59 @@ export class PrincipalAuthenticator {
     if (hit && hit.expiresAt > this.#now()) return hit.result;
     this.#cache.delete(key);
     const result = await this.#login(username, password);
-    if (result.ok && this.#o.cacheTtlMs > 0) {
-      if (this.#cache.size >= MAX_CACHED) this.#cache.delete(this.#cache.keys().next().value!);
-      this.#cache.set(key, { result, expiresAt: this.#now() + this.#o.cacheTtlMs });
-    }
+    this.#remember(key, result);
     return result;
+  }
+
+  /**
+   * The Iggy user of that name with its permissions, read by the service identity (which then
+   * needs `read_users`): for a principal named by a verified client certificate, so no
+   * password is checked. Cached like logins.
+   */
+  async principalOf(username: string): Promise<AuthResult> {
+    const key = `cert\u0000${username}`;
+    const hit = this.#cache.get(key);
+    if (hit && hit.expiresAt > this.#now()) return hit.result;
+    this.#cache.delete(key);
+    const request = this.#o.service();
+    if (request === undefined) return { ok: false, reason: "unavailable" };
+    let result: AuthResult;
+    try {
+      const d = this.#o.dialect?.() ?? DIALECT_011;
+      const body = writeIdentifier(new ByteWriter(2 + 255), username).finish();
+      const user = d.decodeUser(await request(Code.GET_USER, body));
+      result = user === null
+        ? { ok: false, reason: "unknown" }
+        : await this.#principalOfUser(user, request, d);
+    } catch (e) {
+      if (e instanceof IggyError && e.code === Status.RESOURCE_NOT_FOUND) {
+        return { ok: false, reason: "unknown" };
+      }
+      if (e instanceof EncodeError) return { ok: false, reason: "unknown" };
+      return { ok: false, reason: "unavailable" };
+    }
+    this.#remember(key, result);
+    return result;
+  }
+
+  #remember(key: string, result: AuthResult): void {
+    if (!result.ok || this.#o.cacheTtlMs <= 0) return;
+    if (this.#cache.size >= MAX_CACHED) this.#cache.delete(this.#cache.keys().next().value!);
+    this.#cache.set(key, { result, expiresAt: this.#now() + this.#o.cacheTtlMs });
+  }
+
+  async #principalOfUser(user: UserRecord, request: RequestFn, d: Dialect): Promise<AuthResult> {
+    if (user.status === 2) return { ok: false, reason: "inactive" };
+    let permissions: Permissions;
+    if (user.permissions) {
+      permissions = await nameWirePermissions(user.permissions, request, d);
+    } else {
+      // root (id 0) holds every right even when no permission block is stored
+      permissions = user.id === 0
+        ? { global: ALL_GLOBAL_PERMISSIONS, streams: new Map() }
+        : NO_PERMISSIONS;
+    }
+    return { ok: true, principal: { username: user.username, permissions } };
   }
 
   async #login(username: string, password: string): Promise<AuthResult> {
@@ -166,19 +214,9 @@ export class PrincipalAuthenticator {
       const { userId } = conn.registration!;
       const user = d.decodeUser(await conn.request(Code.GET_USER, numericId(userId)));
       if (!user) return { ok: false, reason: "bad_credentials" };
-      if (user.status === 2) return { ok: false, reason: "inactive" };
-      let permissions: Permissions;
-      if (user.permissions) {
-        const own = conn;
-        const request = this.#o.service() ?? ((c, b) => own.request(c, b));
-        permissions = await nameWirePermissions(user.permissions, request, d);
-      } else {
-        // root (id 0) holds every right even when no permission block is stored
-        permissions = user.id === 0
-          ? { global: ALL_GLOBAL_PERMISSIONS, streams: new Map() }
-          : NO_PERMISSIONS;
-      }
-      return { ok: true, principal: { username: user.username, permissions } };
+      const own = conn;
+      const request = this.#o.service() ?? ((c, b) => own.request(c, b));
+      return await this.#principalOfUser(user, request, d);
     } catch (e) {
       return authFailure(e);
     } finally {

@@ -1,0 +1,34 @@
+/**
+ * What a bound MQTT listener is to the gateway, whichever layer drives its sockets (`listeners.ts`
+ * for TCP, `tls_listener.ts` for TLS).
+ *
+ * @module
+ */
+import type { Transport } from "../session/transport.ts";
+import type { RevocationList } from "./revocation.ts";
+
+/** The TLS listener's files, read and swapped together (start and SIGHUP). */
+export interface TlsMaterial {
+  readonly cert: string;
+  readonly key: string;
+  /** PEM CA certificate(s) client certificates must chain to (client auth on). */
+  readonly clientCa?: string;
+  /** Revoked client certificates (`listeners.tls_crl_file`), or null for no check. */
+  readonly revoked?: RevocationList | null;
+}
+
+/** A bound MQTT listener. */
+export interface MqttListener {
+  readonly kind: "tcp" | "tls";
+  /** What drives its sockets: `epoll` (libc via FFI) or `node` (node:net / node:tls). */
+  readonly layer: "epoll" | "node";
+  readonly hostname: string;
+  readonly port: number;
+  /** Stops accepting; open connections are not affected. */
+  close(): void;
+  /** Swaps the TLS material for new handshakes (hot reload); TCP has none. */
+  reloadTls?(material: TlsMaterial): Promise<void>;
+}
+
+/** Called for every accepted connection. */
+export type AcceptHandler = (t: Transport) => void;

@@ -1,0 +1,164 @@
+/**
+ * The MQTT TLS listener (node:tls), with optional client certificates
+ * (`listeners.tls_client_auth`): a certificate that does not chain to `listeners.tls_client_ca_file`
+ * fails the handshake (or, with `optional`, is refused right after it), one the CRL lists is
+ * refused right after it, and a verified certificate's name travels on the transport as the
+ * peer's principal name.
+ *
+ * @module
+ */
+import type net from "node:net";
+import type tls from "node:tls";
+import { OperatorError } from "../config/errors.ts";
+import { formatAddress } from "./bind_error.ts";
+import { judgePeer, type TlsClientAuth, type TlsIdentity } from "./client_certificate.ts";
+import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
+import { bind, NodeSocketTransport } from "./node_transport.ts";
+
+/** Why a TLS connection ended before it became an MQTT connection (counters). */
+export type TlsRefusal = "handshake" | "timeout" | "client_cert_unverified" | "client_cert_revoked";
+
+/** Bounds and hooks of a TLS listener. */
+export interface TlsListenOptions {
+  /** A handshake not done by then is dropped (`limits.connect_timeout_ms`). */
+  readonly handshakeTimeoutMs: number;
+  /** Sockets of this listener at once, handshaking or not (`limits.max_connections`). */
+  readonly maxConnections: number;
+  /** Client certificates: not asked for, asked for, or required. */
+  readonly clientAuth: TlsClientAuth;
+  /** Which certificate name is the principal. */
+  readonly identity: TlsIdentity;
+  /** A connection was refused during or right after its handshake; for the counters. */
+  onRefused(why: TlsRefusal): void;
+  /** Where the certificate and key came from, for the error on unusable ones. */
+  readonly source?: string;
+}
+
+/**
+ * Throws when `cert`/`key` is not a usable PEM pair: node:tls here accepts any text and fails
+ * only at the next handshake, so the pair is proven on a throwaway loopback listener. A client
+ * CA must hold at least one PEM certificate.
+ */
+function proveTlsMaterial(m: TlsMaterial): void {
+  Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: m.cert, key: m.key }).close();
+  if (m.clientCa !== undefined && !m.clientCa.includes("-----BEGIN CERTIFICATE-----")) {
+    throw new Error("the client CA file holds no PEM certificate");
+  }
+}
+
+/** When a TLS listener accepted the TCP socket under a TLS socket (`performance.now()`). */
+const ACCEPTED_AT = Symbol("acceptedAt");
+type TimedSocket = net.Socket & { [ACCEPTED_AT]?: number };
+
+/**
+ * Binds a TLS listener (node:tls). The connect deadline includes the handshake: node:tls
+ * drops a handshake that takes longer than `handshakeTimeoutMs`, and the connection's own
+ * deadline then runs from the TCP accept, not from the end of the handshake. (Deno's
+ * `listenTls` could not do this: closing a `TlsConn` whose handshake is in progress left the
+ * TCP socket open until the peer went, denoland/deno#14547, so a trickled ClientHello held a
+ * socket forever.) A reload swaps the secure context (certificate, key, client CA) and the CRL
+ * for new handshakes; connections already open are not touched. Rejects with an OperatorError
+ * naming the address when it cannot be bound or when the material is not usable PEM
+ * (`o.source` says where it came from).
+ */
+export function listenTls(
+  hostname: string,
+  port: number,
+  material: TlsMaterial,
+  o: TlsListenOptions,
+  onAccept: AcceptHandler,
+): Promise<MqttListener> {
+  try {
+    proveTlsMaterial(material);
+  } catch (err) {
+    const where = `MQTT TLS listener ${formatAddress(hostname, port)}`;
+    const msg = `${where}: unusable certificate, key or client CA (${(err as Error).message})`;
+    const error = new OperatorError("invalid_file", msg + (o.source ? ` in ${o.source}` : ""), {
+      cause: err,
+    });
+    return Promise.reject(error);
+  }
+  // node:tls only when a TLS listener is configured: its modules are RSS a plain-TCP gateway
+  // would carry for nothing.
+  return import("node:tls").then(({ default: tls }) => {
+    const state = { revoked: material.revoked ?? null };
+    const server = tlsServer(tls, material, state, o, onAccept);
+    return bindTls(server, hostname, port, state, o);
+  });
+}
+
+/** What a reload swaps besides the secure context. */
+interface TlsState {
+  revoked: NonNullable<TlsMaterial["revoked"]> | null;
+}
+
+function secureOptions(m: TlsMaterial, clientAuth: TlsClientAuth): tls.SecureContextOptions {
+  const base = { cert: m.cert, key: m.key, minVersion: "TLSv1.2" as const };
+  return clientAuth === "none" ? base : { ...base, ca: m.clientCa };
+}
+
+/** Binds the TLS server; reloads swap its secure context and revocation list. */
+function bindTls(
+  server: tls.Server,
+  hostname: string,
+  port: number,
+  state: TlsState,
+  o: TlsListenOptions,
+): Promise<MqttListener> {
+  return bind(server, "MQTT TLS listener", hostname, port).then((a) => ({
+    kind: "tls",
+    layer: "node",
+    hostname: a.address,
+    port: a.port,
+    close: () => server.close(),
+    reloadTls(next: TlsMaterial) {
+      proveTlsMaterial(next); // bad material throws here: the old one stays
+      server.setSecureContext(secureOptions(next, o.clientAuth));
+      state.revoked = next.revoked ?? null;
+      return Promise.resolve();
+    },
+  }));
+}
+
+/** The node:tls server: bounded handshakes, accept time kept, failed handshakes dropped. */
+function tlsServer(
+  tls: typeof import("node:tls"),
+  material: TlsMaterial,
+  state: TlsState,
+  o: TlsListenOptions,
+  onAccept: AcceptHandler,
+): tls.Server {
+  const server = tls.createServer({
+    ...secureOptions(material, o.clientAuth),
+    ALPNProtocols: ["mqtt"],
+    handshakeTimeout: o.handshakeTimeoutMs,
+    requestCert: o.clientAuth !== "none",
+    rejectUnauthorized: o.clientAuth === "require",
+  });
+  // Sockets still in their handshake hold no connection slot yet: this bounds them too.
+  server.maxConnections = o.maxConnections;
+  server.on("connection", (raw: TimedSocket) => {
+    raw[ACCEPTED_AT] = performance.now();
+    raw.setNoDelay(true);
+  });
+  server.on("secureConnection", (socket: tls.TLSSocket) => {
+    let name: string | undefined;
+    if (o.clientAuth !== "none") {
+      const verdict = judgePeer(socket, o.identity, state.revoked);
+      if (!verdict.ok) {
+        socket.destroy();
+        return o.onRefused(verdict.why === "revoked" ? "client_cert_revoked" : "client_cert_unverified");
+      }
+      name = verdict.name;
+    }
+    // node:tls keeps the TCP socket under the TLS one as `_parent` (not typed).
+    const raw = (socket as unknown as { _parent?: TimedSocket })._parent;
+    onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT], name));
+  });
+  // A failed or timed-out handshake: the socket must go now (Deno's node:tls leaves it open).
+  server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
+    socket.destroy();
+    o.onRefused(/timeout/i.test(err.message) ? "timeout" : "handshake");
+  });
+  return server;
+}

@@ -1,0 +1,90 @@
+/**
+ * Client ids belong to principals. A stored session and a live connection record the
+ * principal that made them (its user name; "" for anonymous clients, who are one principal
+ * between them); a CONNECT by another principal with the same client id would otherwise
+ * resume that session and drain the backlog its owner was meant to get, discard it (clean
+ * start), or take the owner's live connection over [MQTT-3.1.4-2]. Such a CONNECT is refused
+ * instead (CONNACK 2; MQTT 5 0x85 Client Identifier not valid), counted and logged with both
+ * names; the owner's session and connection are untouched.
+ *
+ * A per-principal rule `client_id_pattern` (a `[[users]]` key, or `auth.client_id_pattern` for
+ * every named principal) narrows the ids a principal may use at all: `{username}` in it stands
+ * for the principal's name, regex-escaped, e.g. `^{username}-`.
+ *
+ * @module
+ */
+import { ConnackCode } from "../codec/encoder.ts";
+import type { Principal } from "../log/port.ts";
+import type { SessionContext } from "./context.ts";
+import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
+
+/** The principal a client id belongs to, as recorded: its user name, "" for anonymous. */
+export function ownerName(p: Principal): string {
+  return p.username;
+}
+
+/** `{username}` → the name, escaped for a regular expression (u flag). */
+export function clientIdPatternFor(pattern: string, username: string): RegExp {
+  const escaped = username.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+  return new RegExp(pattern.replaceAll("{username}", escaped), "u");
+}
+
+/**
+ * The pattern check at CONNECT: the principal's own `client_id_pattern`, else
+ * `auth.client_id_pattern`; anonymous clients are not matched (their bound is
+ * `auth.anonymous_sources`). Null when the id may be used.
+ */
+export function refuseClientIdPattern(
+  ctx: SessionContext,
+  clientId: string,
+  principal: Principal,
+): ConnackOutcome | null {
+  if (principal.username === "") return null;
+  const pattern = principal.clientIdPattern ?? ctx.config.auth.client_id_pattern;
+  if (pattern === "" || clientIdPatternFor(pattern, principal.username).test(clientId)) {
+    return null;
+  }
+  ctx.metrics.clientIdRefused.inc({ reason: "pattern" });
+  ctx.logger.limited("warn", "Client id refused: it does not match the principal's pattern", {
+    client_id: clientId,
+    principal: principal.username,
+    pattern,
+  });
+  return refuseConnect(
+    ConnackCode.IDENTIFIER_REJECTED,
+    `client id "${clientId}" does not match client_id_pattern`,
+  );
+}
+
+/**
+ * The ownership check, right before the session is established (synchronously, so nothing can
+ * claim the id in between): the live connection and the stored session under `clientId`, if
+ * any, must belong to `principal`. A session recorded before owners existed belongs to
+ * whoever resumes it first. Null when the CONNECT may take the id.
+ */
+export function refuseForeignClientId(
+  ctx: SessionContext,
+  clientId: string,
+  principal: Principal,
+): ConnackOutcome | null {
+  const name = ownerName(principal);
+  const live = ctx.registry.ownerOf(clientId);
+  const stored = ctx.sessions.ownerOf(clientId);
+  const owner = live !== null && live !== name
+    ? live
+    : stored !== null && stored !== undefined && stored !== name
+    ? stored
+    : null;
+  if (owner === null) return null;
+  const what = live === owner ? "live connection" : "stored session";
+  ctx.metrics.clientIdRefused.inc({ reason: "owned_by_another" });
+  ctx.logger.limited("warn", `Client id refused: its ${what} belongs to another principal`, {
+    client_id: clientId,
+    principal: name === "" ? "(anonymous)" : name,
+    owner: owner === "" ? "(anonymous)" : owner,
+  });
+  return refuseConnect(
+    ConnackCode.IDENTIFIER_REJECTED,
+    `client id "${clientId}" belongs to another principal`,
+  );
+}
