@@ -72,7 +72,10 @@ export function listenTls(
     proveTlsMaterial(material);
   } catch (err) {
     const where = `MQTT TLS listener ${formatAddress(hostname, port)}`;
-    const msg = `${where}: unusable certificate, key or client CA (${(err as Error).message})`;
+    const what = material.clientCa === undefined
+      ? "certificate or key"
+      : "certificate, key or client CA";
+    const msg = `${where}: unusable ${what} (${(err as Error).message})`;
     const error = new OperatorError("invalid_file", msg + (o.source ? ` in ${o.source}` : ""), {
       cause: err,
     });
@@ -147,7 +150,9 @@ function tlsServer(
       const verdict = judgePeer(socket, o.identity, state.revoked);
       if (!verdict.ok) {
         socket.destroy();
-        return o.onRefused(verdict.why === "revoked" ? "client_cert_revoked" : "client_cert_unverified");
+        return o.onRefused(
+          verdict.why === "revoked" ? "client_cert_revoked" : "client_cert_unverified",
+        );
       }
       name = verdict.name;
     }

@@ -17,6 +17,9 @@ import { ConnackCode } from "../codec/encoder.ts";
 import type { Principal } from "../log/port.ts";
 import type { SessionContext } from "./context.ts";
 import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
+import type { Registered } from "./registry.ts";
+import type { SessionRequest } from "./session_request.ts";
+import type { StoredSession } from "./stored_sessions.ts";
 
 /** The principal a client id belongs to, as recorded: its user name, "" for anonymous. */
 export function ownerName(p: Principal): string {
@@ -59,13 +62,14 @@ export function refuseClientIdPattern(
 /**
  * The ownership check, right before the session is established (synchronously, so nothing can
  * claim the id in between): the live connection and the stored session under `clientId`, if
- * any, must belong to `principal`. A session recorded before owners existed belongs to
+ * any, must belong to `principal`. `v5` bounds the MQTT 5 CONNACK's size. A session recorded before owners existed belongs to
  * whoever resumes it first. Null when the CONNECT may take the id.
  */
 export function refuseForeignClientId(
   ctx: SessionContext,
   clientId: string,
   principal: Principal,
+  v5: { readonly maximumPacketSize?: number } | null,
 ): ConnackOutcome | null {
   const name = ownerName(principal);
   const live = ctx.registry.ownerOf(clientId);
@@ -83,8 +87,42 @@ export function refuseForeignClientId(
     principal: name === "" ? "(anonymous)" : name,
     owner: owner === "" ? "(anonymous)" : owner,
   });
-  return refuseConnect(
+  const refusal = refuseConnect(
     ConnackCode.IDENTIFIER_REJECTED,
     `client id "${clientId}" belongs to another principal`,
   );
+  return { ...refusal, maxPacketSize5: v5?.maximumPacketSize };
+}
+
+/** A CONNECT's claim on its client id: who asks, for which session. */
+export interface ClientIdClaim {
+  readonly clientId: string;
+  readonly principal: Principal;
+  readonly session: SessionRequest;
+  readonly v5: { readonly maximumPacketSize?: number } | null;
+}
+
+/** The id was given: the stored session it opened (null: clean) and whether it was resumed. */
+export interface ClaimedClientId {
+  readonly session: StoredSession | null;
+  readonly present: boolean;
+}
+
+/**
+ * Gives the claimed client id to `c`, or refuses it ({@link refuseForeignClientId}), in one
+ * synchronous step so nothing can claim the id in between: a live connection with the id is
+ * taken over [MQTT-3.1.4-2] (it stores its positions and goes offline), a delayed will of the
+ * session is settled, then the stored session is opened under the claimant's name.
+ */
+export function claimClientId(
+  ctx: SessionContext,
+  c: Registered,
+  claim: ClientIdClaim,
+): ConnackOutcome | ClaimedClientId {
+  const { clientId, principal, session } = claim;
+  const refused = refuseForeignClientId(ctx, clientId, principal, claim.v5);
+  if (refused !== null) return refused;
+  if (ctx.registry.takeOver(clientId, c)) ctx.metrics.takeovers.inc();
+  ctx.wills.reconnected(clientId, session.cleanStart); // after takeOver's close()
+  return ctx.sessions.open(clientId, session, ownerName(principal));
 }

@@ -2,9 +2,8 @@
  * One MQTT connection: the read loop (reads pushed by the {@link Transport}, decoded by the
  * codec's `PacketDecoder`), a dispatcher handing each packet to its handler (`connect.ts`,
  * `publish_batch.ts`, `subscribe.ts`, `control.ts`), and the outbox on the way out. Handlers
- * return outcomes; `wire.ts` `act()` is the one place that turns them into wire actions and
- * counters. PUBACKs (and PUBRECs) leave through `pubackReady` (the fast path allocates no
- * outcome).
+ * return outcomes that `wire.ts` `act()` turns into wire actions; PUBACKs and PUBRECs leave
+ * through `pubackReady` (the fast path allocates no outcome).
  *
  * @module
  */
@@ -28,7 +27,7 @@ import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
 import type { Transport, TransportSink } from "./transport.ts";
 import { type HeldWill, willDelayMs } from "./will.ts";
 import { act, type WireSite } from "./wire.ts";
-import { ownerName, refuseForeignClientId } from "./client_id_owner.ts";
+import { claimClientId, type ClaimedClientId } from "./client_id_owner.ts";
 import type { Span, SpanContext } from "@opentelemetry/api";
 
 /** Shared empty packet list: an idle connection holds none of its own. */
@@ -44,6 +43,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   #decoder: PacketDecoder;
   #clientId: string | null = null;
   #principal: Principal | null = null;
+  /** The principal that owns this connection's client id (Registered); set at CONNECT. */
+  ownerName: string | undefined;
   /** The will to publish if this connection ends without DISCONNECT. */
   #will: HeldWill | null = null;
   /** The stored session this connection resumed or created (null: clean); set at CONNECT. */
@@ -83,11 +84,6 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
 
   get principal(): Principal {
     return this.#principal!;
-  }
-
-  /** The principal that owns this connection's client id (Registered); undefined before. */
-  get ownerName(): string | undefined {
-    return this.#principal === null ? undefined : ownerName(this.#principal);
   }
 
   get closed(): boolean {
@@ -280,12 +276,11 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#span?.end();
     if (this.#principal !== null) ctx.delivery.detach(this);
     // Ended without DISCONNECT (keep-alive, error, takeover, stop) or by 0x04 (expiry may be 0).
-    const will = this.#will;
-    if (will !== null) {
-      this.#will = null;
+    if (this.#will !== null) {
       const expiry = this.session?.expiryS ?? this.#v5?.sessionExpiry;
-      const delay = willDelayMs(will, expiry, ctx.config.mqtt5.max_will_delay_s);
-      ctx.wills.publish(ctx, will, this.#principal!, this.#clientId!, delay);
+      const delay = willDelayMs(this.#will, expiry, ctx.config.mqtt5.max_will_delay_s);
+      ctx.wills.publish(ctx, this.#will, this.#principal!, this.#clientId!, delay);
+      this.#will = null;
     }
     this.#publisher?.wake();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
@@ -362,31 +357,25 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   #connected(r: ConnectResult | null): Promise<void> | undefined {
     if (r === null || this.#closed) return;
     if (r.kind !== "accepted") return act(this.#ctx, this, r);
-    const foreign = refuseForeignClientId(this.#ctx, r.clientId, r.principal);
-    if (foreign !== null) {
-      return act(this.#ctx, this, { ...foreign, maxPacketSize5: r.v5?.maximumPacketSize });
-    }
-    const present = this.#establish(r);
+    const claimed = claimClientId(this.#ctx, this, r);
+    if ("kind" in claimed) return act(this.#ctx, this, claimed);
+    const present = this.#establish(r, claimed);
     act(this.#ctx, this, present ? { ...r.connack, sessionPresent: true } : r.connack);
     return present ? this.#ctx.delivery.resume(this) : undefined;
   }
 
-  /** Takes the accepted session (takeover, stored session, will, keep-alive); resumed or not. */
-  #establish(s: AcceptedConnect): boolean {
-    const ctx = this.#ctx;
+  /** Takes the accepted session (will, keep-alive) with its claimed id; resumed or not. */
+  #establish(s: AcceptedConnect, opened: ClaimedClientId): boolean {
     this.#will = s.will;
     this.#principal = s.principal;
+    this.ownerName = s.principal.username;
     this.#clientId = s.clientId;
     this.#v5 = s.v5;
     this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
-    if (ctx.registry.takeOver(s.clientId, this)) ctx.metrics.takeovers.inc();
-    ctx.wills.reconnected(s.clientId, s.session.cleanStart); // after takeOver's close()
-    // After the takeover: the older connection has stored its positions and gone offline.
-    const opened = ctx.sessions.open(s.clientId, s.session, ownerName(s.principal));
     this.session = opened.session;
     this.timeoutMs = s.timeoutMs;
-    this.lastActivity = ctx.clock.now();
-    ctx.deadlines.add(this);
+    this.lastActivity = this.#ctx.clock.now();
+    this.#ctx.deadlines.add(this);
     return opened.present;
   }
 

@@ -13,6 +13,7 @@ import { opts, subscribe } from "./_subscribe_helpers.ts";
 /** The fields a stored session may have: none of them is connection-scoped. */
 const STORED_FIELDS = new Set([
   "clientId",
+  "owner",
   "subscriptions",
   "options",
   "triples",
