@@ -173,8 +173,11 @@ export async function bindTls(
       if (why === "timeout") metrics.keepAliveExpired.inc();
       else metrics.connectionsRefused.inc({ reason: `tls_${why}` });
     },
-    source: `listeners.tls_cert_file "${l.tls_cert_file}", listeners.tls_key_file "${l.tls_key_file}"${
-      l.tls_client_auth === "none" ? "" : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
-    }`,
+    source:
+      `listeners.tls_cert_file "${l.tls_cert_file}", listeners.tls_key_file "${l.tls_key_file}"${
+        l.tls_client_auth === "none"
+          ? ""
+          : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
+      }`,
   }, accept);
 }

@@ -100,4 +100,3 @@ async function listenNode(
     close: () => server.close(),
   }));
 }
-

@@ -83,7 +83,9 @@ export const FIGURES: Figure[] = [
     label: "RSS per idle connection (KB)",
     path: "rssPerConnBytes",
     scale: 1 / 1024,
-    floor: { kind: "max<=", floor: 4, goal: 2 },
+    // The floor is the default gateway's, on node:net under the strict permission set; the
+    // gateway-epoll column is held to 4 KB by reading it (docs/BENCHMARKS.md).
+    floor: { kind: "max<=", floor: 8, goal: 4 },
   },
   { id: "idle_cps", scenario: "idle", label: "connects/s (idle scenario)", path: "connectsPerSec" },
   {

@@ -151,13 +151,18 @@ export function startTaskFlags(): string[] {
   return words.slice(words.indexOf("run") + 1, words.indexOf("main.ts"));
 }
 
-/** The gateway: as `deno task start` runs it, ready = HTTP `/ready` 200. */
+/**
+ * The gateway: as `deno task start` runs it (or, with `set` = "gateway-epoll", as `deno task
+ * start:epoll` does), ready = HTTP `/ready` 200.
+ */
 export function gatewayServer(
   dataDir: string,
   denoFlags: string[] = [],
   name = "gateway",
   extraEnv: Record<string, string> = {},
+  set: "gateway" | "gateway-epoll" = "gateway",
 ): ServerDef {
+  const flags = startTaskFlags().map((f) => f === "-P=gateway" ? `-P=${set}` : f);
   let starts = 0;
   return {
     name,
@@ -180,7 +185,7 @@ export function gatewayServer(
         IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
         ...extraEnv,
       };
-      const cmd = [Deno.execPath(), "run", ...startTaskFlags(), ...denoFlags, "main.ts", "run"];
+      const cmd = [Deno.execPath(), "run", ...flags, ...denoFlags, "main.ts", "run"];
       cmd.push("--config", "config/gateway.toml");
       const running = await spawnUntilReady(name, launchArgv(o, 0, cmd), port, async () => {
         try {

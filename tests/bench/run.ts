@@ -1,12 +1,14 @@
 /**
- * `deno task bench`: runs every scenario of the benchmark against the gateway, mosquitto and
- * aedes in one run, and prints a table of figures with the ratio gateway/peer measured in the
- * same run and each server's CPU%. JSON goes to tests/bench/results/latest.json.
+ * `deno task bench`: runs every scenario of the benchmark against the gateway (as `deno task
+ * start` runs it, on node:net; and as `deno task start:epoll` does, on the epoll socket layer),
+ * mosquitto and aedes in one run, and prints a table of figures with the ratio gateway/peer
+ * measured in the same run and each server's CPU%. JSON goes to tests/bench/results/latest.json.
  *
  *   deno task bench                 full run (each scenario 2 s warm-up + 10 s measured)
  *   deno task bench --smoke         ~1 s per scenario, tiny counts; checks only that every
  *                                   scenario produced figures, exits 1 when one did not
- *   --servers=gateway,mosquitto     subset of servers   --scenarios=qos1,qos0_10   subset
+ *   --servers=gateway,mosquitto     subset of gateway, gateway-epoll, mosquitto, aedes
+ *   --scenarios=qos1,qos0_10        subset of scenarios
  *                                   ("store": the gateway's RSS on a small and a large store,
  *                                   see _store_scenario.ts)
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
@@ -16,7 +18,7 @@
  *                                   fsync-enforced and server-default topics; says it skipped
  *                                   when IGGY_TEST_ADDRESS is unset
  *
- * All three servers run at once, each pinned to core 0 (idle when not under test); the load
+ * All servers run at once, each pinned to core 0 (idle when not under test); the load
  * generator runs in its own process pinned to core 1. Scenarios go one at a time, each against
  * all servers back to back, so the compared figures are measured minutes apart at most.
  *
@@ -51,7 +53,7 @@ const { values: a } = parseArgs({
   args: Deno.args,
   options: {
     smoke: { type: "boolean", default: false },
-    servers: { type: "string", default: "gateway,mosquitto,aedes" },
+    servers: { type: "string", default: "gateway,gateway-epoll,mosquitto,aedes" },
     scenarios: { type: "string", default: "" },
     "no-priority": { type: "boolean", default: false },
     "gateway-deno-flags": { type: "string", default: "" },
@@ -102,6 +104,10 @@ const tmpDir = await Deno.makeTempDir({ prefix: "iggy-mqtt-bench-" });
 const gwFlags = a["gateway-deno-flags"] ? a["gateway-deno-flags"].split(" ") : [];
 const defs: Record<string, ServerDef> = {
   gateway: gatewayServer(dataDir, gwFlags),
+  // The opt-in epoll socket layer (permission set gateway-epoll), beside the strict default.
+  "gateway-epoll": gatewayServer(dataDir, gwFlags, "gateway-epoll", {
+    IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "epoll",
+  }, "gateway-epoll"),
   mosquitto: mosquittoServer(tmpDir),
   aedes: aedesServer(),
   ...(IGGY ? await iggyGateways(dataDir, gwFlags, stamp) : {}),

@@ -1,6 +1,7 @@
 /**
  * The TCP listener's socket layers (`listeners.tcp_socket_layer`) under real clients: a QoS 1 /
- * QoS 0 load and large messages on both epoll and node:net; what happens without `--allow-ffi`;
+ * QoS 0 load and large messages on both epoll and node:net; what happens under the strict
+ * permission set (no FFI);
  * and the epoll layer out of file descriptors.
  */
 import assert from "node:assert/strict";
@@ -133,14 +134,8 @@ for (const layer of ["epoll", "node"]) {
   });
 }
 
-/** The permission set `gateway` spelled out, without `ffi`. */
-const NO_FFI = [
-  "--allow-net",
-  "--allow-read=./config,./data,./src/log",
-  "--allow-write=./data",
-  "--allow-env=IGGY_MQTT_*,OTEL_*",
-  "--allow-sys=hostname",
-];
+/** The strict permission set of `deno task start` (no FFI). */
+const NO_FFI = ["-P=gateway"];
 
 function gatewayEnv(store: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -167,7 +162,7 @@ function startedLine(out: string[]): Record<string, unknown> | null {
 
 Deno.test({
   name:
-    "without --allow-ffi: auto serves on node:net and says why in one log line; epoll refuses to start with one line naming the key",
+    "under the strict set (no FFI): auto serves on node:net and says why in one log line; epoll refuses to start with one line naming the key and the set to use",
   ...opts,
   async fn() {
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
@@ -206,7 +201,7 @@ Deno.test({
       assert.deepEqual(ownStderrLines(stderr).length, 1, stderr);
       assert.match(
         ownStderrLines(stderr)[0],
-        /listeners\.tcp_socket_layer = "epoll" cannot be used: FFI is not permitted/,
+        /listeners\.tcp_socket_layer = "epoll" cannot be used: FFI is not permitted; run under the permission set "gateway-epoll"/,
       );
     } finally {
       await removeStore(`${ROOT}${store}`);
@@ -230,7 +225,7 @@ Deno.test({
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
     const store = `data/socket-layer-${crypto.randomUUID()}.db`;
     const child = new Deno.Command("prlimit", {
-      args: ["--nofile=160", DENO, "run", "-P=gateway", "main.ts", "run"],
+      args: ["--nofile=160", DENO, "run", "-P=gateway-epoll", "main.ts", "run"],
       cwd: ROOT,
       env: gatewayEnv(store, {
         IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "epoll",
@@ -297,6 +292,7 @@ Deno.test({
     const store = `data/socket-layer-${crypto.randomUUID()}.db`;
     const gw = await spawnGateway(
       gatewayEnv(store, { IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "epoll" }),
+      "gateway-epoll",
     );
     const clients: mqtt.MqttClient[] = [];
     try {

@@ -1,6 +1,6 @@
 /**
  * The gateway as its own process, the way an operator runs it (`deno run -P=gateway main.ts
- * run`), on ports chosen by the OS (read back from the "Gateway started" log line).
+ * run`, or `-P=gateway-epoll`), on ports chosen by the OS (read back from the "Gateway started" log line).
  *
  * @module
  */
@@ -20,10 +20,16 @@ export interface GatewayProcess {
   stop(): Promise<Deno.CommandStatus>;
 }
 
-/** Starts the gateway with `env` overlaid; TCP and HTTP listen on loopback port 0. */
-export async function spawnGateway(env: Record<string, string>): Promise<GatewayProcess> {
+/**
+ * Starts the gateway with `env` overlaid; TCP and HTTP listen on loopback port 0. `set` is the
+ * permission set of deno.json to run under (`gateway-epoll` for the epoll socket layer).
+ */
+export async function spawnGateway(
+  env: Record<string, string>,
+  set: "gateway" | "gateway-epoll" = "gateway",
+): Promise<GatewayProcess> {
   const child = new Deno.Command(DENO, {
-    args: ["run", "-P=gateway", "main.ts", "run"],
+    args: ["run", `-P=${set}`, "main.ts", "run"],
     cwd: ROOT,
     env: {
       IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
@@ -43,8 +49,11 @@ export async function spawnGateway(env: Record<string, string>): Promise<Gateway
     for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) errors.push(chunk);
   })().catch(() => {});
   let started: { tcp: number; http: number | null } | null = null;
+  let exited = false;
+  child.status.then(() => exited = true);
   await waitFor(
     () => {
+      if (exited) throw new Error("The gateway process exited before it started");
       for (const line of output.join("").split("\n")) {
         if (!line.includes('"Gateway started"')) continue;
         started = JSON.parse(line);

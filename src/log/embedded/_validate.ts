@@ -22,7 +22,8 @@ export function validateName(kind: "stream" | "topic", name: string): void {
  * timing).
  */
 export function dummyPasswordHash(users: readonly UserConfig[]): string {
-  const iterations = Number(users.find((u) => u.passwordHash !== null)?.passwordHash!.split("$")[1]) || DEFAULT_ITERATIONS;
+  const hashed = users.find((u) => u.passwordHash !== null)?.passwordHash;
+  const iterations = Number(hashed?.split("$")[1]) || DEFAULT_ITERATIONS;
   return `pbkdf2-sha256$${iterations}$${btoa("\0".repeat(16))}$${btoa("\0".repeat(32))}`;
 }
 
