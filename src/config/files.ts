@@ -8,24 +8,38 @@ import { OperatorError, type OperatorErrorCode } from "./errors.ts";
 import { loadConfig } from "./load.ts";
 import type { GatewayConfig } from "./types.ts";
 import { envNameOf, KEY_SPECS } from "./schema.ts";
+import { nearMissNames } from "./closest_key.ts";
 import { type FileAccess, notCapableMessage } from "./permission_set.ts";
 
 /**
  * The gateway's own environment variables. With full env access every IGGY_MQTT_* name is
- * seen (so unknown ones are refused); under the least-privilege permission set (prefix only)
- * each documented name is read one by one.
+ * seen. Under the permission sets (env access by prefix only) Deno cannot list the
+ * environment, so each name is read one by one: every documented one, and every name one
+ * slip of the keyboard away from one ({@link nearMissNames}), so that the usual typos are
+ * refused rather than ignored.
  */
 function readOwnEnv(): Record<string, string> {
   try {
     return Deno.env.toObject();
   } catch {
     const out: Record<string, string> = {};
-    for (const s of KEY_SPECS) {
-      const v = Deno.env.get(envNameOf(s.key));
-      if (v !== undefined) out[envNameOf(s.key)] = v;
+    for (const name of envNamesAndNearMisses()) {
+      const v = Deno.env.get(name);
+      if (v !== undefined) out[name] = v;
     }
     return out;
   }
+}
+
+/** Every documented name and its near misses. */
+function envNamesAndNearMisses(): Set<string> {
+  const names = new Set<string>();
+  for (const s of KEY_SPECS) {
+    const name = envNameOf(s.key);
+    names.add(name);
+    for (const near of nearMissNames(name)) names.add(near);
+  }
+  return names;
 }
 
 /** The operator-facing errors of file access, by Deno error class. */

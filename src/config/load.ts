@@ -8,6 +8,12 @@ import { parse as parseToml } from "smol-toml";
 import { type HostPort, splitHostPort } from "../base/address.ts";
 import { ConfigError } from "./errors.ts";
 import { envNameOf, KEY_SPEC_BY_KEY, KEY_SPECS, type KeySpec } from "./schema.ts";
+import { closestName } from "./closest_key.ts";
+
+/** Every key's environment name → the key. */
+const ENV_NAMES: ReadonlyMap<string, string> = new Map(
+  KEY_SPECS.map((s) => [envNameOf(s.key), s.key]),
+);
 import type { GatewayConfig, UserConfig } from "./types.ts";
 import { checkClientIdPattern, parseUsers } from "./users.ts";
 
@@ -51,7 +57,11 @@ export function loadConfig(input: LoadInput): GatewayConfig {
     for (const [name, raw] of Object.entries(body)) {
       const key = `${table}.${name}`;
       const spec = KEY_SPEC_BY_KEY.get(key);
-      if (!spec) throw new ConfigError(key, `unknown key in ${input.source}`);
+      if (!spec) {
+        const near = closestName(key, KEY_SPEC_BY_KEY.keys());
+        const hint = near === null ? "" : `; did you mean ${near}?`;
+        throw new ConfigError(key, `unknown key in ${input.source}${hint}`);
+      }
       if (spec.secret && raw !== "") {
         throw new ConfigError(key, `is a secret; set it with ${envNameOf(key)}, not in the file`);
       }
@@ -64,8 +74,10 @@ export function loadConfig(input: LoadInput): GatewayConfig {
     if (raw !== undefined) values.set(spec.key, checkValue(spec, fromEnv(spec, raw, envName)));
   }
   for (const name of Object.keys(input.env)) {
-    if (name.startsWith("IGGY_MQTT_") && !KEY_SPECS.some((s) => envNameOf(s.key) === name)) {
-      throw new ConfigError(name, "unknown environment variable for this gateway");
+    if (name.startsWith("IGGY_MQTT_") && !ENV_NAMES.has(name)) {
+      const near = closestName(name, ENV_NAMES.keys());
+      const hint = near === null ? "" : `; did you mean ${near} (${ENV_NAMES.get(near)})?`;
+      throw new ConfigError(name, `unknown environment variable for this gateway${hint}`);
     }
   }
   const get = (key: string): Scalar => values.get(key) ?? KEY_SPEC_BY_KEY.get(key)!.default;

@@ -101,3 +101,26 @@ Deno.test("listeners.tcp_socket_layer: auto by default, epoll or node by file or
   assert.equal(load("", env).listeners.tcp_socket_layer, "epoll");
   refuses("", { IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "io_uring" }, "listeners.tcp_socket_layer");
 });
+
+Deno.test("an unknown key or environment variable is refused with the closest key, if one is near", () => {
+  refuses(
+    "[limits]\nmax_packet_byte = 100",
+    {},
+    /"limits\.max_packet_byte": unknown key in t\.toml; did you mean limits\.max_packet_bytes\?$/,
+  );
+  refuses(
+    "[limits]\nsomething_else = 1",
+    {},
+    /"limits\.something_else": unknown key in t\.toml$/,
+  );
+  refuses(
+    "",
+    { IGGY_MQTT_LISTENER_TCP: "x" },
+    /did you mean IGGY_MQTT_LISTENERS_TCP \(listeners\.tcp\)\?$/,
+  );
+  refuses(
+    "",
+    { IGGY_MQTT_NOT_A_KEY_AT_ALL: "x" },
+    /unknown environment variable for this gateway$/,
+  );
+});

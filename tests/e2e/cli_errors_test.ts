@@ -93,6 +93,32 @@ for (const [args, want] of USAGE_ERRORS) {
   });
 }
 
+Deno.test("a mistyped IGGY_MQTT_ variable stops check and run with one line naming the key meant", async () => {
+  for (const command of ["check", "run"]) {
+    for (
+      const [typo, meant] of [
+        ["IGGY_MQTT_LISTENER_TCP", "IGGY_MQTT_LISTENERS_TCP \\(listeners\\.tcp\\)"], // left out
+        [
+          "IGGY_MQTT_LIMITS_MAX_PACEKT_BYTES",
+          "IGGY_MQTT_LIMITS_MAX_PACKET_BYTES \\(limits\\.max_packet_bytes\\)",
+        ], // swapped
+        [
+          "IGGY_MQTT_AUTHS_ALLOW_ANONYMOUS",
+          "IGGY_MQTT_AUTH_ALLOW_ANONYMOUS \\(auth\\.allow_anonymous\\)",
+        ], // plural
+      ]
+    ) {
+      const r = await cli([command], { env: { [typo]: "x" } });
+      assertOneLine(
+        r,
+        new RegExp(
+          `^Invalid config key "${typo}": unknown environment variable for this gateway; did you mean ${meant}\\?$`,
+        ),
+      );
+    }
+  }
+});
+
 Deno.test("hash-password with nothing on stdin exits 2 saying so", async () => {
   const r = await cli(["hash-password"], { stdin: "" });
   assert.equal(r.code, 2);
