@@ -156,13 +156,14 @@ export function parseAddress(key: string, value: string): HostPort {
 }
 
 function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfig {
-  const table = (name: string) => {
+  /** One table of the config: each of its keys from the schema, with its checked value. */
+  const table = <T extends Exclude<keyof GatewayConfig, "users">>(name: T): GatewayConfig[T] => {
     const out: Record<string, Scalar> = {};
     for (const spec of KEY_SPECS) {
       const [t, k] = spec.key.split(".");
       if (t === name) out[k] = get(spec.key);
     }
-    return out;
+    return out as GatewayConfig[T];
   };
   return {
     gateway: table("gateway"),
@@ -176,7 +177,7 @@ function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfi
     iggy: table("iggy"),
     limits: table("limits"),
     users,
-  } as unknown as GatewayConfig;
+  };
 }
 
 function crossCheck(c: GatewayConfig): void {

@@ -33,20 +33,23 @@ export interface KeySpec {
   readonly secret?: boolean;
 }
 
-const int = (min: number, max: number): KeyType => ({ kind: "int", min, max });
-const bool: KeyType = { kind: "bool" };
-const str: KeyType = { kind: "string", allowEmpty: false };
-const optStr: KeyType = { kind: "string", allowEmpty: true };
-const optAddr: KeyType = { kind: "address", allowEmpty: true };
-const addrs: KeyType = { kind: "address", allowEmpty: false, multiple: true };
-const list: KeyType = { kind: "list" };
-const oneOf = (...values: string[]): KeyType => ({ kind: "enum", values });
+// Each helper keeps its literal type (an enum keeps its values), so that the config's type can
+// be derived from the table below (`types.ts`).
+const int = (min: number, max: number) => ({ kind: "int", min, max }) as const;
+const bool = { kind: "bool" } as const;
+const str = { kind: "string", allowEmpty: false } as const;
+const optStr = { kind: "string", allowEmpty: true } as const;
+const optAddr = { kind: "address", allowEmpty: true } as const;
+const addrs = { kind: "address", allowEmpty: false, multiple: true } as const;
+const list = { kind: "list" } as const;
+const oneOf = <const V extends readonly string[]>(...values: V) =>
+  ({ kind: "enum", values }) as const;
 
 const MAX_I32 = 2 ** 31 - 1;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
 /** The schema, in the order the example config lists it. */
-export const KEY_SPECS: readonly KeySpec[] = [
+export const KEY_SPECS = [
   // [gateway]
   {
     key: "gateway.id",
@@ -577,11 +580,11 @@ export const KEY_SPECS: readonly KeySpec[] = [
     default: 1_000,
     doc: "Messages grouped into one backend commit at most.",
   },
-];
+] as const satisfies readonly KeySpec[];
 
 /** The specs by dotted key. */
 export const KEY_SPEC_BY_KEY: ReadonlyMap<string, KeySpec> = new Map(
-  KEY_SPECS.map((s) => [s.key, s]),
+  KEY_SPECS.map((s): [string, KeySpec] => [s.key, s]),
 );
 
 /** The environment variable that overrides a key. */

@@ -85,34 +85,33 @@ export function checkClientIdPattern(key: string, pattern: string): void {
 export function parsePermissions(raw: unknown, at: string): Permissions {
   const o = asTable(raw, at);
   onlyKeys(o, at, ["global", "streams"]);
-  const global = flags(
-    o.global ?? {},
-    `${at}.global`,
-    Object.keys(NO_GLOBAL_PERMISSIONS),
-  ) as unknown as GlobalPermissions;
+  const globalNames = Object.keys(NO_GLOBAL_PERMISSIONS) as (keyof GlobalPermissions)[];
+  const global: GlobalPermissions = flags(o.global ?? {}, `${at}.global`, globalNames);
   const streams = new Map<string, StreamPermissions>();
   const rawStreams = asTable(o.streams ?? {}, `${at}.streams`);
   for (const [name, body] of Object.entries(rawStreams)) {
     const sat = `${at}.streams.${name}`;
     const st = asTable(body, sat);
     const { topics: rawTopics, ...rest } = st;
-    const sflags = flags(rest, sat, STREAM_FLAGS) as unknown as Omit<StreamPermissions, "topics">;
+    const sflags: Omit<StreamPermissions, "topics"> = flags(rest, sat, STREAM_FLAGS);
     const topics = new Map<string, TopicPermissions>();
     for (const [tname, tbody] of Object.entries(asTable(rawTopics ?? {}, `${sat}.topics`))) {
-      topics.set(
-        tname,
-        flags(tbody, `${sat}.topics.${tname}`, TOPIC_FLAGS) as unknown as TopicPermissions,
-      );
+      topics.set(tname, flags(tbody, `${sat}.topics.${tname}`, TOPIC_FLAGS));
     }
     streams.set(name, { ...sflags, topics });
   }
   return { global, streams };
 }
 
-function flags(raw: unknown, at: string, names: readonly string[]): Record<string, boolean> {
+/** A table of boolean flags: exactly `names`, each true or false (absent: false). */
+function flags<K extends string>(
+  raw: unknown,
+  at: string,
+  names: readonly K[],
+): Record<K, boolean> {
   const o = asTable(raw, at);
   onlyKeys(o, at, names);
-  const out: Record<string, boolean> = {};
+  const out = {} as Record<K, boolean>;
   for (const n of names) {
     const v = o[n] ?? false;
     if (typeof v !== "boolean") throw new ConfigError(`${at}.${n}`, "must be true or false");

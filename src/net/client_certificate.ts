@@ -6,12 +6,13 @@
  * @module
  */
 import type tls from "node:tls";
+import type { GatewayConfig } from "../config/types.ts";
 import type { RevocationList } from "./revocation.ts";
 
 /** `listeners.tls_client_auth`. */
-export type TlsClientAuth = "none" | "optional" | "require";
+export type TlsClientAuth = GatewayConfig["listeners"]["tls_client_auth"];
 /** `listeners.tls_identity`. */
-export type TlsIdentity = "cn" | "san_dns" | "san_uri" | "san_email";
+export type TlsIdentity = GatewayConfig["listeners"]["tls_identity"];
 
 /** The subject-alternative-name prefix of each identity, as node:tls lists them. */
 const SAN_PREFIX: Readonly<Record<Exclude<TlsIdentity, "cn">, string>> = {

@@ -6,6 +6,7 @@
  * @module
  */
 import { OperatorError } from "../config/errors.ts";
+import type { GatewayConfig } from "../config/types.ts";
 import { bindError } from "./bind_error.ts";
 import { bindableIp, EpollListener } from "./_epoll_listener.ts";
 import { addressOf, openLibc, sockaddrOf } from "./_libc.ts";
@@ -15,7 +16,7 @@ import { bind, NodeSocketTransport } from "./node_transport.ts";
 export type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 
 /** `listeners.tcp_socket_layer`. */
-export type TcpSocketLayer = "auto" | "epoll" | "node";
+export type TcpSocketLayer = GatewayConfig["listeners"]["tcp_socket_layer"];
 
 /** How the TCP listener is driven, and what it reports. */
 export interface TcpListenOptions {
