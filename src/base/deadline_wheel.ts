@@ -1,6 +1,6 @@
 /**
  * One timer structure for every connection's deadline (keep-alive, connect timeout), instead
- * of a timer per connection per packet (DESIGN §5, §7). Connections only record activity
+ * of a timer per connection per packet. Connections only record activity
  * (`touch`, O(1)); a single interval sweeps buckets of due deadlines and re-files the ones
  * that saw activity since.
  *

@@ -3,8 +3,8 @@
  * read, all appends confirmed by one commit) runs together right after it, so each socket gets
  * one write per tick and the log one commit per tick.
  *
- * `setImmediate` is used because `setTimeout(fn, 0)` is clamped (measured here: ~2.2 ms per
- * tick against ~6 µs).
+ * `setImmediate` is used because nested `setTimeout(fn, 0)` timers are clamped to a minimum
+ * delay, far longer than a tick (see docs/BENCHMARKS.md, 'Figures behind the code').
  *
  * @module
  */

@@ -3,15 +3,17 @@
  * partition function (IGGY.md §5, `mapping/partition.ts`) and the embedded log's record
  * checksum; XXH3-64 seals Iggy message frames and batches (IGGY.md §4.6).
  *
- * XXH32 is plain TypeScript, synchronous and allocation-free: measured beside hash-wasm's
- * WebAssembly, it is ~30× faster on a partition key (21 vs 700 ns a call) and half as fast on
- * a 64 KiB record (2.2 vs 4.6 GB/s), and an embedded gateway then instantiates no WebAssembly.
+ * XXH32 is plain TypeScript, synchronous and allocation-free: beside hash-wasm's WebAssembly,
+ * it is much faster on a partition key and slower only on long records (see
+ * docs/BENCHMARKS.md, 'Figures behind the code'), and an embedded gateway then instantiates
+ * no WebAssembly.
  *
  * XXH3-64 is our own small WebAssembly module (`tools/xxh3-wasm`, embedded in
  * `_xxh3_wasm.ts`), instantiated on first use (only the Iggy backend hashes with it). An Iggy
  * batch is sealed in one call ({@link sealBatchXxh3}) — every frame's XXH3-64 and the batch's
  * over them — where a general library costs a round trip, a copy and an allocated digest per
- * frame: profiled through Iggy under QoS 1, those were ~11% of the gateway's CPU.
+ * frame: a large share of the gateway's CPU through Iggy (see docs/BENCHMARKS.md, 'Figures
+ * behind the code').
  *
  * @module
  */
@@ -101,7 +103,7 @@ function decodeBase64(s: string): Uint8Array<ArrayBuffer> {
   return out;
 }
 
-/** Loads the XXH3 module ahead of first use (synchronously; it is 12 KB). */
+/** Loads the XXH3 module ahead of first use (synchronously; it is about 12,000 bytes). */
 export function loadHashes(): Promise<void> {
   load();
   return Promise.resolve();

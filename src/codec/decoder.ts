@@ -108,7 +108,8 @@ export class PacketDecoder {
    * The held tail of a packet, completed from the front of `chunk` and decoded into `out`;
    * returns where the rest of `chunk` starts, or -1 when `chunk` does not complete it (then
    * all of it is held too). Only the held packet's bytes are copied: joining the whole chunk
-   * to the tail copied every read of a flood (64 KiB), 4% of QoS 0 ingest CPU.
+   * to the tail copied every read of a flood (64 KiB), a visible share of QoS 0 ingest CPU
+   * (see docs/BENCHMARKS.md, 'Figures behind the code').
    */
   #completeHeld(chunk: Uint8Array, out: ClientPacket[]): number {
     const held = this.#buf;
@@ -250,7 +251,8 @@ function readTopic(
   const n = to - from;
   if (n === last.bytes.length && n > 0 && sameBytes(last.bytes, b, from)) {
     // Same bytes as the last topic: already decoded and validated (UTF-8, U+0000, wildcards,
-    // levels). Saves ~6% of QoS 0 ingest CPU, and the string keeps its cached hash.
+    // levels). Saves QoS 0 ingest CPU (see docs/BENCHMARKS.md, 'Figures behind the code'),
+    // and the string keeps its cached hash.
     return last.topic;
   }
   const topic = decodeMqttString(b, from, to);

@@ -88,7 +88,7 @@ export const KEY_SPECS = [
     type: oneOf("auto", "epoll", "node"),
     default: "auto",
     doc:
-      'What drives the TCP listener\'s sockets: "epoll" (libc through Deno FFI, Linux; ~4 KB less RSS per idle connection; needs the permission set gateway-epoll: deno task start:epoll or the -epoll build), "node" (node:net), "auto" = epoll where it can be used (Linux, FFI permitted, an IP or localhost to bind), else node with one log line. TLS always uses node:tls.',
+      'What drives the TCP listener\'s sockets: "epoll" (libc through Deno FFI, Linux; about half the RSS per idle connection; needs the permission set gateway-epoll: deno task start:epoll or the -epoll build), "node" (node:net), "auto" = epoll where it can be used (Linux, FFI permitted, an IP or localhost to bind), else node with one log line. TLS always uses node:tls.',
   },
   {
     key: "listeners.tls",

@@ -1,5 +1,5 @@
 /**
- * Flow control of one subscriber (DESIGN §4 "Slow consumers"): the QoS 1 in-flight window,
+ * Flow control of one subscriber: the QoS 1 in-flight window,
  * the per-client and global outbound byte caps, pausing and eviction.
  *
  * Bytes counted against the caps are the outbox's queued bytes (written to the socket yet or

@@ -1,5 +1,5 @@
 /**
- * The way out (DESIGN §4): subscribe S1–S5 (`subscribe.ts`), route R1–R6 (`route.ts`), PUBACK
+ * The way out: subscribe S1–S5 (`subscribe.ts`), route R1–R6 (`route.ts`), PUBACK
  * settlement and client queues (`settle.ts`), client detach. Implements the session's
  * {@link DeliveryPort}.
  *

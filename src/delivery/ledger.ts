@@ -1,5 +1,5 @@
 /**
- * The ACK ledger of one shared reader (DESIGN §4 "POLL ≠ ACK"). Polling a message is not
+ * The ACK ledger of one shared reader (POLL ≠ ACK). Polling a message is not
  * delivering it: every polled message gets an entry counting its unsettled copies, and the
  * safe offset advances only over the contiguous prefix of settled entries.
  *

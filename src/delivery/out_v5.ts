@@ -1,5 +1,5 @@
 /**
- * The MQTT 5 side of routing (issue 17, Build 5): message expiry (the time left goes out; an
+ * The MQTT 5 side of routing: message expiry (the time left goes out; an
  * expired message is not delivered to anyone), No Local, Retain As Published, subscription
  * identifiers, and the properties a v5 subscriber gets back from the stored headers. 3.1.1
  * subscribers get none of this: their copies are encoded without a property field.

@@ -1,6 +1,6 @@
 /**
- * A shared reader: one per triple (stream, topic, partition), however many subscribers
- * (DESIGN §4). It polls batches with auto-commit off, hands each message to the router, and
+ * A shared reader: one per triple (stream, topic, partition), however many subscribers.
+ * It polls batches with auto-commit off, hands each message to the router, and
  * stores the consumer offset only up to the ledger's safe offset (POLL ≠ ACK), monotonically
  * and batched by count or interval.
  *

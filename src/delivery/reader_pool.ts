@@ -1,5 +1,5 @@
 /**
- * The shared readers (DESIGN §4, S5): one per triple, however many subscriptions read it. A
+ * The shared readers (S5): one per triple, however many subscriptions read it. A
  * reader counts the subscriptions that reference its triple and stops at none; a new one starts
  * after this gateway's stored offset the first time since start (recovery), later at the next
  * offset.
@@ -40,8 +40,8 @@ export class ReaderPool {
   /**
    * The reader of a triple, reserved for one more subscription: joined when live, created when
    * missing (then pushed to `fresh`, not yet started: see {@link start}). Returns the offset
-   * from which the new subscription sees messages: a live reader's partition's next offset now
-   * (DESIGN §4), a new reader's start.
+   * from which the new subscription sees messages: a live reader's partition's next offset now,
+   * a new reader's start.
    */
   async reserve(triple: Triple, fresh: SharedReader[]): Promise<number> {
     const key = tripleKey(triple);

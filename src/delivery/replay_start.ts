@@ -1,5 +1,5 @@
 /**
- * Where a replay starts on one triple (DESIGN §4 "Replay"): `earliest` is the oldest message
+ * Where a replay starts on one triple: `earliest` is the oldest message
  * retention kept; `time:` the first message appended at or after that time, found by a binary
  * search over offsets with one-message polls (O(log n) polls, any backend); `latest` is live.
  *

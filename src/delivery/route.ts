@@ -1,5 +1,5 @@
 /**
- * Routing (DESIGN §4, R1–R6): every polled message gets an ack-ledger entry, then one copy per
+ * Routing (R1–R6): every polled message gets an ack-ledger entry, then one copy per
  * client whose subscriptions match it and started before it (`targets.ts`: overlapping filters
  * give one copy), at the lower of the two QoS levels. MQTT 5 subscribers get the stored
  * properties back (`out_v5.ts`).

@@ -1,5 +1,5 @@
 /**
- * The delivery side of stored sessions (DESIGN §4 "Stored sessions"): a stored session is a
+ * The delivery side of stored sessions: a stored session is a
  * stored position in the log. Per triple, the session's position is the first offset it has
  * not settled: the lowest offset among its unsettled QoS 1 copies, else how far its shared
  * reader (or its catch-up) has routed. Positions are stored as consumer offsets under the

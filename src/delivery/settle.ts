@@ -1,5 +1,5 @@
 /**
- * The client side of delivery (DESIGN §4): one {@link ClientQueue} per subscriber, PUBACK
+ * The client side of delivery: one {@link ClientQueue} per subscriber, PUBACK
  * settlement, resends of unacknowledged copies, pausing and eviction of slow consumers.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * Subscribing (DESIGN §4, S1–S5): check the filter, resolve it with the same map as the way in
+ * Subscribing (S1–S5): check the filter, resolve it with the same map as the way in
  * (`filter_triples.ts`: exact and wildcard filters), check the poll right, then join or create
  * the shared reader of every triple it reads. A subscription that starts behind the shared
  * readers (a stored session resuming, a replay) gets a catch-up per triple (`catch_up.ts`).

@@ -1,5 +1,5 @@
 /**
- * A topic trie of wildcard filters (EMQ's route design, DESIGN seeds/004): one node per filter
+ * A topic trie of wildcard filters (EMQ's route design): one node per filter
  * level, `+` and `#` as their own children, so matching a topic walks its levels once instead
  * of testing every filter. Exact filters do not go here: the registry's hash serves them.
  *

@@ -1,5 +1,5 @@
 /**
- * Health and readiness as plain functions of the gateway's state (DESIGN §5), apart from
+ * Health and readiness as plain functions of the gateway's state, apart from
  * the HTTP adapter.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * The status page for people (issue 7 §6): `GET /` serves one self-contained HTML page (inline
+ * The status page for people: `GET /` serves one self-contained HTML page (inline
  * CSS and JS, no external assets; its Content-Security-Policy forbids any) that polls
  * `GET /status.json` every second and shows connections, publish outcomes per second
  * (computed in the browser from counter deltas), reader lag per triple and the loaded topic
@@ -76,7 +76,7 @@ export interface StatusSource {
   };
 }
 
-/** Publish outcomes, exactly as the design names them (DESIGN §3). */
+/** Publish outcomes, exactly as docs/ARCHITECTURE.md names them. */
 export const OUTCOMES = ["appended", "acked", "rejected", "denied", "failed"] as const;
 
 function sum(c: CounterReading): number {

@@ -1,5 +1,5 @@
 /**
- * The envelope: how an MQTT message is stored in the log (DESIGN §3 P6) and restored on the
+ * The envelope: how an MQTT message is stored in the log (P6) and restored on the
  * way out. The payload is kept unchanged; MQTT facts travel in user headers.
  *
  * @module

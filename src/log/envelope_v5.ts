@@ -1,5 +1,5 @@
 /**
- * MQTT 5 message properties in the envelope (issue 17, Build 3): stored as Iggy headers under
+ * MQTT 5 message properties in the envelope: stored as Iggy headers under
  * documented names (docs/OPERATIONS.md, "MQTT 5 properties in the log"), and read back for
  * MQTT 5 subscribers. 3.1.1 messages carry none of these headers.
  *

@@ -1,7 +1,7 @@
 /**
  * Topic metadata the publish and subscribe paths need (partition counts), cached so the hot
  * path does not ask the backend per message. Missing targets are created when `auto_create`
- * is on (DESIGN §3 P4, §6); otherwise they stay missing and the caller denies.
+ * is on (P4); otherwise they stay missing and the caller denies.
  *
  * Bounds: at most `maxEntries` topics cached (the map is cleared when full); misses are
  * remembered for `missTtlMs` so a device publishing to a missing topic does not hammer the

@@ -1,6 +1,6 @@
 /**
  * Compiles a topic map once at start (and on SIGHUP), refusing any map that could misroute or
- * produce names Iggy cannot hold (DESIGN §3, "refuse to start on a bad map").
+ * produce names Iggy cannot hold: the gateway refuses to start on a bad map.
  *
  * @module
  */
@@ -92,14 +92,14 @@ export function compileRawMap(raw: RawMap): CompiledMap {
 
 /**
  * Compiles map text. A `source` ending in `.json` is read as a Strimzi
- * `topic-mapping-rules.json`; anything else as the TOML format of DESIGN §3.
+ * `topic-mapping-rules.json`; anything else as the gateway's TOML format (`toml_format.ts`).
  *
  * `options.defaultStream` / `options.defaultTopic` apply to Strimzi JSON only (defaults
  * "sensors" and "messages_default"); a TOML map must state both itself.
  *
  * @param text the file's contents
  * @param source the path (or a label) used to choose the format and in every message
- * @throws {MapError} naming the rule and key for every refusal listed in DESIGN §3
+ * @throws {MapError} naming the rule and key for every refusal
  */
 export function compileMap(
   text: string,

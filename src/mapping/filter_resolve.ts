@@ -1,5 +1,5 @@
 /**
- * A wildcard filter against the topic map (DESIGN §4 "Wildcards"): which targets can hold a
+ * A wildcard filter against the topic map: which targets can hold a
  * message whose topic matches the filter. Per rule: can some topic that matches the filter also
  * match the rule's pattern? When that cannot be decided, the answer is yes. Pure.
  *

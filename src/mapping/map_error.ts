@@ -6,7 +6,7 @@
 
 /**
  * A topic map was refused at compile time. The gateway exits non-zero with this message
- * (DESIGN §3 "refuse to start on a bad map"); `check` prints it.
+ * (it refuses to start on a bad map); `check` prints it.
  *
  * The message names the file, the rule (1-based, in file order) and the key:
  * `config/topic-map.toml: rule 1 (partition_key): "$3" refers to capture group 3, but the pattern has only 2 groups`

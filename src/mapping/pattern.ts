@@ -1,6 +1,6 @@
 /**
  * Rule patterns: compile them the way P2 matches them, and refuse capture groups that could
- * carry "/" into a stream, topic or key name (DESIGN §3, compile time).
+ * carry "/" into a stream, topic or key name (at compile time).
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
- * Reads a Strimzi MQTT bridge `topic-mapping-rules.json`, so Strimzi users move over unchanged
- * (DESIGN §3): a JSON array of `{ "mqttTopic", "kafkaTopic", "kafkaKey"? }`.
+ * Reads a Strimzi MQTT bridge `topic-mapping-rules.json`, so Strimzi users move over unchanged:
+ * a JSON array of `{ "mqttTopic", "kafkaTopic", "kafkaKey"? }`.
  *
  * Translation, faithful to the bridge's regex mapper:
  * - `mqttTopic` is a regular expression matched against the whole topic (Java `matches()`),

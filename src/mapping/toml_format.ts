@@ -1,5 +1,5 @@
 /**
- * Reads the gateway's own map format, `config/topic-map.toml` (DESIGN §3).
+ * Reads the gateway's own map format, `config/topic-map.toml`.
  *
  * ```toml
  * default_stream = "sensors"

@@ -30,8 +30,9 @@ function endSink(socket: SinkedSocket, error?: unknown): void {
 
 /**
  * A node:net socket as a push transport. node:net waits for readability and takes a buffer
- * only when bytes arrive, so an idle socket holds no read promise or buffer: measured 4.4 KB
- * of RSS per idle socket against 6.9 KB for `Deno.listen` with a pending 512-byte read.
+ * only when bytes arrive, so an idle socket holds no read promise or buffer: less RSS per idle
+ * socket than `Deno.listen` with a pending read (see docs/BENCHMARKS.md, 'Figures behind the
+ * code').
  */
 export class NodeSocketTransport implements Transport {
   readonly remoteAddress: string;

@@ -1,5 +1,5 @@
 /**
- * The gateway's named instruments: one counter per publish outcome (DESIGN §3), connection
+ * The gateway's named instruments: one counter per publish outcome, connection
  * and byte counters, PUBACK latency and append batch sizes, delivery and reader figures.
  *
  * @module

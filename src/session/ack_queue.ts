@@ -1,5 +1,5 @@
 /**
- * PUBACKs leave in the order the PUBLISHes arrived (DESIGN §3 "Order"), even when appends
+ * PUBACKs leave in the order the PUBLISHes arrived, even when appends
  * to different partitions confirm out of order. Each QoS 1 publish takes a slot; a slot is
  * released only when every earlier slot is released.
  *

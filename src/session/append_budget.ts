@@ -1,7 +1,7 @@
 /**
  * Global bound on messages waiting for the backend (`limits.max_pending_appends`). When it is
  * reached, connections stop reading their sockets until appends confirm, so a slow or
- * stalled backend fills TCP windows instead of memory (DESIGN §1 rule 2).
+ * stalled backend fills TCP windows instead of memory.
  *
  * @module
  */

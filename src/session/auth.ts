@@ -1,5 +1,5 @@
 /**
- * Authentication of a CONNECT (DESIGN §2 step 3): credentials are checked by the backend
+ * Authentication of a CONNECT: credentials are checked by the backend
  * (config users with salted hashes in embedded mode, Iggy users in Iggy mode); anonymous
  * clients only when configured and only from the configured source addresses.
  *
@@ -41,7 +41,7 @@ export class Authenticator {
   #backend: LogBackend;
   /**
    * One anonymous principal for every anonymous connection (it depends on the config only):
-   * one per connection was four objects (~0.3 KB) held by each idle connection.
+   * one per connection would be four objects held by each idle connection.
    */
   #anonymous: Principal;
   /** Which certificate name is the principal (`listeners.tls_identity`), for messages. */

@@ -1,5 +1,5 @@
 /**
- * CONNECT handling (DESIGN §2 steps 2–4): client-id rules, will policy, authentication with
+ * CONNECT handling: client-id rules, will policy, authentication with
  * per-source back-off, the will's mapping and ACL check, keep-alive. Returns a value: a refusal
  * (CONNACK code and reason) or the accepted session; the connection applies it (takeover,
  * deadlines, CONNACK 0) and sends what it says.
@@ -37,7 +37,7 @@ export interface AcceptedConnect {
   readonly v5: V5Session | null;
   /** The CONNACK to send (session present is set when the session is opened). */
   readonly connack: ConnackOutcome;
-  /** Clean, or stored and for how long (DESIGN §4 "Stored sessions"). */
+  /** Clean, or stored and for how long. */
   readonly session: SessionRequest;
 }
 

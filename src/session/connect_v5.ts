@@ -1,10 +1,10 @@
 /**
- * MQTT 5 CONNECT and CONNACK (issue 17, Build 2): what the gateway refuses before any login
+ * MQTT 5 CONNECT and CONNACK: what the gateway refuses before any login
  * (enhanced authentication, retained and QoS 2 wills), the session state a v5 connection keeps
  * (the client's receive maximum and maximum packet size, problem information), and the CONNACK
  * properties, which promise only what the gateway implements.
  *
- * Stored sessions and wildcards (issue 18): {@link grantedSessionExpiry} grants a stored session
+ * Stored sessions and wildcards: {@link grantedSessionExpiry} grants a stored session
  * up to `session.max_expiry_s`, and `WILDCARDS_AVAILABLE` says wildcard filters are resolved.
  *
  * @module
@@ -49,7 +49,7 @@ export function connackReason5(o: ConnackOutcome): number {
   return o.reasonCode5 ?? FROM_V3[o.code] ?? Connack5.NOT_AUTHORIZED;
 }
 
-/** Wildcard Subscription Available: the delivery resolves wildcard filters (issue 18). */
+/** Wildcard Subscription Available: the delivery resolves wildcard filters. */
 export const WILDCARDS_AVAILABLE = true;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * What a connection asks of the delivery side (the way out, DESIGN §4), and what delivery
+ * What a connection asks of the delivery side (the way out), and what delivery
  * sees of a connection. Kept as an interface so the session does not import delivery.
  *
  * @module
@@ -63,7 +63,7 @@ export interface DeliveryPort {
   unsubscribe(sub: Subscriber, filters: readonly string[]): void | boolean[];
   /** How many subscriptions the client holds, and whether it holds one to `filter`. */
   subscriptionsOf?(sub: Subscriber): { count: number; has(filter: string): boolean };
-  /** Wildcard filters are resolved (issue 18); absent or false: MQTT 5 SUBACK 0xA2 for them. */
+  /** Wildcard filters are resolved; absent or false: MQTT 5 SUBACK 0xA2 for them. */
   readonly wildcards?: boolean;
   /** A PUBACK from the client settles its ack-ledger entry. */
   puback(sub: Subscriber, packetId: number): void;

@@ -1,6 +1,6 @@
 /**
  * A connection's outbound byte queue. Packets pushed during a tick are written together in
- * one `write` (DESIGN §5: a small socket write costs ~10 µs, so coalescing matters).
+ * one `write`: every socket write has a fixed cost however small it is, so coalescing matters.
  *
  * Bytes queued here count against the client's and the global outbound caps; a client whose
  * socket does not drain keeps its bytes here, which is how slow consumers are detected.
@@ -31,8 +31,9 @@ function NOOP(): void {}
 const NO_OWNER: OutboxOwner = { close: NOOP };
 
 /**
- * Bytes of a PUBACK staging block: 128 PUBACKs. Profiled under QoS 1, a 4-byte array per
- * PUBACK was ~5% of the gateway's CPU (and garbage); a block is cut into views instead.
+ * Bytes of a PUBACK staging block: 128 PUBACKs. A 4-byte array per PUBACK is a visible share
+ * of the gateway's CPU under QoS 1 (and garbage); a block is cut into views instead (see
+ * docs/BENCHMARKS.md, 'Figures behind the code').
  */
 const ACK_BLOCK_BYTES = 512;
 

@@ -1,5 +1,5 @@
 /**
- * One connection's way in (DESIGN §3), read top to bottom for one PUBLISH:
+ * One connection's way in, read top to bottom for one PUBLISH:
  *
  * - P1 validate: done by the decoder before the packet gets here.
  * - P2 match, P3 resolve, P4 permit, P5 partition, P6 envelope: `PublishPreparer.prepare`
@@ -56,9 +56,10 @@ interface PartitionBatch {
 }
 
 /**
- * Empties a settled batch. Measured: without this, a promoted closure context kept each
- * batch's messages reachable until the next full GC, and young-generation GC copied ~4 MB of
- * dead messages per scavenge under QoS 1 load (20 ms pauses, the PUBACK p99 tail).
+ * Empties a settled batch. Without this, a promoted closure context keeps each batch's
+ * messages reachable until the next full GC, and young-generation GC copies those dead
+ * messages at every scavenge under QoS 1 load: long pauses, the PUBACK latency tail (see
+ * docs/BENCHMARKS.md, 'Figures behind the code').
  */
 function release(b: PartitionBatch): void {
   b.messages.length = 0;
@@ -216,7 +217,7 @@ export class ConnectionPublisher {
   #append(b: PartitionBatch): void {
     const ctx = this.#ctx;
     const n = b.messages.length;
-    // Profiled under QoS 0: a clock read per batch and per answer was ~4% of the CPU, for a
+    // A clock read per batch and per answer is a visible share of the CPU under QoS 0, for a
     // latency only QoS 1 messages have.
     const started = b.qos1 > 0 ? ctx.clock.now() : 0;
     ctx.appendBudget.add(n);
@@ -230,9 +231,9 @@ export class ConnectionPublisher {
       ctx.delivery.notifyAppended(b.address, baseOffset, b.messages);
     };
     const appended = ctx.backend.append({ ...b.address, messages: b.messages, onCommitted });
-    // Measured on the Iggy path under QoS 0: held until the receipt, every message in flight
-    // survived the scavenges of a 3-5 ms send; dropped here, the GC's share of the gateway's
-    // busy time fell from ~23% to 14.5%.
+    // On the Iggy path: held until the receipt, every message in flight survives the
+    // scavenges of a whole send; dropped here, they die young and the GC's share of the
+    // gateway's busy time drops (see docs/BENCHMARKS.md, 'Figures behind the code').
     if (
       ctx.backend.releasesMessages === true && ctx.delivery.wantsAppended?.(b.address) === false
     ) {

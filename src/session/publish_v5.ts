@@ -1,5 +1,5 @@
 /**
- * The MQTT 5 side of the way in (issue 17, Build 3–4): what refuses a PUBLISH for its content
+ * The MQTT 5 side of the way in: what refuses a PUBLISH for its content
  * (a payload that is not the UTF-8 its payload format indicator promises, a property that
  * cannot be stored as an Iggy header), and the PUBACKs with reason codes that replace the
  * 3.1.1 "no PUBACK, close": 0x87 denied, 0x90 topic name invalid, 0x80 backend failed, 0x97

@@ -1,12 +1,12 @@
 /**
  * Refusing a socket over a connection limit (`limits.max_connections`: CONNACK 0x97 Quota
  * exceeded; `limits.max_connection_rate_per_source`: 0x9F Connection rate exceeded) so that an
- * MQTT 5 client learns why (issue 17, Build 2). A 3.1.1 client is closed without a CONNACK, as
- * before: its CONNACK codes have no such reasons.
+ * MQTT 5 client learns why. A 3.1.1 client is closed without a CONNACK: its CONNACK codes have
+ * no such reasons.
  *
  * To know the client's version the refused socket's first bytes are read: bounded, because a
- * flood is when this runs — at most {@link MAX_REFUSING} sockets at once (beyond: closed at once,
- * as before), each for at most {@link REFUSE_WAIT_MS} and {@link PEEK_BYTES} bytes. With
+ * flood is when this runs — at most {@link MAX_REFUSING} sockets at once (beyond: closed at
+ * once), each for at most {@link REFUSE_WAIT_MS} and {@link PEEK_BYTES} bytes. With
  * `listeners.mqtt_versions` without "5" every refused socket is closed at once.
  *
  * @module

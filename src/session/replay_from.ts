@@ -1,5 +1,5 @@
 /**
- * Where a subscription starts in the log (DESIGN §4 "Replay"): `earliest` (the oldest retained
+ * Where a subscription starts in the log: `earliest` (the oldest retained
  * message), `latest` (only what comes next: the default), or `time:<RFC 3339 | epoch ms>`.
  * MQTT 3.1.1 names it in a filter prefix, `$replay/<from>/<filter>`; MQTT 5 in the subscription's
  * `iggy-from` user property, parsed with the same {@link parseReplayFrom} and passed to

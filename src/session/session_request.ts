@@ -1,5 +1,5 @@
 /**
- * What a CONNECT asks of its session (DESIGN §4 "Stored sessions"): a clean session, or a
+ * What a CONNECT asks of its session: a clean session, or a
  * stored one that outlives the connection for `expiryS` seconds offline. MQTT 3.1.1: clean
  * session 0 asks for a stored session with the configured `session.expiry_s`. MQTT 5: the
  * Session Expiry Interval granted in `connect_v5.ts` (capped by `session.max_expiry_s`)

@@ -1,5 +1,5 @@
 /**
- * Per-source-address defences (issue: floods and auth abuse): a token bucket on new
+ * Per-source-address defences (against floods and auth abuse): a token bucket on new
  * connections per source, and an exponential back-off on CONNACK after repeated failed
  * logins from a source. Both maps are bounded (`MAX_SOURCES`; the oldest entry is dropped).
  *

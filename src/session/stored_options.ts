@@ -1,6 +1,6 @@
 /**
- * The MQTT 5 subscription options of a stored session's filters, as kept in its record (issue
- * 17 × 18): No Local, Retain As Published, Retain Handling and the subscription identifier come
+ * The MQTT 5 subscription options of a stored session's filters, as kept in its record:
+ * No Local, Retain As Published, Retain Handling and the subscription identifier come
  * back with the subscription when the session resumes, so its deliveries carry the same
  * identifier and honour the same options. A 3.1.1 session has none: its record has no `p`.
  * User properties of the SUBSCRIBE (e.g. `iggy-from`) are not kept: a resume starts at the

@@ -1,5 +1,5 @@
 /**
- * Stored sessions (DESIGN §4 "Stored sessions"): a stored session is a stored position in the
+ * Stored sessions: a stored session is a stored position in the
  * log. Its subscriptions live in the log itself, one record per change in a topic of their own
  * (`session.store_stream` / `session.store_topic`, the latest record of a client id wins), and its
  * per-triple positions are consumer offsets under the client's own consumer name
@@ -163,10 +163,10 @@ export class StoredSessions {
 
   /**
    * Reads records written since the last read (another gateway's); false when unavailable.
-   * One read at a time ({@link coalesced}): a read per CONNECT decoded the same tail once per
-   * concurrent CONNECT — ~220 KB of garbage per stored session in a burst of 100 at a time,
-   * which grew the heap and the allocator for good — and two reads at once could apply an older
-   * record after a newer one.
+   * One read at a time ({@link coalesced}): a read per CONNECT decodes the same tail once per
+   * concurrent CONNECT — garbage per stored session in a burst, which grows the heap and the
+   * allocator for good (see docs/BENCHMARKS.md, 'Figures behind the code') — and two reads at
+   * once could apply an older record after a newer one.
    */
   readonly sync: () => Promise<boolean> = coalesced(() => this.#syncOnce());
 

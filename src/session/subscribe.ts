@@ -1,5 +1,5 @@
 /**
- * SUBSCRIBE and UNSUBSCRIBE (DESIGN §4, S1–S5 in delivery): the session asks the delivery port
+ * SUBSCRIBE and UNSUBSCRIBE (S1–S5 in delivery): the session asks the delivery port
  * and answers with an outcome; the connection encodes and sends it.
  *
  * @module

@@ -1,5 +1,5 @@
 /**
- * MQTT 5 SUBSCRIBE and UNSUBSCRIBE (issue 17, Build 6): a reason code per filter instead of
+ * MQTT 5 SUBSCRIBE and UNSUBSCRIBE: a reason code per filter instead of
  * 3.1.1's bare 0x80. The refusals the session can tell apart are decided here, before the
  * delivery is asked: 0x9E shared subscriptions, 0xA2 wildcards (when the delivery does not
  * resolve them: `DeliveryPort.wildcards`), 0x87 `$SYS`, 0x97 quota exceeded past
@@ -35,7 +35,7 @@ export const Suback5 = {
   IMPLEMENTATION_SPECIFIC_ERROR: 0x83,
 } as const;
 
-/** The SUBSCRIBE user property that starts its subscriptions in the log's past (issue 18). */
+/** The SUBSCRIBE user property that starts its subscriptions in the log's past. */
 export const IGGY_FROM = "iggy-from";
 
 /**

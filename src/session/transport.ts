@@ -2,8 +2,8 @@
  * What a connection needs of its byte transport, push-style: the transport calls the
  * connection's {@link TransportSink} with each chunk that arrives, and the connection pauses
  * and resumes it for back-pressure. Push, not pull, because memory per idle connection is a
- * benchmark floor: a socket with a pending `read()` promise costs ~2 KB more than one that is
- * only watched for readability (measured with 10,000 idle sockets, see docs/BENCHMARKS.md).
+ * benchmark floor: a socket with a pending `read()` promise costs more memory than one that is
+ * only watched for readability (see docs/BENCHMARKS.md, 'Figures behind the code').
  * `node:net` and `node:tls` sockets are driven this way directly. The session logic never
  * touches a socket API.
  *

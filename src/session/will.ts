@@ -1,5 +1,5 @@
 /**
- * Wills (DESIGN §2): checked at CONNECT, held in memory per connection, and published through
+ * Wills: checked at CONNECT, held in memory per connection, and published through
  * the same produce path as a PUBLISH (P2–P7: map, ACL, envelope, partition, append, outcome
  * counted) when the connection ends without DISCONNECT [MQTT-3.1.2-8]. Never after a clean
  * DISCONNECT [MQTT-3.1.2-10].

@@ -22,8 +22,8 @@ export function isStoreFull(e: unknown): boolean {
 }
 
 /**
- * Wraps a SQLite error for an operation: a full store becomes the retryable "full" (DESIGN §6:
- * a full disk makes appends `failed`, never a crash); everything else "unavailable".
+ * Wraps a SQLite error for an operation: a full store becomes the retryable "full" (a full
+ * disk makes appends `failed`, never a crash); everything else "unavailable".
  */
 export function toBackendError(action: string, path: string, e: unknown): BackendError {
   if (e instanceof BackendError) return e;

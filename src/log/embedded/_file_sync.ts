@@ -4,7 +4,7 @@
  * descriptor wrote it). Used for the message log's active segment (_log_segment.ts) and the
  * catalog's `-wal` file (the catalog commits with `synchronous = NORMAL`, so a COMMIT writes its
  * WAL frames without fsync). An append resolves — and its PUBACK goes out — only after a sync
- * that started after its write has finished, so "PUBACK after durable commit" (DESIGN §6) holds,
+ * that started after its write has finished, so "PUBACK after durable commit" holds,
  * but the event loop keeps reading sockets and writing the next batch while the disk works, and
  * one fsync covers every transaction written before it started (group commit across
  * transactions).
@@ -12,10 +12,9 @@
  * Up to {@link MAX_OVERLAPPING_SYNCS} fsyncs run at once, each from its own handle (Deno queues
  * the blocking calls of one handle behind each other). With one at a time, a transaction
  * written just after an fsync started waited for the rest of it and then for its own; and one
- * slow fsync of this disk (p99 several times its p50) held every transaction behind it. Here a
- * transaction's own fsync starts at once, and the disk runs overlapping flushes side by side
- * (measured on this machine's virtio disk, 20 KB write + fdatasync loops on an overwritten
- * file: one thread 2.5–3.7k syncs/s, two threads 5.4k, each at the same per-call latency).
+ * slow fsync held every transaction behind it. Here a transaction's own fsync starts at once,
+ * and the disk runs overlapping flushes side by side, each about as fast as one alone (see
+ * docs/BENCHMARKS.md, 'Figures behind the code').
  *
  * Settling stays in call order: an fsync that finishes covers every sync request made before it
  * started, so it settles those too, oldest first; one that fails rejects only its own callers,

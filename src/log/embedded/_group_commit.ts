@@ -152,8 +152,9 @@ export class GroupCommit {
   }
 
   #schedule(): void {
-    // setImmediate, not setTimeout(0): nested timers are clamped to ≥ 4 ms. setImmediate runs
-    // after the poll phase, so every socket read of this loop turn has queued its appends.
+    // setImmediate, not setTimeout(0): nested timers are clamped to a minimum delay.
+    // setImmediate runs after the poll phase, so every socket read of this loop turn has queued
+    // its appends.
     if (this.#inFlight || this.#timer !== undefined) return;
     this.#timer = setImmediate(this.#onTick);
   }

@@ -19,9 +19,10 @@ const SCAN_CHUNK_BYTES = 64 * 1024;
 
 /**
  * The one chunk buffer of the scans whose visitors keep nothing of it (the scan at open,
- * retention). A fresh 64 KiB buffer per chunk made the scan at open of a 0.84 GB store
- * allocate 0.84 GB of ArrayBuffers: up to ~44 MB of them were garbage awaiting a GC at once,
- * and the allocator kept the pages after they were freed (+73 MB RSS at ready). Reads keep
+ * retention). A fresh buffer per chunk makes the scan at open allocate as many bytes of
+ * ArrayBuffers as the store holds: much of it garbage awaiting a GC at once, and the allocator
+ * keeps the pages after they are freed, which raises RSS at ready (see docs/BENCHMARKS.md,
+ * 'Figures behind the code'). Reads keep
  * fresh buffers: the messages they return are views of them. It grows to the longest record
  * scanned (a group commit of 1,000 small messages is ~150 KiB), up to
  * {@link SCRATCH_MAX_BYTES}; a longer record gets a buffer of its own.

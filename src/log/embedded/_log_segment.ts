@@ -2,8 +2,8 @@
  * One segment of the message log (_message_log.ts): a file of fixed capacity, zero-filled and
  * synced before its first record, so that appending overwrites blocks that already exist and
  * each fdatasync flushes data only. Appending to a growing file instead makes every fdatasync
- * commit the filesystem's journal too (measured: QoS 1 ingest 97–124k msg/s into a zero-filled
- * file, 64–81k appending to a growing one).
+ * commit the filesystem's journal too, which slows QoS 1 ingest (see docs/BENCHMARKS.md,
+ * 'Figures behind the code').
  *
  * A file is named after its base: the log position of its first byte, zero-padded to
  * {@link NAME_DIGITS} digits, so that names sort in log order. Positions only grow: a new
@@ -20,9 +20,9 @@ const SUFFIX = ".log";
 /** Size of each zero write while preallocating. */
 /**
  * Zero-filling writes and syncs this much at a time, then pauses unless the log needs the
- * segment soon: one big fsync at the end (32 MiB: ~60 ms) held every fdatasync of the active
- * segment behind it (PUBACK p99.9 45–56 ms under QoS 1 load); small synced steps keep each
- * wait to about a millisecond (p99.9 12 ms).
+ * segment soon: one big fsync at the end of a whole segment holds every fdatasync of the active
+ * segment behind it (the PUBACK latency tail under QoS 1 load); small synced steps keep each
+ * wait short (see docs/BENCHMARKS.md, 'Figures behind the code').
  */
 const FILL_CHUNK_BYTES = 128 * 1024;
 const FILL_PAUSE_MS = 1;
@@ -140,9 +140,9 @@ export class FileSegment implements Segment {
 
   /**
    * Synchronous: a write into the page cache of already-allocated blocks takes microseconds,
-   * and two thread hops per commit (seek, write) cost more than that (QoS 1 ingest 100–105k
-   * msg/s with async writes, 95–110k with these; 1:1 p50 0.57 → 0.44 ms). The fsync, which
-   * does wait for the disk, stays off the event loop.
+   * and two thread hops per commit (seek, write) cost more than that (see docs/BENCHMARKS.md,
+   * 'Figures behind the code'). The fsync, which does wait for the disk, stays off the event
+   * loop.
    */
   write(pos: number, data: Uint8Array): Promise<void> {
     try {

@@ -10,10 +10,10 @@ import type { Segment } from "./_log_segment.ts";
 const MAX_SEGMENT_BYTES = 32 * 1024 * 1024;
 const MIN_SEGMENT_BYTES = 16 * 1024;
 /**
- * A new log's first segment: small, so that zero-filling it does not delay the first append
- * (a 32 MiB segment took up to half a second). Each next one is twice the one before, up to
- * the full size: a 32 MiB spare behind a 1 MiB segment held the first roll under QoS 1 load
- * for 171 ms.
+ * A new log's first segment: small, so that zero-filling it does not delay the first append.
+ * Each next one is twice the one before, up to the full size: a full-size spare behind a small
+ * segment holds up the first roll under QoS 1 load (see docs/BENCHMARKS.md, 'Figures behind
+ * the code').
  */
 const FIRST_SEGMENT_BYTES = 1024 * 1024;
 

@@ -2,14 +2,14 @@
  * The message log: every stored batch of every partition, appended in commit order to one
  * sequence of preallocated segment files (_log_segment.ts), one fdatasync per group commit.
  * The catalog (topics, consumer offsets, each partition's floors) stays in SQLite; messages
- * no longer go through it. Measured against one SQLite row per batch in a WAL-mode file: each
- * stored message cost ~511 bytes of WAL plus ~200 of checkpoint for 157 bytes of data, each
- * PUBACK waited for a WAL fsync of ~40 KB, and checkpoints held commits while they copied.
- * Here a commit writes its records once, in place, and syncs them; nothing is copied later.
+ * do not go through it: as SQLite rows in a WAL-mode file each message is written twice (WAL,
+ * then checkpoint), each PUBACK waits for a WAL fsync, and checkpoints hold commits while they
+ * copy (docs/BENCHMARKS.md, 'Figures behind the code'). Here a commit writes its records once,
+ * in place, and syncs them.
  *
  * One log rather than one file per partition: a group commit touches many partitions, and one
- * fsync per partition cost more than the single one (QoS 1 ingest into 3 partitions: 78k msg/s
- * with three files, 90–124k with one).
+ * fsync per partition costs more than the single one (see docs/BENCHMARKS.md, 'Figures behind
+ * the code').
  *
  * What lives where:
  * - Positions: a record's log position is its segment's base plus its place in the segment.
@@ -52,8 +52,8 @@ export { segmentBytesFor } from "./_log_segments.ts";
 
 /**
  * Bytes of the active segment used before the next one is zero-filled. Waiting for a quarter
- * of a 32 MiB segment left too little time at QoS 0 rates (~38 MB/s): appends stalled behind
- * the fill (QoS 0 ingest 124k msg/s at 58% CPU).
+ * of a full segment leaves too little time at QoS 0 rates: appends stall behind the fill (see
+ * docs/BENCHMARKS.md, 'Figures behind the code').
  */
 const SPARE_AFTER_BYTES = 1024 * 1024;
 

@@ -1,6 +1,6 @@
 /**
  * Retention: drops messages older than the age limit and the oldest messages of a topic over
- * its byte limit (Iggy's `message_expiry` and `max_topic_size`, DESIGN §6), in the message
+ * its byte limit (Iggy's `message_expiry` and `max_topic_size`), in the message
  * log (_message_log.ts), on the main thread.
  *
  * The unit dropped is a stored batch (one partition's share of one group commit), as Iggy's is

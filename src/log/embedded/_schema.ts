@@ -1,7 +1,7 @@
 /**
  * Opening the SQLite file: pragmas for durability and the size bound, and the tables.
  *
- * Data model (Iggy's, DESIGN §6): streams ⊃ topics (with a partition count) ⊃ partitions
+ * Data model (Iggy's): streams ⊃ topics (with a partition count) ⊃ partitions
  * (0-based) ⊃ messages with per-partition offsets from 0; consumer offsets keyed by
  * (consumer, topic, partition). Names identify streams/topics at the port; numeric ids stay
  * inside this folder.
@@ -68,8 +68,8 @@ CREATE TABLE IF NOT EXISTS consumer_offsets (
 export const WRITER_BUSY_TIMEOUT_MS = 200;
 
 export function openDatabase(path: string, maxStoreBytes: number, readOnly: boolean): DatabaseSync {
-  // Deno.mkdirSync, not node:fs: node:fs and node:path load ~2.4 MB of Node compatibility
-  // modules that nothing else of the gateway needs.
+  // Deno.mkdirSync, not node:fs: node:fs and node:path load a sizeable set of Node
+  // compatibility modules that nothing else of the gateway needs.
   if (path !== ":memory:" && !readOnly) Deno.mkdirSync(parentDir(path), { recursive: true });
   const db = new DatabaseSync(path, { readOnly });
   try {

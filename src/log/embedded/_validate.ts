@@ -8,7 +8,7 @@ import { DEFAULT_ITERATIONS } from "../../access/password.ts";
 import type { UserConfig } from "../../config/types.ts";
 import { utf8Length } from "../../base/utf8.ts";
 
-/** Iggy's rule for stream and topic names: 1..255 bytes (DESIGN §3). */
+/** Iggy's rule for stream and topic names: 1..255 bytes. */
 export function validateName(kind: "stream" | "topic", name: string): void {
   const bytes = utf8Length(name);
   if (bytes < 1 || bytes > 255) {

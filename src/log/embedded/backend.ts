@@ -1,7 +1,7 @@
 /**
  * The embedded log backend: Iggy's data model in a message log of preallocated segment files
- * (_message_log.ts) beside a SQLite catalog file through Deno's built-in `node:sqlite`
- * (DESIGN §6). The default backend, so the gateway runs with nothing else.
+ * (_message_log.ts) beside a SQLite catalog file through Deno's built-in `node:sqlite`. The
+ * default backend, so the gateway runs with nothing else.
  *
  * @module
  */

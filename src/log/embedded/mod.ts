@@ -1,5 +1,5 @@
 /**
- * The embedded log backend (DESIGN §6): Iggy's data model — streams, topics, partitions,
+ * The embedded log backend: Iggy's data model — streams, topics, partitions,
  * offsets, consumer offsets — in a message log of segment files beside a SQLite catalog via
  * `node:sqlite`, with group commit, a size bound and background retention. What other folders
  * may import.

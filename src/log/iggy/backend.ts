@@ -268,8 +268,8 @@ export class IggyBackend implements LogBackend {
   /**
    * Encodes the send at once and keeps only the frame: from here on no message object is held
    * (`releasesMessages`), so under load they die in the young generation instead of surviving
-   * the round trip to Iggy (measured under QoS 0: the GC's share of the gateway's busy time
-   * fell from about 23% to 14.5%, BENCHMARKS "Payload blocks").
+   * the round trip to Iggy, which lowers the GC's share of the gateway's busy time (see
+   * docs/BENCHMARKS.md, "Payload blocks").
    */
   #send(
     a: PartitionAddress,
@@ -278,7 +278,7 @@ export class IggyBackend implements LogBackend {
   ): Promise<number | null> {
     let frame: Uint8Array;
     try {
-      // The envelope replaces empty payloads (DESIGN §3): the encoder refuses one as a bug.
+      // The envelope replaces empty payloads: the encoder refuses one as a bug.
       const now = Date.now() * 1000;
       frame = this.#encoder.encode(a.stream, a.topic, a.partition, messages, now, bytes);
     } catch (e) {

@@ -1,6 +1,6 @@
 /**
  * Every topic of every stream on the server (wildcard subscriptions resolve their filters
- * against them, issue 18): GET_STREAMS, then GET_STREAM of each stream, decoded in the server's
+ * against them): GET_STREAMS, then GET_STREAM of each stream, decoded in the server's
  * dialect (0.9/0.11 or 0.12).
  *
  * @module

@@ -3,10 +3,10 @@
  * into one buffer: `[metadata_len][stream][topic][partitioning][count][batch]`, the batch as
  * `batch.ts` documents it (256-byte header, 48-byte frames, XXH3-64 seals).
  *
- * Why not `encodeSendMessages` over `BatchMessage`s: profiled under QoS 1 through Iggy, the
- * old path spent 23% of the gateway's CPU in `TextEncoder.encode` of header strings, 8.7% in
- * a crypto call per message id, 7.5% growing buffers, and copied each batch three times
- * (headers, batch, body, frame). Here the buffer is sized once (an upper bound, trimmed at
+ * Why not `encodeSendMessages` over `BatchMessage`s: `TextEncoder.encode` of header strings, a
+ * crypto call per message id, growing buffers and three copies of each batch (headers, batch,
+ * body, frame) took a large share of the gateway's CPU through Iggy (see docs/BENCHMARKS.md,
+ * 'Figures behind the code'). Here the buffer is sized once (an upper bound, trimmed at
  * the end), header keys and repeated values (client ids, topics) are encoded once and cached,
  * short ASCII values are written by a loop, message ids come from one random block per batch,
  * and HEADER_SIZE bytes are left in front so the connection writes its frame header in place.
@@ -77,8 +77,9 @@ export class SendEncoder {
    * Takes back the buffer of a frame from {@link encode} for a later batch. Call it only when
    * nothing will read the frame again: the send was confirmed, so Iggy has read all of it and
    * no retry will resend it. A frame of a failed send is left to the garbage collector (a
-   * write may still hold it). Why: a fresh buffer per batch cost ~55 µs per 400 KB batch
-   * (zeroed pages), and its external memory made the collector run more often.
+   * write may still hold it). Why: a fresh buffer per batch has its pages zeroed every time,
+   * and its external memory makes the collector run more often (see docs/BENCHMARKS.md,
+   * 'Figures behind the code').
    */
   release(frame: Uint8Array): void {
     const buffer = frame.buffer as ArrayBuffer;
@@ -222,8 +223,8 @@ export class SendEncoder {
   /**
    * User headers as TLV (string keys, string values) from `at`; returns the end. Through
    * `Map.forEach` with one callback made once and the position in fields: a `for…of` over
-   * the map allocated an entry array per header (profiled: GC per message through Iggy was
-   * twice the embedded log's, and this loop runs for every message).
+   * the map allocates an entry array per header, and this loop runs for every message (see
+   * docs/BENCHMARKS.md, 'Figures behind the code').
    */
   #writeHeaders(out: Uint8Array, at: number, headers: ReadonlyMap<string, string>): number {
     this.#out = out;
