@@ -18,7 +18,7 @@ import { loadConfigFile, readOperatorFile } from "./src/config/files.ts";
 import { ConfigError, OperatorError } from "./src/config/errors.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
-import { compileMap, explainJson, initPartitioner, MapError } from "./src/mapping/mod.ts";
+import { compileMap, explainJson, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/access/password.ts";
@@ -78,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "explain":
-      return await explain(args, await mapFrom(args, config));
+      return explain(args, await mapFrom(args, config));
     case "read":
       await readMessages(await config(), {
         stream: args.string("stream")!,
@@ -100,8 +100,7 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function explain(args: ParsedArgs, map: CompiledMap): Promise<number> {
-  await initPartitioner();
+function explain(args: ParsedArgs, map: CompiledMap): number {
   for (const t of args.positionals) {
     const e = explainJson(map, t);
     if (args.flag("json")) console.log(JSON.stringify(e));

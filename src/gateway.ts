@@ -7,7 +7,7 @@
 import { parseAddress } from "./config/load.ts";
 import { fileAccessError, readOperatorFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
-import { type CompiledMap, constantTargets, initPartitioner } from "./mapping/mod.ts";
+import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
 import type { LogBackend } from "./log/port.ts";
 import { TopicCache } from "./log/topic_cache.ts";
@@ -147,7 +147,6 @@ export class Gateway {
 
   /** Builds a gateway: compiles the map (refusing a bad one) and creates the backend. */
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
-    await initPartitioner();
     const map = o.map ?? await loadMap(config);
     const logger = o.logger ?? new Logger(config.gateway.log_level);
     const backend = o.backend ?? await createBackend(config, logger);
@@ -259,7 +258,7 @@ export class Gateway {
 
   /**
    * Hands the gateway one transport, as a listener does on accept: the seam for session tests
-   * over in-memory transports (`session/memory_transport.ts`).
+   * over in-memory transports (`tests/helpers/memory_transport.ts`).
    */
   accept(t: Transport): void {
     this.#accept(t);
@@ -303,8 +302,7 @@ export class Gateway {
       ? await readTlsMaterial(next.listeners)
       : null;
     if (tls) await tlsListener!.reloadTls!(tls);
-    const withUsers = this.backend as { setUsers?: (u: GatewayConfig["users"]) => void };
-    withUsers.setUsers?.(next.users);
+    this.backend.setUsers?.(next.users);
     this.#ctx.authenticator.reload(next.auth);
     const previous = this.maps.current;
     this.maps.current = map;
@@ -327,7 +325,7 @@ export class Gateway {
     if (this.#stopping) return;
     this.#stopping = true;
     for (const l of this.#listeners) l.close();
-    // Before connections close: their unacknowledged deliveries must not be struck (issue 3).
+    // Before connections close: their unacknowledged deliveries must not be struck.
     this.delivery.beginStop();
     const drains = [...this.#connections].map((c) => c.drain());
     const timeout = new Promise((r) => setTimeout(r, this.config.gateway.drain_timeout_ms));

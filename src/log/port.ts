@@ -10,10 +10,11 @@
  */
 
 import type { Permissions } from "../access/permissions.ts";
+import type { UserConfig } from "../config/types.ts";
 
 /** One message as the gateway hands it to the log. */
 export interface OutgoingMessage {
-  /** Payload bytes; never empty (the envelope replaces empty payloads, DESIGN §3). */
+  /** Payload bytes; never empty (the envelope replaces empty payloads). */
   readonly payload: Uint8Array;
   /** User headers, string keys and string values, each 1..255 bytes. */
   readonly headers: ReadonlyMap<string, string>;
@@ -193,6 +194,11 @@ export interface LogBackend {
    * a verified client certificate. Fails with `unknown` when there is no such user.
    */
   principalOf(username: string): Promise<AuthResult>;
+  /**
+   * A reload's `[[users]]`: the next login checks against them. Absent on a backend whose
+   * logins are checked against its own users (Iggy).
+   */
+  setUsers?(users: readonly UserConfig[]): void;
 
   /** Topic metadata, or null when the stream or topic does not exist. */
   getTopic(stream: string, topic: string): Promise<TopicInfo | null>;

@@ -1,5 +1,5 @@
 /**
- * Topic mapping (ToMaR, DESIGN §3): compile the topic map and refuse bad ones, resolve MQTT
+ * Topic mapping (ToMaR): compile the topic map and refuse bad ones, resolve MQTT
  * topics to (stream, topic, partition key) as a pure function (P2, P3), check resolved names
  * against Iggy's rules (P3/P4), and choose partitions with Iggy's own key hash (P5). Reads the
  * gateway's TOML map and Strimzi's `topic-mapping-rules.json`.
@@ -8,7 +8,6 @@
  *
  * ```ts
  * const map = compileMap(await Deno.readTextFile(path), path);
- * await initPartitioner();
  * const r = resolveTopic(map, "building/north/room/42/temp");
  * const reason = checkResolution(r); // non-null → "denied"
  * const partition = r.partitionKey === null ? null : partitionForKey(r.partitionKey, 3);
@@ -22,7 +21,7 @@ export { compileMap } from "./compile.ts";
 export type { CompiledMap, CompiledRule, Resolution } from "./types.ts";
 export { resolveTopic } from "./resolve.ts";
 export { checkResolution, isValidIggyName } from "./names.ts";
-export { initPartitioner, partitionForKey } from "./partition.ts";
+export { partitionForKey } from "./partition.ts";
 export { explainJson } from "./explain.ts";
 export { constantTargets, type Target } from "./targets.ts";
 export { filterMatches, filterProblem, isWildcardFilter } from "./filter.ts";

@@ -10,7 +10,6 @@ Deno.test("mod.ts exports exactly the mapping API", () => {
     "explainJson",
     "filterMatches",
     "filterProblem",
-    "initPartitioner",
     "isValidIggyName",
     "isWildcardFilter",
     "partitionForKey",

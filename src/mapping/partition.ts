@@ -8,14 +8,6 @@
 import { xxh32 } from "../base/xxhash.ts";
 
 /**
- * Resolves at once: XXH32 is plain TypeScript now (`base/xxhash.ts`), so there is nothing to
- * load. Kept so that start-up code written for the WebAssembly hasher keeps working.
- */
-export function initPartitioner(): Promise<void> {
-  return Promise.resolve();
-}
-
-/**
  * The 0-based partition for `key` among `partitions` (P5): `XXH32(utf8(key), 0) % partitions`,
  * matching Iggy's server and SDKs.
  *

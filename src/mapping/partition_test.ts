@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { xxh32 } from "../base/xxhash.ts";
-import { initPartitioner, partitionForKey } from "./partition.ts";
+import { partitionForKey } from "./partition.ts";
 
 // Check values from IGGY.md §5 (libxxhash XXH32, seed 0).
 const VECTORS: [string, number][] = [
@@ -11,13 +11,11 @@ const VECTORS: [string, number][] = [
   ["key", 0xb3d93ae0],
 ];
 
-Deno.test("xxh32() matches Iggy's XXH32 seed 0 check values", async () => {
-  await initPartitioner();
+Deno.test("xxh32() matches Iggy's XXH32 seed 0 check values", () => {
   for (const [key, hash] of VECTORS) assert.equal(xxh32(key), hash, JSON.stringify(key));
 });
 
-Deno.test("partitionForKey() picks XXH32(key) mod partitions, 0-based, as Iggy does", async () => {
-  await initPartitioner();
+Deno.test("partitionForKey() picks XXH32(key) mod partitions, 0-based, as Iggy does", () => {
   assert.equal(partitionForKey("sensor-1", 3), 1);
   assert.equal(partitionForKey("sensor-1", 4), 2);
   assert.equal(partitionForKey("devices/abc/telemetry", 3), 2);
@@ -26,8 +24,7 @@ Deno.test("partitionForKey() picks XXH32(key) mod partitions, 0-based, as Iggy d
   assert.equal(partitionForKey("abc", 1), 0);
 });
 
-Deno.test("partitionForKey() puts the same key in the same partition every time", async () => {
-  await initPartitioner();
+Deno.test("partitionForKey() puts the same key in the same partition every time", () => {
   const first = partitionForKey("room_42", 7);
   for (let i = 0; i < 100; i++) {
     partitionForKey(`other-${i}`, 7);
@@ -35,21 +32,14 @@ Deno.test("partitionForKey() puts the same key in the same partition every time"
   }
 });
 
-Deno.test("partitionForKey() hashes the key's UTF-8 bytes", async () => {
-  await initPartitioner();
+Deno.test("partitionForKey() hashes the key's UTF-8 bytes", () => {
   // "é" is two UTF-8 bytes; hashing its UTF-16 units would differ.
   assert.equal(xxh32("é"), xxh32(new TextDecoder().decode(new Uint8Array([0xc3, 0xa9]))));
   assert.notEqual(xxh32("é"), xxh32("\u00e9\u0000"));
 });
 
-Deno.test("partitionForKey() refuses a partition count that is not a positive integer", async () => {
-  await initPartitioner();
+Deno.test("partitionForKey() refuses a partition count that is not a positive integer", () => {
   for (const n of [0, -1, 1.5, Number.NaN, 2 ** 32]) {
     assert.throws(() => partitionForKey("k", n), RangeError, String(n));
   }
-});
-
-Deno.test("initPartitioner() can be called more than once", async () => {
-  await Promise.all([initPartitioner(), initPartitioner()]);
-  assert.equal(partitionForKey("key", 4), 0);
 });

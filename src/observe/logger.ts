@@ -85,6 +85,3 @@ function jsonReplacer(_key: string, value: unknown): unknown {
   if (value instanceof Uint8Array) return `<${value.length} bytes>`;
   return value;
 }
-
-/** A logger that writes nothing (tests). */
-export const silentLogger = new Logger("error", () => {});

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { connectPacket } from "../../tests/helpers/gateway.ts";
 import { startMemoryGateway } from "../../tests/helpers/memory_gateway.ts";
 import { keepAliveTimeoutMs } from "./connect.ts";
-import type { MemoryClient } from "./memory_transport.ts";
+import type { MemoryClient } from "../../tests/helpers/memory_transport.ts";
 import { hashPassword } from "../access/password.ts";
 
 const CONNACK_ACCEPTED = [0x20, 2, 0, 0];

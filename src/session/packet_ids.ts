@@ -1,6 +1,6 @@
 /**
  * A set of MQTT packet identifiers (1..65535) as a bitmap: the QoS 2 publishes a client has
- * sent whose PUBREL has not come yet [MQTT-4.3.3-3]. The id space bounds it: 8 KB at most,
+ * sent whose PUBREL has not come yet [MQTT-4.3.3-3]. The id space bounds it: 8192 bytes at most,
  * made at the first QoS 2 publish (a connection that never sends QoS 2 holds none).
  *
  * @module
@@ -37,7 +37,7 @@ export class PacketIdSet {
   delete(id: number): boolean {
     if (!this.has(id)) return false;
     this.#bits![id >> 3] &= ~(1 << (id & 7));
-    if (--this.#size === 0) this.#bits = null; // nothing pending: give the 8 KB back
+    if (--this.#size === 0) this.#bits = null; // nothing pending: give the bitmap back
     return true;
   }
 }

@@ -11,7 +11,7 @@ import { type MemoryGateway, startMemoryGateway } from "../../tests/helpers/memo
 import type { AppendRequest, LogBackend } from "../log/port.ts";
 import type { SharedReader } from "../delivery/reader.ts";
 import { tripleKey } from "../delivery/registry.ts";
-import type { MemoryClient } from "./memory_transport.ts";
+import type { MemoryClient } from "../../tests/helpers/memory_transport.ts";
 
 /** Per append through the probe: its message count, and its request array's length after. */
 interface Probe {

@@ -3,7 +3,7 @@ import type { PublishPacket } from "../codec/packets.ts";
 import { ALL_GLOBAL_PERMISSIONS } from "../access/permissions.ts";
 import type { LogBackend, Principal } from "../log/port.ts";
 import { TopicCache } from "../log/topic_cache.ts";
-import { compileMap, initPartitioner } from "../mapping/mod.ts";
+import { compileMap } from "../mapping/mod.ts";
 import { type PreparedAppend, PublishPreparer } from "./publish.ts";
 
 const ROOT: Principal = {
@@ -12,12 +12,11 @@ const ROOT: Principal = {
 };
 
 /** A preparer over a map with defaults only, whose target topic has `partitions` partitions. */
-async function preparer(
+function preparer(
   partitions: number,
   placesBalanced = false,
   rules = "",
-): Promise<PublishPreparer> {
-  await initPartitioner();
+): PublishPreparer {
   const map = compileMap(
     'default_stream = "sensors"\ndefault_topic = "messages_default"\n' + rules,
     "test.toml",
@@ -52,7 +51,7 @@ function publish(topic: string): PublishPacket {
 }
 
 Deno.test("unkeyed publishes are spread round robin per target topic, across MQTT topics", async () => {
-  const p = await preparer(3);
+  const p = preparer(3);
   const partitions: number[] = [];
   // Two MQTT topics (two resolutions) share the default target: one counter for both.
   for (const topic of ["a/1", "b/2", "a/1", "b/2", "a/1", "b/2"]) {
@@ -64,7 +63,7 @@ Deno.test("unkeyed publishes are spread round robin per target topic, across MQT
 });
 
 Deno.test("the preparer hands out one shared address object per target partition", async () => {
-  const p = await preparer(2);
+  const p = preparer(2);
   const seen = [];
   for (let i = 0; i < 4; i++) {
     seen.push(((await p.prepare(publish("x"), ROOT, "c")) as PreparedAppend).address);
@@ -76,7 +75,7 @@ Deno.test("the preparer hands out one shared address object per target partition
 });
 
 Deno.test("when the backend places unkeyed messages, they share one balanced address per topic", async () => {
-  const p = await preparer(3, true);
+  const p = preparer(3, true);
   const addresses = [];
   for (const topic of ["a/1", "a/1", "a/1"]) {
     const r = (await p.prepare(publish(topic), ROOT, "c")) as PreparedAppend;
@@ -91,7 +90,7 @@ Deno.test("when the backend places unkeyed messages, they share one balanced add
 Deno.test("a resolution to an invalid Iggy name is denied at every publish, and a valid one still appends", async () => {
   // The name check is kept with the cached resolution: the second publish must be denied too.
   const rule = "[[rule]]\nmqtt_topic = 'long/([^/]+)'\nstream = 's'\ntopic = 't_$1'\n";
-  const p = await preparer(1, false, rule);
+  const p = preparer(1, false, rule);
   const long = `long/${"x".repeat(300)}`;
   for (let i = 0; i < 2; i++) {
     const r = await p.prepare(publish(long), ROOT, "c");

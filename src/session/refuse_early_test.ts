@@ -3,7 +3,7 @@
  * at most MAX_REFUSING sockets are read at once, the rest closed at once.
  */
 import assert from "node:assert/strict";
-import { memoryTransportPair } from "./memory_transport.ts";
+import { memoryTransportPair } from "../../tests/helpers/memory_transport.ts";
 import { connectLevel, EarlyRefusals, MAX_REFUSING } from "./refuse_early.ts";
 
 const V5_CONNECT = [0x10, 13, 0, 4, 0x4d, 0x51, 0x54, 0x54, 5, 2, 0, 60, 0, 0, 0];

@@ -15,7 +15,7 @@ import {
   type TestGateway,
   varint,
 } from "../helpers/gateway.ts";
-import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
+import { partitionForKey } from "../../src/mapping/mod.ts";
 import type { PartitionAddress } from "../../src/log/port.ts";
 
 /** Test options: the gateway keeps timers and sockets of its own between tests. */
@@ -164,13 +164,12 @@ export async function publishesBefore(c: RawClient): Promise<Received[]> {
 }
 
 /** The triple of a keyed topic of the design map (3 partitions with auto_create). */
-export async function tripleOf(
+export function tripleOf(
   stream: string,
   topic: string,
   key: string,
   partitions = 3,
-): Promise<PartitionAddress> {
-  await initPartitioner();
+): PartitionAddress {
   return { stream, topic, partition: partitionForKey(key, partitions) };
 }
 

@@ -9,7 +9,7 @@ import mqtt from "mqtt";
 import type { IggyBackend } from "../../src/log/iggy/mod.ts";
 import { iggyClient } from "../helpers/iggy_client.ts";
 import { NO_GLOBAL_PERMISSIONS } from "../../src/access/permissions.ts";
-import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
+import { partitionForKey } from "../../src/mapping/mod.ts";
 import {
   connectPacket,
   HAS_MOSQUITTO_CLIENTS,
@@ -113,7 +113,6 @@ Deno.test({
       const stream = `building_north_${SUFFIX}`;
       const info = await probe.getTopic(stream, "telemetry");
       assert.ok(info, "auto-created topic");
-      await initPartitioner();
       const ours = partitionForKey("room_42", info.partitions);
       const msgs = await probe.poll({ stream, topic: "telemetry", partition: ours }, 0, 10);
       assert.equal(msgs.length, 1);
@@ -332,7 +331,6 @@ Deno.test({
       // Each gateway stores its own consumer offset for the triple.
       const probe = probeBackend();
       await probe.open();
-      await initPartitioner();
       const stream = `building_south_${SUFFIX}`;
       const info = (await probe.getTopic(stream, "telemetry"))!;
       const triple = {

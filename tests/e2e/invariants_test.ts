@@ -5,12 +5,7 @@ import assert from "node:assert/strict";
 import { loadConfig } from "../../src/config/load.ts";
 import { createBackend } from "../../src/log/create.ts";
 import { openStoreReadOnly } from "../helpers/store.ts";
-import {
-  compileMap,
-  initPartitioner,
-  partitionForKey,
-  resolveTopic,
-} from "../../src/mapping/mod.ts";
+import { compileMap, partitionForKey, resolveTopic } from "../../src/mapping/mod.ts";
 import { hashPassword } from "../../src/access/password.ts";
 import {
   connectPacket,
@@ -55,7 +50,6 @@ Deno.test({
       // Barrier: PINGRESP arrives, and no PUBACK came before it.
       assert.deepEqual(await pingBarrier(c), []);
       // A separate reader of the same file sees only the warm-up message.
-      await initPartitioner();
       const address = {
         stream: "sensors",
         topic: "sensor_data",
@@ -150,7 +144,6 @@ Deno.test({
         acks.map((p) => (p[2] << 8) | p[3]),
         Array.from({ length: N / 2 }, (_, i) => 2 * i + 1),
       );
-      await initPartitioner();
       const p = partitionForKey("sensor_k1", 3);
       await waitFor(async () =>
         (await gw.gateway.backend.poll(

@@ -33,7 +33,7 @@ Deno.test({
     );
     const p = await connectRaw(gw.port, "pub");
     try {
-      const triple = await tripleOf("building_north", "telemetry", "room_42");
+      const triple = tripleOf("building_north", "telemetry", "room_42");
       const base = await gw.gateway.backend.nextOffset(triple);
       const msgs: [string, string][] = Array.from({ length: 10 }, (_, i) => [ROOM42, `m${i}`]);
       await publishAll(p, msgs);
@@ -71,7 +71,7 @@ Deno.test({
     const leaver = await rawSubscriber(gw.port, "leaver", [[ROOM42, 1]]);
     const p = await connectRaw(gw.port, "pub");
     try {
-      const triple = await tripleOf("building_north", "telemetry", "room_42");
+      const triple = tripleOf("building_north", "telemetry", "room_42");
       const base = await gw.gateway.backend.nextOffset(triple);
       await publishAll(p, [[ROOM42, "x"], [ROOM42, "y"]]);
       await receive(keeper, 2);
@@ -97,7 +97,7 @@ Deno.test({
     const c = await rawSubscriber(gw.port, "window", [[ROOM42, 1]]);
     const p = await connectRaw(gw.port, "pub");
     try {
-      const triple = await tripleOf("building_north", "telemetry", "room_42");
+      const triple = tripleOf("building_north", "telemetry", "room_42");
       const base = await gw.gateway.backend.nextOffset(triple);
       await publishAll(p, Array.from({ length: 6 }, (_, i) => [ROOM42, `w${i}`]));
       const reader = gw.gateway.delivery.readers.get(tripleKey(triple))!;
@@ -156,8 +156,8 @@ Deno.test({
     try {
       const big = "x".repeat(200);
       await publishAll(p, Array.from({ length: 5 }, (_, i) => [ROOM42, `${i}${big}`]));
-      const sensors = await tripleOf("sensors", "sensor_data", "sensor_abc");
-      const room = await tripleOf("building_north", "telemetry", "room_42");
+      const sensors = tripleOf("sensors", "sensor_data", "sensor_abc");
+      const room = tripleOf("building_north", "telemetry", "room_42");
       await waitFor(
         () => gw.gateway.delivery.readers.get(tripleKey(room))!.ledger.size === 5,
         3000,

@@ -11,7 +11,7 @@ import {
   run,
   startGateway,
 } from "../helpers/gateway.ts";
-import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
+import { partitionForKey } from "../../src/mapping/mod.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -38,7 +38,6 @@ Deno.test({
         "21.5",
       ]);
       assert.equal(r.code, 0, r.stderr);
-      await initPartitioner();
       const partition = partitionForKey("room_42", 3);
       const msgs = await gw.gateway.backend.poll(
         { stream: "building_north", topic: "telemetry", partition },
@@ -73,7 +72,6 @@ Deno.test({
       const bin = new Uint8Array([0, 1, 2, 250, 255]);
       await client.publishAsync("sensors/abc/data", Buffer.from(bin), { qos: 1, retain: true });
       await client.publishAsync("sensors/abc/data", "q0", { qos: 0 });
-      await initPartitioner();
       const partition = partitionForKey("sensor_abc", 3);
       const address = { stream: "sensors", topic: "sensor_data", partition };
       let msgs: Awaited<ReturnType<typeof gw.gateway.backend.poll>> = [];

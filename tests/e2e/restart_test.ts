@@ -28,7 +28,7 @@ Deno.test({
       IGGY_MQTT_LIMITS_COMMIT_INTERVAL_MS: "10",
     };
     try {
-      const triple = await tripleOf("building_north", "telemetry", "room_42");
+      const triple = tripleOf("building_north", "telemetry", "room_42");
       const gw1 = await startGateway({ env });
       const clients = [];
       try {

@@ -53,7 +53,7 @@ Deno.test({
     await waitFor(() => gw.gateway.delivery.registry.lookup(ROOM42)?.size === 100, 5000, "100");
     const stuckQueue = queueOf(gw, "stuck")!;
     const pub = await connectRaw(gw.port, "pub");
-    const triple = await tripleOf("building_north", "telemetry", "room_42");
+    const triple = tripleOf("building_north", "telemetry", "room_42");
     const base = await gw.gateway.backend.nextOffset(triple);
     const payload = "p".repeat(200);
     try {
@@ -155,7 +155,7 @@ Deno.test({
     const stuck = await stuckSubscriber(gw.port, "stuck", ROOM42);
     await waitFor(() => gw.gateway.delivery.registry.lookup(ROOM42)?.size === 2, 3000, "subs");
     const pub = await connectRaw(gw.port, "pub");
-    const triple = await tripleOf("building_north", "telemetry", "room_42");
+    const triple = tripleOf("building_north", "telemetry", "room_42");
     const base = await gw.gateway.backend.nextOffset(triple);
     try {
       const t0 = performance.now();

@@ -10,7 +10,7 @@ import { connectRaw, RawClient, startGateway, waitFor } from "../helpers/gateway
 import { spawnGateway } from "../helpers/process.ts";
 import { ownStderrLines, ROOT, STACK_FRAME } from "../helpers/cli.ts";
 import { removeStore } from "../helpers/store.ts";
-import { initPartitioner, partitionForKey } from "../../src/mapping/mod.ts";
+import { partitionForKey } from "../../src/mapping/mod.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const DENO = Deno.execPath();
@@ -42,7 +42,6 @@ for (const layer of ["epoll", "node"]) {
           if (acks.length % 500 === 0) await Promise.all(acks.slice(-500));
         }
         await Promise.all(acks);
-        await initPartitioner();
         const address = {
           stream: "sensors",
           topic: "sensor_data",

@@ -117,7 +117,7 @@ Deno.test({
     const c = await rawSubscriber(gw.port, "c", [[humidity, 1]]);
     const p = await connectRaw(gw.port, "pub");
     try {
-      const triple = await tripleOf("building_north", "telemetry", "room_42");
+      const triple = tripleOf("building_north", "telemetry", "room_42");
       assert.deepEqual([...gw.gateway.delivery.readers.keys()], [tripleKey(triple)]);
       const polls = () => gw.gateway.metrics.polls.get();
       const msgs: [string, string][] = [];
@@ -378,7 +378,7 @@ Deno.test({
     const c = await rawSubscriber(gw.port, "mixed", [[ROOM42, 1]]);
     const p = await connectRaw(gw.port, "pub");
     try {
-      const triple = await tripleOf("building_north", "telemetry", "room_42");
+      const triple = tripleOf("building_north", "telemetry", "room_42");
       const base = await gw.gateway.backend.nextOffset(triple);
       const skipped = counter(gw, "reader_skipped_messages_total");
       // Appended behind the gateway's back (no in-process signal): the idle reader's back-off

@@ -19,9 +19,10 @@
  */
 import { Buffer } from "node:buffer";
 import mqttPacket from "mqtt-packet";
-import { type ClientPacket, PacketDecoder, ProtocolError } from "../../src/codec/mod.ts";
-import type { DecoderLimits } from "../../src/codec/mod.ts";
-import { remainingLength as varint } from "../../src/codec/mod.ts";
+import { type DecoderLimits, PacketDecoder } from "../../src/codec/decoder.ts";
+import { ProtocolError } from "../../src/codec/errors.ts";
+import type { ClientPacket } from "../../src/codec/packets.ts";
+import { remainingLength as varint } from "../../src/codec/encoder.ts";
 import { concatBytes } from "../../src/base/bytes.ts";
 
 /** Figures of one fuzz run. */

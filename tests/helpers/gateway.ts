@@ -10,7 +10,7 @@ import type { GatewayConfig } from "../../src/config/types.ts";
 import { Gateway, type GatewayOverrides } from "../../src/gateway.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
-import { remainingLength } from "../../src/codec/mod.ts";
+import { remainingLength } from "../../src/codec/encoder.ts";
 
 /** The quick-start map of DESIGN §3. */
 export const DESIGN_MAP = `

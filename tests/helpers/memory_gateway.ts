@@ -12,7 +12,7 @@ import type { LogBackend } from "../../src/log/port.ts";
 import { Gateway } from "../../src/gateway.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
-import { type MemoryClient, memoryTransportPair } from "../../src/session/memory_transport.ts";
+import { type MemoryClient, memoryTransportPair } from "./memory_transport.ts";
 import { connectPacket, DESIGN_MAP, testEnv } from "./gateway.ts";
 
 /** A started gateway reachable only through memory transports. */

@@ -17,6 +17,7 @@ import type {
   TopicInfo,
 } from "../../src/log/port.ts";
 import { BackendError } from "../../src/log/port.ts";
+import type { UserConfig } from "../../src/config/types.ts";
 
 /** Wraps a real backend. */
 export class SpyBackend implements LogBackend {
@@ -52,6 +53,10 @@ export class SpyBackend implements LogBackend {
   health(): BackendHealth {
     if (this.failWith) return { ready: false, reason: `test outage (${this.failWith})` };
     return this.inner.health();
+  }
+  setUsers(users: readonly UserConfig[]): void {
+    this.calls.push("setUsers");
+    this.inner.setUsers?.(users);
   }
   principalOf(u: string): Promise<AuthResult> {
     this.calls.push("principalOf");

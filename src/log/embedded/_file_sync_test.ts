@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { BackendError } from "../port.ts";
 import { FileSync, MAX_OVERLAPPING_SYNCS } from "./_file_sync.ts";
-import { openTestStore, textMessage } from "./_testing.ts";
+import { openTestStore, textMessage } from "../../../tests/helpers/embedded_store.ts";
 
 const address = { stream: "s", topic: "t", partition: 0 };
 

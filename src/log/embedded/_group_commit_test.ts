@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { BackendError } from "../port.ts";
-import { openTestStore, sizedMessage, textMessage } from "./_testing.ts";
+import { openTestStore, sizedMessage, textMessage } from "../../../tests/helpers/embedded_store.ts";
 
 const address = { stream: "s", topic: "t", partition: 0 };
 

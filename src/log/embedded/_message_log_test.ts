@@ -3,7 +3,7 @@ import { BackendError } from "../port.ts";
 import { BatchEncoder } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import { type LogRun, MessageLog, type MessageLogOptions } from "./_message_log.ts";
-import { textMessage } from "./_testing.ts";
+import { textMessage } from "../../../tests/helpers/embedded_store.ts";
 
 const SEGMENT = 16 * 1024;
 

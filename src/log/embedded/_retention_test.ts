@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { CHUNK_RECORDS } from "./_retention.ts";
-import { openTestStore, sizedMessage, textMessage } from "./_testing.ts";
+import { openTestStore, sizedMessage, textMessage } from "../../../tests/helpers/embedded_store.ts";
 
 const HOUR_MICROS = 3_600_000_000;
 const address = { stream: "s", topic: "t", partition: 0 };

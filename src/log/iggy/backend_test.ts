@@ -10,8 +10,8 @@ import {
   replyFrame,
   resultOk,
   type SeenRequest,
-} from "./fake_server_testing.ts";
-import { topicBody } from "./records_testing.ts";
+} from "../../../tests/helpers/fake_iggy_frames.ts";
+import { topicBody } from "../../../tests/helpers/iggy_records.ts";
 
 const config: GatewayConfig["iggy"] = {
   address: "127.0.0.1:1",

@@ -8,7 +8,7 @@ import {
   replyFrame,
   resultOk,
   type SeenRequest,
-} from "./fake_server_testing.ts";
+} from "../../../tests/helpers/fake_iggy_frames.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 
 await loadHashes();

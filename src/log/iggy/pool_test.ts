@@ -6,7 +6,7 @@ import {
   registerPayload,
   replyFrame,
   resultOk,
-} from "./fake_server_testing.ts";
+} from "../../../tests/helpers/fake_iggy_frames.ts";
 import { backoffDelay, IggyPool } from "./pool.ts";
 import { DialectChooser } from "./dialect.ts";
 import { loadHashes } from "../../base/xxhash.ts";

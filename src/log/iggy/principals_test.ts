@@ -10,11 +10,11 @@ import {
   replyFrame,
   resultOk,
   type SeenRequest,
-} from "./fake_server_testing.ts";
+} from "../../../tests/helpers/fake_iggy_frames.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import { authFailure, nameWirePermissions, PrincipalAuthenticator } from "./principals.ts";
 import { IggyEvictionError } from "./codes.ts";
-import { streamBytes, topicHeaderBytes } from "./records_testing.ts";
+import { streamBytes, topicHeaderBytes } from "../../../tests/helpers/iggy_records.ts";
 import type { WirePermissions } from "./records.ts";
 
 await loadHashes();

@@ -11,7 +11,7 @@
  */
 
 import type { PollReply } from "../batch.ts";
-import { IggyConnectionError, IggyError, IggyTimeoutError } from "../codes.ts";
+import { IggyConnectionError, IggyError, IggyTimeoutError, Status } from "../codes.ts";
 import * as cmd from "../commands.ts";
 import { NotSentError } from "../connection.ts";
 import { Code } from "../codes.ts";
@@ -53,7 +53,7 @@ export interface PartitionOpsDeps {
 /**
  * Wait of one deferred poll. Short enough that a reader that stops without cancelling ends
  * soon (its loop waits for the poll); long enough that the idle gap between two polls (up to
- * the reader's 50 ms back-off) is rare.
+ * the reader's back-off) is rare.
  */
 export const LONG_POLL_MS = 1_000;
 /** Bytes a deferred poll may return. */
@@ -75,7 +75,7 @@ export const MAX_CAUGHT_UP = 100_000;
 export function uncertain(e: unknown): boolean {
   if (e instanceof NotSentError) return false;
   return e instanceof IggyConnectionError || e instanceof IggyTimeoutError ||
-    (e instanceof IggyError && e.code === 57);
+    (e instanceof IggyError && e.code === Status.TRANSIENT_NOT_COMMITTED);
 }
 
 /** One send across its attempts. */

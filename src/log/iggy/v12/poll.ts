@@ -10,9 +10,6 @@ import { decodeBatches, type PollReply } from "../batch.ts";
 import { ByteReader, ByteWriter } from "../bytes.ts";
 import type { RouteContext } from "./header.ts";
 
-/** Size of the 0.12 poll reply head. */
-export const POLL_HEAD_BYTES = 40;
-
 /** Bounds of a deferred poll (the codec's validation rules). */
 export const DEFERRED = Object.freeze({
   MAX_WAIT_MS: 600_000,

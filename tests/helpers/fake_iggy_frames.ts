@@ -6,9 +6,14 @@
  * @module
  */
 
-import { FrameKind } from "./codes.ts";
-import type { Dialer, Transport } from "./dial.ts";
-import { EvictionOffset, HEADER_SIZE, ReplyOffset, RequestOffset } from "./header.ts";
+import { FrameKind } from "../../src/log/iggy/codes.ts";
+import type { Dialer, Transport } from "../../src/log/iggy/dial.ts";
+import {
+  EvictionOffset,
+  HEADER_SIZE,
+  ReplyOffset,
+  RequestOffset,
+} from "../../src/log/iggy/header.ts";
 
 /** A request as the fake server saw it. */
 export interface SeenRequest {

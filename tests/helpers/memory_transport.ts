@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Transport, TransportSink } from "./transport.ts";
+import type { Transport, TransportSink } from "../../src/session/transport.ts";
 
 /** The gateway's end of a memory pair. */
 class MemoryServerEnd implements Transport {

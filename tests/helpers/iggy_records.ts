@@ -1,12 +1,12 @@
 /**
- * Test helper: encoders for the server's metadata records, written from IGGY.md §4.6, so
+ * Test helper: encoders for the server's metadata records, as Iggy 0.9 writes them, so
  * tests can feed decoders and the fake server realistic bodies.
  *
  * @module
  */
 
-import { ByteWriter } from "./bytes.ts";
-import { writeName } from "./encoding.ts";
+import { ByteWriter } from "../../src/log/iggy/bytes.ts";
+import { writeName } from "../../src/log/iggy/encoding.ts";
 
 /** A stream record. */
 export function streamBytes(w: ByteWriter, id: number, name: string, topics = 0): ByteWriter {

@@ -1,11 +1,12 @@
 /**
- * Test helpers for this folder: a backend on a fresh temp file with small, explicit settings.
+ * The embedded backend on a fresh temp file with small, explicit settings, for the tests of
+ * `src/log/embedded` and of the Iggy client that compare against it.
  *
  * @module
  */
-import type { OutgoingMessage } from "../port.ts";
-import { EmbeddedBackend } from "./backend.ts";
-import type { EmbeddedOptions } from "./options.ts";
+import type { OutgoingMessage } from "../../src/log/port.ts";
+import { EmbeddedBackend } from "../../src/log/embedded/backend.ts";
+import type { EmbeddedOptions } from "../../src/log/embedded/options.ts";
 
 /** A backend under test, its directory, and a cleanup that closes it and removes the files. */
 export interface TestStore {
