@@ -9,7 +9,8 @@
  * no WebAssembly.
  *
  * XXH3-64 is our own small WebAssembly module (`tools/xxh3-wasm`, embedded in
- * `_xxh3_wasm.ts`), instantiated on first use (only the Iggy backend hashes with it). An Iggy
+ * `_xxh3_wasm.ts`), instantiated on first use (Iggy frames are sealed with it; long client ids are hashed into
+ * session consumer names). An Iggy
  * batch is sealed in one call ({@link sealBatchXxh3}) — every frame's XXH3-64 and the batch's
  * over them — where a general library costs a round trip, a copy and an allocated digest per
  * frame: a large share of the gateway's CPU through Iggy (see docs/BENCHMARKS.md, 'Figures

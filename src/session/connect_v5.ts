@@ -1,6 +1,6 @@
 /**
  * MQTT 5 CONNECT and CONNACK: what the gateway refuses before any login
- * (enhanced authentication, retained and QoS 2 wills), the session state a v5 connection keeps
+ * (enhanced authentication, retained wills), the session state a v5 connection keeps
  * (the client's receive maximum and maximum packet size, problem information), and the CONNACK
  * properties, which promise only what the gateway implements.
  *

@@ -167,7 +167,7 @@ Deno.test("hash-password reads stdin and prints a verifiable hash", async () => 
 
 Deno.test("--version names the protocol versions", async () => {
   const r = await cli(["--version"]);
-  assert.match(r.stdout, /MQTT 3\.1\.1 and 5; Iggy binary protocol 0\.11\.0/);
+  assert.match(r.stdout, /MQTT 3\.1\.1 and 5; Iggy binary protocols 0\.11\.0 and 0\.12\.2/);
 });
 
 Deno.test({

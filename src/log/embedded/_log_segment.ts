@@ -66,7 +66,10 @@ export function segmentBase(name: string): number | undefined {
   return /^[0-9]+$/.test(digits) ? Number(digits) : undefined;
 }
 
-/** A segment file. Reads are synchronous (the page cache); writes and syncs are not. */
+/**
+ * A segment file. Reads and record writes are synchronous (the page cache); zero-fill and syncs
+ * are not.
+ */
 export class FileSegment implements Segment {
   readonly base: number;
   readonly capacity: number;

@@ -1,6 +1,7 @@
 /**
- * In-process append signals: after each group commit the shared readers hear which partitions grew,
- * instead of polling the store on a timer.
+ * In-process append signals: the backend's `onAppend()` listeners (the port's contract) are told,
+ * after each written transaction and before its fsync, which partitions grew. Nothing in the
+ * gateway subscribes today: shared readers are woken by `Delivery.notifyAppended` instead.
  *
  * @module
  */

@@ -1,6 +1,7 @@
 /**
- * The Iggy backend: the gateway's own client for Iggy's TCP binary protocol 0.11.0 (VSR
- * framing, Iggy server 0.9.0), implementing the backend port.
+ * The Iggy backend: the gateway's own client for Iggy's TCP binary protocols 0.11.0 (Iggy
+ * 0.9) and 0.12.2 (Iggy 0.10), the dialect chosen per connection (`dialect.ts`), implementing
+ * the backend port.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
- * The Iggy binary protocol version this client speaks, in one place (IGGY.md §4.6).
- * Moving to another protocol (e.g. 0.12.0) starts here; the Register body carries it and
- * an `IncompatibleProtocol` eviction is reported against it.
+ * Iggy binary protocol versions: how they are packed on the wire and printed, and the 0.11
+ * dialect's own version (0.12.2 is `v12/wire.ts` `PROTOCOL_012`). The 0.11 Register body
+ * carries it and an `IncompatibleProtocol` eviction is reported against it.
  *
  * @module
  */
@@ -16,7 +16,7 @@ export interface ProtocolVersion {
   readonly patch: number;
 }
 
-/** The protocol this client implements: Iggy binary protocol 0.11.0 (server 0.9.0, VSR framing). */
+/** The 0.11 dialect's protocol: Iggy binary protocol 0.11.0 (Iggy server 0.9, VSR framing). */
 export const PROTOCOL_VERSION: ProtocolVersion = Object.freeze({ major: 0, minor: 11, patch: 0 });
 
 /** Packs a version the way the wire carries it: `major << 20 | minor << 10 | patch`. */
