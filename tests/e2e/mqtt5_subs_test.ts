@@ -57,6 +57,23 @@ async function client5(gw: TestGateway, o: Record<string, unknown> = {}) {
   return { c, got };
 }
 
+/**
+ * A barrier instead of a sleep: `pub` publishes an end marker to each of `topics` and this waits
+ * until `s` has every marker. Each partition is delivered in order, a catch-up before the live
+ * reader, so a copy the gateway was still going to send on those partitions has arrived by then.
+ * Returns what `s` got before the markers (the markers themselves removed).
+ */
+async function untilEnd(
+  pub: { c: mqtt.MqttClient },
+  s: { got: Received[] },
+  ...topics: string[]
+): Promise<Received[]> {
+  for (const t of topics) await pub.c.publishAsync(t, `end ${t}`, { qos: 1 });
+  const ended = () => topics.every((t) => s.got.some((m) => m.payload === `end ${t}`));
+  await waitFor(ended, 5000, "the end markers");
+  return s.got.filter((m) => !m.payload.startsWith("end "));
+}
+
 /** The subscription identifiers of a received PUBLISH, sorted ([] when none). */
 function ids(p: Packet): number[] {
   const v = p.properties?.subscriptionIdentifier;
@@ -98,13 +115,14 @@ Deno.test({
       const pub = await client5(gw);
       await pub.c.publishAsync("building/north/room/1/temp", "all three", { qos: 1 });
       await pub.c.publishAsync("building/south/room/2", "only the first", { qos: 1 });
-      await waitFor(() => s.got.length >= 2, 5000, "two deliveries");
-      await new Promise((r) => setTimeout(r, 200));
-      assert.deepEqual(s.got.map((m) => m.payload), ["all three", "only the first"]);
-      assert.deepEqual(ids(s.got[0].packet), [1, 2, 3]);
-      assert.equal(s.got[0].packet.qos, 1);
-      assert.deepEqual(ids(s.got[1].packet), [1]);
-      assert.equal(s.got[1].packet.qos, 0); // its one match was granted QoS 0
+      const got = await untilEnd(pub, s, "building/north/room/1/temp", "building/south/room/2");
+      assert.deepEqual(got.map((m) => m.payload).sort(), ["all three", "only the first"]);
+      const all = got.find((m) => m.payload === "all three")!;
+      const first = got.find((m) => m.payload === "only the first")!;
+      assert.deepEqual(ids(all.packet), [1, 2, 3]);
+      assert.equal(all.packet.qos, 1);
+      assert.deepEqual(ids(first.packet), [1]);
+      assert.equal(first.packet.qos, 0); // its one match was granted QoS 0
       await s.c.endAsync();
       await pub.c.endAsync();
     } finally {
@@ -124,9 +142,8 @@ Deno.test({
       const b = await client5(gw);
       await a.c.publishAsync("building/east/room/3", "mine", { qos: 1 });
       await b.c.publishAsync("building/east/room/3", "theirs", { qos: 1 });
-      await waitFor(() => a.got.length === 1, 5000, "the other client's message");
-      await new Promise((r) => setTimeout(r, 200));
-      assert.deepEqual(a.got.map((m) => m.payload), ["theirs"]);
+      const got = await untilEnd(b, a, "building/east/room/3");
+      assert.deepEqual(got.map((m) => m.payload), ["theirs"]);
       await a.c.endAsync();
       await b.c.endAsync();
     } finally {
@@ -153,9 +170,8 @@ Deno.test({
       });
       await waitFor(() => s.got.length === 3, 5000, "the replay");
       await pub.c.publishAsync("building/north/room/42/temp", "live-2", { qos: 1 });
-      await waitFor(() => s.got.length === 4, 5000, "live again");
-      await new Promise((r) => setTimeout(r, 200));
-      assert.deepEqual(s.got.map((m) => m.payload), ["live-1", "old-1", "live-1", "live-2"]);
+      const got = await untilEnd(pub, s, "building/north/room/42/temp");
+      assert.deepEqual(got.map((m) => m.payload), ["live-1", "old-1", "live-1", "live-2"]);
       await s.c.endAsync();
       await pub.c.endAsync();
     } finally {
@@ -187,9 +203,8 @@ Deno.test({
       ]);
       for (const m of s.got) assert.deepEqual(ids(m.packet), [7]);
       await pub.c.publishAsync("building/north/room/42/temp", "new", { qos: 1 });
-      await waitFor(() => s.got.length === 3, 5000, "the live message");
-      await new Promise((r) => setTimeout(r, 200));
-      assert.deepEqual(s.got.map((m) => m.payload).slice(2), ["new"]);
+      const got = await untilEnd(pub, s, "building/north/room/42/temp");
+      assert.deepEqual(got.map((m) => m.payload).slice(2), ["new"]);
       assert.deepEqual(
         await suback(s.c, { "building/+/room/#": { qos: 1 } }, {
           userProperties: { "iggy-from": "yesterday" },
@@ -277,10 +292,9 @@ Deno.test({
         assert.deepEqual(byPayload.get("b"), [11]);
         // Its own publish: No Local of subscription 12 came back with the session.
         await dev.c.publishAsync("building/north/room/1", "self", { qos: 1 });
-        await waitFor(() => dev.got.length === 3, 5000, "its own message once");
-        assert.deepEqual(ids(dev.got[2].packet), [11]);
-        await new Promise((r) => setTimeout(r, 200));
-        assert.equal(dev.got.length, 3);
+        const got = await untilEnd(dev, dev, "building/north/room/1");
+        assert.equal(got.length, 3, "its own message once");
+        assert.deepEqual(ids(got[2].packet), [11]);
         await dev.c.endAsync();
       } finally {
         await gw2.stop();
@@ -320,8 +334,9 @@ Deno.test({
       await pub.c.publishAsync("building/north/room/1", "while away", { qos: 1 });
       const back = await stored5(gw, "v5-end", 3600);
       assert.equal(back.connack.sessionPresent, false, "the session ended at the DISCONNECT");
-      await new Promise((r) => setTimeout(r, 300));
-      assert.deepEqual(back.got, []);
+      // Subscribed now, it gets live messages only: "while away" would have come first.
+      await back.c.subscribeAsync("building/north/room/1", { qos: 1 });
+      assert.deepEqual(await untilEnd(pub, back, "building/north/room/1"), []);
       await back.c.endAsync();
       await pub.c.endAsync();
     } finally {
@@ -353,8 +368,8 @@ Deno.test({
       await pub.c.publishAsync("building/north/room/1", "gone", { qos: 1 });
       const after = await stored5(gw, "v5-zero", 0);
       assert.equal(after.connack.sessionPresent, false, "the session ended with the connection");
-      await new Promise((r) => setTimeout(r, 300));
-      assert.deepEqual(after.got, []);
+      await after.c.subscribeAsync("building/north/room/1", { qos: 1 });
+      assert.deepEqual(await untilEnd(pub, after, "building/north/room/1"), []);
       await after.c.endAsync();
       await pub.c.endAsync();
     } finally {
