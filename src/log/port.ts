@@ -148,9 +148,6 @@ export type BackendErrorCode =
   | "timeout" // no answer in time
   | "full"; // out of disk / over a size bound
 
-/** Called by a backend when messages were appended to a partition (may be in-process only). */
-export type AppendListener = (address: PartitionAddress, nextOffset: number) => void;
-
 /** Told of each confirmed send to a server: seconds from leaving to confirmed, messages. */
 export type SendObserver = (seconds: number, messages: number) => void;
 
@@ -234,7 +231,4 @@ export interface LogBackend {
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void>;
   /** The stored offset for a consumer on a partition, or null when none is stored. */
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null>;
-
-  /** Subscribes to in-process append signals; returns an unsubscribe function. */
-  onAppend(listener: AppendListener): () => void;
 }

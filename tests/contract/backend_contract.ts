@@ -23,8 +23,6 @@ export interface ContractOptions {
   readonly ignore?: boolean;
   /** A user the backend knows, to test authenticate(); auth cases are skipped without it. */
   readonly credentials?: { readonly username: string; readonly password: string };
-  /** True when onAppend() fires after appends (in-process backends). Default true. */
-  readonly signalsAppends?: boolean;
 }
 
 /**
@@ -36,7 +34,7 @@ export function runBackendContract(
   make: () => Promise<ContractSubject>,
   options: ContractOptions = {},
 ): void {
-  const { ignore = false, credentials, signalsAppends = true } = options;
+  const { ignore = false, credentials } = options;
 
   function test(
     title: string,
@@ -286,30 +284,6 @@ export function runBackendContract(
       reason: "bad_credentials",
     });
   }, !credentials);
-
-  test("onAppend() signals each grown partition with its next offset", async (b, n) => {
-    await b.createTopic(n.stream, n.topic, { partitions: 2 });
-    const seen: string[] = [];
-    const off = b.onAppend((a, next) => {
-      if (a.stream === n.stream) seen.push(`${a.topic}/${a.partition}@${next}`);
-    });
-    const p0 = { stream: n.stream, topic: n.topic, partition: 0 };
-    await b.append({ ...p0, messages: [message("a"), message("b")] });
-    await b.append({ ...p0, partition: 1, messages: [message("c")] });
-    off();
-    await b.append({ ...p0, messages: [message("d")] });
-    assert.deepEqual(seen, [`${n.topic}/0@2`, `${n.topic}/1@1`]);
-  }, !signalsAppends);
-
-  test("onAppend() listener that throws does not fail the append", async (b, n) => {
-    await b.createTopic(n.stream, n.topic, { partitions: 1 });
-    b.onAppend(() => {
-      throw new Error("listener bug");
-    });
-    const address = { stream: n.stream, topic: n.topic, partition: 0 };
-    await b.append({ ...address, messages: [message("a")] });
-    assert.equal(await b.nextOffset(address), 1);
-  }, !signalsAppends);
 }
 
 /** Stream and topic names unique to one test run. */

@@ -32,4 +32,4 @@ runBackendContract("embedded", async () => {
     backend,
     cleanup: () => Deno.remove(dir, { recursive: true }),
   };
-}, { credentials, signalsAppends: true });
+}, { credentials });

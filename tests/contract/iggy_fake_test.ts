@@ -18,5 +18,5 @@ for (const dialect of ["0.11", "0.12"] as const) {
       dial: node.dial,
     });
     return Promise.resolve({ backend, cleanup: () => node.close() });
-  }, { credentials: { username: "iggy", password: "iggy" }, signalsAppends: false });
+  }, { credentials: { username: "iggy", password: "iggy" } });
 }

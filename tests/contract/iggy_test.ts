@@ -91,7 +91,7 @@ if (address === "") {
           }
         }),
     };
-  }, { credentials, signalsAppends: false });
+  }, { credentials });
   registerIggyExtras();
 }
 

@@ -5,7 +5,6 @@
  * @module
  */
 import type {
-  AppendListener,
   AppendReceipt,
   AppendRequest,
   AuthResult,
@@ -96,8 +95,5 @@ export class SpyBackend implements LogBackend {
   }
   getOffset(c: string, a: PartitionAddress): Promise<number | null> {
     return this.inner.getOffset(c, a);
-  }
-  onAppend(l: AppendListener): () => void {
-    return this.inner.onAppend(l);
   }
 }

@@ -48,12 +48,6 @@ interface Run {
   count: number;
 }
 
-/**
- * What a written (not yet fsynced) transaction changed: flattened (topic, partition, next
- * offset) triples of the partitions that grew.
- */
-export type CommitHook = (grown: readonly (TopicState | number)[]) => void;
-
 /** Counters for tests and metrics. */
 export interface GroupCommitStats {
   /** Transactions written and synced. */
@@ -75,7 +69,6 @@ export class GroupCommit {
   readonly #log: MessageLog;
   readonly #maxBatch: number;
   readonly #now: () => number;
-  readonly #onCommit: CommitHook;
   readonly #onError: (e: unknown) => unknown;
   readonly #onDurable: () => void;
   readonly #encoder = new BatchEncoder();
@@ -95,7 +88,6 @@ export class GroupCommit {
     log: MessageLog,
     maxBatch: number,
     now: () => number,
-    onCommit: CommitHook,
     onError: (e: unknown) => unknown,
     onDurable: () => void = () => {},
   ) {
@@ -103,7 +95,6 @@ export class GroupCommit {
     this.#log = log;
     this.#maxBatch = Math.max(1, maxBatch);
     this.#now = now;
-    this.#onCommit = onCommit;
     this.#onError = onError;
     this.#onDurable = onDurable;
   }
@@ -266,18 +257,14 @@ export class GroupCommit {
   }
 
   /**
-   * After the write, before its fsync: the messages become readable (poll, nextOffset, the
-   * append signals) and each append's `onCommitted` runs, so live subscribers do not wait for
-   * the disk. Readers never see a transaction whose write failed: only a written one gets here;
+   * After the write, before its fsync: the messages become readable (poll, nextOffset) and each
+   * append's `onCommitted` runs, so live subscribers do not wait for the disk. Readers never see a transaction whose write failed: only a written one gets here;
    * one whose fsync then fails stays in the log but its appends reject (no PUBACK).
    */
   #visible(runs: Run[], bases: number[]): void {
-    const touched: (TopicState | number)[] = [];
     for (let r = 0; r < runs.length; r++) {
-      const { state, partition, appends, count } = runs[r];
       let base = bases[r];
-      touched.push(state, partition, base + count);
-      for (const a of appends) {
+      for (const a of runs[r].appends) {
         if (a.onCommitted) {
           try {
             a.onCommitted(base);
@@ -286,7 +273,6 @@ export class GroupCommit {
         base += a.messages.length;
       }
     }
-    this.#onCommit(touched);
   }
 
   /** After the fsync: the appends resolve (PUBACKs go out). */

@@ -7,7 +7,6 @@
  */
 import type { UserConfig } from "../../config/types.ts";
 import {
-  type AppendListener,
   type AppendReceipt,
   type AppendRequest,
   type AuthResult,
@@ -25,7 +24,6 @@ import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
 import type { MessageLog } from "./_message_log.ts";
 import { RetentionRunner } from "./_retention_runner.ts";
 import { type OpenedStore, openStore } from "./_open_store.ts";
-import { AppendSignals } from "./_signals.ts";
 import { EmbeddedUsers } from "./_users.ts";
 import { checkAppendBatch, validateName } from "./_validate.ts";
 import { storeHealth } from "./_health.ts";
@@ -57,7 +55,6 @@ export class EmbeddedBackend implements LogBackend {
   readonly kind = "embedded";
   readonly #options: EmbeddedOptions;
   readonly #users: EmbeddedUsers;
-  readonly #signals = new AppendSignals();
   readonly #clock: () => number;
   #state: OpenState | undefined;
   #phase: "new" | "open" | "closed" = "new";
@@ -260,10 +257,6 @@ export class EmbeddedBackend implements LogBackend {
     });
   }
 
-  onAppend(listener: AppendListener): () => void {
-    return this.#signals.add(listener);
-  }
-
   /**
    * Runs one retention pass now, as of `now` (µs; tests pass one); the timer calls it too.
    * Drops what the limits say in the log, stores every partition's floors, then deletes the
@@ -287,7 +280,6 @@ export class EmbeddedBackend implements LogBackend {
     return {
       commits: commits.commits,
       appended: commits.appended,
-      listenerErrors: this.#signals.errors,
       writerThread: mode?.thread ?? "none",
       ...(mode?.reason ? { writerReason: mode.reason } : {}),
     };
@@ -304,7 +296,6 @@ export class EmbeddedBackend implements LogBackend {
       log,
       this.#options.maxAppendBatch,
       this.#clock,
-      (grown) => this.#signals.emit(grown),
       (e) => this.#appendError(e),
       // Healthy again only once a transaction is on disk, not merely committed: a disk that
       // fails every fsync must keep /ready at 503.

@@ -46,8 +46,6 @@ export interface EmbeddedStats {
   readonly commits: number;
   /** Messages committed. */
   readonly appended: number;
-  /** Exceptions thrown by onAppend listeners (swallowed so appends go on). */
-  readonly listenerErrors: number;
   /**
    * Where the writer runs: "worker" (commits off the event loop), "in-process" when a worker
    * could not be used (`writerReason` says why), "none" when read-only or not open.

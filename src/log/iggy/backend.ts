@@ -8,7 +8,6 @@
 
 import type { GatewayConfig } from "../../config/types.ts";
 import {
-  type AppendListener,
   type AppendReceipt,
   type AppendRequest,
   type AuthResult,
@@ -390,10 +389,5 @@ export class IggyBackend implements LogBackend {
       partitions: r.partitionsCount,
       acksBeforeDisk: this.#dialect.acksBeforeDisk(r),
     };
-  }
-
-  /** Iggy gives no push signal of appends over TCP: listeners never fire. */
-  onAppend(_listener: AppendListener): () => void {
-    return () => {};
   }
 }
