@@ -21,7 +21,7 @@
 import { encodeAck5 } from "../codec/encode_v5.ts";
 import { AckType } from "../codec/encoder.ts";
 import type { PublishPacket } from "../codec/packets.ts";
-import { BackendError, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
+import type { OutgoingMessage, PartitionAddress } from "../log/port.ts";
 import type { Principal } from "../log/port.ts";
 import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
 import { startAppendSpan } from "../observe/tracing.ts";
@@ -31,6 +31,7 @@ import type { Outbox } from "./outbox.ts";
 import { PacketIdSet } from "./packet_ids.ts";
 import { Qos2Inbound } from "./qos2_in.ts";
 import { type Denied, type Failed, placedAt, type Prepared } from "./publish.ts";
+import { appendAndOffer } from "./append_offer.ts";
 import type { V5Session } from "./v5_session.ts";
 import {
   type ContentRefusal,
@@ -225,25 +226,10 @@ export class ConnectionPublisher {
     const { stream, topic, partition } = b.address;
     const span = startAppendSpan(this.#site.spanContext, stream, topic, partition, n);
     // Live subscribers get the messages once committed; the PUBACKs wait for the disk.
-    let offered = false;
-    const onCommitted = (baseOffset: number) => {
-      offered = true;
-      ctx.delivery.notifyAppended(b.address, baseOffset, b.messages);
-    };
-    const appended = ctx.backend.append({ ...b.address, messages: b.messages, onCommitted });
-    // On the Iggy path: held until the receipt, every message in flight survives the
-    // scavenges of a whole send; dropped here, they die young and the GC's share of the
-    // gateway's busy time drops (see docs/BENCHMARKS.md, 'Figures behind the code').
-    if (
-      ctx.backend.releasesMessages === true && ctx.delivery.wantsAppended?.(b.address) === false
-    ) {
-      b.messages = [];
-    }
-    appended.then(
+    appendAndOffer(ctx, b).then(
       (receipt) => {
         const at = placedAt(b.address, receipt.partition);
         this.#confirmed(b, at, n, started, span, receipt.baseOffset);
-        if (!offered) ctx.delivery.notifyAppended(at, receipt.baseOffset, b.messages);
         release(b);
       },
       (err) => {
@@ -290,9 +276,6 @@ export class ConnectionPublisher {
   #failed(b: PartitionBatch, n: number, err: unknown, span: Span): void {
     const ctx = this.#ctx;
     ctx.metrics.outcome.failed.inc(n);
-    if (err instanceof BackendError && err.code === "not_found") {
-      ctx.preparer.topics.invalidate(b.address.stream, b.address.topic);
-    }
     ctx.logger.limited("error", "Append failed; no PUBACK", {
       stream: b.address.stream,
       topic: b.address.topic,

@@ -18,7 +18,8 @@ import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { AppendBudget } from "./append_budget.ts";
 import type { DeliveryPort } from "./delivery_port.ts";
-import { placedAt, type PublishPreparer } from "./publish.ts";
+import type { PublishPreparer } from "./publish.ts";
+import { appendAndOffer } from "./append_offer.ts";
 
 /**
  * The shared services a will uses: a part of `SessionContext` (context.ts), named here so that
@@ -177,27 +178,10 @@ async function publishWill(
     return log(prepared.kind, prepared.reason);
   }
   ctx.metrics.ruleHit(prepared.rule).inc();
-  const { address, message } = prepared;
-  const messages = [message];
-  let offered = false;
   ctx.appendBudget.add(1);
   try {
-    const receipt = await ctx.backend.append({
-      ...address,
-      messages,
-      onCommitted: (baseOffset) => {
-        offered = true;
-        ctx.delivery.notifyAppended(address, baseOffset, messages);
-      },
-    });
+    await appendAndOffer(ctx, { address: prepared.address, messages: [prepared.message] });
     ctx.metrics.outcome.appended.inc();
-    if (!offered) {
-      ctx.delivery.notifyAppended(
-        placedAt(address, receipt.partition),
-        receipt.baseOffset,
-        messages,
-      );
-    }
   } catch (err) {
     ctx.metrics.outcome.failed.inc();
     log("failed", err);
