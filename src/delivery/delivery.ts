@@ -1,6 +1,6 @@
 /**
  * The way out: subscribe S1–S5 (`subscribe.ts`), route R1–R6 (`route.ts`), PUBACK
- * settlement and client queues (`settle.ts`), client detach. Implements the session's
+ * settlement and client queues (`client_queues.ts`), client detach. Implements the session's
  * {@link DeliveryPort}.
  *
  * @module
@@ -28,7 +28,7 @@ import { joinAt, reresolve } from "./reresolve.ts";
 import { SessionDelivery } from "./session_delivery.ts";
 import type { StoredSessions } from "../session/stored_sessions.ts";
 import { H_TOPIC } from "../log/envelope.ts";
-import { ClientQueues } from "./settle.ts";
+import { ClientQueues } from "./client_queues.ts";
 import { type SubscribeOptions, Subscriptions } from "./subscribe.ts";
 
 /** Limits and identity of delivery. */

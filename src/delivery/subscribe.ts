@@ -27,7 +27,7 @@ import {
   tripleKey,
 } from "./registry.ts";
 import { replayStartOffset } from "./replay_start.ts";
-import type { ClientQueues } from "./settle.ts";
+import type { ClientQueues } from "./client_queues.ts";
 
 /** MQTT 5 SUBACK 0x8F Topic Filter invalid. */
 const INVALID_FILTER = 0x8f;
