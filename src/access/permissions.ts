@@ -1,5 +1,5 @@
 /**
- * Permissions, mirroring Iggy's permission model (IGGY.md §4.7) so a site can move its
+ * Permissions, mirroring Iggy's permission model so a site can move its
  * embedded-mode users to Iggy users one to one. Streams and topics are keyed by name.
  *
  * @module

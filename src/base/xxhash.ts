@@ -1,7 +1,7 @@
 /**
  * XXH32 and XXH3-64 (seed 0), the one copy for the process. XXH32 is Iggy's messages-key
- * partition function (IGGY.md §5, `mapping/partition.ts`) and the embedded log's record
- * checksum; XXH3-64 seals Iggy message frames and batches (IGGY.md §4.6).
+ * partition function (`mapping/partition.ts`) and the embedded log's record
+ * checksum; XXH3-64 seals Iggy message frames and batches.
  *
  * XXH32 is plain TypeScript, synchronous and allocation-free: beside hash-wasm's WebAssembly,
  * it is much faster on a partition key and slower only on long records (see
@@ -164,7 +164,7 @@ export function xxh3_64Into(
 }
 
 /**
- * Seals an Iggy batch in place (IGGY.md §4.6): `batch` is the 256-byte batch header then
+ * Seals an Iggy batch in place: `batch` is the 256-byte batch header then
  * `count` frames. Every frame's first 8 bytes become XXH3-64 of the rest of it; the batch
  * checksum (bytes 40..48) becomes XXH3-64 of bytes 0..40 and 48..52 and the frame sums.
  * One copy in, one call, one copy out.

@@ -27,7 +27,7 @@ const BUILDING = {
   topic: "telemetry",
 };
 
-Deno.test("compileMap() compiles the DESIGN §3 example map", () => {
+Deno.test("compileMap() compiles the example map", () => {
   const map = compileMap(HEAD + rule({ ...BUILDING, partition_key: "room_$2" }), SOURCE);
   assert.equal(map.source, SOURCE);
   assert.equal(map.defaultStream, "sensors");

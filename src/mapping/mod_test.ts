@@ -31,5 +31,5 @@ Deno.test("partitionForKey() needs no initialisation (XXH32 loads no WebAssembly
     worker.onmessage = (e) => resolve(e.data);
   });
   worker.terminate();
-  assert.equal(message, "1", "XXH32('sensor-1') % 3 (IGGY.md §5)");
+  assert.equal(message, "1", "XXH32('sensor-1') % 3");
 });

@@ -7,7 +7,7 @@
 import { utf8Length } from "../base/utf8.ts";
 import type { Resolution } from "./types.ts";
 
-/** Iggy's bound on stream, topic and messages-key lengths, in UTF-8 bytes (IGGY.md §4.9). */
+/** Iggy's bound on stream, topic and messages-key lengths, in UTF-8 bytes. */
 export const MAX_NAME_BYTES = 255;
 
 /** How much of a bad name a reason string shows; the rest is elided so logs stay short. */
@@ -15,7 +15,7 @@ const SHOWN_CHARS = 80;
 
 /**
  * Whether `name` is a valid Iggy stream, topic or messages-key value: any well-formed UTF-8,
- * 1–255 bytes, case-sensitive, no character restrictions (IGGY.md §4.9).
+ * 1–255 bytes, case-sensitive, no character restrictions.
  */
 export function isValidIggyName(name: string): boolean {
   // A lone surrogate has no faithful UTF-8 form (an encoder writes U+FFFD instead): refused.

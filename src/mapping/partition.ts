@@ -1,6 +1,6 @@
 /**
  * P5: key → partition, with the function Iggy itself uses for messages-key partitioning, so
- * other Iggy producers agree: `XXH32(utf8(key), seed 0) mod partitions`, 0-based (IGGY.md §5).
+ * other Iggy producers agree: `XXH32(utf8(key), seed 0) mod partitions`, 0-based.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Message batches (IGGY.md §4.6): the SEND_MESSAGES body with its 256-byte batch header and
+ * Message batches: the SEND_MESSAGES body with its 256-byte batch header and
  * 48-byte frames sealed by XXH3-64 checksums, and the decoding of batches in a POLL_MESSAGES
  * reply. The server drops a badly sealed batch without replying, so these bytes must be
  * exact; `batch_test.ts` checks them against Rust-generated golden vectors.

@@ -16,7 +16,7 @@ import { loadHashes } from "../../base/xxhash.ts";
 
 await loadHashes();
 
-// Golden inputs (IGGY.md §4.6; Rust-generated vectors recorded upstream in
+// Golden inputs (Rust-generated vectors recorded upstream in
 // foreign/node/src/wire/message/message-batch.test.ts): two messages,
 // id 7 at 1000 µs "first-payload" without headers, id 8 at 1050 µs "second-payload"
 // with the raw user-header bytes "user-header-bytes".

@@ -1,5 +1,5 @@
 /**
- * Numbers of the Iggy wire (IGGY.md §4.3, §4.4, §4.8): command codes, operation bytes,
+ * Numbers of the Iggy wire: command codes, operation bytes,
  * frame kinds, status codes and eviction reasons, and the typed errors they turn into.
  *
  * @module
@@ -46,7 +46,7 @@ export const Operation = Object.freeze({
   DELETE_CONSUMER_OFFSET: 162,
 });
 
-/** How the request id of an operation is chosen (IGGY.md §4.2). */
+/** How the request id of an operation is chosen. */
 export type OperationClass = "register" | "metadata" | "partition" | "read";
 
 /** Operation byte for a command code; unknown codes go as NonReplicated reads. */
@@ -86,7 +86,7 @@ export function classOf(operation: number): OperationClass {
   return "metadata"; // Logout and 128..149
 }
 
-/** True when the reply body starts with a result section (IGGY.md §4.3 step 4). */
+/** True when the reply body starts with a result section. */
 export function isResultFramed(operation: number, bodyLength: number): boolean {
   if (operation === Operation.REGISTER) return bodyLength > 0;
   // 64..127 are internal metadata operations the server may echo instead of the request's
@@ -140,7 +140,7 @@ export const EvictionReason = Object.freeze({
 
 /** The server answered with an IggyError code (reply status or result section). */
 export class IggyError extends Error {
-  /** IggyError code (IGGY.md §4.8). */
+  /** IggyError code. */
   readonly code: number;
   constructor(code: number, message: string) {
     super(message);
@@ -180,7 +180,7 @@ export class IggyTimeoutError extends Error {
   }
 }
 
-/** Error code an eviction reason stands for (IGGY.md §4.3). */
+/** Error code an eviction reason stands for. */
 export function evictionCode(reason: number): number {
   switch (reason) {
     case EvictionReason.INVALID_CREDENTIALS:

@@ -8,7 +8,7 @@ import {
   operationFor,
 } from "./codes.ts";
 
-Deno.test("evictionCode() maps every eviction reason as IGGY.md §4.3 says", () => {
+Deno.test("evictionCode() maps every eviction reason as Iggy's binary protocol 0.11 says", () => {
   const table: [number, number][] = [
     [0, 3],
     [1, 40],

@@ -1,5 +1,5 @@
 /**
- * Request bodies of the commands the backend sends (IGGY.md §4.6), streams and topics
+ * Request bodies of the commands the backend sends, streams and topics
  * always by name, and the one small reply the other modules do not decode (consumer offset).
  *
  * @module

@@ -1,6 +1,7 @@
 /**
  * One connection to Iggy: frame reader, lockstep (one request in flight), request timeouts
- * (the server drops bad frames silently), the session and request-id rules of IGGY.md §4.2,
+ * (the server drops bad frames silently), the session and request-id rules of
+ * Iggy's binary protocol 0.11 (Iggy server 0.9),
  * and eviction handling. A connection that timed out or was evicted is closed for good;
  * the pool opens a fresh one (and with it a fresh client id and session).
  *
@@ -47,7 +48,7 @@ export function isReplayable(e: unknown, kind: string): boolean {
   return e.code === Status.TRANSIENT_NOT_COMMITTED && kind !== "partition";
 }
 
-/** Request ids of one session (IGGY.md §4.2). */
+/** Request ids of one session. */
 export class RequestIds {
   #counter = 1n;
   /** Id for an operation of `kind`: metadata advances the counter, the rest reuse it. */

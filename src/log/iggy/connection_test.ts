@@ -57,7 +57,7 @@ Deno.test("IggyConnection.register() sends Register with session 0, request 0, a
   await c.close();
 });
 
-Deno.test("IggyConnection.request() stamps client, session and request ids per IGGY.md §4.2", async () => {
+Deno.test("IggyConnection.request() stamps client, session and request ids as the protocol assigns them", async () => {
   const server = new FakeServer(happy);
   const c = await connected(server);
   await c.request(Code.GET_TOPIC, new Uint8Array([1]));

@@ -4,7 +4,7 @@
  * above: how a connection is opened, the record and poll-reply decoders, the create-topic
  * options and what "acknowledged on disk" means. `auto` registers with the newest dialect and,
  * on an IncompatibleProtocol eviction, reads the server's accepted window and registers again
- * with the dialect (and exact version number) that fits (IGGY-0.12.md §1).
+ * with the dialect (and exact version number) that fits.
  *
  * @module
  */

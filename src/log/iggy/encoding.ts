@@ -1,5 +1,5 @@
 /**
- * Shared encodings of the Iggy wire (IGGY.md §4.5): Name, Identifier, Consumer, optional
+ * Shared encodings of the Iggy wire: Name, Identifier, Consumer, optional
  * partition, Partitioning, polling strategy and the key/value TLV used by user headers and
  * options. Streams and topics are always addressed by name (string identifiers): Iggy
  * reuses numeric ids after a delete.

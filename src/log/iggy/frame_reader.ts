@@ -1,7 +1,7 @@
 /**
  * Splits the byte stream from Iggy into frames (256-byte header + `size − 256` body bytes),
  * refusing a size below the header or above {@link MAX_FRAME_BYTES}. One reader for both
- * dialects: 0.11 and 0.12 share the 256-byte framing (IGGY-0.12.md §2).
+ * dialects: 0.11 and 0.12 share the 256-byte framing.
  *
  * A transport with `read` (a Deno socket) is read into one buffer of this reader's own, reused
  * from read to read. Why not its `readable`: Deno's socket stream allocates a fresh 64 KiB

@@ -1,5 +1,5 @@
 /**
- * The 256-byte consensus header that starts every frame (IGGY.md §4.1): the request header
+ * The 256-byte consensus header that starts every frame: the request header
  * the client writes and the reply / eviction headers it reads.
  *
  * @module
@@ -44,7 +44,7 @@ export interface RequestFields {
   readonly bodyLength: number;
   /** Client id, non-zero u128, minted per Register. */
   readonly client: bigint;
-  /** Request id (IGGY.md §4.2). */
+  /** Request id. */
   readonly request: bigint;
   /** Operation byte. */
   readonly operation: number;

@@ -1,5 +1,5 @@
 /**
- * The Register handshake (IGGY.md §4.6): login with username + password (code 40) or with a
+ * The Register handshake: login with username + password (code 40) or with a
  * personal access token (code 45), both prefixed by the client version info, and the reply
  * that binds the session.
  *

@@ -1,5 +1,5 @@
 /**
- * Decoders for the metadata replies the backend reads (IGGY.md §4.6): streams, topics with
+ * Decoders for the metadata replies the backend reads: streams, topics with
  * their partitions, and user details with permissions (numeric ids, as the wire has them).
  *
  * @module

@@ -1,5 +1,6 @@
 /**
- * Turns one received frame into a reply body or a typed error, in the order of IGGY.md §4.3:
+ * Turns one received frame into a reply body or a typed error, in the order Iggy's binary
+ * protocol 0.11 (Iggy server 0.9) checks them:
  * eviction first, then the reply status (pre-commit denial, empty body), then the result
  * section of result-framed operations; other bodies are the raw payload.
  *

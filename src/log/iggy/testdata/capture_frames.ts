@@ -1,6 +1,7 @@
 /**
  * Captures real reply frames from a live Iggy server into this folder (`*.hex`), for
- * `fixtures_test.ts`. Writes frames by hand (fixed client id, request ids per IGGY.md §4.2)
+ * `fixtures_test.ts`. Writes frames by hand (fixed client id, request ids as
+ * Iggy's binary protocol 0.11 (Iggy server 0.9) assigns them)
  * so the bytes are exactly what the server answered. Creates and deletes stream "fixture".
  *
  *   IGGY_TEST_ADDRESS=127.0.0.1:8090 deno run -A src/log/iggy/testdata/capture_frames.ts

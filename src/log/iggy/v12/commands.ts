@@ -1,6 +1,6 @@
 /**
  * Request bodies that differ on 0.12: CREATE_TOPIC options (`enforce_fsync` is gone; a topic
- * whose receipts mean "on disk" asks for `durability = persisted`, IGGY-0.12.md §5.3).
+ * whose receipts mean "on disk" asks for `durability = persisted`).
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
- * One connection speaking protocol 0.12: every request after Register takes a fresh request id
- * (IGGY-0.12.md §3), up to {@link MAX_PENDING_PER_CONNECTION} are in flight at once, and replies
+ * One connection speaking protocol 0.12: every request after Register takes a fresh request id,
+ * up to {@link MAX_PENDING_PER_CONNECTION} are in flight at once, and replies
  * are matched to them by the echoed id, in any order. Transient refusals (57, 58) resend the
  * identical frame with back-off; an eviction fails everything on the connection. A request
  * that times out fails alone while the server still answers others; when nothing at all came

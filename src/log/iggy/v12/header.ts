@@ -1,7 +1,7 @@
 /**
  * The 0.12 request header: the 0.11 fields (`../header.ts`) plus `request_checksum` (a random
  * non-zero id on Register, Logout and metadata ops) and the partition context stamped into
- * every partition request (IGGY-0.12.md §2, §6). Reply headers add the committed mark.
+ * every partition request. Reply headers add the committed mark.
  *
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * Partition operations on 0.12 (IGGY-0.12.md §6, §7, §5.6): each send, poll and offset request
+ * Partition operations on 0.12: each send, poll and offset request
  * carries its partition's route, looked up once (105) and cached. `NotPrimary` looks the route up
  * again and resends; `HistoryUnavailable` (the partition was recreated) re-routes and sends as new
  * work under a fresh producer id, never as a replay. Sends are idempotent-producer batches: one

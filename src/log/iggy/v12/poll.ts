@@ -1,5 +1,5 @@
 /**
- * Polls on 0.12 (IGGY-0.12.md §5.5, §5.6): the deferred poll (106) that waits in Iggy until
+ * Polls on 0.12: the deferred poll (106) that waits in Iggy until
  * messages arrive, and the reply whose head grew to 40 bytes (the partition context that
  * served the read). Batches decode as in 0.11; a producer section (bytes 52..72) is accepted.
  *

@@ -1,5 +1,5 @@
 /**
- * Idempotent producers on 0.12 (IGGY-0.12.md §5.4, §7): the producer section in bytes 52..72
+ * Idempotent producers on 0.12: the producer section in bytes 52..72
  * of a batch header, the batch checksum resealed over it, and the sequence of each partition.
  * The partition writes a batch of one (producer, epoch, base sequence) once, also when it is
  * sent again after a lost reply or a reconnect: that makes a resend effectively once.

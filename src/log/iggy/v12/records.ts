@@ -1,5 +1,5 @@
 /**
- * Metadata records of 0.12 (IGGY-0.12.md §5.2, §5.3, §5.8): the topic header lost its fixed
+ * Metadata records of 0.12: the topic header lost its fixed
  * expiry/compression/max-size fields (33 fixed bytes), partition records carry their context
  * and node lists, streams and users gained a derived-options block. The decoded shapes are
  * those of `../records.ts`, so the backend above does not care which dialect it speaks.

@@ -1,5 +1,5 @@
 /**
- * The 0.12 Register body (IGGY-0.12.md §4): the version prefix, then a 32-byte bind secret
+ * The 0.12 Register body: the version prefix, then a 32-byte bind secret
  * kept for the logical session and never logged, then the credentials as in 0.11.
  *
  * @module
@@ -57,7 +57,7 @@ export function registerChecksum(body: Uint8Array): bigint {
 /**
  * BindSession (15) body: the version prefix, `[client_id:u128][session:u64]
  * [metadata_watermark:u64]`, then the session's bind secret. The watermark is 0: this client
- * keeps no metadata position (IGGY-0.12.md §3; what a server does with 0 is not known here).
+ * keeps no metadata position (what a server does with 0 is not known here).
  */
 export function bindSessionBody(
   packedVersion: number,

@@ -1,5 +1,5 @@
 /**
- * Partition routes (IGGY-0.12.md §6): GetPartitionRoute (105) and its 25-byte reply, and a
+ * Partition routes: GetPartitionRoute (105) and its 25-byte reply, and a
  * bounded cache of routes per partition, dropped on a refusal (NotPrimary, HistoryUnavailable).
  *
  * @module

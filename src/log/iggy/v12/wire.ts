@@ -1,5 +1,5 @@
 /**
- * Numbers of binary protocol 0.12 (Iggy server 0.10, IGGY-0.12.md) that 0.11 does not have:
+ * Numbers of binary protocol 0.12 (Iggy server 0.10) that 0.11 does not have:
  * the version, the new command codes, the request-header tail and the new error codes.
  *
  * @module
@@ -20,7 +20,7 @@ export const Code012 = Object.freeze({
   CANCEL_DEFERRED_REQUEST: 108,
 });
 
-/** Request-header fields of 0.12 in the 0.11 reserved tail (IGGY-0.12.md §2). */
+/** Request-header fields of 0.12 in the 0.11 reserved tail. */
 export const RequestOffset012 = Object.freeze({
   REQUEST_CHECKSUM: 144,
   PARTITION_INCARNATION: 200,
@@ -31,7 +31,7 @@ export const RequestOffset012 = Object.freeze({
 /** Reply-header fields new in 0.12. */
 export const ReplyOffset012 = Object.freeze({ COMMITTED: 220, PARTITION_INCARNATION: 224 });
 
-/** IggyError codes new in 0.12 that the client acts on (IGGY-0.12.md §8). */
+/** IggyError codes new in 0.12 that the client acts on. */
 export const Status012 = Object.freeze({
   REQUEST_TOO_OLD: 85,
   HISTORY_UNAVAILABLE: 87,
