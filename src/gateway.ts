@@ -108,7 +108,8 @@ export class Gateway {
       // Asked once per PUBLISH: the system clock is read once per run (a test's clock as is).
       o.clock === undefined ? oncePerRun(systemClock) : clock,
     );
-    const preparer = new PublishPreparer(this.maps, topics, this.backend.placesBalanced === true);
+    const balanced = this.backend.remote?.placesBalanced === true;
+    const preparer = new PublishPreparer(this.maps, topics, balanced);
     this.sessions = storedSessions(config, this.backend, this.metrics, this.logger);
     const outboundBudget = new OutboundBudget(
       l.max_outbound_queue_bytes,
@@ -344,8 +345,8 @@ export class Gateway {
   #registerGauges(): void {
     const m = this.metrics.registry;
     m.gauge("mqtt_connections", "Open MQTT connections", () => this.registry.size);
-    sendRetryGauge(m, () => this.backend.resendCounters?.());
-    sendHistograms(m, this.backend.watchSends?.bind(this.backend));
+    sendRetryGauge(m, () => this.backend.remote?.resendCounters());
+    sendHistograms(m, this.backend.remote?.watchSends);
     m.gauge(
       "mqtt_outbound_queue_bytes",
       "Bytes queued to subscribers, all clients",

@@ -53,7 +53,7 @@ export interface StatusSource {
   };
   readonly delivery: { readerStats(): readonly ReaderReading[] };
   /** Iggy resend counts, when the backend keeps them. */
-  readonly backend?: { resendCounters?(): ResendReading };
+  readonly backend?: { readonly remote?: { resendCounters(): ResendReading } };
   readonly maps: {
     readonly current: {
       readonly source: string;
@@ -107,7 +107,7 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
     deliveries_total: sum(m.delivered),
     deliveries_dropped_total: sum(m.droppedQos0),
     evictions_total: sum(m.evictions),
-    ...resendsJson(g.backend?.resendCounters?.()),
+    ...resendsJson(g.backend?.remote?.resendCounters()),
     readers: g.delivery.readerStats().map((s) => ({
       stream: s.triple.stream,
       topic: s.triple.topic,

@@ -149,7 +149,7 @@ Deno.test("statusJson() reports an Iggy backend's resends, renewals and possible
   const g = fakeSource();
   assert.equal((statusJson(g) as Record<string, unknown>).iggy_sends, undefined, "none kept");
   const counts = { resends: 2, renewals: 3, possibleDuplicates: 5 };
-  const s = statusJson({ ...g, backend: { resendCounters: () => counts } }) as {
+  const s = statusJson({ ...g, backend: { remote: { resendCounters: () => counts } } }) as {
     iggy_sends: unknown;
   };
   assert.deepEqual(s.iggy_sends, {

@@ -32,7 +32,7 @@ export interface AppendRequest extends PartitionAddress {
   readonly messages: readonly OutgoingMessage[];
   /**
    * Set when the messages have no partition key and the topic has this many partitions: a
-   * backend that {@link LogBackend.placesBalanced} may put the batch into any of them (and
+   * backend that {@link RemoteTuning.placesBalanced} may put the batch into any of them (and
    * says which in the receipt); `partition` is then only a hint.
    */
   readonly balancedOver?: number;
@@ -151,38 +151,46 @@ export type BackendErrorCode =
 /** Told of each confirmed send to a server: seconds from leaving to confirmed, messages. */
 export type SendObserver = (seconds: number, messages: number) => void;
 
-/** The backend port. Every method may reject with {@link BackendError}. */
-export interface LogBackend {
-  /** "embedded" or "iggy". */
-  readonly kind: string;
+/**
+ * What a backend that sends to a server (Iggy) does differently, in one place; the embedded log
+ * has none of it.
+ */
+export interface RemoteTuning {
   /**
    * Places unkeyed (`balancedOver`) appends itself. Iggy: a topic's unkeyed messages go out in
    * one send at a time, each send to the next partition, so every send carries all that
    * gathered meanwhile; Iggy persists a topic's partitions one after another, so per-message
    * round robin made three small sends (and, with fsync, three fsyncs) of one big one.
    */
-  readonly placesBalanced?: boolean;
+  readonly placesBalanced: boolean;
   /**
    * Holds no reference to an append's message objects beyond the encoding of its send (Iggy):
    * a caller that needs them no more once `append` is called may drop its own at once, so they
    * die young. Absent or false (the embedded log): the request's array is kept until the
    * append is committed, and emptying it is the caller's business after the receipt.
    */
-  readonly releasesMessages?: boolean;
+  readonly releasesMessages: boolean;
+  /** Resend counts since start. */
+  resendCounters(): ResendCounters;
+  /**
+   * Has `observe` called once per confirmed send to the server, with the time from the send
+   * leaving to its confirmation and the messages it carried.
+   */
+  watchSends(observe: SendObserver): void;
+}
+
+/** The backend port. Every method may reject with {@link BackendError}. */
+export interface LogBackend {
+  /** "embedded" or "iggy". */
+  readonly kind: string;
+  /** What a backend that sends to a server does differently; absent on the embedded log. */
+  readonly remote?: RemoteTuning;
   /** Opens files/connections. Resolves when usable; rejects with a clear error otherwise. */
   open(): Promise<void>;
   /** Flushes what is pending and releases every resource. Idempotent. */
   close(): Promise<void>;
   /** Current readiness (cheap; no I/O). */
   health(): BackendHealth;
-  /** Resend counts since start (Iggy); absent when the backend never resends. */
-  resendCounters?(): ResendCounters;
-  /**
-   * Has `observe` called once per confirmed send to a server (Iggy), with the time from the
-   * send leaving to its confirmation and the messages it carried; absent when the backend
-   * sends nothing over a network.
-   */
-  watchSends?(observe: SendObserver): void;
 
   /** Verifies credentials and returns the principal with its permissions. */
   authenticate(username: string, password: string): Promise<AuthResult>;

@@ -19,7 +19,7 @@ function context(
   const offers: [PartitionAddress, number | null, number][] = [];
   const invalidated: string[] = [];
   const ctx = {
-    backend: { append: answer, releasesMessages: o.releasesMessages },
+    backend: { append: answer, remote: { releasesMessages: o.releasesMessages } },
     delivery: {
       notifyAppended: (at: PartitionAddress, base: number | null, m: OutgoingMessage[]) =>
         offers.push([at, base, m.length]),

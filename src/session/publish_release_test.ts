@@ -1,5 +1,5 @@
 /**
- * A backend that lets go of an append's messages once encoded (`LogBackend.releasesMessages`,
+ * A backend that lets go of an append's messages once encoded (`RemoteTuning.releasesMessages`,
  * the Iggy backend): the session drops its own references at once unless delivery wants the
  * messages (a reader of the partition, a wildcard subscription). The probe is the embedded log
  * saying it releases them; whether the session kept a batch shows in its request array after
@@ -22,7 +22,7 @@ function releasing(probe: Probe): (inner: LogBackend) => LogBackend {
   return (inner) =>
     new Proxy(inner, {
       get(target, key) {
-        if (key === "releasesMessages") return true;
+        if (key === "remote") return { placesBalanced: false, releasesMessages: true };
         if (key === "append") {
           return (request: AppendRequest) => {
             const seen = { sent: request.messages.length, after: -1 };

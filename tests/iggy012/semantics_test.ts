@@ -154,7 +154,7 @@ Deno.test("0.12: a batch whose reply was lost to a cut connection is resent and 
     assert.deepEqual(store.payloads("s", "t", 0), ["first", "lost reply", "second", "third"]);
     const sends = node.seen.filter((x) => x.code === 101).map(producerOf);
     assert.deepEqual(sends.map((s) => s.seq), [0, 1, 1, 3], "the resend kept its stamp");
-    assert.equal(b.resendCounters().resends, 1, "counted for /status.json and /metrics");
+    assert.equal(b.remote.resendCounters().resends, 1, "counted for /status.json and /metrics");
     assert.equal(registers(node).length, 1);
     assert.equal(
       node.seen.filter((x) => x.code === 15).length,
@@ -180,7 +180,7 @@ Deno.test("0.11: the same cut connection fails the append; the caller's retry du
       }
     }
     assert.deepEqual(store.payloads("s", "t", 0), ["m", "m"], "one duplicate per lost reply");
-    assert.equal(b.resendCounters().possibleDuplicates, 1, "the gateway counts it");
+    assert.equal(b.remote.resendCounters().possibleDuplicates, 1, "the gateway counts it");
   }, { protocol: "0.11" });
 });
 

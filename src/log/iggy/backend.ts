@@ -17,6 +17,7 @@ import {
   type LogBackend,
   type OutgoingMessage,
   type PartitionAddress,
+  type RemoteTuning,
   type ResendCounters,
   type SendObserver,
   type StoredMessage,
@@ -37,7 +38,7 @@ import { nextOffsetIn, type TopicRecord } from "./records.ts";
 import { SendEncoder, wireSizeOf } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
-import { PartitionOps012, uncertain } from "./v12/partitions.ts";
+import type { PartitionOps, PartitionOpsDeps } from "./partition_ops.ts";
 import type { Logger } from "../../observe/logger.ts";
 import { describeServer } from "./server_info.ts";
 
@@ -64,10 +65,14 @@ export interface IggyBackendDeps {
 export class IggyBackend implements LogBackend {
   /** Always "iggy". */
   readonly kind = "iggy";
-  /** Unkeyed appends: the batcher puts each send in the next partition (`batcher.ts`). */
-  readonly placesBalanced = true;
-  /** Each send is encoded when it leaves, and its messages let go (`#send`). */
-  readonly releasesMessages = true;
+  readonly remote: RemoteTuning = {
+    /** Unkeyed appends: the batcher puts each send in the next partition (`batcher.ts`). */
+    placesBalanced: true,
+    /** Each send is encoded when it leaves, and its messages let go (`#send`). */
+    releasesMessages: true,
+    resendCounters: () => this.#resendCounters(),
+    watchSends: (observe) => this.#onSend = observe,
+  };
   readonly #config: GatewayConfig["iggy"];
   readonly #pool: ClusterPool;
   readonly #batcher: AppendBatcher<OutgoingMessage>;
@@ -75,7 +80,9 @@ export class IggyBackend implements LogBackend {
   readonly #topics: TopicRecordCache;
   readonly #principals: PrincipalAuthenticator;
   readonly #chooser: DialectChooser;
-  readonly #v12: PartitionOps012;
+  /** Partition operations of each dialect registered with so far (one, unless it changed). */
+  readonly #opsByDialect = new Map<Dialect, PartitionOps>();
+  readonly #opsDeps: PartitionOpsDeps;
   #state: "new" | "open" | "failed" | "closed" = "new";
   /** 0.11 sends whose outcome is unknown: a retry of each may store it twice. */
   #possibleDuplicates = 0;
@@ -120,7 +127,7 @@ export class IggyBackend implements LogBackend {
       (s, t) => this.#fetchTopic(s, t),
       config.metadata_refresh_ms,
     );
-    this.#v12 = this.#partitionOps012(config.request_timeout_ms, deps.logger);
+    this.#opsDeps = this.#partitionOpsDeps(config.request_timeout_ms, deps.logger);
     this.#principals = new PrincipalAuthenticator({
       connect: (c) => this.#chooser.connect(this.#pool.dial, c, connectOptions),
       dialect: () => this.#dialect,
@@ -130,14 +137,22 @@ export class IggyBackend implements LogBackend {
     });
   }
 
-  #partitionOps012(timeoutMs: number, logger?: Logger): PartitionOps012 {
-    return new PartitionOps012({
+  #partitionOpsDeps(timeoutMs: number, logger?: Logger): PartitionOpsDeps {
+    return {
       request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
       session: () => this.#pool.registration?.session,
       retireSession: (session) => this.#pool.retire(session),
       timeoutMs,
       warn: logger ? (m, f) => logger.warn(m, f) : undefined,
-    });
+    };
+  }
+
+  /** The partition operations of the dialect in use. */
+  get #partitions(): PartitionOps {
+    const d = this.#dialect;
+    let ops = this.#opsByDialect.get(d);
+    if (ops === undefined) this.#opsByDialect.set(d, ops = d.partitionOps(this.#opsDeps));
+    return ops;
   }
 
   async open(): Promise<void> {
@@ -156,17 +171,13 @@ export class IggyBackend implements LogBackend {
     if (this.#state === "closed") return;
     this.#state = "closed";
     await this.#batcher.flush();
-    this.#v12.cancelAll();
+    for (const ops of this.#opsByDialect.values()) ops.cancelAll();
     await this.#pool.close();
   }
 
   /** The dialect in use: the detected one, 0.11 until a first Register tells. */
   get #dialect(): Dialect {
     return this.#chooser.current ?? DIALECT_011;
-  }
-
-  get #on012(): boolean {
-    return this.#chooser.current?.name === "0.12";
   }
 
   health(): BackendHealth {
@@ -178,13 +189,14 @@ export class IggyBackend implements LogBackend {
     return { ready: false, reason: why };
   }
 
-  resendCounters(): ResendCounters {
-    const { resends, renewals } = this.#v12.stats;
+  #resendCounters(): ResendCounters {
+    let resends = 0;
+    let renewals = 0;
+    for (const ops of this.#opsByDialect.values()) {
+      resends += ops.stats.resends;
+      renewals += ops.stats.renewals;
+    }
     return { resends, renewals, possibleDuplicates: this.#possibleDuplicates };
-  }
-
-  watchSends(observe: SendObserver): void {
-    this.#onSend = observe;
   }
 
   authenticate(username: string, password: string): Promise<AuthResult> {
@@ -287,17 +299,15 @@ export class IggyBackend implements LogBackend {
   }
 
   async #sendFrame(a: PartitionAddress, frame: Uint8Array, count: number): Promise<number | null> {
+    const ops = this.#partitions;
     try {
       const left = this.#onSend === undefined ? 0 : performance.now();
-      const reply = this.#on012
-        ? await this.#v12.send(a, frame, count)
-        : await this.#pool.request(Code.SEND_MESSAGES, frame, true);
-      const baseOffset = decodeSendReply(reply);
+      const baseOffset = decodeSendReply(await ops.send(a, frame, count));
       this.#encoder.release(frame); // confirmed: Iggy has read it all, nothing resends it
       this.#onSend?.((performance.now() - left) / 1000, count);
       return baseOffset;
     } catch (e) {
-      if (!this.#on012 && uncertain(e)) this.#possibleDuplicates++;
+      if (ops.mayHaveStored(e)) this.#possibleDuplicates++;
       throw this.#sendError(e, a);
     }
   }
@@ -326,14 +336,7 @@ export class IggyBackend implements LogBackend {
       `poll stream "${address.stream}" topic "${address.topic}" partition ${address.partition}`;
     let reply: PollReply;
     try {
-      reply = this.#on012
-        ? await this.#v12.poll(POLL_CONSUMER, address, fromOffset, count, signal)
-        : this.#dialect.decodePollReply(
-          await this.#pool.request(
-            Code.POLL_MESSAGES,
-            cmd.pollBody(POLL_CONSUMER, address, fromOffset, count),
-          ),
-        );
+      reply = await this.#partitions.poll(POLL_CONSUMER, address, fromOffset, count, signal);
     } catch (e) {
       throw toBackendError(e, where);
     }
@@ -353,33 +356,17 @@ export class IggyBackend implements LogBackend {
   async storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void> {
     const action =
       `store offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
-    if (this.#on012) {
-      return await this.#v12.storeOffset(consumer, address, offset).catch((e) => {
-        throw toBackendError(e, action);
-      });
-    }
-    await this.#call(
-      action,
-      Code.STORE_CONSUMER_OFFSET,
-      cmd.storeOffsetBody(consumer, address, offset),
-      () => undefined,
-    );
+    await this.#partitions.storeOffset(consumer, address, offset).catch((e) => {
+      throw toBackendError(e, action);
+    });
   }
 
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null> {
     const action =
       `read offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
-    if (this.#on012) {
-      return this.#v12.getOffset(consumer, address).catch((e) => {
-        throw toBackendError(e, action);
-      });
-    }
-    return this.#call(
-      action,
-      Code.GET_CONSUMER_OFFSET,
-      cmd.getOffsetBody(consumer, address),
-      cmd.decodeOffsetReply,
-    );
+    return this.#partitions.getOffset(consumer, address).catch((e) => {
+      throw toBackendError(e, action);
+    });
   }
 
   #info(stream: string, topic: string, r: TopicRecord): TopicInfo {

@@ -130,12 +130,12 @@ Deno.test("IggyBackend.append() that times out rejects with timeout and is not r
   await b.close();
 });
 
-Deno.test("IggyBackend.watchSends() is told of each confirmed send, with its messages, and not of a failed one", async () => {
+Deno.test("IggyBackend.remote.watchSends() is told of each confirmed send, with its messages, and not of a failed one", async () => {
   let answer = true;
   const s = iggy((req) => (req.operation === 160 && !answer ? [] : undefined));
   const b = new IggyBackend(config, auth, { dial: s.dial });
   const seen: [number, number][] = [];
-  b.watchSends((seconds, messages) => seen.push([seconds, messages]));
+  b.remote.watchSends((seconds, messages) => seen.push([seconds, messages]));
   await b.open();
   await Promise.all([
     b.append({ ...A, messages: [msg("a"), msg("b")] }),

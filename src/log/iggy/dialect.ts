@@ -1,8 +1,8 @@
 /**
  * The two wire dialects, chosen per connection (`iggy.protocol`): 0.11 (Iggy 0.9, lockstep)
  * and 0.12 (Iggy 0.10, pipelined, routed). A dialect bundles what differs for the layers
- * above: how a connection is opened, the record and poll-reply decoders, the create-topic
- * options and what "acknowledged on disk" means. `auto` registers with the newest dialect and,
+ * above: how a connection is opened, the record decoders, the create-topic options, what
+ * "acknowledged on disk" means, and the partition operations (send, poll, offsets). `auto` registers with the newest dialect and,
  * on an IncompatibleProtocol eviction, reads the server's accepted window and registers again
  * with the dialect (and exact version number) that fits.
  *
@@ -39,6 +39,9 @@ import {
   decodeUser012,
 } from "./v12/records.ts";
 import { PROTOCOL_012_PACKED } from "./v12/wire.ts";
+import type { PartitionOps, PartitionOpsDeps } from "./partition_ops.ts";
+import { PartitionOps011 } from "./v11/partitions.ts";
+import { PartitionOps012 } from "./v12/partitions.ts";
 
 /** What `iggy.protocol` may say. */
 export type ProtocolSetting = "auto" | "0.11" | "0.12";
@@ -79,6 +82,8 @@ export interface Dialect {
   createTopicBody(stream: string, topic: string, o: cmd.TopicOptions): Uint8Array;
   /** The topic acknowledges sends before they are on disk. */
   acksBeforeDisk(r: TopicRecord): boolean;
+  /** This dialect's partition operations over the pool (one set per backend). */
+  partitionOps(deps: PartitionOpsDeps): PartitionOps;
 }
 
 /** The 0.11 connection seen as a {@link Link} (route options do not exist there). */
@@ -132,6 +137,7 @@ export const DIALECT_011: Dialect = Object.freeze({
   // Iggy 0.9 keeps sends in a journal; only fsync + flush-every-message puts them on disk.
   acksBeforeDisk: (r: TopicRecord) =>
     r.options.get(cmd.FSYNC_OPTION) !== "true" || r.options.get(cmd.FLUSH_COUNT_OPTION) !== "1",
+  partitionOps: (deps: PartitionOpsDeps) => new PartitionOps011(deps),
 });
 
 /** Binary protocol 0.12.x (Iggy 0.10), registering as `packed` (default 0.12.2). */
@@ -149,6 +155,7 @@ export function dialect012(packed = PROTOCOL_012_PACKED): Dialect {
       decodePollReply: decodePollReply012,
       createTopicBody: createTopicBody012,
       acksBeforeDisk: (r: TopicRecord) => r.options.get(DURABILITY_OPTION) !== DURABILITY_PERSISTED,
+      partitionOps: (deps: PartitionOpsDeps) => new PartitionOps012(deps),
     } as const,
   );
 }

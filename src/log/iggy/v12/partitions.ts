@@ -11,44 +11,20 @@
  */
 
 import type { PollReply } from "../batch.ts";
-import { IggyConnectionError, IggyError, IggyTimeoutError, Status } from "../codes.ts";
+import { Code, IggyError } from "../codes.ts";
 import * as cmd from "../commands.ts";
 import { NotSentError } from "../connection.ts";
-import { Code } from "../codes.ts";
+import {
+  type Address,
+  type PartitionOps,
+  type PartitionOpsDeps,
+  uncertain,
+} from "../partition_ops.ts";
 import { DeferredCancelledError, type RequestOptions012 } from "./connection.ts";
 import { decodePollReply012, deferredPollBody } from "./poll.ts";
 import { type ProducerStamp, ProducerTable, stampProducer } from "./producer.ts";
 import { decodeRoute, type Route, routeBody, RouteCache, routeKey } from "./route.ts";
 import { Code012, Status012 } from "./wire.ts";
-
-/** Sends one request on some connection (the pool). */
-export type Request012 = (
-  code: number,
-  body: Uint8Array,
-  framed: boolean,
-  o: RequestOptions012,
-) => Promise<Uint8Array>;
-
-/** Where a partition request goes. */
-export interface Address {
-  readonly stream: string;
-  readonly topic: string;
-  readonly partition: number;
-}
-
-/** Dependencies of {@link PartitionOps012}. */
-export interface PartitionOpsDeps {
-  readonly request: Request012;
-  /** Session of a live registration (producer ids are minted from it). */
-  readonly session: () => bigint | undefined;
-  readonly timeoutMs: number;
-  /** How long a caught-up poll waits in Iggy (default {@link LONG_POLL_MS}). */
-  readonly longPollMs?: number;
-  /** Replaces a session that minted all its producer ids by a fresh Register. */
-  readonly retireSession?: (session: bigint) => void;
-  /** Where a warning goes (a fenced producer). */
-  readonly warn?: (message: string, fields: Record<string, unknown>) => void;
-}
 
 /**
  * Wait of one deferred poll. Short enough that a reader that stops without cancelling ends
@@ -67,16 +43,6 @@ export const MAX_ATTEMPTS = 6;
 export const MAX_DEFERRED_POLLS = 64;
 /** Partitions remembered as caught up; at the bound the oldest is forgotten (it polls plainly). */
 export const MAX_CAUGHT_UP = 100_000;
-
-/**
- * Is the outcome of a request that failed with `e` unknown (it may have been applied)? Not
- * for a {@link NotSentError}: that request never left the gateway.
- */
-export function uncertain(e: unknown): boolean {
-  if (e instanceof NotSentError) return false;
-  return e instanceof IggyConnectionError || e instanceof IggyTimeoutError ||
-    (e instanceof IggyError && e.code === Status.TRANSIENT_NOT_COMMITTED);
-}
 
 /** One send across its attempts. */
 interface SendState {
@@ -102,7 +68,7 @@ function statusOf(e: unknown): number | undefined {
 }
 
 /** 0.12 partition operations with routes, producer stamps and long polls. */
-export class PartitionOps012 {
+export class PartitionOps012 implements PartitionOps {
   readonly #d: PartitionOpsDeps;
   readonly #routes = new RouteCache();
   readonly #producers: ProducerTable;
@@ -363,6 +329,11 @@ export class PartitionOps012 {
   cancelAll(): void {
     for (const cancel of [...this.#deferred]) cancel();
     this.#deferred.clear();
+  }
+
+  /** A send's outcome is never left open: a resend carries the same stamp and is dropped. */
+  mayHaveStored(): boolean {
+    return false;
   }
 }
 
