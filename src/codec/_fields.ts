@@ -109,3 +109,34 @@ export function checkTopicFilter(filter: string): void {
     if (isControlChar(filter.charCodeAt(i))) throw controlCharError("Topic filter");
   }
 }
+
+/** A packet identifier, which must not be 0 [MQTT-2.3.1-1]; `packet` names the packet. */
+export function packetIdOf(r: Reader, packet: string): number {
+  const id = r.u16();
+  if (id === 0) throw new ProtocolError("MQTT-2.3.1-1", `${packet} with packet identifier 0`);
+  return id;
+}
+
+/**
+ * UNSUBSCRIBE's topic filters, to the end of the packet; at least one [MQTT-3.10.3-2].
+ * `reasonCode`: the MQTT 5 DISCONNECT reason when there is none.
+ */
+export function unsubscribeFilters(r: Reader, reasonCode?: number): string[] {
+  const filters: string[] = [];
+  while (r.left > 0) {
+    const filter = r.string();
+    checkTopicFilter(filter);
+    filters.push(filter);
+  }
+  if (filters.length === 0) {
+    throw new ProtocolError("MQTT-3.10.3-2", "UNSUBSCRIBE without topic filters", reasonCode);
+  }
+  return filters;
+}
+
+/** Throws when a SUBSCRIBE carried no filter [MQTT-3.8.3-3]; `reasonCode` as above. */
+export function requireSubscriptions(count: number, reasonCode?: number): void {
+  if (count === 0) {
+    throw new ProtocolError("MQTT-3.8.3-3", "SUBSCRIBE without topic filters", reasonCode);
+  }
+}

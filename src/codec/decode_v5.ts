@@ -5,7 +5,14 @@
  *
  * @module
  */
-import { checkTopicFilter, type DecoderLimits, Reader } from "./_fields.ts";
+import {
+  checkTopicFilter,
+  type DecoderLimits,
+  packetIdOf,
+  Reader,
+  requireSubscriptions,
+  unsubscribeFilters,
+} from "./_fields.ts";
 import { ProtocolError, REASON_PROTOCOL_ERROR } from "./errors.ts";
 import type {
   ClientPacket,
@@ -120,8 +127,7 @@ export function decodeSubscribe5(
   limits: DecoderLimits,
 ): ClientPacket {
   const r = new Reader(b, start, end);
-  const packetId = r.u16();
-  if (packetId === 0) throw new ProtocolError("MQTT-2.3.1-1", "SUBSCRIBE with packet identifier 0");
+  const packetId = packetIdOf(r, "SUBSCRIBE");
   const props = readProperties(r, ALLOWED.SUBSCRIBE, "SUBSCRIBE", limits.maxUserProperties);
   const subscriptionId = (props.subscriptionId as number | undefined) ?? 0;
   if (subscriptionId > 268_435_455) {
@@ -149,9 +155,7 @@ export function decodeSubscribe5(
     };
     subscriptions.push({ filter, qos: qos as 0 | 1 | 2, options });
   }
-  if (subscriptions.length === 0) {
-    throw new ProtocolError("MQTT-3.8.3-3", "SUBSCRIBE without topic filters", 0x82);
-  }
+  requireSubscriptions(subscriptions.length, 0x82);
   return { type: "subscribe", packetId, subscriptions };
 }
 
@@ -163,21 +167,9 @@ export function decodeUnsubscribe5(
   limits: DecoderLimits,
 ): ClientPacket {
   const r = new Reader(b, start, end);
-  const packetId = r.u16();
-  if (packetId === 0) {
-    throw new ProtocolError("MQTT-2.3.1-1", "UNSUBSCRIBE with packet identifier 0");
-  }
+  const packetId = packetIdOf(r, "UNSUBSCRIBE");
   readProperties(r, ALLOWED.UNSUBSCRIBE, "UNSUBSCRIBE", limits.maxUserProperties);
-  const filters: string[] = [];
-  while (r.left > 0) {
-    const filter = r.string();
-    checkTopicFilter(filter);
-    filters.push(filter);
-  }
-  if (filters.length === 0) {
-    throw new ProtocolError("MQTT-3.10.3-2", "UNSUBSCRIBE without topic filters", 0x82);
-  }
-  return { type: "unsubscribe", packetId, filters };
+  return { type: "unsubscribe", packetId, filters: unsubscribeFilters(r, 0x82) };
 }
 
 /** DISCONNECT [MQTT-3.14.2]: an optional reason code and properties. */

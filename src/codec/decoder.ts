@@ -20,8 +20,11 @@ import {
   checkTopicFilter,
   checkTopicName,
   type DecoderLimits,
+  packetIdOf,
   Reader,
+  requireSubscriptions,
   truncated,
+  unsubscribeFilters,
 } from "./_fields.ts";
 import { decodeConnect, type ProtocolLevels } from "./decode_connect.ts";
 import {
@@ -340,8 +343,7 @@ function decodePublishTail5(
 
 function decodeSubscribe(b: Uint8Array, start: number, end: number): ClientPacket {
   const r = new Reader(b, start, end);
-  const packetId = r.u16();
-  if (packetId === 0) throw new ProtocolError("MQTT-2.3.1-1", "SUBSCRIBE with packet identifier 0");
+  const packetId = packetIdOf(r, "SUBSCRIBE");
   const subscriptions: Subscription[] = [];
   while (r.left > 0) {
     const filter = r.string();
@@ -351,26 +353,12 @@ function decodeSubscribe(b: Uint8Array, start: number, end: number): ClientPacke
     if (qosByte === 3) throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE requested QoS 3");
     subscriptions.push({ filter, qos: qosByte as 0 | 1 | 2 });
   }
-  if (subscriptions.length === 0) {
-    throw new ProtocolError("MQTT-3.8.3-3", "SUBSCRIBE without topic filters");
-  }
+  requireSubscriptions(subscriptions.length);
   return { type: "subscribe", packetId, subscriptions };
 }
 
 function decodeUnsubscribe(b: Uint8Array, start: number, end: number): ClientPacket {
   const r = new Reader(b, start, end);
-  const packetId = r.u16();
-  if (packetId === 0) {
-    throw new ProtocolError("MQTT-2.3.1-1", "UNSUBSCRIBE with packet identifier 0");
-  }
-  const filters: string[] = [];
-  while (r.left > 0) {
-    const filter = r.string();
-    checkTopicFilter(filter);
-    filters.push(filter);
-  }
-  if (filters.length === 0) {
-    throw new ProtocolError("MQTT-3.10.3-2", "UNSUBSCRIBE without topic filters");
-  }
-  return { type: "unsubscribe", packetId, filters };
+  const packetId = packetIdOf(r, "UNSUBSCRIBE");
+  return { type: "unsubscribe", packetId, filters: unsubscribeFilters(r) };
 }

@@ -54,6 +54,16 @@ export function envelope(
   return { payload, headers };
 }
 
+/** What of a PUBLISH (or a will) goes into its envelope. */
+export interface EnvelopedPublish {
+  readonly topic: string;
+  readonly payload: Uint8Array;
+  readonly qos: 0 | 1 | 2;
+  readonly packetId: number;
+  readonly retain: boolean;
+  readonly properties?: MessageProperties;
+}
+
 /**
  * Makes envelopes, handing out the last header map again when a message's headers would be
  * the same: QoS 0 without a will flag or MQTT 5 properties, from the same client to the same
@@ -68,19 +78,13 @@ export class EnvelopeMaker {
   #retain = false;
   #headers: ReadonlyMap<string, string> | null = null;
 
-  /** {@link envelope}, with the header map shared as the class says. */
-  make(
-    topic: string,
-    payload: Uint8Array,
-    qos: 0 | 1 | 2,
-    clientId: string,
-    packetId: number,
-    retain: boolean,
-    will = false,
-    props?: MessageProperties,
-  ): OutgoingMessage {
-    const shareable = qos === 0 && !will && props === undefined && payload.length > 0;
-    if (!shareable) return envelope(topic, payload, qos, clientId, packetId, retain, will, props);
+  /** {@link envelope} of `p` from `clientId`, with the header map shared as the class says. */
+  make(p: EnvelopedPublish, clientId: string, will = false): OutgoingMessage {
+    const { topic, payload, qos, retain, properties } = p;
+    const shareable = qos === 0 && !will && properties === undefined && payload.length > 0;
+    if (!shareable) {
+      return envelope(topic, payload, qos, clientId, p.packetId, retain, will, properties);
+    }
     const last = this.#headers;
     if (
       last !== null && topic === this.#topic && clientId === this.#clientId &&

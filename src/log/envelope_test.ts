@@ -5,8 +5,20 @@ const bytes = (s: string) => new TextEncoder().encode(s);
 
 Deno.test("EnvelopeMaker shares one header map across a client's QoS 0 messages to a topic", () => {
   const maker = new EnvelopeMaker();
-  const a = maker.make("plant/press/1", bytes("1"), 0, "press-1", 0, false);
-  const b = maker.make("plant/press/1", bytes("2"), 0, "press-1", 0, false);
+  const a = maker.make({
+    topic: "plant/press/1",
+    payload: bytes("1"),
+    qos: 0,
+    packetId: 0,
+    retain: false,
+  }, "press-1");
+  const b = maker.make({
+    topic: "plant/press/1",
+    payload: bytes("2"),
+    qos: 0,
+    packetId: 0,
+    retain: false,
+  }, "press-1");
   assert.equal(b.headers, a.headers);
   assert.deepEqual(b.payload, bytes("2"));
   assert.deepEqual(
@@ -19,20 +31,76 @@ Deno.test("EnvelopeMaker makes a new map whenever the headers would differ", () 
   const maker = new EnvelopeMaker();
   // Each one differs in one field from the message made just before it.
   const cases = [
-    ["another topic", () => maker.make("t/2", bytes("x"), 0, "c1", 0, false)],
-    ["another client", () => maker.make("t/1", bytes("x"), 0, "c2", 0, false)],
-    ["retained", () => maker.make("t/1", bytes("x"), 0, "c1", 0, true)],
-    ["QoS 1", () => maker.make("t/1", bytes("x"), 1, "c1", 9, false)],
-    ["a will", () => maker.make("t/1", bytes("x"), 0, "c1", 0, false, true)],
-    ["MQTT 5 properties", () => maker.make("t/1", bytes("x"), 0, "c1", 0, false, false, {})],
-    ["an empty payload", () => maker.make("t/1", new Uint8Array(0), 0, "c1", 0, false)],
+    [
+      "another topic",
+      () =>
+        maker.make({ topic: "t/2", payload: bytes("x"), qos: 0, packetId: 0, retain: false }, "c1"),
+    ],
+    [
+      "another client",
+      () =>
+        maker.make({ topic: "t/1", payload: bytes("x"), qos: 0, packetId: 0, retain: false }, "c2"),
+    ],
+    [
+      "retained",
+      () =>
+        maker.make({ topic: "t/1", payload: bytes("x"), qos: 0, packetId: 0, retain: true }, "c1"),
+    ],
+    [
+      "QoS 1",
+      () =>
+        maker.make({ topic: "t/1", payload: bytes("x"), qos: 1, packetId: 9, retain: false }, "c1"),
+    ],
+    [
+      "a will",
+      () =>
+        maker.make(
+          { topic: "t/1", payload: bytes("x"), qos: 0, packetId: 0, retain: false },
+          "c1",
+          true,
+        ),
+    ],
+    [
+      "MQTT 5 properties",
+      () =>
+        maker.make(
+          { topic: "t/1", payload: bytes("x"), qos: 0, packetId: 0, retain: false, properties: {} },
+          "c1",
+          false,
+        ),
+    ],
+    [
+      "an empty payload",
+      () =>
+        maker.make(
+          { topic: "t/1", payload: new Uint8Array(0), qos: 0, packetId: 0, retain: false },
+          "c1",
+        ),
+    ],
   ] as const;
   for (const [what, make] of cases) {
-    const before = maker.make("t/1", bytes("x"), 0, "c1", 0, false);
-    assert.equal(maker.make("t/1", bytes("y"), 0, "c1", 0, false).headers, before.headers);
+    const before = maker.make({
+      topic: "t/1",
+      payload: bytes("x"),
+      qos: 0,
+      packetId: 0,
+      retain: false,
+    }, "c1");
+    assert.equal(
+      maker.make({ topic: "t/1", payload: bytes("y"), qos: 0, packetId: 0, retain: false }, "c1")
+        .headers,
+      before.headers,
+    );
     assert.notEqual(make().headers, before.headers, what);
   }
-  const qos1 = maker.make("t/1", bytes("x"), 1, "c1", 9, false);
+  const qos1 = maker.make(
+    { topic: "t/1", payload: bytes("x"), qos: 1, packetId: 9, retain: false },
+    "c1",
+  );
   assert.equal(qos1.headers.get(H_PACKET_ID), "9");
-  assert.notEqual(maker.make("t/1", bytes("x"), 1, "c1", 10, false).headers, qos1.headers);
+  assert.notEqual(
+    maker.make({ topic: "t/1", payload: bytes("x"), qos: 1, packetId: 10, retain: false }, "c1")
+      .headers,
+    qos1.headers,
+  );
 });

@@ -90,7 +90,7 @@ export class PublishPreparer {
   /** P6: shares a QoS 0 header map between a client's messages to a topic. */
   #envelopes = new EnvelopeMaker();
 
-  /** `backendPlacesBalanced`: see `LogBackend.placesBalanced`. */
+  /** `backendPlacesBalanced`: see `RemoteTuning.placesBalanced`. */
   constructor(maps: MapSource, topics: TopicCache, backendPlacesBalanced = false) {
     this.#maps = maps;
     this.#topics = topics;
@@ -164,16 +164,7 @@ export class PublishPreparer {
       address: balanced
         ? this.#balancedAddress(r, info.partitions)
         : this.#address(r, this.#partition(r, info)),
-      message: this.#envelopes.make(
-        p.topic,
-        p.payload,
-        p.qos,
-        clientId,
-        p.packetId,
-        p.retain,
-        will,
-        p.properties,
-      ),
+      message: this.#envelopes.make(p, clientId, will),
       rule: r.rule,
     };
   }

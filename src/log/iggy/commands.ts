@@ -49,22 +49,34 @@ export interface TopicOptions {
 export const FSYNC_OPTION = "enforce_fsync";
 export const FLUSH_COUNT_OPTION = "messages_required_to_save";
 
-/** CREATE_TOPIC body: `[stream Id][partitions:u32][name][options TLV]`. */
-export function createTopicBody(stream: string, topic: string, o: TopicOptions): Uint8Array {
-  const w = new ByteWriter();
-  writeIdentifier(w, stream);
-  w.u32(o.partitions);
-  writeName(w, topic, "Topic name");
-  if (o.messageExpiryMicros) writeU64Option(w, "message_expiry", o.messageExpiryMicros);
-  if (o.maxTopicBytes) writeU64Option(w, "max_topic_size", o.maxTopicBytes);
-  if (o.durable) {
-    // Iggy 0.9 keeps sends in a journal until 1,024 messages or 1 MiB (its defaults) and then
-    // writes without fsync; a kill -9 then loses acknowledged messages. One message flushes.
-    writeBoolOption(w, FSYNC_OPTION, true);
-    writeU32Option(w, FLUSH_COUNT_OPTION, 1);
-  }
-  return w.finish();
+/**
+ * CREATE_TOPIC body: `[stream Id][partitions:u32][name][options TLV]`; `durable` writes the
+ * dialect's own options (`durableOptions`).
+ */
+export function createTopicBodyWith(
+  durableOptions: (w: ByteWriter) => void,
+): (stream: string, topic: string, o: TopicOptions) => Uint8Array {
+  return (stream, topic, o) => {
+    const w = new ByteWriter();
+    writeIdentifier(w, stream);
+    w.u32(o.partitions);
+    writeName(w, topic, "Topic name");
+    if (o.messageExpiryMicros) writeU64Option(w, "message_expiry", o.messageExpiryMicros);
+    if (o.maxTopicBytes) writeU64Option(w, "max_topic_size", o.maxTopicBytes);
+    if (o.durable) durableOptions(w);
+    return w.finish();
+  };
 }
+
+/**
+ * CREATE_TOPIC body on 0.11. Iggy 0.9 keeps sends in a journal until 1,024 messages or 1 MiB
+ * (its defaults) and then writes without fsync, so a kill -9 loses acknowledged messages: a
+ * durable topic fsyncs, and one message flushes.
+ */
+export const createTopicBody = createTopicBodyWith((w) => {
+  writeBoolOption(w, FSYNC_OPTION, true);
+  writeU32Option(w, FLUSH_COUNT_OPTION, 1);
+});
 
 /** Where a consumer-offset or poll command points. */
 export interface Target {

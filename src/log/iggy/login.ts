@@ -31,12 +31,25 @@ export function writeShortBytes(w: ByteWriter, value: string, what: string): voi
   w.u8(b.length).bytes(b);
 }
 
-/** Command code and body of the Register request for `credentials`. */
+/** Command code and body of the 0.11 Register request for `credentials`. */
 export function encodeRegister(credentials: Credentials): { code: number; body: Uint8Array } {
-  const w = new ByteWriter(128);
-  w.u32(PROTOCOL_VERSION_PACKED);
+  return encodeRegisterAs(PROTOCOL_VERSION_PACKED, credentials);
+}
+
+/**
+ * A Register request of either dialect: `[version:u32][client name][client version]`, then
+ * `between` (0.12: the bind secret), then the credentials and an empty context.
+ */
+export function encodeRegisterAs(
+  packedVersion: number,
+  credentials: Credentials,
+  between?: Uint8Array,
+): { code: number; body: Uint8Array } {
+  const w = new ByteWriter(160);
+  w.u32(packedVersion);
   writeName(w, CLIENT_NAME);
   writeName(w, CLIENT_VERSION);
+  if (between !== undefined) w.bytes(between);
   if (credentials.kind === "password") {
     writeName(w, credentials.username, "Username");
     writeShortBytes(w, credentials.password, "Password");

@@ -42,66 +42,116 @@ function skipOptions(r: ByteReader, what: string): void {
   r.skip(r.u32(`${what} length`), what);
 }
 
-/** Reads `[id][created_at][topics_count][size][messages][name][opts]`. */
-export function readStream(r: ByteReader): StreamRecord {
-  const id = r.u32("stream id");
-  r.skip(8, "stream created_at");
-  const topicsCount = r.u32("stream topics_count");
-  r.skip(16, "stream size and messages");
-  const name = readName(r, "stream name");
-  skipOptions(r, "stream options");
-  return { id, name, topicsCount };
+/** Where the metadata records of the two protocols differ. */
+export interface RecordLayout {
+  /** Bytes of a topic header between partitions_count and the name. */
+  readonly topicFixedTail: number;
+  /** What those bytes hold, for errors. */
+  readonly topicFixedTailHolds: string;
+  /** Streams and users carry a derived-options block after their own options (0.12). */
+  readonly derivedOptions: boolean;
+  /** One partition record of GET_TOPIC / CREATE_TOPIC. */
+  readPartition(r: ByteReader): PartitionRecord;
 }
 
-/** Reads a TopicHeader (without partitions). */
-export function readTopicHeader(r: ByteReader): TopicRecord {
-  const id = r.u32("topic id");
-  r.skip(8, "topic created_at");
-  const partitionsCount = r.u32("topic partitions_count");
-  r.skip(8 + 1 + 8 + 8 + 8, "topic expiry, compression, max size, size, messages");
-  const name = readName(r, "topic name");
-  const explicit = readOptions(r, "topic options");
-  const options = readOptions(r, "topic derived options");
-  for (const [k, v] of explicit) options.set(k, v);
-  return { id, name, partitionsCount, partitions: [], options };
+/** A protocol's decoders of the metadata replies the backend reads. */
+export interface RecordDecoders {
+  /** GET_STREAMS body: stream records to the end. */
+  decodeStreams(body: Uint8Array): StreamRecord[];
+  /** GET_STREAM body: the stream then its topic headers; null when empty (not found). */
+  decodeStreamDetails(body: Uint8Array): { stream: StreamRecord; topics: TopicRecord[] } | null;
+  /** GET_TOPIC / CREATE_TOPIC body: the topic header then its partitions; null when empty. */
+  decodeTopic(body: Uint8Array): TopicRecord | null;
+  /** GET_USER body: the user, its options, then its permissions; null when empty. */
+  decodeUser(body: Uint8Array): UserRecord | null;
 }
 
-/** GET_STREAMS body: stream records to the end. */
-export function decodeStreams(body: Uint8Array): StreamRecord[] {
-  const r = new ByteReader(body);
-  const out: StreamRecord[] = [];
-  while (r.remaining > 0) out.push(readStream(r));
-  return out;
+/** The decoders of one protocol's record layout. */
+export function recordDecoders(layout: RecordLayout): RecordDecoders {
+  const readStream = (r: ByteReader): StreamRecord => {
+    const id = r.u32("stream id");
+    r.skip(8, "stream created_at");
+    const topicsCount = r.u32("stream topics_count");
+    r.skip(16, "stream size and messages");
+    const name = readName(r, "stream name");
+    skipOptions(r, "stream options");
+    if (layout.derivedOptions) skipOptions(r, "stream derived options");
+    return { id, name, topicsCount };
+  };
+  // Explicit options win over the server-derived ones.
+  const readTopicHeader = (r: ByteReader): TopicRecord => {
+    const id = r.u32("topic id");
+    r.skip(8, "topic created_at");
+    const partitionsCount = r.u32("topic partitions_count");
+    r.skip(layout.topicFixedTail, layout.topicFixedTailHolds);
+    const name = readName(r, "topic name");
+    const explicit = readOptions(r, "topic options");
+    const options = readOptions(r, "topic derived options");
+    for (const [k, v] of explicit) options.set(k, v);
+    return { id, name, partitionsCount, partitions: [], options };
+  };
+  return {
+    decodeStreams(body) {
+      const r = new ByteReader(body);
+      const out: StreamRecord[] = [];
+      while (r.remaining > 0) out.push(readStream(r));
+      return out;
+    },
+    decodeStreamDetails(body) {
+      if (body.length === 0) return null;
+      const r = new ByteReader(body);
+      const stream = readStream(r);
+      const topics: TopicRecord[] = [];
+      while (r.remaining > 0) topics.push(readTopicHeader(r));
+      return { stream, topics };
+    },
+    decodeTopic(body) {
+      if (body.length === 0) return null;
+      const r = new ByteReader(body);
+      const header = readTopicHeader(r);
+      const partitions: PartitionRecord[] = [];
+      while (r.remaining > 0) partitions.push(layout.readPartition(r));
+      return { ...header, partitions };
+    },
+    decodeUser(body) {
+      if (body.length === 0) return null;
+      const r = new ByteReader(body);
+      const id = r.u32("user id");
+      r.skip(8, "user created_at");
+      const status = r.u8("user status");
+      const username = readName(r, "username");
+      skipOptions(r, "user options");
+      if (layout.derivedOptions) skipOptions(r, "user derived options");
+      if (r.remaining === 0) return { id, status, username, permissions: null };
+      if (r.u8("has_permissions") === 0) {
+        r.skip(3, "no-permissions padding");
+        return { id, status, username, permissions: null };
+      }
+      const len = r.u32("permissions length");
+      return { id, status, username, permissions: decodePermissions(r.bytes(len, "permissions")) };
+    },
+  };
 }
 
-/** GET_STREAM body: the stream then its topic headers; null when empty (not found). */
-export function decodeStreamDetails(
-  body: Uint8Array,
-): { stream: StreamRecord; topics: TopicRecord[] } | null {
-  if (body.length === 0) return null;
-  const r = new ByteReader(body);
-  const stream = readStream(r);
-  const topics: TopicRecord[] = [];
-  while (r.remaining > 0) topics.push(readTopicHeader(r));
-  return { stream, topics };
+/** A 0.11 partition record (40 bytes; the head of a 0.12 one). */
+export function readPartition011(r: ByteReader): PartitionRecord {
+  const id = r.u32("partition id");
+  r.skip(12, "partition created_at, segments");
+  const currentOffset = r.u64n("partition current_offset");
+  r.skip(8, "partition size");
+  const messagesCount = r.u64n("partition messages_count");
+  return { id, currentOffset, messagesCount };
 }
 
-/** GET_TOPIC / CREATE_TOPIC body: TopicHeader then 40-byte partitions; null when empty. */
-export function decodeTopic(body: Uint8Array): TopicRecord | null {
-  if (body.length === 0) return null;
-  const r = new ByteReader(body);
-  const header = readTopicHeader(r);
-  const partitions: PartitionRecord[] = [];
-  while (r.remaining > 0) {
-    const id = r.u32("partition id");
-    r.skip(12, "partition created_at, segments");
-    const currentOffset = r.u64n("partition current_offset");
-    r.skip(8, "partition size");
-    const messagesCount = r.u64n("partition messages_count");
-    partitions.push({ id, currentOffset, messagesCount });
-  }
-  return { ...header, partitions };
-}
+/** The records of protocol 0.11: 40-byte partitions, no derived options on streams or users. */
+const RECORDS_011 = recordDecoders({
+  topicFixedTail: 8 + 1 + 8 + 8 + 8,
+  topicFixedTailHolds: "topic expiry, compression, max size, size, messages",
+  derivedOptions: false,
+  readPartition: readPartition011,
+});
+
+export const { decodeStreams, decodeStreamDetails, decodeTopic, decodeUser } = RECORDS_011;
 
 /** Offset the next message of a partition gets: current_offset is the last one written. */
 export function nextOffsetOf(p: PartitionRecord): number {
@@ -179,23 +229,4 @@ export function decodePermissions(body: Uint8Array): WirePermissions {
     more = r.u8("has_next_stream") !== 0;
   }
   return { global, streams };
-}
-
-/** GET_USER body; null when empty (no such user). */
-export function decodeUser(body: Uint8Array): UserRecord | null {
-  if (body.length === 0) return null;
-  const r = new ByteReader(body);
-  const id = r.u32("user id");
-  r.skip(8, "user created_at");
-  const status = r.u8("user status");
-  const username = readName(r, "username");
-  skipOptions(r, "user options");
-  if (r.remaining === 0) return { id, status, username, permissions: null };
-  const has = r.u8("has_permissions");
-  if (has === 0) {
-    r.skip(3, "no-permissions padding");
-    return { id, status, username, permissions: null };
-  }
-  const len = r.u32("permissions length");
-  return { id, status, username, permissions: decodePermissions(r.bytes(len, "permissions")) };
 }

@@ -6,9 +6,8 @@
  */
 
 import { ByteWriter } from "../bytes.ts";
-import { Code } from "../codes.ts";
 import { writeName } from "../encoding.ts";
-import { type Credentials, writeShortBytes } from "../login.ts";
+import { type Credentials, encodeRegisterAs } from "../login.ts";
 import { CLIENT_NAME, CLIENT_VERSION } from "../version.ts";
 import { xxh3_64 } from "../../../base/xxhash.ts";
 
@@ -27,20 +26,7 @@ export function encodeRegister012(
   packedVersion: number,
 ): { code: number; body: Uint8Array } {
   if (bindSecret.length !== BIND_SECRET_BYTES) throw new RangeError("Bind secret is not 32 bytes");
-  const w = new ByteWriter(160);
-  w.u32(packedVersion);
-  writeName(w, CLIENT_NAME);
-  writeName(w, CLIENT_VERSION);
-  w.bytes(bindSecret);
-  if (credentials.kind === "password") {
-    writeName(w, credentials.username, "Username");
-    writeShortBytes(w, credentials.password, "Password");
-    w.u32(0); // no context
-    return { code: Code.LOGIN_REGISTER, body: w.finish() };
-  }
-  writeShortBytes(w, credentials.token, "Personal access token");
-  w.u32(0);
-  return { code: Code.LOGIN_REGISTER_WITH_PAT, body: w.finish() };
+  return encodeRegisterAs(packedVersion, credentials, bindSecret);
 }
 
 /**
