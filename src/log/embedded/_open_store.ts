@@ -39,7 +39,9 @@ export async function openStore(
   try {
     // The writer first: it creates the file and the tables the reader then opens.
     if (!readOnly) {
-      link = await WriterLink.start(path, maxStoreBytes, onWriterFailed, options.writerThread);
+      link = await WriterLink.start(path, maxStoreBytes, onWriterFailed, options.writerThread, {
+        startWorker: options.startWorker,
+      });
     }
     db = link?.inlineDb ?? openDatabase(path, maxStoreBytes, true);
     const reads = prepareReadStatements(db);

@@ -31,6 +31,11 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
+/** Starts the writer's worker (a module worker). */
+function defaultWorker(url: URL): Worker {
+  return new Worker(url.href, { type: "module" });
+}
+
 /** One running writer. */
 export class WriterLink {
   readonly #path: string;
@@ -59,13 +64,14 @@ export class WriterLink {
     maxStoreBytes: number,
     onFailure: (error: BackendError) => void,
     thread: "worker" | "in-process",
+    o: { startWorker?: (url: URL) => Worker } = {},
   ): Promise<WriterLink> {
     const link = new WriterLink(path, onFailure);
     const notLoaded = path === ":memory:"
       ? "a :memory: store cannot be shared with a worker"
       : thread === "in-process"
       ? 'embedded.writer_thread = "in-process"'
-      : await link.#startWorker();
+      : await link.#startWorker(o.startWorker ?? defaultWorker);
     if (notLoaded !== undefined) {
       link.#inProcessReason = notLoaded;
       link.#inline = new Writer(path, maxStoreBytes);
@@ -137,19 +143,12 @@ export class WriterLink {
     }
   }
 
-  /** For tests: makes the worker throw an uncaught error, as a crash would. */
-  crashForTest(): void {
-    this.#worker?.postMessage({ type: "crash", id: 0 });
-  }
-
   /**
    * Starts the worker and waits for its "loaded" hello; returns why it could not load (its
    * modules unreadable), or undefined when it runs.
    */
-  #startWorker(): Promise<string | undefined> {
-    const worker = new Worker(new URL("./_writer_worker.ts", import.meta.url).href, {
-      type: "module",
-    });
+  #startWorker(start: (url: URL) => Worker): Promise<string | undefined> {
+    const worker = start(new URL("./_writer_worker.ts", import.meta.url));
     this.#worker = worker;
     return new Promise((resolve) => {
       let loaded = false;

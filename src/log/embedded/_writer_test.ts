@@ -11,7 +11,11 @@ Deno.test("open() of a file store runs the writer in a worker", async () => {
 });
 
 Deno.test("a crashed writer rejects pending appends with unavailable and health() says why", async () => {
-  await using store = await openTestStore();
+  // The fault is injected at the worker's boundary: the test keeps the worker it starts and
+  // posts it a request it does not know, the worker's own crash path.
+  let worker: Worker | undefined;
+  const startWorker = (url: URL) => worker = new Worker(url.href, { type: "module" });
+  await using store = await openTestStore({ startWorker });
   const { backend } = store;
   await backend.createTopic("s", "t", { partitions: 1 });
   await backend.append({ ...address, messages: [textMessage("before")] });
@@ -19,7 +23,7 @@ Deno.test("a crashed writer rejects pending appends with unavailable and health(
     { length: 50 },
     (_, i) => backend.append({ ...address, messages: [textMessage(`${i}`)] }),
   );
-  backend.crashWriterForTest();
+  worker!.postMessage({ type: "crash", id: 0 });
   const results = await Promise.allSettled(pending);
   // Appends do not go through the writer (messages go to the log), so all may have landed
   // before the crash is noticed; wait for it.

@@ -285,11 +285,6 @@ export class EmbeddedBackend implements LogBackend {
     };
   }
 
-  /** For tests: makes the writer worker fail as a crash would. */
-  crashWriterForTest(): void {
-    this.#state?.writer?.link.crashForTest();
-  }
-
   #writeSide(link: WriterLink, log: MessageLog, catalog: Catalog): WriteSide {
     const commits = new GroupCommit(
       link,

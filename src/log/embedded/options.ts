@@ -38,6 +38,11 @@ export interface EmbeddedOptions {
   readonly writerThread: "worker" | "in-process";
   /** Clock for append timestamps and retention, µs since the epoch; tests inject one. */
   readonly clock?: () => number;
+  /**
+   * Starts the catalog writer's worker from its module URL; default `new Worker(url)`. Tests
+   * inject one that keeps the worker, to post it a request it does not know (its crash path).
+   */
+  readonly startWorker?: (url: URL) => Worker;
 }
 
 /** Counters for tests and metrics. */
