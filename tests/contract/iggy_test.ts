@@ -10,7 +10,7 @@
  */
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
 import { Code } from "../../src/log/iggy/codes.ts";
-import { IggyConnection } from "../../src/log/iggy/connection.ts";
+import { IggyConnection } from "../../src/log/iggy/v11/lockstep_connection.ts";
 import { tcpDialer } from "../../src/log/iggy/dial.ts";
 import { ByteWriter } from "../../src/log/iggy/bytes.ts";
 import { readName, writeIdentifier, writeName } from "../../src/log/iggy/encoding.ts";

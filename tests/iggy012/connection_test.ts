@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { IggyTimeoutError } from "../../src/log/iggy/codes.ts";
-import { IggyConnection012 } from "../../src/log/iggy/v12/connection.ts";
+import { IggyConnection012 } from "../../src/log/iggy/v12/pipelined_connection.ts";
 import { FakeNode, FakeStore, type HookAction } from "../helpers/fake_iggy/mod.ts";
 import type { FakeRequest } from "../helpers/fake_iggy/wire.ts";
 import { loadHashes } from "../../src/base/xxhash.ts";

@@ -26,7 +26,7 @@ import {
 import { decodeSendReply, type PollReply, storedMessagesOf } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
-import * as cmd from "./commands.ts";
+import * as cmd from "./request_bodies.ts";
 import { clusterDialers, type Dialer } from "./dial.ts";
 import { toBackendError } from "./errors.ts";
 import { loadHashes } from "../../base/xxhash.ts";

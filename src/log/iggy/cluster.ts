@@ -10,11 +10,11 @@
  * @module
  */
 
-import { NotSentError } from "./connection.ts";
+import { NotSentError } from "./codes.ts";
 import type { Dialer } from "./dial.ts";
 import type { RegisterReply } from "./login.ts";
 import { IggyPool, type PoolOptions } from "./pool.ts";
-import type { RequestOptions012 } from "./v12/connection.ts";
+import type { RequestOptions012 } from "./v12/pipelined_connection.ts";
 
 const ONLY_NODE: readonly number[] = Object.freeze([0]);
 

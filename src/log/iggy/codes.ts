@@ -172,6 +172,9 @@ export class IggyConnectionError extends Error {
   }
 }
 
+/** An error raised before the request reached the socket: safe to send elsewhere. */
+export class NotSentError extends IggyConnectionError {}
+
 /** No reply within the request timeout (the server drops bad frames silently). */
 export class IggyTimeoutError extends Error {
   constructor(message: string) {

@@ -11,8 +11,8 @@
 
 import { decodePollReply, type PollReply } from "./batch.ts";
 import { IggyConnectionError, IggyError, IggyEvictionError, Status } from "./codes.ts";
-import * as cmd from "./commands.ts";
-import { IggyConnection } from "./connection.ts";
+import * as cmd from "./request_bodies.ts";
+import { IggyConnection } from "./v11/lockstep_connection.ts";
 import type { Dialer, Transport } from "./dial.ts";
 import type { Credentials, RegisterReply } from "./login.ts";
 import {
@@ -25,12 +25,16 @@ import {
   type UserRecord,
 } from "./records.ts";
 import { formatVersion, PROTOCOL_VERSION_PACKED, unpackVersion } from "./version.ts";
-import { createTopicBody012, DURABILITY_OPTION, DURABILITY_PERSISTED } from "./v12/commands.ts";
+import {
+  createTopicBody012,
+  DURABILITY_OPTION,
+  DURABILITY_PERSISTED,
+} from "./v12/topic_options.ts";
 import {
   IggyConnection012,
   type RequestOptions012,
   type SessionState012,
-} from "./v12/connection.ts";
+} from "./v12/pipelined_connection.ts";
 import { decodePollReply012 } from "./v12/poll.ts";
 import {
   decodeStreamDetails012,

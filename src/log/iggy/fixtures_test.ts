@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { decodePollReply, decodeSendReply } from "./batch.ts";
 import { fromHex } from "./bytes.ts";
 import { IggyError, IggyEvictionError } from "./codes.ts";
-import { decodeOffsetReply } from "./commands.ts";
+import { decodeOffsetReply } from "./request_bodies.ts";
 import { decodeUserHeaders } from "./encoding.ts";
 import { HEADER_SIZE, readReplyHeader } from "./header.ts";
 import { decodeRegisterReply } from "./login.ts";

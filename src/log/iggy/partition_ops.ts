@@ -9,8 +9,8 @@
  */
 import type { PollReply } from "./batch.ts";
 import { IggyConnectionError, IggyError, IggyTimeoutError, Status } from "./codes.ts";
-import { NotSentError } from "./connection.ts";
-import type { RequestOptions012 } from "./v12/connection.ts";
+import { NotSentError } from "./codes.ts";
+import type { RequestOptions012 } from "./v12/pipelined_connection.ts";
 
 /** Where a partition request goes. */
 export interface Address {

@@ -8,11 +8,11 @@
  */
 
 import { Code, IggyConnectionError } from "./codes.ts";
-import { NotSentError } from "./connection.ts";
+import { NotSentError } from "./codes.ts";
 import type { DialectChooser, Link, SessionKeeper } from "./dialect.ts";
 import type { Dialer } from "./dial.ts";
 import type { Credentials, RegisterReply } from "./login.ts";
-import type { RequestOptions012 } from "./v12/connection.ts";
+import type { RequestOptions012 } from "./v12/pipelined_connection.ts";
 
 /** Pool settings. */
 export interface PoolOptions {

@@ -66,49 +66,52 @@ export interface RecordDecoders {
   decodeUser(body: Uint8Array): UserRecord | null;
 }
 
+/** A stream record in `layout`: `[id][created_at][topics_count][size][messages][name][opts]…`. */
+function readStream(r: ByteReader, layout: RecordLayout): StreamRecord {
+  const id = r.u32("stream id");
+  r.skip(8, "stream created_at");
+  const topicsCount = r.u32("stream topics_count");
+  r.skip(16, "stream size and messages");
+  const name = readName(r, "stream name");
+  skipOptions(r, "stream options");
+  if (layout.derivedOptions) skipOptions(r, "stream derived options");
+  return { id, name, topicsCount };
+}
+
+/** A topic header (without partitions) in `layout`; explicit options win over derived ones. */
+function readTopicHeader(r: ByteReader, layout: RecordLayout): TopicRecord {
+  const id = r.u32("topic id");
+  r.skip(8, "topic created_at");
+  const partitionsCount = r.u32("topic partitions_count");
+  r.skip(layout.topicFixedTail, layout.topicFixedTailHolds);
+  const name = readName(r, "topic name");
+  const explicit = readOptions(r, "topic options");
+  const options = readOptions(r, "topic derived options");
+  for (const [k, v] of explicit) options.set(k, v);
+  return { id, name, partitionsCount, partitions: [], options };
+}
+
 /** The decoders of one protocol's record layout. */
 export function recordDecoders(layout: RecordLayout): RecordDecoders {
-  const readStream = (r: ByteReader): StreamRecord => {
-    const id = r.u32("stream id");
-    r.skip(8, "stream created_at");
-    const topicsCount = r.u32("stream topics_count");
-    r.skip(16, "stream size and messages");
-    const name = readName(r, "stream name");
-    skipOptions(r, "stream options");
-    if (layout.derivedOptions) skipOptions(r, "stream derived options");
-    return { id, name, topicsCount };
-  };
-  // Explicit options win over the server-derived ones.
-  const readTopicHeader = (r: ByteReader): TopicRecord => {
-    const id = r.u32("topic id");
-    r.skip(8, "topic created_at");
-    const partitionsCount = r.u32("topic partitions_count");
-    r.skip(layout.topicFixedTail, layout.topicFixedTailHolds);
-    const name = readName(r, "topic name");
-    const explicit = readOptions(r, "topic options");
-    const options = readOptions(r, "topic derived options");
-    for (const [k, v] of explicit) options.set(k, v);
-    return { id, name, partitionsCount, partitions: [], options };
-  };
   return {
     decodeStreams(body) {
       const r = new ByteReader(body);
       const out: StreamRecord[] = [];
-      while (r.remaining > 0) out.push(readStream(r));
+      while (r.remaining > 0) out.push(readStream(r, layout));
       return out;
     },
     decodeStreamDetails(body) {
       if (body.length === 0) return null;
       const r = new ByteReader(body);
-      const stream = readStream(r);
+      const stream = readStream(r, layout);
       const topics: TopicRecord[] = [];
-      while (r.remaining > 0) topics.push(readTopicHeader(r));
+      while (r.remaining > 0) topics.push(readTopicHeader(r, layout));
       return { stream, topics };
     },
     decodeTopic(body) {
       if (body.length === 0) return null;
       const r = new ByteReader(body);
-      const header = readTopicHeader(r);
+      const header = readTopicHeader(r, layout);
       const partitions: PartitionRecord[] = [];
       while (r.remaining > 0) partitions.push(layout.readPartition(r));
       return { ...header, partitions };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createTopicBody } from "./commands.ts";
+import { createTopicBody } from "./request_bodies.ts";
 import { decodeUserHeaders } from "./encoding.ts";
 
 /** The options TLV after `[stream Id][partitions][name]` of a CREATE_TOPIC body. */

@@ -14,23 +14,24 @@ import {
   IggyError,
   IggyEvictionError,
   IggyTimeoutError,
+  NotSentError,
   Status,
-} from "./codes.ts";
-import { FrameKind, operationFor } from "./codes.ts";
-import type { Transport } from "./dial.ts";
-import { HEADER_SIZE, readFrameKind, writeRequestHeader } from "./header.ts";
-import { FrameReader } from "./frame_reader.ts";
-import { FrameWriter } from "./frame_writer.ts";
+} from "../codes.ts";
+import { FrameKind, operationFor } from "../codes.ts";
+import type { Transport } from "../dial.ts";
+import { HEADER_SIZE, readFrameKind, writeRequestHeader } from "../header.ts";
+import { FrameReader } from "../frame_reader.ts";
+import { FrameWriter } from "../frame_writer.ts";
 import {
   type Credentials,
   decodeRegisterReply,
   encodeRegister,
   type RegisterReply,
-} from "./login.ts";
-import { commandName, decodeReply } from "./reply.ts";
-import { randomMessageId } from "./batch.ts";
+} from "../login.ts";
+import { commandName, decodeReply } from "../reply.ts";
+import { randomMessageId } from "../batch.ts";
 
-export { MAX_FRAME_BYTES } from "./frame_reader.ts";
+export { MAX_FRAME_BYTES } from "../frame_reader.ts";
 
 /** Pause before replaying a request the server answered with a transient code. */
 export const TRANSIENT_RETRY_MS = 50;
@@ -61,9 +62,6 @@ export class RequestIds {
 }
 
 type Frame = { header: Uint8Array; body: Uint8Array };
-
-/** An error raised before the request reached the socket: safe to send elsewhere. */
-export class NotSentError extends IggyConnectionError {}
 
 /** One registered connection. */
 export class IggyConnection {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { Code, IggyError, IggyEvictionError, IggyTimeoutError } from "./codes.ts";
-import { IggyConnection, NotSentError, RequestIds } from "./connection.ts";
+import { Code, IggyError, IggyEvictionError, IggyTimeoutError } from "../codes.ts";
+import { IggyConnection, RequestIds } from "./lockstep_connection.ts";
+import { NotSentError } from "../codes.ts";
 import {
   evictionFrame,
   FakeServer,
@@ -8,8 +9,8 @@ import {
   replyFrame,
   resultOk,
   type SeenRequest,
-} from "../../../tests/helpers/fake_iggy_frames.ts";
-import { loadHashes } from "../../base/xxhash.ts";
+} from "../../../../tests/helpers/fake_iggy_frames.ts";
+import { loadHashes } from "../../../base/xxhash.ts";
 
 await loadHashes();
 

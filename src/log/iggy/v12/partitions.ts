@@ -12,15 +12,15 @@
 
 import type { PollReply } from "../batch.ts";
 import { Code, IggyError } from "../codes.ts";
-import * as cmd from "../commands.ts";
-import { NotSentError } from "../connection.ts";
+import * as cmd from "../request_bodies.ts";
+import { NotSentError } from "../codes.ts";
 import {
   type Address,
   type PartitionOps,
   type PartitionOpsDeps,
   uncertain,
 } from "../partition_ops.ts";
-import { DeferredCancelledError, type RequestOptions012 } from "./connection.ts";
+import { DeferredCancelledError, type RequestOptions012 } from "./pipelined_connection.ts";
 import { decodePollReply012, deferredPollBody } from "./poll.ts";
 import { type ProducerStamp, ProducerTable, stampProducer } from "./producer.ts";
 import { decodeRoute, type Route, routeBody, RouteCache, routeKey } from "./route.ts";

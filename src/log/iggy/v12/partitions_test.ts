@@ -5,10 +5,10 @@
 import assert from "node:assert/strict";
 import { loadHashes } from "../../../base/xxhash.ts";
 import { Code, IggyError } from "../codes.ts";
-import { NotSentError } from "../connection.ts";
+import { NotSentError } from "../codes.ts";
 import { SendEncoder } from "../send_encoder.ts";
-import type { RequestOptions012 } from "./connection.ts";
-import { DeferredCancelledError } from "./connection.ts";
+import type { RequestOptions012 } from "./pipelined_connection.ts";
+import { DeferredCancelledError } from "./pipelined_connection.ts";
 import { PartitionOps012 } from "./partitions.ts";
 import { Code012, Status012 } from "./wire.ts";
 

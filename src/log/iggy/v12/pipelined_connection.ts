@@ -19,7 +19,7 @@ import {
   operationFor,
   Status,
 } from "../codes.ts";
-import { NotSentError } from "../connection.ts";
+import { NotSentError } from "../codes.ts";
 import type { Transport } from "../dial.ts";
 import { readFrameKind, readReplyHeader } from "../header.ts";
 import { type Credentials, decodeRegisterReply, type RegisterReply } from "../login.ts";
