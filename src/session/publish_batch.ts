@@ -18,7 +18,6 @@
  *
  * @module
  */
-import { encodeAck5 } from "../codec/encode_v5.ts";
 import { AckType } from "../codec/encoder.ts";
 import type { PublishPacket } from "../codec/packets.ts";
 import type { OutgoingMessage, PartitionAddress } from "../log/port.ts";
@@ -33,14 +32,8 @@ import { Qos2Inbound } from "./qos2_in.ts";
 import { type Denied, type Failed, placedAt, type Prepared } from "./publish.ts";
 import { appendAndOffer } from "./append_offer.ts";
 import type { V5Session } from "./v5_session.ts";
-import {
-  type ContentRefusal,
-  coordinatesPuback,
-  failureCode,
-  Puback5,
-  refusalPuback,
-  refuseContent5,
-} from "./publish_v5.ts";
+import { type ContentRefusal, Puback5, refuseContent5 } from "./publish_v5.ts";
+import { coordinatesPuback, failureCode, refusalPuback, unknownPubcomp } from "./publish_acks.ts";
 
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch {
@@ -316,7 +309,7 @@ export class ConnectionPublisher {
   release(packetId: number): undefined {
     const held = this.#qos2.released(packetId);
     if (held || this.#site.v5 == null) this.#site.outbox.pushPuback(packetId, AckType.PUBCOMP);
-    else this.#site.outbox.push(encodeAck5(AckType.PUBCOMP, packetId, 0x92));
+    else this.#site.outbox.push(unknownPubcomp(packetId));
   }
 
   /** Resolves when an append settles (the per-client bound may have room again). */

@@ -3,15 +3,13 @@
  * (a payload that is not the UTF-8 its payload format indicator promises, a property that
  * cannot be stored as an Iggy header), and the PUBACKs with reason codes that replace the
  * 3.1.1 "no PUBACK, close": 0x87 denied, 0x90 topic name invalid, 0x80 backend failed, 0x97
- * backend full, 0x99 payload format invalid; a successful PUBACK carries the log coordinates.
+ * backend full, 0x99 payload format invalid. The acknowledgements themselves are encoded in
+ * `publish_acks.ts`.
  *
  * @module
  */
-import { encodePuback5 } from "../codec/encode_v5.ts";
 import type { PublishPacket } from "../codec/packets.ts";
 import { checkPropertiesFit } from "../log/envelope_v5.ts";
-import { BackendError, type PartitionAddress } from "../log/port.ts";
-import type { V5Session } from "./v5_session.ts";
 
 /** PUBACK reason codes [MQTT-3.4.2.1]. */
 export const Puback5 = {
@@ -60,51 +58,4 @@ function isUtf8(b: Uint8Array): boolean {
   } catch {
     return false;
   }
-}
-
-/** The PUBACK of a refused or failed publish; the reason string only when the client wants it. */
-export function refusalPuback(
-  v5: V5Session,
-  packetId: number,
-  code: number,
-  reason: string,
-): Uint8Array {
-  const puback = encodePuback5(packetId, code, v5.problemInformation ? reason : undefined);
-  return fits(v5, puback) ? puback : encodePuback5(packetId, code);
-}
-
-/**
- * A reason string or user properties that would pass the client's Maximum Packet Size are
- * left out [MQTT-3.1.2-25, MQTT-3.4.2-2, MQTT-3.4.2-3]: the bare reason code always fits.
- */
-function fits(v5: V5Session, packet: Uint8Array): boolean {
-  return packet.length <= v5.maximumPacketSize;
-}
-
-/** The reason code of a failed append: 0x97 when the log is full, else 0x80. */
-export function failureCode(err: unknown): number {
-  return err instanceof BackendError && err.code === "full"
-    ? Puback5.QUOTA_EXCEEDED
-    : Puback5.UNSPECIFIED_ERROR;
-}
-
-/**
- * A successful PUBACK with the log coordinates as user properties (`mqtt5.puback_coordinates`):
- * where a consumer of the log finds this very message. Without an offset (a backend that did
- * not say) the offset property is left out.
- */
-export function coordinatesPuback(
-  v5: V5Session,
-  packetId: number,
-  a: PartitionAddress,
-  offset: number | null,
-): Uint8Array {
-  const props: [string, string][] = [
-    ["iggy.stream", a.stream],
-    ["iggy.topic", a.topic],
-    ["iggy.partition", String(a.partition)],
-  ];
-  if (offset !== null) props.push(["iggy.offset", String(offset)]);
-  const puback = encodePuback5(packetId, 0, undefined, props);
-  return fits(v5, puback) ? puback : encodePuback5(packetId, 0);
 }

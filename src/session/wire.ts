@@ -3,9 +3,9 @@
  * counters. Handlers decide; this acts. A second protocol version (MQTT 5: reason codes,
  * properties) changes the encoding here and nowhere else.
  *
- * The PUBLISH fast path does not come through here (no outcome object per message): its
- * PUBACKs leave through the connection's `pubackReady`, its outcomes are counted in
- * `publish_batch.ts`.
+ * The PUBLISH path does not come through here (no outcome object per message): its
+ * acknowledgements are encoded in `publish_acks.ts` (the plain 4-byte ones by the outbox) and
+ * leave through the connection's `pubackReady`; its outcomes are counted in `publish_batch.ts`.
  *
  * @module
  */
