@@ -43,7 +43,10 @@ export interface PartitionOpsDeps {
 
 /** One dialect's partition operations. */
 export interface PartitionOps {
-  /** Sends an encoded SEND_MESSAGES frame of `count` messages; the reply body. */
+  /**
+   * Sends an encoded SEND_MESSAGES frame of `count` messages; the reply body. At most one send
+   * per partition at a time: the caller's rule (the batcher keeps it).
+   */
   send(a: Address, frame: Uint8Array, count: number): Promise<Uint8Array>;
   /** Polls up to `count` messages from `from`; `signal` cancels a long poll. */
   poll(

@@ -77,8 +77,8 @@ export class PartitionOps012 implements PartitionOps {
   readonly #deferred = new Set<() => void>();
   /** Deferred polls in flight. */
   #waiting = 0;
-  /** Per partition, settles when its last send so far has (entries only while sending). */
-  readonly #sending = new Map<string, Promise<void>>();
+  /** Partitions with a send in flight (the caller's rule: one at a time, checked here). */
+  readonly #sending = new Set<string>();
   /** Counters a test or the status page can read. */
   readonly stats = { reroutes: 0, resends: 0, renewals: 0, longPolls: 0, capacityRefusals: 0 };
 
@@ -135,18 +135,17 @@ export class PartitionOps012 implements PartitionOps {
    */
   async send(a: Address, frame: Uint8Array, count: number): Promise<Uint8Array> {
     const key = routeKey(a.stream, a.topic, a.partition);
-    // One batch in flight per partition, whoever calls: two batches under one stamp would
-    // be taken for one, and the second dropped as its duplicate.
-    const before = this.#sending.get(key);
-    const mine = before
-      ? before.then(() => this.#sendNow(key, a, frame, count))
-      : this.#sendNow(key, a, frame, count);
-    const settled = mine.then(() => {}, () => {});
-    this.#sending.set(key, settled);
+    // One batch in flight per partition: two batches under one stamp would be taken for one,
+    // and the second dropped as its duplicate. The batcher (`batcher.ts`) is the one place that
+    // orders a partition's sends; a second one here is a bug, refused before it is stamped.
+    if (this.#sending.has(key)) {
+      throw new Error(`Bug: a second send to ${key} while one is in flight`);
+    }
+    this.#sending.add(key);
     try {
-      return await mine;
+      return await this.#sendNow(key, a, frame, count);
     } finally {
-      if (this.#sending.get(key) === settled) this.#sending.delete(key);
+      this.#sending.delete(key);
     }
   }
 
