@@ -16,6 +16,7 @@ import {
   eviction,
   type FakeDialect,
   type FakeRequest,
+  namedUser,
   ok,
   parseRequest,
   Reader,
@@ -261,8 +262,15 @@ export class FakeNode {
     switch (req.code) {
       case 1:
         return respond();
-      case 31:
-        return respond(rootUser(d));
+      case 31: {
+        const who = r.identifier();
+        const grant = store.namedUsers.get(who);
+        if (grant !== undefined) {
+          return respond(namedUser(d, who, grant, store.stream(grant.stream)?.id ?? 0));
+        }
+        // By number (a login's own id) or root's name: root; any other name is no user.
+        return respond(who.startsWith("#") || who === "iggy" ? rootUser(d) : undefined);
+      }
       case 200: {
         const s = store.stream(r.identifier());
         if (!s) return respond();

@@ -51,11 +51,23 @@ export interface FakeStream {
   readonly topics: Map<string, FakeTopic>;
 }
 
+/** An Iggy user other than root, with rights on one stream (GET_USER by name answers it). */
+export interface FakeUserGrant {
+  readonly id: number;
+  readonly stream: string;
+  readonly send: boolean;
+  readonly poll: boolean;
+  /** Status 2 (inactive) instead of 1. */
+  readonly inactive?: boolean;
+}
+
 /** What the cluster holds. */
 export class FakeStore {
   readonly streams = new Map<string, FakeStream>();
   readonly offsets = new Map<string, number>();
   readonly users = new Map<string, string>([["iggy", "iggy"]]);
+  /** Users GET_USER finds by name, besides root; an unknown name gets an empty reply. */
+  readonly namedUsers = new Map<string, FakeUserGrant>();
   metadataOp = 1n;
   /** Bind secrets of the live sessions (hex), for BindSession. */
   readonly sessions = new Map<bigint, string>();

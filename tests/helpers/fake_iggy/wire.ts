@@ -205,6 +205,27 @@ export function rootUser(d: FakeDialect): Uint8Array {
   return w.finish();
 }
 
+/**
+ * A GET_USER reply for a user with stream rights: the user record, then its permissions (no
+ * global rights; on `streamId`: poll and send as granted, nothing on topics).
+ */
+export function namedUser(
+  d: FakeDialect,
+  name: string,
+  g: { id: number; send: boolean; poll: boolean; inactive?: boolean },
+  streamId: number,
+): Uint8Array {
+  const perms = new Writer();
+  for (let i = 0; i < 10; i++) perms.u8(0); // global flags
+  perms.u8(1).u32(streamId);
+  for (const flag of [false, true, false, true, g.poll, g.send]) perms.u8(flag ? 1 : 0);
+  perms.u8(0).u8(0); // no topics, no next stream
+  const p = perms.finish();
+  const w = new Writer().u32(g.id).u64(1).u8(g.inactive ? 2 : 1).name(name).u32(0);
+  if (d === "0.12") w.u32(0);
+  return w.u8(1).u32(p.length).bytes(p).finish();
+}
+
 /** Batches of a poll reply: one batch per message (offset_delta 0). */
 export function batches(w: Writer, messages: readonly FakeMessage[], partition: number): void {
   for (const m of messages) {
