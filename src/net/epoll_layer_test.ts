@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { listenTcp, type MqttListener, type TcpListenOptions } from "./listeners.ts";
 import type { Transport, TransportSink } from "../session/transport.ts";
 import { OperatorError } from "../config/errors.ts";
+import { waitFor } from "../../tests/helpers/wait.ts";
 
 const EPOLL: TcpListenOptions = {
   layer: "epoll",
@@ -41,12 +42,8 @@ function watch(t: Transport, onData?: (a: Accepted, chunk: Uint8Array) => void):
   return a;
 }
 
-async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  return waitFor(cond, ms, what);
 }
 
 async function listen(
@@ -58,20 +55,36 @@ async function listen(
   return l;
 }
 
-/** One accepted socket and its peer: `fn` runs with both, then all three are closed. */
+/**
+ * One accepted socket and its peer: `fn` runs with both, then all three are closed. Its third
+ * argument is a barrier on the epoll loop: it resolves once a connection made in the call has
+ * been accepted, and epoll reports ready descriptors oldest first, so by then every event of
+ * the socket from before the call (bytes the peer wrote, its FIN) has been handled too.
+ */
 async function withPair(
-  fn: (server: Accepted, conn: Deno.TcpConn) => Promise<void>,
+  fn: (server: Accepted, conn: Deno.TcpConn, loopWentRound: () => Promise<void>) => Promise<void>,
   onData?: (a: Accepted, chunk: Uint8Array) => void,
 ): Promise<void> {
   let server: Accepted | undefined;
-  const l = await listen((t) => server = watch(t, onData));
+  const probes: Transport[] = [];
+  const l = await listen((t) => server === undefined ? server = watch(t, onData) : probes.push(t));
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+  const loopWentRound = async () => {
+    const accepted = probes.length;
+    const probe = await Deno.connect({ hostname: "127.0.0.1", port: l.port });
+    try {
+      await until(() => probes.length > accepted, "the probe connection's accept");
+    } finally {
+      probe.close();
+    }
+  };
   try {
     await until(() => server !== undefined, "the accept");
-    await fn(server!, conn);
+    await fn(server!, conn, loopWentRound);
   } finally {
     conn.close();
     server?.t.close();
+    for (const t of probes) t.close();
     l.close();
   }
 }
@@ -125,8 +138,11 @@ Deno.test("epoll layer: writes larger than the socket buffer wait for EPOLLOUT, 
         return n;
       })
     );
-    // The client has read nothing: 16 MB cannot all be in the kernel's buffers.
-    await new Promise((r) => setTimeout(r, 100));
+    // The client has read nothing: 16 MB cannot all be in the kernel's buffers. A byte from
+    // the client wakes the server's socket; that event carries EPOLLOUT too whenever the
+    // kernel has room, so once the byte is in, the waiting writes have gone as far as they can.
+    await conn.write(new Uint8Array([1]));
+    await until(() => server.bytes() === 1, "a byte from the client");
     assert.equal(done, 0, "a write resolves only when all its bytes are out");
     const got = await readAll(conn, 2 * size);
     assert.deepEqual(await Promise.all(writes), [size, size]);
@@ -136,10 +152,10 @@ Deno.test("epoll layer: writes larger than the socket buffer wait for EPOLLOUT, 
 });
 
 Deno.test("epoll layer: a paused socket delivers nothing until resumed; end of stream ends the sink once, without error", async () => {
-  await withPair(async (server, conn) => {
+  await withPair(async (server, conn, loopWentRound) => {
     server.t.pause();
     await conn.write(new Uint8Array(1000).fill(7));
-    await new Promise((r) => setTimeout(r, 50));
+    await loopWentRound(); // the bytes were reported
     assert.equal(server.bytes(), 0);
     server.t.resume();
     await until(() => server.bytes() === 1000, "the bytes after resume");
@@ -151,11 +167,13 @@ Deno.test("epoll layer: a paused socket delivers nothing until resumed; end of s
 
 Deno.test("epoll layer: bytes and the end of stream that came together while paused are both delivered on resume", async () => {
   // The FIN is no new edge once the last bytes are read: the socket reads on to the end.
-  await withPair(async (server, conn) => {
+  await withPair(async (server, conn, loopWentRound) => {
     server.t.pause();
     await conn.write(new Uint8Array(100).fill(1));
     await conn.closeWrite();
-    await new Promise((r) => setTimeout(r, 50));
+    await loopWentRound(); // both were reported while paused
+    assert.equal(server.bytes(), 0);
+    assert.equal(server.ended, false);
     server.t.resume();
     await until(() => server.ended, "the end of stream");
     assert.equal(server.bytes(), 100);
@@ -296,7 +314,9 @@ Deno.test("epoll layer: close() with a write waiting fails it, the peer sees the
     conn.close();
     l.close();
   }
-  // Deno's op sanitizer fails this test if the epoll_wait call is still pending here.
+  // Deno's op sanitizer fails this test if the epoll_wait call is still pending here. The last
+  // close wakes it (an eventfd), but it returns on Deno's blocking thread and nothing outside
+  // the loop shows when: this wait is for that return, and the sanitizer is the check.
   await new Promise((r) => setTimeout(r, 20));
 });
 

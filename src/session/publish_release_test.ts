@@ -16,6 +16,8 @@ import type { MemoryClient } from "../../tests/helpers/memory_transport.ts";
 /** Per append through the probe: its message count, and its request array's length after. */
 interface Probe {
   readonly appends: { sent: number; after: number }[];
+  /** Per append: resolved once the probe has looked (`after` is set). */
+  readonly looked: Promise<void>[];
 }
 
 function releasing(probe: Probe): (inner: LogBackend) => LogBackend {
@@ -26,10 +28,16 @@ function releasing(probe: Probe): (inner: LogBackend) => LogBackend {
         if (key === "append") {
           return (request: AppendRequest) => {
             const seen = { sent: request.messages.length, after: -1 };
+            const look = Promise.withResolvers<void>();
             const appended = target.append(request);
             // After the session's own answer to the receipt (which empties what it kept).
-            appended.then(() => setTimeout(() => seen.after = request.messages.length), () => {});
+            const lookAfter = () => {
+              seen.after = request.messages.length;
+              look.resolve();
+            };
+            appended.then(() => setTimeout(lookAfter), () => look.resolve());
             probe.appends.push(seen);
+            probe.looked.push(look.promise);
             return appended;
           };
         }
@@ -41,7 +49,7 @@ function releasing(probe: Probe): (inner: LogBackend) => LogBackend {
 
 /** Runs `body` against a memory gateway whose backend is the releasing probe; stops it after. */
 async function withProbe(body: (gw: MemoryGateway, probe: Probe) => Promise<void>): Promise<void> {
-  const probe: Probe = { appends: [] };
+  const probe: Probe = { appends: [], looked: [] };
   const gw = await startMemoryGateway({ wrapBackend: releasing(probe) });
   try {
     await body(gw, probe);
@@ -64,16 +72,21 @@ async function deliveredOn(sub: MemoryClient, topic: string): Promise<void> {
 }
 
 /** Publishes one QoS 1 message, waits for its PUBACK and for the probe's look after it. */
-async function publishOne(pub: MemoryClient, topic: string, id: number): Promise<void> {
+async function publishOne(
+  pub: MemoryClient,
+  probe: Probe,
+  topic: string,
+  id: number,
+): Promise<void> {
   pub.send(publishPacket(topic, "21.5", 1, id));
   assert.deepEqual([...(await pub.readPacket())!], [0x40, 2, 0, id]);
-  await new Promise((r) => setTimeout(r, 20));
+  await Promise.all(probe.looked);
 }
 
 Deno.test("releasesMessages: with nobody subscribed the session drops an append's messages at once; stored and PUBACKed", () =>
   withProbe(async (gw, probe) => {
     const pub = await gw.connect("pub-1");
-    await publishOne(pub, "sensors/s1/data", 1);
+    await publishOne(pub, probe, "sensors/s1/data", 1);
     assert.deepEqual(probe.appends, [{ sent: 1, after: 1 }], "dropped, not emptied");
     const backend = gw.gateway.backend;
     const info = (await backend.getTopic("sensors", "sensor_data"))!;
@@ -89,11 +102,11 @@ Deno.test("releasesMessages: a reader of the partition keeps them, and its subsc
   withProbe(async (gw, probe) => {
     const sub = await subscribed(gw, "sensors/s1/data");
     const pub = await gw.connect("pub-1");
-    await publishOne(pub, "sensors/s1/data", 1);
+    await publishOne(pub, probe, "sensors/s1/data", 1);
     await deliveredOn(sub, "sensors/s1/data");
     assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }], "kept for delivery, then emptied");
     // A partition of another topic has no reader: its append's messages are dropped.
-    await publishOne(pub, "building/b1/room/1/temp", 2);
+    await publishOne(pub, probe, "building/b1/room/1/temp", 2);
     assert.deepEqual(probe.appends[1], { sent: 1, after: 1 });
   }));
 
@@ -101,7 +114,7 @@ Deno.test("releasesMessages: a wildcard subscription keeps them, and joins a top
   withProbe(async (gw, probe) => {
     const sub = await subscribed(gw, "sensors/+/data");
     const pub = await gw.connect("pub-1");
-    await publishOne(pub, "sensors/s7/data", 1);
+    await publishOne(pub, probe, "sensors/s7/data", 1);
     await deliveredOn(sub, "sensors/s7/data");
     assert.deepEqual(probe.appends, [{ sent: 1, after: 0 }]);
   }));

@@ -338,18 +338,7 @@ if (!HAS_MOSQUITTO_CLIENTS) {
   );
 }
 
-/** Waits until `cond()` is true or fails after timeoutMs. */
-export async function waitFor(
-  cond: () => boolean | Promise<boolean>,
-  timeoutMs = 5000,
-  what = "condition",
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+export { waitFor } from "./wait.ts";
 
 /**
  * A port for a gateway process the test must reach at a known address (restarts, config

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { BackendError } from "../port.ts";
 import { FileSync, MAX_OVERLAPPING_SYNCS } from "./_file_sync.ts";
 import { openTestStore, textMessage } from "../../../tests/helpers/embedded_store.ts";
+import { waitFor } from "../../../tests/helpers/wait.ts";
 
 const address = { stream: "s", topic: "t", partition: 0 };
 
@@ -31,9 +32,9 @@ function holdSyncs() {
     release: () => calls.shift()!.resolve(),
     /** Fails the oldest held fsync as a disk error would. */
     fail: () => calls.shift()!.reject(new Error("EIO: input/output error")),
-    /** Waits until `n` fsyncs have started. */
+    /** Waits until `n` fsyncs have started, and no more. */
     async waitStarted(n: number) {
-      for (let i = 0; i < 200 && started < n; i++) await new Promise((r) => setTimeout(r, 5));
+      await waitFor(() => started >= n, 5000, `fsync number ${n} to start`);
       assert.equal(started, n);
     },
     [Symbol.dispose]() {
@@ -43,7 +44,13 @@ function holdSyncs() {
   };
 }
 
-const tick = () => new Promise((r) => setTimeout(r, 20));
+/**
+ * One turn of the event loop: every promise continuation queued before it has run. Used where a
+ * test asserts that something did not happen and the code under test would have done it in such
+ * continuations: an fsync started on an open handle calls `syncData()` one `await` later, and an
+ * append that did not wait for its fsync would resolve from its write's promise.
+ */
+const tick = () => new Promise((r) => setTimeout(r, 0));
 
 async function withWal(body: (path: string) => Promise<void>) {
   const dir = await Deno.makeTempDir();
@@ -126,14 +133,14 @@ Deno.test("FileSync: a failed fsync rejects only its callers, after the earlier 
     );
     await held.waitStarted(2);
     held.nth(1).reject(new Error("EIO"));
-    await tick();
+    // The failed slot is free again, its handle reopened: a third caller's fsync starts there,
+    // which shows the failure has been handled (and nothing settled by it).
+    const third = sync.sync();
+    await held.waitStarted(3);
     assert.deepEqual(settled, [], "the failure waits for the older caller");
     held.nth(0).resolve();
     await Promise.all([first, second]);
     assert.deepEqual(settled, ["first", "second: EIO"]);
-    // The failed slot's handle is reopened; the next sync works.
-    const third = sync.sync();
-    await held.waitStarted(3);
     held.nth(2).resolve();
     await third;
     await sync.close();

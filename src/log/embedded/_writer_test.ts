@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { BackendError } from "../port.ts";
 import { openTestStore, sizedMessage, textMessage } from "../../../tests/helpers/embedded_store.ts";
+import { waitFor } from "../../../tests/helpers/wait.ts";
 
 const address = { stream: "s", topic: "t", partition: 0 };
 
@@ -27,9 +28,7 @@ Deno.test("a crashed writer rejects pending appends with unavailable and health(
   const results = await Promise.allSettled(pending);
   // Appends do not go through the writer (messages go to the log), so all may have landed
   // before the crash is noticed; wait for it.
-  for (let i = 0; i < 250 && backend.health().ready; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor(() => !backend.health().ready, 5000, "the writer's crash to be noticed");
   // Some may have committed before the crash; every other one fails as unavailable, none hangs.
   for (const r of results) {
     if (r.status === "rejected") {
@@ -144,6 +143,8 @@ Deno.test("an in-process writer lets timers run between back-to-back commits", a
       appended++;
     }
   })();
+  // That this timer fires at all is the test: commits that never let the event loop come round
+  // would starve it (and the test would hang); 50 ms lets some appends run first.
   await new Promise((r) => setTimeout(r, 50));
   stop = true;
   await loop;

@@ -10,6 +10,7 @@ import {
 import { backoffDelay, IggyPool } from "./pool.ts";
 import { DialectChooser } from "./dialect.ts";
 import { loadHashes } from "../../base/xxhash.ts";
+import { waitFor } from "../../../tests/helpers/wait.ts";
 
 await loadHashes();
 
@@ -56,8 +57,7 @@ Deno.test("IggyPool reconnects and registers again after the server drops its co
   s.dropAll();
   await new Promise((r) => setTimeout(r, 0));
   assert.ok(!pool.ready);
-  for (let i = 0; i < 100 && !pool.ready; i++) await new Promise((r) => setTimeout(r, 5));
-  assert.ok(pool.ready);
+  await waitFor(() => pool.ready, 5000, "the pool to reconnect");
   const registers = s.seen.filter((r) => r.operation === 1);
   assert.equal(registers.length, 2);
   assert.notEqual(registers[0].client, registers[1].client, "fresh client id per Register");
@@ -78,9 +78,7 @@ Deno.test("IggyPool pings idle connections every heartbeat_interval_ms", async (
   const s = server();
   const pool = new IggyPool({ ...base, dial: s.dial, size: 1, heartbeatMs: 10 });
   await pool.open();
-  for (let i = 0; i < 100 && !s.seen.some((r) => r.code === Code.PING); i++) {
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  await waitFor(() => s.seen.some((r) => r.code === Code.PING), 5000, "a heartbeat PING");
   assert.ok(s.seen.some((r) => r.code === Code.PING && r.operation === 2));
   await pool.close();
 });
