@@ -14,7 +14,9 @@ import {
   subscribePacket,
   type TestGateway,
   varint,
+  waitFor,
 } from "../helpers/gateway.ts";
+import type { MqttClient } from "mqtt";
 import { partitionForKey } from "../../src/mapping/mod.ts";
 import type { PartitionAddress } from "../../src/log/port.ts";
 
@@ -161,6 +163,34 @@ export async function receive(
 export async function publishesBefore(c: RawClient): Promise<Received[]> {
   const kept = takeEarly(c);
   return [...kept, ...await pingBarrier(c)].filter((p) => p[0] >> 4 === 3).map(parsePublish);
+}
+
+/**
+ * PINGREQ barrier for an MQTT.js client: resolves at its PINGRESP (or, with `orClose`, when the
+ * gateway closes the connection first). MQTT.js handles packets in order, so every packet the
+ * gateway wrote to this client before has been handled by then ("packetreceive", "message").
+ */
+export async function mqttjsPing(
+  c: MqttClient,
+  o: { timeoutMs?: number; orClose?: boolean } = {},
+): Promise<void> {
+  let done = false;
+  const onPacket = (p: { cmd: string }) => {
+    if (p.cmd === "pingresp") done = true;
+  };
+  const onClose = () => {
+    if (o.orClose) done = true;
+  };
+  c.on("packetreceive", onPacket);
+  c.on("close", onClose);
+  try {
+    if (c.connected) c.sendPing();
+    else onClose();
+    await waitFor(() => done, o.timeoutMs ?? 5000, "the PINGRESP of an MQTT.js client");
+  } finally {
+    c.off("packetreceive", onPacket);
+    c.off("close", onClose);
+  }
 }
 
 /** The triple of a keyed topic of the design map (3 partitions with auto_create). */

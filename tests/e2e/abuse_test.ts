@@ -3,7 +3,7 @@
  */
 import assert from "node:assert/strict";
 import { hashPassword } from "../../src/access/password.ts";
-import { connectPacket, connectRaw, RawClient, startGateway } from "../helpers/gateway.ts";
+import { connectPacket, connectRaw, RawClient, startGateway, waitFor } from "../helpers/gateway.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -18,11 +18,16 @@ Deno.test({
     try {
       const clients: RawClient[] = [];
       for (let i = 0; i < 30; i++) clients.push(await RawClient.connect(gw.port));
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor(
+        () => gw.gateway.metrics.connectionsAccepted.get() >= 30,
+        5000,
+        "the gateway to take in all 30 sockets",
+      );
       const refused = gw.gateway.metrics.connectionsRefused.get({ reason: "rate_per_source" });
       assert.ok(refused >= 15, `refused ${refused}`);
       clients.forEach((c) => c.close());
-      await new Promise((r) => setTimeout(r, 1100));
+      // Real time: the bucket refills at 5 tokens per second (one token in 200 ms).
+      await new Promise((r) => setTimeout(r, 300));
       const ok = await connectRaw(gw.port, "after-burst");
       ok.close();
     } finally {

@@ -122,7 +122,8 @@ Deno.test({
         await new Promise((r) => setTimeout(r, 1000 + Math.random() * 1500));
         iggy.kill("SIGKILL");
         await iggy.status;
-        // PUBACKs that were on their way still count; then the publishers stop.
+        // PUBACKs that were on their way still count; then the publishers stop. Real time: the
+        // publishers run on (their window is in tests/helpers/qos1_load.ts) while Iggy is down.
         await new Promise((r) => setTimeout(r, 500));
         stop.abort();
         await Promise.all(clients);

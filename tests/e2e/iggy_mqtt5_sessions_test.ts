@@ -107,8 +107,16 @@ Deno.test({
         dev.got,
         Array.from({ length: 5 }, (_, i) => ({ payload: `away-${i}`, ids: [21, 22] })),
       );
-      await new Promise((r) => setTimeout(r, 200));
-      assert.equal(dev.got.length, 5, "once each");
+      // Barrier: an end marker on the same partition comes after any copy sent before it.
+      const pub = await connect5(gw2, "v5-pub-2", 0);
+      await pub.c.publishAsync(north, "end", { qos: 1 });
+      await waitFor(() => dev.got.some((m) => m.payload === "end"), 10_000, "the end marker");
+      assert.deepEqual(
+        dev.got.map((m) => m.payload),
+        [...Array.from({ length: 5 }, (_, i) => `away-${i}`), "end"],
+        "once each",
+      );
+      await pub.c.endAsync();
       await dev.c.endAsync();
     } finally {
       await gw2.stop();

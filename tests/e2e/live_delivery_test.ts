@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { startGateway, waitFor } from "../helpers/gateway.ts";
+import { mqttjsPing } from "./_subscribe_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -71,13 +72,18 @@ Deno.test({
     try {
       using held = holdSyncs();
       let acked = false;
+      const pubacks: number[] = [];
+      pub.on("packetreceive", (p) => p.cmd === "puback" && pubacks.push(p.messageId!));
       const publish = pub.publishAsync("sensors/live/data", "second", { qos: 1 }).then(() => {
         acked = true;
       });
       await waitFor(() => got.length === 2, 5000, "the second message before its fsync");
       assert.deepEqual(got, ["first", "second"]);
       assert.ok(held.count >= 1, "the fsync is held");
-      await new Promise((r) => setTimeout(r, 100));
+      // Barrier: the gateway committed and delivered the message; a PUBACK sent without the
+      // fsync would reach the publisher before the PINGRESP.
+      await mqttjsPing(pub);
+      assert.deepEqual(pubacks, [], "no PUBACK before the fsync");
       assert.equal(acked, false, "no PUBACK before the fsync");
       held.releaseAll();
       await publish;
@@ -98,6 +104,8 @@ Deno.test({
     try {
       using held = holdSyncs();
       let acked = false;
+      const pubacks: number[] = [];
+      pub.on("packetreceive", (p) => p.cmd === "puback" && pubacks.push(p.messageId!));
       pub.publishAsync("sensors/live2/data", "second", { qos: 1 }).then(
         () => acked = true,
         () => {},
@@ -109,7 +117,10 @@ Deno.test({
         5000,
         "the failed append logged",
       );
-      await new Promise((r) => setTimeout(r, 100));
+      // Barrier: the append's outcome is settled. A PUBACK would come before the PINGRESP, or
+      // before the close that ends a 3.1.1 connection whose publish failed.
+      await mqttjsPing(pub, { orClose: true });
+      assert.deepEqual(pubacks, [], "no PUBACK after a failed fsync");
       assert.equal(acked, false, "no PUBACK after a failed fsync");
     } finally {
       sub.end(true);

@@ -17,6 +17,7 @@ import {
   startGateway,
   type TestGateway,
   varint,
+  waitFor,
 } from "../helpers/gateway.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -358,10 +359,7 @@ Deno.test({
       const growth = Deno.memoryUsage().rss - rssBefore;
       assert.ok(growth < 30 * 1024 * 1024, `rss grew by ${(growth / 1048576).toFixed(1)} MB`);
       // Every case's connection is gone: only the witness remains.
-      const deadline = Date.now() + 2000;
-      while (gw.gateway.registry.size > 1 && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await waitFor(() => gw.gateway.registry.size <= 1, 5000, "the cases' connections closed");
       assert.equal(gw.gateway.registry.size, 1, "open connections after the table");
     } finally {
       witness.client.close();

@@ -15,6 +15,8 @@ import {
   type TestGateway,
   waitFor,
 } from "../helpers/gateway.ts";
+import { mqttjsPing, tripleOf } from "./_subscribe_helpers.ts";
+import type { PartitionAddress } from "../../src/log/port.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -116,7 +118,7 @@ Deno.test({
       await b.c.publishAsync("sensors/own/data", "theirs", { qos: 1 });
       await waitFor(() => a.got.length === 2, 5000, "the other client's message");
       assert.equal(a.got[1].payload, "theirs"); // its own "mine", published before, never came
-      await new Promise((r) => setTimeout(r, 100));
+      await mqttjsPing(a.c); // barrier: nothing else was on its way to it
       assert.equal(a.got.length, 2);
       await a.c.endAsync();
       await b.c.endAsync();
@@ -133,17 +135,25 @@ Deno.test({
   ...opts,
   async fn() {
     const gw = await startGateway();
-    const sub = pahoSubscriber(gw, "rm-sub", "sensors/rm/data", 2);
+    const relay = PingRelay.start(gw.port);
+    const sub = pahoSubscriber(relay.port, "rm-sub", "sensors/rm/data", 2);
+    const rm = tripleOf("sensors", "sensor_data", "sensor_rm");
+    const unsettled = () =>
+      gw.gateway.delivery.readerStats().find((r) => sameTriple(r.triple, rm))?.unsettled ?? 0;
     try {
       await sub.waitFor((l) => l.startsWith("suback"));
       const pub = await client(gw, 5);
       for (let i = 0; i < 5; i++) await pub.c.publishAsync("sensors/rm/data", `m${i}`, { qos: 1 });
       await sub.waitFor(() => sub.messages().length === 2);
-      await new Promise((r) => setTimeout(r, 300));
+      // Barrier: all five were routed to the client (five unsettled copies), then a PINGREQ
+      // in its stream: what the gateway sent it before the PINGRESP is all it sent.
+      await waitFor(() => unsettled() === 5, 5000, "five copies routed to the paho client");
+      assert.equal(await relay.barrier(), 2, "no third delivery while two are unacknowledged");
       assert.equal(sub.messages().length, 2, "no third delivery while two are unacknowledged");
       await sub.send("ack");
       await sub.waitFor(() => sub.messages().length === 4);
-      await new Promise((r) => setTimeout(r, 200));
+      await waitFor(() => unsettled() === 3, 5000, "the two PUBACKs settled");
+      assert.equal(await relay.barrier(), 4, "two more deliveries for two PUBACKs");
       assert.equal(sub.messages().length, 4);
       await sub.send("ack");
       await sub.waitFor(() => sub.messages().length === 5);
@@ -151,6 +161,7 @@ Deno.test({
       await pub.c.endAsync();
     } finally {
       await sub.stop();
+      relay.close();
       await gw.stop();
     }
   },
@@ -190,7 +201,7 @@ Deno.test({
     const dir = await Deno.makeTempDir();
     const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/expiry.db` };
     let gw = await startGateway({ env });
-    const sub = pahoSubscriber(gw, "expiry-sub", "sensors/exp/data", 10);
+    const sub = pahoSubscriber(gw.port, "expiry-sub", "sensors/exp/data", 10);
     try {
       await sub.waitFor((l) => l.startsWith("suback"));
       const pub = await client(gw, 5);
@@ -213,12 +224,13 @@ Deno.test({
       pub.c.end(true);
       await gw.stop();
       await sub.stop();
-      await new Promise((r) => setTimeout(r, 2100)); // the 1 s interval passes
+      // Real time: the 1 s expiry interval must pass (counted from the append, before the stop).
+      await new Promise((r) => setTimeout(r, 1100));
       gw = await startGateway({ env });
       const again = await client(gw, 5, { clientId: "expiry-sub" });
       await again.c.subscribeAsync("sensors/exp/data", { qos: 1 });
       await waitFor(() => again.got.length >= 1, 5000, "redelivery after restart");
-      await new Promise((r) => setTimeout(r, 200));
+      await mqttjsPing(again.c); // barrier: nothing else was on its way to it
       assert.deepEqual(again.got.map((g) => g.payload), ["lasting"]);
       assert.equal(gw.gateway.metrics.expired.get({}), 1);
       await again.c.endAsync();
@@ -230,10 +242,125 @@ Deno.test({
   },
 });
 
+const sameTriple = (a: PartitionAddress, b: PartitionAddress) =>
+  a.stream === b.stream && a.topic === b.topic && a.partition === b.partition;
+
+/** Splits whole MQTT packets off the front of `buf`; returns them and the incomplete rest. */
+function splitPackets(buf: Uint8Array): { packets: Uint8Array[]; rest: Uint8Array } {
+  const packets: Uint8Array[] = [];
+  let at = 0;
+  for (;;) {
+    let len = 0;
+    let mult = 1;
+    let i = at + 1;
+    let complete = false;
+    while (i < buf.length && i <= at + 4) {
+      len += (buf[i] & 0x7f) * mult;
+      mult *= 128;
+      if ((buf[i++] & 0x80) === 0) {
+        complete = true;
+        break;
+      }
+    }
+    if (!complete || i + len > buf.length) break;
+    packets.push(buf.slice(at, i + len));
+    at = i + len;
+  }
+  return { packets, rest: buf.slice(at) };
+}
+
+async function writeAll(conn: Deno.Conn, b: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < b.length) off += await conn.write(b.subarray(off));
+}
+
+/**
+ * A TCP relay between one client the test cannot drive (paho-mqtt in a child process) and the
+ * gateway. It passes whole packets both ways and counts the PUBLISHes the gateway sends;
+ * {@link barrier} slips a PINGREQ in between the client's packets and resolves at its PINGRESP
+ * (kept from the client) with that count: the gateway writes a connection's packets in order,
+ * so nothing it sent the client before the PINGRESP is left out.
+ */
+class PingRelay {
+  readonly port: number;
+  #listener: Deno.Listener;
+  #conns: Deno.Conn[] = [];
+  #upstream: Promise<Deno.Conn>;
+  /** Writes to the gateway, one after the other: only whole packets, so a PINGREQ fits between. */
+  #toGateway: Promise<void> = Promise.resolve();
+  #publishes = 0;
+  #waiting: ((publishes: number) => void)[] = [];
+  #closed = false;
+
+  private constructor(listener: Deno.Listener, gatewayPort: number) {
+    this.#listener = listener;
+    this.port = (listener.addr as Deno.NetAddr).port;
+    this.#upstream = (async () => {
+      const client = await listener.accept();
+      const gateway = await Deno.connect({ hostname: "127.0.0.1", port: gatewayPort });
+      this.#conns.push(client, gateway);
+      this.#pump(client, (p) => {
+        this.#toGateway = this.#toGateway.then(() => writeAll(gateway, p));
+        return this.#toGateway;
+      });
+      this.#pump(gateway, async (p) => {
+        if (p[0] >> 4 === 3) this.#publishes++;
+        if (p[0] === 0xd0 && this.#waiting.length > 0) {
+          return this.#waiting.shift()!(this.#publishes);
+        }
+        await writeAll(client, p);
+      });
+      return gateway;
+    })();
+  }
+
+  static start(gatewayPort: number): PingRelay {
+    return new PingRelay(Deno.listen({ hostname: "127.0.0.1", port: 0 }), gatewayPort);
+  }
+
+  /** PINGREQ barrier: the number of PUBLISHes the gateway sent the client before its PINGRESP. */
+  async barrier(timeoutMs = 5000): Promise<number> {
+    const gateway = await this.#upstream;
+    let count: number | undefined;
+    this.#waiting.push((n) => count = n);
+    this.#toGateway = this.#toGateway.then(() => writeAll(gateway, new Uint8Array([0xc0, 0])));
+    await waitFor(() => count !== undefined, timeoutMs, "the PINGRESP through the relay");
+    return count!;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const c of [this.#listener, ...this.#conns]) {
+      try {
+        c.close();
+      } catch { /* closed */ }
+    }
+  }
+
+  async #pump(from: Deno.Conn, onPacket: (p: Uint8Array) => Promise<void> | void): Promise<void> {
+    const chunk = new Uint8Array(65536);
+    let buf: Uint8Array = new Uint8Array(0);
+    try {
+      for (;;) {
+        const n = await from.read(chunk);
+        if (n === null) break;
+        const joined = new Uint8Array(buf.length + n);
+        joined.set(buf);
+        joined.set(chunk.subarray(0, n), buf.length);
+        const { packets, rest } = splitPackets(joined);
+        buf = rest;
+        for (const p of packets) await onPacket(p);
+      }
+    } catch { /* closed */ }
+    this.close();
+  }
+}
+
 /** tests/clients/paho5_subscriber.py as a child: its output lines, commands on its stdin. */
-function pahoSubscriber(gw: TestGateway, clientId: string, topic: string, receiveMax: number) {
+function pahoSubscriber(port: number, clientId: string, topic: string, receiveMax: number) {
   const child = new Deno.Command("python3", {
-    args: [PAHO_SUBSCRIBER, String(gw.port), clientId, topic, String(receiveMax)],
+    args: [PAHO_SUBSCRIBER, String(port), clientId, topic, String(receiveMax)],
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",

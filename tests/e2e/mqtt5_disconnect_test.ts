@@ -179,8 +179,12 @@ Deno.test({
         await c.endAsync(false, { reasonCode });
       }
       await waitFor(() => wills.length === 1, 5000, "the will");
-      await new Promise((r) => setTimeout(r, 200));
-      assert.deepEqual(wills, ["w-with-will"]);
+      // Barrier: both devices' connections are closed (their wills decided), then an end
+      // marker on the wills' partition comes after any will appended before it.
+      await waitFor(() => gw.gateway.registry.size === 1, 5000, "the devices' connections closed");
+      await watcher.publishAsync("sensors/will/data", "end", { qos: 1 });
+      await waitFor(() => wills.includes("end"), 5000, "the end marker");
+      assert.deepEqual(wills, ["w-with-will", "end"]);
       await watcher.endAsync();
     } finally {
       await gw.stop();
@@ -304,12 +308,16 @@ Deno.test({
       await watcher.subscribeAsync("sensors/wdt/data", { qos: 1 });
       const first = await willDevice(gw, false, 2);
       const second = await willDevice(gw, false, 2); // takes the session over
-      await new Promise((r) => setTimeout(r, 3500));
-      assert.deepEqual(wills, [], "no will: the client came back within its delay");
+      // Real time: the 2 s will delay (from the takeover, before the CONNACK) must pass; then
+      // an end marker on the wills' partition comes after any will appended before it.
+      await new Promise((r) => setTimeout(r, 2100));
+      await watcher.publishAsync("sensors/wdt/data", "end", { qos: 1 });
+      await waitFor(() => wills.includes("end"), 5000, "the end marker");
+      assert.deepEqual(wills, ["end"], "no will: the client came back within its delay");
       first.end(true);
       const third = await willDevice(gw, true, 60); // Clean Start 1 ends the session
-      await waitFor(() => wills.length === 1, 5000, "the will, well before 60 s");
-      assert.deepEqual(wills, ["offline"]);
+      await waitFor(() => wills.length === 2, 5000, "the will, well before 60 s");
+      assert.deepEqual(wills, ["end", "offline"]);
       second.end(true);
       await third.endAsync();
       await watcher.endAsync();

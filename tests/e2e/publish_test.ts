@@ -10,6 +10,7 @@ import {
   publishPacket,
   run,
   startGateway,
+  waitFor,
 } from "../helpers/gateway.ts";
 import { partitionForKey } from "../../src/mapping/mod.ts";
 
@@ -75,10 +76,14 @@ Deno.test({
       const partition = partitionForKey("sensor_abc", 3);
       const address = { stream: "sensors", topic: "sensor_data", partition };
       let msgs: Awaited<ReturnType<typeof gw.gateway.backend.poll>> = [];
-      for (let i = 0; i < 100 && msgs.length < 2; i++) {
-        msgs = await gw.gateway.backend.poll(address, 0, 10);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await waitFor(
+        async () => {
+          msgs = await gw.gateway.backend.poll(address, 0, 10);
+          return msgs.length >= 2;
+        },
+        5000,
+        "both publishes in the log",
+      );
       assert.equal(msgs.length, 2);
       assert.deepEqual([...msgs[0].payload], [...bin]);
       assert.equal(msgs[0].headers.get("mqtt.retain"), "true");

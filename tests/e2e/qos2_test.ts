@@ -176,10 +176,11 @@ for (const protocolVersion of [4, 5] as const) {
         const granted = await sub.subscribeAsync(TOPIC, { qos: 2 });
         assert.equal(granted[0].qos, 2);
         for (let i = 0; i < 20; i++) await pub.publishAsync(TOPIC, `m${i}`, { qos: 2 });
-        await waitFor(() => got.length >= 20, 5000, "20 messages");
-        await new Promise((r) => setTimeout(r, 200));
-        assert.deepEqual(got, Array.from({ length: 20 }, (_, i) => [`m${i}`, 2]));
-        assert.equal(published(gw), 20, "each appended once");
+        // Barrier: an end marker on the same partition comes after every copy before it.
+        await pub.publishAsync(TOPIC, "end", { qos: 2 });
+        await waitFor(() => got.some(([p]) => p === "end"), 5000, "20 messages and the end");
+        assert.deepEqual(got, [...Array.from({ length: 20 }, (_, i) => [`m${i}`, 2]), ["end", 2]]);
+        assert.equal(published(gw), 21, "each appended once");
       } finally {
         await sub.endAsync();
         await pub.endAsync();

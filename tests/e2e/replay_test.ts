@@ -108,7 +108,7 @@ Deno.test({
       await publishAll(pub, [[ROOM42, "before-1"], [ROOM42, "before-2"]]);
       await new Promise((r) => setTimeout(r, 5)); // the log's clock must move past them
       const t = Date.now();
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5)); // and past t before the next appends
       await publishAll(pub, [[ROOM42, "after-1"], [ROOM42, "after-2"]], 5);
       const c = await connectRaw(gw.port, "replayer");
       const iso = new Date(t).toISOString();

@@ -140,7 +140,7 @@ Deno.test({
       const elapsed = Date.now() - t0;
       assert.ok(elapsed >= 1400, `closed too early: ${elapsed} ms`);
       assert.equal(gw.gateway.metrics.keepAliveExpired.get(), 1);
-      // A client that pings stays.
+      // A client that pings stays. Real time: 2 s of pings every 0.5 s, past 1.5 × keep-alive.
       const d = await connectRaw(gw.port, "ka-2", 1);
       for (let i = 0; i < 4; i++) {
         await new Promise((r) => setTimeout(r, 500));

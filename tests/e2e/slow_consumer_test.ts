@@ -79,7 +79,7 @@ Deno.test({
           }
           maxTotalBytes = Math.max(maxTotalBytes, counter(gw, "mqtt_outbound_queue_bytes"));
           maxRss = Math.max(maxRss, Deno.memoryUsage().rss);
-          await sleep(5);
+          await sleep(5); // sampling period: pause and eviction times are measured in real time
         }
       })();
       // Steady publisher: 10 QoS 1 messages every 100 ms (100 msg/s, 10k deliveries/s) for

@@ -22,6 +22,7 @@ import {
   startGateway,
   subscribePacket,
   type TestGateway,
+  waitFor,
 } from "../helpers/gateway.ts";
 import { handleStatusRoute } from "../../src/http/status_page.ts";
 
@@ -85,12 +86,15 @@ class Browser {
     try {
       const port = await devtoolsPort(child.stderr);
       let target: { type: string; webSocketDebuggerUrl: string } | undefined;
-      const deadline = Date.now() + 15_000;
-      while (target === undefined && Date.now() < deadline) {
-        const list = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
-        target = list.find((t: { type: string }) => t.type === "page");
-        if (target === undefined) await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitFor(
+        async () => {
+          const list = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
+          target = list.find((t: { type: string }) => t.type === "page");
+          return target !== undefined;
+        },
+        15_000,
+        "a page target in the browser",
+      );
       assert.ok(target, "no page target in the browser");
       const ws = new WebSocket(target.webSocketDebuggerUrl);
       await new Promise((resolve, reject) => {
@@ -198,6 +202,7 @@ function keepPublishing(c: RawClient): { stop(): Promise<number> } {
         sent++;
       }
       await pingBarrier(c);
+      // Real time: a steady trickle over the page's 1 s polls, not a flood.
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
@@ -229,21 +234,30 @@ Deno.test(
       await pub.send(publishPacket("unmapped/topic", "x", 1, 1)); // default rule
       await pingBarrier(pub);
       publisher = keepPublishing(pub);
-      // Let the subscriber drain (answer nothing: QoS 1 copies stay unsettled up to the window).
-      await new Promise((r) => setTimeout(r, 300));
+      // The subscriber is being served (it answers nothing: QoS 1 copies stay unsettled up to
+      // the window) and the publisher's messages are acknowledged.
+      await waitFor(
+        () =>
+          t.gateway.delivery.readerStats().some((r) => r.unsettled > 0) &&
+          t.gateway.metrics.publishes.get({ outcome: "acked" }) > 1,
+        5000,
+        "copies delivered to the subscriber and publishes acknowledged",
+      );
 
       const browser = await Browser.open(page.url);
       try {
         // Real time: wait until two polls have given a rate (the page polls every second).
         const text = (id: string) =>
           browser.evaluate<string>(`document.getElementById(${JSON.stringify(id)}).textContent`);
-        const deadline = Date.now() + 10_000;
         let acked = "";
-        while (Date.now() < deadline) {
-          acked = await text("rate-acked");
-          if (/^[\d,.]+$/.test(acked) && Number(acked.replaceAll(",", "")) > 0) break;
-          await new Promise((r) => setTimeout(r, 200));
-        }
+        await waitFor(
+          async () => {
+            acked = await text("rate-acked");
+            return /^[\d,.]+$/.test(acked) && Number(acked.replaceAll(",", "")) > 0;
+          },
+          10_000,
+          "a rate of acknowledged publishes",
+        ).catch(() => {}); // asserted below
         assert.ok(Number(acked.replaceAll(",", "")) > 0, `acked/s > 0, got "${acked}"`);
         assert.equal(await text("state"), "ready");
         assert.equal(await text("connections"), "2");

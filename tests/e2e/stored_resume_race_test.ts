@@ -15,11 +15,18 @@ import { opts, publishAll, receive, subscribe } from "./_subscribe_helpers.ts";
 import { createBackend } from "../../src/log/create.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import type { LogBackend } from "../../src/log/port.ts";
+import { sessionConsumer } from "../../src/session/stored_sessions.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long `getOffset` takes (0: not delayed), and how many delayed calls began. */
+interface Delay {
+  ms: number;
+  calls: number;
+}
+
 /** The embedded backend, with `getOffset` delayed by `delay.ms` (0: not delayed). */
-async function slowBackend(dir: string, delay: { ms: number }): Promise<LogBackend> {
+async function slowBackend(dir: string, delay: Delay): Promise<LogBackend> {
   const env = testEnv(dir);
   const real = await createBackend(loadConfig({ text: "", source: "t.toml", env }));
   return new Proxy(real, {
@@ -28,7 +35,10 @@ async function slowBackend(dir: string, delay: { ms: number }): Promise<LogBacke
       if (typeof v !== "function") return v;
       if (p !== "getOffset") return v.bind(t);
       return async (...a: unknown[]) => {
-        if (delay.ms > 0) await sleep(delay.ms);
+        if (delay.ms > 0) {
+          delay.calls++;
+          await sleep(delay.ms); // the slow store: a duration, not a wait for an event
+        }
         return v.apply(t, a);
       };
     },
@@ -36,7 +46,7 @@ async function slowBackend(dir: string, delay: { ms: number }): Promise<LogBacke
 }
 
 async function withGateway(
-  delay: { ms: number },
+  delay: Delay,
   fn: (gw: Awaited<ReturnType<typeof startGateway>>) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "resume-race-" });
@@ -57,7 +67,7 @@ Deno.test({
   name: "a takeover in the middle of a resume keeps every stored subscription",
   ...opts,
   async fn() {
-    const delay = { ms: 0 };
+    const delay = { ms: 0, calls: 0 };
     await withGateway(delay, async (gw) => {
       const N = 10;
       const topics = Array.from({ length: N }, (_, i) => `building/b${i}/room/1/t`);
@@ -73,7 +83,7 @@ Deno.test({
       const a = await RawClient.connect(gw.port);
       await a.send(connectPacket("dev", { clean: false }));
       await a.readPacket();
-      await sleep(50); // a few filters into its resume
+      await waitFor(() => delay.calls >= 3, 5000, "a few filters into its resume");
       const b = await RawClient.connect(gw.port);
       await b.send(connectPacket("dev", { clean: false }));
       await b.readPacket();
@@ -95,7 +105,7 @@ Deno.test({
   name: "a resume with live traffic on its triples loses nothing",
   ...opts,
   async fn() {
-    const delay = { ms: 0 };
+    const delay = { ms: 0, calls: 0 };
     await withGateway(delay, async (gw) => {
       const pub = await connectRaw(gw.port, "pub");
       await publishAll(pub, [
@@ -114,19 +124,33 @@ Deno.test({
       await c.send(connectPacket("dev", { clean: false }));
       await c.readPacket();
       await subscribe(c, [["building/north/room/42/temp", 1], ["building/+/room/#", 1]]);
-      await sleep(300); // its positions stored at the shared readers'
+      const dev = sessionConsumer("dev");
+      await waitFor(
+        async () => {
+          const readers = gw.gateway.delivery.readerStats()
+            .filter((r) => r.triple.stream === "building_north");
+          if (readers.length === 0) return false;
+          for (const r of readers) {
+            const stored = await gw.gateway.backend.getOffset(dev, r.triple);
+            if (r.position > 0 && stored !== r.position - 1) return false;
+          }
+          return true;
+        },
+        5000,
+        "its positions stored at the shared readers'",
+      );
       c.close();
       await waitFor(() => gw.gateway.sessions.get("dev")?.offlineSinceMs != null, 5000, "off");
       delay.ms = 30;
       const a = await RawClient.connect(gw.port);
       await a.send(connectPacket("dev", { clean: false }));
-      await sleep(40);
+      await waitFor(() => delay.calls >= 1, 5000, "its resume under way");
       let n = 0;
       const until = Date.now() + 600;
       while (Date.now() < until) {
         await publishAll(pub, [[`building/north/room/${n % 9}/t`, `w${n}`]], 1);
         n++;
-        await sleep(3);
+        await sleep(3); // pacing: live traffic spread over the whole 600 ms window
       }
       const got: { payload: string }[] = [];
       for (;;) {

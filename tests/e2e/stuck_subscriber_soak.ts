@@ -17,7 +17,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { connectPacket, publishPacket } from "../helpers/gateway.ts";
+import { connectPacket, publishPacket, waitFor } from "../helpers/gateway.ts";
 import { FastSubscriber, stuckSubscriber } from "./_subscribe_helpers.ts";
 
 const args = parseArgs({
@@ -90,13 +90,19 @@ const child = new Deno.Command(Deno.execPath(), {
 }).spawn();
 
 try {
-  for (let i = 0;; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${httpPort}/ready`)).status === 200) break;
-    } catch { /* not yet */ }
-    if (i > 300) throw new Error("gateway did not become ready");
-    await sleep(100);
-  }
+  await waitFor(
+    async () => {
+      try {
+        const r = await fetch(`http://127.0.0.1:${httpPort}/ready`);
+        await r.body?.cancel();
+        return r.status === 200;
+      } catch {
+        return false; // not listening yet
+      }
+    },
+    30_000,
+    "the gateway to become ready",
+  );
   const idleRss = rssOf(child.pid);
 
   const good = await Promise.all(
@@ -105,7 +111,7 @@ try {
       (_, i) => FastSubscriber.start(mqttPort, `good-${i}`, TOPIC),
     ),
   );
-  await sleep(500);
+  await sleep(500); // real time: the process settles before its baseline RSS is read
   const baselineRss = rssOf(child.pid);
 
   // --- steady QoS 1 publisher, pipelined: a batch every 10 ms, PUBACKs counted apart ------
@@ -170,7 +176,7 @@ try {
     let peakRss = 0;
     let peakQueued = 0;
     while (performance.now() - t0 < SECONDS * 1000) {
-      await sleep(250);
+      await sleep(250); // sampling period of a phase measured in real time
       peakRss = Math.max(peakRss, rssOf(child.pid));
       peakQueued = Math.max(peakQueued, await metric(httpPort, "mqtt_outbound_queue_bytes"));
       if (stuck) {

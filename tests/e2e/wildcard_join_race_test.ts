@@ -17,6 +17,9 @@ Deno.test({
     const real = await createBackend(loadConfig({ text: "", source: "t.toml", env: testEnv(dir) }));
     let slow = false;
     let asked = 0;
+    let answered = 0;
+    // The late join's nextOffset waits here until the subscription is gone.
+    const gate = Promise.withResolvers<void>();
     const backend = new Proxy(real, {
       get(t, p) {
         const v = Reflect.get(t, p, t);
@@ -29,11 +32,12 @@ Deno.test({
         }
         if (p === "nextOffset") {
           return async (...a: unknown[]) => {
-            if (slow) {
-              asked++;
-              await new Promise((r) => setTimeout(r, 300));
-            }
-            return v.apply(t, a);
+            if (!slow) return v.apply(t, a);
+            asked++;
+            await gate.promise;
+            const next = await v.apply(t, a);
+            answered++; // what the join continues with is synchronous from here
+            return next;
           };
         }
         return v.bind(t);
@@ -52,7 +56,8 @@ Deno.test({
       await waitFor(() => asked > 0, 5000, "the late join's nextOffset");
       await sub.send(unsubscribePacket(2, ["building/+/room/#"]));
       await sub.readPacket();
-      await new Promise((r) => setTimeout(r, 500)); // the join's await is over
+      gate.resolve();
+      await waitFor(() => answered === asked, 5000, "the join's await to be over");
       const held = gw.gateway.delivery.readerStats()
         .filter((r) => r.triple.stream === "building_south" && r.subscribers > 0);
       assert.deepEqual(held, []);

@@ -9,6 +9,7 @@ import { BackendError } from "../../src/log/port.ts";
 import { ClusterPool } from "../../src/log/iggy/cluster.ts";
 import { DialectChooser, SessionKeeper } from "../../src/log/iggy/dialect.ts";
 import { fakeIggyConfig, FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
+import { waitFor } from "../helpers/gateway.ts";
 
 const A = { stream: "s", topic: "t", partition: 0 };
 const msg = (text: string) => ({ payload: new TextEncoder().encode(text), headers: new Map() });
@@ -92,10 +93,12 @@ Deno.test("ClusterPool.retire() replaces a session (its producer ids ran out) by
     const first = pool.registration!.session;
     const before = node.seen.length;
     pool.retire(first);
-    while (pool.registration?.session === undefined || pool.registration.session === first) {
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    assert.notEqual(pool.registration.session, first);
+    await waitFor(
+      () => pool.registration?.session !== undefined && pool.registration.session !== first,
+      5000,
+      "a fresh session to replace the retired one",
+    );
+    assert.notEqual(pool.registration?.session, first);
     const after = node.seen.slice(before);
     assert.ok(after.some((r) => r.operation === 1), "a fresh Register");
     assert.ok(after.every((r) => r.session !== first), "nothing binds to the retired session");

@@ -8,6 +8,7 @@ import { IggyConnection012 } from "../../src/log/iggy/v12/pipelined_connection.t
 import { FakeNode, FakeStore, type HookAction } from "../helpers/fake_iggy/mod.ts";
 import type { FakeRequest } from "../helpers/fake_iggy/wire.ts";
 import { loadHashes } from "../../src/base/xxhash.ts";
+import { waitFor } from "../helpers/gateway.ts";
 
 await loadHashes();
 const iggy = { kind: "password" as const, username: "iggy", password: "iggy" };
@@ -28,18 +29,23 @@ async function connected(
 
 Deno.test("IggyConnection012 holds at most maxPending requests in flight; the rest wait", async () => {
   let hold = true;
-  const { c, node } = await connected((r) => (r.code === 1 && hold ? "hold" : undefined), {
-    maxPending: 2,
-  });
+  /** For each ping the node received: were the held replies released by then? */
+  const afterRelease: boolean[] = [];
+  const { c, node } = await connected((r) => {
+    if (r.code !== 1) return undefined;
+    afterRelease.push(!hold);
+    return hold ? "hold" : undefined;
+  }, { maxPending: 2 });
   const pings = [c.request(1), c.request(1), c.request(1)];
-  while (node.heldCount < 2) await new Promise((r) => setTimeout(r, 1));
-  await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => node.heldCount >= 2, 5000, "two pings held by the node");
   assert.equal(node.seen.filter((r) => r.code === 1).length, 2, "the third waits for a slot");
   assert.equal(c.load, 3);
   hold = false;
   node.releaseHeld();
   await Promise.all(pings);
   assert.equal(node.seen.filter((r) => r.code === 1).length, 3);
+  // Causal, not timed: the third ping reached the node only once a reply freed a slot.
+  assert.deepEqual(afterRelease, [false, false, true], "the third was sent after a reply");
   await c.close();
   await node.close();
 });

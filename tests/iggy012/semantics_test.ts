@@ -17,6 +17,7 @@ import {
   type HookAction,
 } from "../helpers/fake_iggy/mod.ts";
 import type { FakeRequest } from "../helpers/fake_iggy/wire.ts";
+import { waitFor } from "../helpers/gateway.ts";
 
 const auth = { patUsername: "", cacheTtlMs: 0 };
 const A = { stream: "s", topic: "t", partition: 0 };
@@ -96,7 +97,7 @@ Deno.test("0.12: requests are pipelined on one connection and replies matched by
     await b.createTopic("s", "t", { partitions: 5 });
     for (let p = 0; p < 5; p++) await b.storeOffset("c", { ...A, partition: p }, 10 + p);
     const reads = [0, 1, 2, 3, 4].map((p) => b.getOffset("c", { ...A, partition: p }));
-    while (node.heldCount < 5) await new Promise((r) => setTimeout(r, 1));
+    await waitFor(() => node.heldCount >= 5, 5000, "the five offset reads held by the node");
     holding = false;
     node.releaseHeld(); // last request's reply first
     assert.deepEqual(await Promise.all(reads), [10, 11, 12, 13, 14]);
@@ -171,14 +172,12 @@ Deno.test("0.11: the same cut connection fails the append; the caller's retry du
   await withBackend({ dialect: "0.11", hook }, async (b, _node, store) => {
     await b.createTopic("s", "t", { partitions: 1 });
     await assert.rejects(b.append({ ...A, messages: [msg("m")] }), BackendError);
-    for (;;) {
-      try {
-        await b.append({ ...A, messages: [msg("m")] }); // what an MQTT client's resend does
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
+    // What an MQTT client's resend does: retried until the backend has reconnected.
+    await waitFor(
+      () => b.append({ ...A, messages: [msg("m")] }).then(() => true, () => false),
+      5000,
+      "the resent append to succeed after the reconnect",
+    );
     assert.deepEqual(store.payloads("s", "t", 0), ["m", "m"], "one duplicate per lost reply");
     assert.equal(b.remote.resendCounters().possibleDuplicates, 1, "the gateway counts it");
   }, { protocol: "0.11" });
@@ -189,7 +188,7 @@ Deno.test("0.12: a caught-up poll waits in Iggy and an append wakes it", async (
     await b.createTopic("s", "t", { partitions: 1 });
     assert.deepEqual(await b.poll(A, 0, 10), []); // plain poll: empty, now caught up
     const waiting = b.poll(A, 0, 10);
-    while (node.waitingPolls === 0) await new Promise((r) => setTimeout(r, 1));
+    await waitFor(() => node.waitingPolls > 0, 5000, "the deferred poll waiting in the node");
     assert.equal(node.seen.filter((r) => r.code === 106).length, 1);
     store.appendExternal("s", "t", 0, new TextEncoder().encode("woken"));
     const got = await waiting;
@@ -203,10 +202,10 @@ Deno.test("0.12: aborting a waiting poll cancels it in Iggy (108) and returns no
     await b.poll(A, 0, 10);
     const ac = new AbortController();
     const waiting = b.poll(A, 0, 10, ac.signal);
-    while (node.waitingPolls === 0) await new Promise((r) => setTimeout(r, 1));
+    await waitFor(() => node.waitingPolls > 0, 5000, "the deferred poll waiting in the node");
     ac.abort();
     assert.deepEqual(await waiting, []);
-    while (node.waitingPolls !== 0) await new Promise((r) => setTimeout(r, 1));
+    await waitFor(() => node.waitingPolls === 0, 5000, "the node to cancel the deferred poll");
     const cancel = node.seen.find((r) => r.code === 108)!;
     const deferred = node.seen.find((r) => r.code === 106)!;
     assert.equal(cancel.request, deferred.request, "108 names the deferred poll's request id");
@@ -221,7 +220,7 @@ Deno.test("0.12: closing the backend cancels waiting polls", async () => {
   await b.createTopic("s", "t", { partitions: 1 });
   await b.poll(A, 0, 10);
   const waiting = b.poll(A, 0, 10);
-  while (node.waitingPolls === 0) await new Promise((r) => setTimeout(r, 1));
+  await waitFor(() => node.waitingPolls > 0, 5000, "the deferred poll waiting in the node");
   await b.close();
   assert.deepEqual(await waiting, []);
   assert.ok(node.seen.some((r) => r.code === 108));
@@ -231,16 +230,20 @@ Deno.test("0.12: closing the backend cancels waiting polls", async () => {
 Deno.test("0.12: further pool connections bind to the first one's session instead of logging in", async () => {
   await withBackend({ dialect: "0.12" }, async (b, node, store) => {
     const binds = () => node.seen.filter((r) => r.code === 15).length;
-    while (binds() < 1) await new Promise((r) => setTimeout(r, 1));
+    await waitFor(() => binds() >= 1, 5000, "the second pool connection to bind");
     assert.equal(registers(node).length, 1, "one login for two connections");
     node.dropAll(); // both connections lost: they come back by binding, not logging in
-    while (binds() < 3) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(() => binds() >= 3, 5000, "both connections to come back by binding");
     assert.equal(registers(node).length, 1);
     await b.createTopic("s", "t", { partitions: 1 });
     await b.append({ ...A, messages: [msg("a")] });
     store.sessions.clear(); // the server forgot the session: binding fails, they log in again
     node.dropAll();
-    while (registers(node).length < 2) await new Promise((r) => setTimeout(r, 5));
+    await waitFor(
+      () => registers(node).length >= 2,
+      5000,
+      "a fresh Register after the lost session",
+    );
     await b.append({ ...A, messages: [msg("b")] });
     assert.deepEqual(store.payloads("s", "t", 0), ["a", "b"]);
     assert.deepEqual(node.reusedIds, [], "bound connections share one id counter");
@@ -330,9 +333,12 @@ Deno.test("0.12: at most 64 deferred polls wait at once; further caught-up parti
     const parts = Array.from({ length: n }, (_, partition) => ({ ...A, partition }));
     for (const p of parts) await b.poll(p, 0, 10); // every partition caught up
     const ac = new AbortController();
+    const before = node.seen.length;
+    const polls = () => node.seen.slice(before).filter((r) => r.code === 100 || r.code === 106);
     const waiting = parts.map((p) => b.poll(p, 0, 10, ac.signal));
-    while (node.waitingPolls < 64) await new Promise((r) => setTimeout(r, 1));
-    await new Promise((r) => setTimeout(r, 20));
+    // Barrier: every one of the n polls reached the node, deferred or plain.
+    await waitFor(() => polls().length >= n, 5000, `all ${n} polls at the node`);
+    assert.equal(polls().length, n);
     assert.equal(node.waitingPolls, 64);
     assert.equal(node.seen.filter((r) => r.code === 106).length, 64);
     ac.abort();
