@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { loadConfigFile, readOperatorFile } from "./src/config/files.ts";
+import { loadConfigFile, readOperatorFile, readOwnEnv } from "./src/config/files.ts";
 import { ConfigError, OperatorError } from "./src/config/errors.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
@@ -63,7 +63,9 @@ async function main(argv: string[]): Promise<number> {
     const path = args.string("config");
     return { path: path ?? DEFAULT_CONFIG, given: path !== undefined };
   };
-  const config = () => loadConfigFile(configFile().path, configFile().given);
+  // `check` looks for mistyped IGGY_MQTT_ names thoroughly; the other commands for word slips.
+  const config = () =>
+    loadConfigFile(configFile().path, configFile().given, readOwnEnv(name === "check"));
   switch (name) {
     case "run":
       return await run(await config(), configFile().path, configFile().given);

@@ -35,21 +35,28 @@ export function closestName(name: string, candidates: Iterable<string>): string 
 }
 
 /**
- * The IGGY_MQTT_* names one slip away from `name` (after its prefix): a character left out,
- * doubled, or swapped with its neighbour, or an `S` added at the end of a word. Without full
- * env access these are the names the gateway can look for; a wholly different name is not
- * seen.
+ * The IGGY_MQTT_* names one slip away from `name` (after its prefix). Without full env access
+ * these are the names the gateway can look for, and each look costs memory for the life of
+ * the process, so there are two sets: `thorough` (`check`): a character left out, doubled or
+ * swapped with its neighbour, or an `S` added at the end of a word; otherwise (`run`, reload)
+ * the slips of whole words only: an `S` added or left out at the end of a word, or an
+ * underscore left out. A wholly different name is never seen.
  */
-export function nearMissNames(name: string): string[] {
+export function nearMissNames(name: string, thorough: boolean): string[] {
   const prefix = "IGGY_MQTT_";
   const rest = name.slice(prefix.length);
   const out: string[] = [];
   for (let i = 0; i < rest.length; i++) {
-    out.push(rest.slice(0, i) + rest.slice(i + 1)); // left out
-    out.push(rest.slice(0, i + 1) + rest.slice(i)); // doubled
-    if (i + 1 < rest.length) out.push(rest.slice(0, i) + rest[i + 1] + rest[i] + rest.slice(i + 2));
-    if (rest[i + 1] === "_" || i + 1 === rest.length) {
-      out.push(rest.slice(0, i + 1) + "S" + rest.slice(i + 1)); // plural
+    const wordEnd = rest[i + 1] === "_" || i + 1 === rest.length;
+    if (wordEnd) out.push(rest.slice(0, i + 1) + "S" + rest.slice(i + 1)); // plural
+    if (thorough) {
+      out.push(rest.slice(0, i) + rest.slice(i + 1)); // left out
+      out.push(rest.slice(0, i + 1) + rest.slice(i)); // doubled
+      if (i + 1 < rest.length) {
+        out.push(rest.slice(0, i) + rest[i + 1] + rest[i] + rest.slice(i + 2)); // swapped
+      }
+    } else if ((wordEnd && rest[i] === "S") || rest[i] === "_") {
+      out.push(rest.slice(0, i) + rest.slice(i + 1)); // plural S or underscore left out
     }
   }
   return out.filter((n) => n !== "" && n !== rest).map((n) => prefix + n);

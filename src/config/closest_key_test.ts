@@ -20,8 +20,8 @@ Deno.test("closestName() names a near miss and nothing for a far one", () => {
   assert.equal(closestName("IGGY_MQTT_SOMETHING_ELSE_ENTIRELY", keys), null);
 });
 
-Deno.test("nearMissNames() has the names one slip away, each once at most, never the name itself", () => {
-  const near = nearMissNames("IGGY_MQTT_AUTH_TTL");
+Deno.test("nearMissNames(thorough) has the names one slip away, never the name itself", () => {
+  const near = nearMissNames("IGGY_MQTT_AUTH_TTL", true);
   for (
     const n of [
       "IGGY_MQTT_AUT_TTL",
@@ -35,4 +35,14 @@ Deno.test("nearMissNames() has the names one slip away, each once at most, never
   }
   assert.ok(!near.includes("IGGY_MQTT_AUTH_TTL"));
   assert.ok(near.every((n) => n.startsWith("IGGY_MQTT_")));
+});
+
+Deno.test("nearMissNames() without thorough: word slips only (a plural S added or left out, an underscore left out)", () => {
+  const near = nearMissNames("IGGY_MQTT_LISTENERS_TCP", false).sort();
+  assert.deepEqual(near, [
+    "IGGY_MQTT_LISTENERSS_TCP",
+    "IGGY_MQTT_LISTENERSTCP",
+    "IGGY_MQTT_LISTENERS_TCPS",
+    "IGGY_MQTT_LISTENER_TCP",
+  ]);
 });

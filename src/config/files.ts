@@ -14,32 +14,24 @@ import { type FileAccess, notCapableMessage } from "./permission_set.ts";
 /**
  * The gateway's own environment variables. With full env access every IGGY_MQTT_* name is
  * seen. Under the permission sets (env access by prefix only) Deno cannot list the
- * environment, so each name is read one by one: every documented one, and every name one
- * slip of the keyboard away from one ({@link nearMissNames}), so that the usual typos are
- * refused rather than ignored.
+ * environment, so each name is read one by one: every documented one, and the names a slip
+ * of the keyboard away from one ({@link nearMissNames}; `thorough` for `check`), so that a
+ * typo is refused rather than ignored.
  */
-function readOwnEnv(): Record<string, string> {
+export function readOwnEnv(thorough = false): Record<string, string> {
   try {
     return Deno.env.toObject();
   } catch {
     const out: Record<string, string> = {};
-    for (const name of envNamesAndNearMisses()) {
-      const v = Deno.env.get(name);
-      if (v !== undefined) out[name] = v;
+    for (const s of KEY_SPECS) {
+      const name = envNameOf(s.key);
+      for (const n of [name, ...nearMissNames(name, thorough)]) {
+        const v = Deno.env.get(n);
+        if (v !== undefined) out[n] = v;
+      }
     }
     return out;
   }
-}
-
-/** Every documented name and its near misses. */
-function envNamesAndNearMisses(): Set<string> {
-  const names = new Set<string>();
-  for (const s of KEY_SPECS) {
-    const name = envNameOf(s.key);
-    names.add(name);
-    for (const near of nearMissNames(name)) names.add(near);
-  }
-  return names;
 }
 
 /** The operator-facing errors of file access, by Deno error class. */

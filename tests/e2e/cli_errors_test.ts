@@ -93,21 +93,22 @@ for (const [args, want] of USAGE_ERRORS) {
   });
 }
 
-Deno.test("a mistyped IGGY_MQTT_ variable stops check and run with one line naming the key meant", async () => {
-  for (const command of ["check", "run"]) {
-    for (
-      const [typo, meant] of [
-        ["IGGY_MQTT_LISTENER_TCP", "IGGY_MQTT_LISTENERS_TCP \\(listeners\\.tcp\\)"], // left out
-        [
-          "IGGY_MQTT_LIMITS_MAX_PACEKT_BYTES",
-          "IGGY_MQTT_LIMITS_MAX_PACKET_BYTES \\(limits\\.max_packet_bytes\\)",
-        ], // swapped
-        [
-          "IGGY_MQTT_AUTHS_ALLOW_ANONYMOUS",
-          "IGGY_MQTT_AUTH_ALLOW_ANONYMOUS \\(auth\\.allow_anonymous\\)",
-        ], // plural
-      ]
-    ) {
+Deno.test("a mistyped IGGY_MQTT_ variable stops check (any one-character slip) and run (word slips) with one line naming the key meant", async () => {
+  const slips: [string, string, string[]][] = [
+    ["IGGY_MQTT_LISTENER_TCP", "IGGY_MQTT_LISTENERS_TCP \\(listeners\\.tcp\\)", ["check", "run"]],
+    [
+      "IGGY_MQTT_AUTHS_ALLOW_ANONYMOUS",
+      "IGGY_MQTT_AUTH_ALLOW_ANONYMOUS \\(auth\\.allow_anonymous\\)",
+      ["check", "run"],
+    ],
+    [
+      "IGGY_MQTT_LIMITS_MAX_PACEKT_BYTES",
+      "IGGY_MQTT_LIMITS_MAX_PACKET_BYTES \\(limits\\.max_packet_bytes\\)",
+      ["check"],
+    ],
+  ];
+  for (const [typo, meant, commands] of slips) {
+    for (const command of commands) {
       const r = await cli([command], { env: { [typo]: "x" } });
       assertOneLine(
         r,
