@@ -10,8 +10,8 @@ import {
   replyFrame,
   resultOk,
   type SeenRequest,
-} from "../../../tests/helpers/fake_iggy_frames.ts";
-import { topicBody } from "../../../tests/helpers/iggy_records.ts";
+} from "../../../tests/helpers/fake_iggy/frames.ts";
+import { topicBody } from "../../../tests/helpers/fake_iggy/records.ts";
 
 const config: GatewayConfig["iggy"] = {
   address: "127.0.0.1:1",

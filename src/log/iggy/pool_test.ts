@@ -6,7 +6,7 @@ import {
   registerPayload,
   replyFrame,
   resultOk,
-} from "../../../tests/helpers/fake_iggy_frames.ts";
+} from "../../../tests/helpers/fake_iggy/frames.ts";
 import { backoffDelay, IggyPool } from "./pool.ts";
 import { DialectChooser } from "./dialect.ts";
 import { loadHashes } from "../../base/xxhash.ts";

@@ -10,11 +10,11 @@ import {
   replyFrame,
   resultOk,
   type SeenRequest,
-} from "../../../tests/helpers/fake_iggy_frames.ts";
+} from "../../../tests/helpers/fake_iggy/frames.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import { authFailure, nameWirePermissions, PrincipalAuthenticator } from "./principals.ts";
 import { IggyEvictionError } from "./codes.ts";
-import { streamBytes, topicHeaderBytes } from "../../../tests/helpers/iggy_records.ts";
+import { streamBytes, topicHeaderBytes } from "../../../tests/helpers/fake_iggy/records.ts";
 import type { WirePermissions } from "./records.ts";
 
 await loadHashes();

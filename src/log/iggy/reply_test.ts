@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { IggyError, IggyEvictionError } from "./codes.ts";
-import { evictionFrame, replyFrame, resultOk } from "../../../tests/helpers/fake_iggy_frames.ts";
+import { evictionFrame, replyFrame, resultOk } from "../../../tests/helpers/fake_iggy/frames.ts";
 import { HEADER_SIZE } from "./header.ts";
 import { decodeReply } from "./reply.ts";
 

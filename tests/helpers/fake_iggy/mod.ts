@@ -1,6 +1,8 @@
 /**
- * A fake Iggy cluster for tests of the 0.12 client (and 0.11 for comparison): a shared
- * {@link FakeStore} and one or more {@link FakeNode}s speaking one dialect each.
+ * The fake Iggy: a cluster for tests of the client over sockets, in both dialects (a shared
+ * {@link FakeStore} and one or more {@link FakeNode}s speaking one dialect each); `frames.ts`
+ * and `records.ts` are the same fake at the level of single frames and metadata records, for
+ * the unit tests of one connection.
  *
  * @module
  */

@@ -9,7 +9,7 @@ import {
   replyFrame,
   resultOk,
   type SeenRequest,
-} from "../../../../tests/helpers/fake_iggy_frames.ts";
+} from "../../../../tests/helpers/fake_iggy/frames.ts";
 import { loadHashes } from "../../../base/xxhash.ts";
 
 await loadHashes();

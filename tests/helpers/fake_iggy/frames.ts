@@ -1,19 +1,21 @@
 /**
- * Test helper: an in-memory Iggy "server" over a transport pair, to check what the client
- * writes and how it handles replies, evictions and silence. Not proof of compatibility —
- * `tests/contract/iggy_test.ts` against a real server is.
+ * The fake Iggy at the frame level (the unit tests of one connection, pool and reply): an
+ * in-memory "server" over a transport pair, to check what the client writes and how it
+ * handles replies, evictions and silence. `node.ts` is the same fake at the level of a server
+ * on a socket. Not proof of compatibility — `tests/contract/iggy_test.ts` against a real server
+ * is.
  *
  * @module
  */
 
-import { FrameKind } from "../../src/log/iggy/codes.ts";
-import type { Dialer, Transport } from "../../src/log/iggy/dial.ts";
+import { FrameKind } from "../../../src/log/iggy/codes.ts";
+import type { Dialer, Transport } from "../../../src/log/iggy/dial.ts";
 import {
   EvictionOffset,
   HEADER_SIZE,
   ReplyOffset,
   RequestOffset,
-} from "../../src/log/iggy/header.ts";
+} from "../../../src/log/iggy/header.ts";
 
 /** A request as the fake server saw it. */
 export interface SeenRequest {

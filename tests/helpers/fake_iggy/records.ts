@@ -5,8 +5,8 @@
  * @module
  */
 
-import { ByteWriter } from "../../src/log/iggy/bytes.ts";
-import { writeName } from "../../src/log/iggy/encoding.ts";
+import { ByteWriter } from "../../../src/log/iggy/bytes.ts";
+import { writeName } from "../../../src/log/iggy/encoding.ts";
 
 /** A stream record. */
 export function streamBytes(w: ByteWriter, id: number, name: string, topics = 0): ByteWriter {
