@@ -19,8 +19,6 @@ Deno.test({
     ? "bench run.ts --smoke produces figures for every scenario on every server"
     : "SKIPPED — MOSQUITTO NOT INSTALLED: bench run.ts --smoke (apt-get install mosquitto)",
   ignore: !HAS_MOSQUITTO,
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const out = await Deno.makeTempFile({ prefix: "bench-smoke-", suffix: ".json" });
     try {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { hashPassword } from "../../src/access/password.ts";
 import { connectPacket, connectRaw, RawClient, startGateway, waitFor } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 Deno.test({
   name:

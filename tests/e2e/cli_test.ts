@@ -7,7 +7,7 @@ import { freeFixedPort, HAS_MOSQUITTO_CLIENTS, run, waitFor } from "../helpers/g
 import { cli, ROOT } from "../helpers/cli.ts";
 import { removeStore } from "../helpers/store.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const DENO = Deno.execPath();
 
 async function tempMap(text: string, ext = "toml"): Promise<string> {

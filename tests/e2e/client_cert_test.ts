@@ -23,7 +23,7 @@ import {
   makeClientPki,
 } from "../helpers/client_pki.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
 const HAS_OPENSSL = await hasOpenssl();
 if (!HAS_OPENSSL) {

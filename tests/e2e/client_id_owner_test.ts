@@ -16,7 +16,7 @@ function counter(gw: TestGateway, series: string): number {
   return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const TOPIC = "building/north/room/42/temp";
 
 async function usersToml(bobExtra = ""): Promise<string> {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { connectPacket, RawClient, startGateway } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const TIMEOUT_MS = 2500;
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
 

@@ -44,8 +44,6 @@ function stderrTail(child: Deno.ChildProcess): () => string {
 Deno.test({
   name:
     `crash: ${ROUNDS} SIGKILL rounds under QoS 1 load lose no acknowledged message; duplicates are identifiable`,
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "crash-" });
     // The gateway's permission set allows ./data; the store lives there.

@@ -19,7 +19,7 @@ import {
 } from "../helpers/gateway.ts";
 import { SpyBackend } from "../helpers/spy_backend.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 async function spyGateway(extraEnv: Record<string, string> = {}, toml = "") {
   const dir = await Deno.makeTempDir();

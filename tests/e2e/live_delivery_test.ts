@@ -9,7 +9,7 @@ import mqtt from "mqtt";
 import { startGateway, waitFor } from "../helpers/gateway.ts";
 import { mqttjsPing } from "./_subscribe_helpers.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 /** Holds every `syncData()` (the store's fsync) until released or failed. */
 function holdSyncs() {

@@ -20,7 +20,7 @@ import {
   waitFor,
 } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 /** What the client must observe. */
 type Expect =

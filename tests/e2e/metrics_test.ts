@@ -44,8 +44,6 @@ function promCounter(text: string, name: string, outcome: string): number {
 Deno.test({
   name:
     "/metrics after a known workload shows exact outcome counts, and the OTLP export carries the same figures and append spans",
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const metricBodies: unknown[] = [];
     const spanNames = new Set<string>();

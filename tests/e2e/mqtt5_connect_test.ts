@@ -9,7 +9,7 @@ import mqtt from "mqtt";
 import { hashPassword } from "../../src/access/password.ts";
 import { hasCommand, run, startGateway } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 // deno-lint-ignore no-explicit-any
 type Packet = any;

@@ -18,7 +18,7 @@ import {
 import { mqttjsPing, tripleOf } from "./_subscribe_helpers.ts";
 import type { PartitionAddress } from "../../src/log/port.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 const PAHO_SUBSCRIBER = new URL("../clients/paho5_subscriber.py", import.meta.url).pathname;
 const HAS_PAHO = hasCommand("python3") &&

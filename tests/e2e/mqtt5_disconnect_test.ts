@@ -17,7 +17,7 @@ import {
   waitFor,
 } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 const enc = new TextEncoder();
 const str = (

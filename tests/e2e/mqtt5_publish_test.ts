@@ -15,7 +15,7 @@ import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
 import { SpyBackend } from "../helpers/spy_backend.ts";
 import { removeStore } from "../helpers/store.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 // deno-lint-ignore no-explicit-any
 type Packet = any;

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 // deno-lint-ignore no-explicit-any
 type Packet = any;

@@ -9,7 +9,7 @@ import { createBackend } from "../../src/log/create.ts";
 import { connectRaw, publishPacket, startGateway, waitFor } from "../helpers/gateway.ts";
 import { SpyBackend } from "../helpers/spy_backend.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 async function spyGateway(env: Record<string, string>) {
   const dir = await Deno.makeTempDir();

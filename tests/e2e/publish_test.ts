@@ -14,7 +14,7 @@ import {
 } from "../helpers/gateway.ts";
 import { partitionForKey } from "../../src/mapping/mod.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 Deno.test({
   name:

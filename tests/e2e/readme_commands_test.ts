@@ -10,7 +10,7 @@ import mqtt from "mqtt";
 import { ROOT } from "../helpers/cli.ts";
 import { run, waitFor } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 /** Each `sh` code block's commands (continuation lines joined, comment-only lines dropped). */
 export function shellBlocks(markdown: string): string[][] {

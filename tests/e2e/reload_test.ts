@@ -39,8 +39,6 @@ async function storedTopics(db: string, stream: string, topic: string): Promise<
 Deno.test({
   name:
     "SIGHUP: a changed topic map applies to new publishes and subscriptions without disconnecting anyone; a bad map is refused",
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
     const id = crypto.randomUUID();

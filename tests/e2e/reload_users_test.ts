@@ -21,8 +21,6 @@ async function connack(port: number, user: string, password: string): Promise<nu
 
 Deno.test({
   name: "reload: a new user may connect, a removed one may not, and open connections stay",
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const h = await hashPassword("pw", 1000);
     const env = { IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "false", IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0" };

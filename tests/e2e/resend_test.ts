@@ -7,8 +7,6 @@ import { connectRaw, publishPacket, startGateway, subscribePacket } from "../hel
 
 Deno.test({
   name: "resend: an un-PUBACKed QoS 1 delivery comes again with DUP and the same packet id",
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_RESEND_AFTER_MS: "300" } });
     try {

@@ -14,7 +14,7 @@ import {
   waitFor,
 } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 async function usersToml(): Promise<string> {
   const h = await hashPassword("right-password", 1000);

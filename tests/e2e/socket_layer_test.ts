@@ -12,7 +12,7 @@ import { ownStderrLines, ROOT, STACK_FRAME } from "../helpers/cli.ts";
 import { removeStore } from "../helpers/store.ts";
 import { partitionForKey } from "../../src/mapping/mod.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const DENO = Deno.execPath();
 
 for (const layer of ["epoll", "node"]) {

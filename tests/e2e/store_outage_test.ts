@@ -9,7 +9,7 @@ import { DatabaseSync } from "node:sqlite";
 import type { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
 import { connectRaw, publishPacket, startGateway, waitFor } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 Deno.test({
   name:

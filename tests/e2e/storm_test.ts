@@ -9,8 +9,6 @@ const CLIENTS = Number(Deno.env.get("STORM_CLIENTS") ?? 2000);
 
 Deno.test({
   name: `reconnect storm: ${CLIENTS} clients connecting at once all get CONNACK 0`,
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn" } });
     const conns: Deno.TcpConn[] = [];

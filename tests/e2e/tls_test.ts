@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { HAS_MOSQUITTO_CLIENTS, hasCommand, run, startGateway } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
 
 function tlsEnv(): Record<string, string> {

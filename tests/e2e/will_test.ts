@@ -20,7 +20,7 @@ import {
   waitFor,
 } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const PAHO_SCRIPT = new URL("../clients/paho_will.py", import.meta.url).pathname;
 const HAS_PAHO = hasCommand("python3") &&
   new Deno.Command("python3", { args: ["-c", "import paho.mqtt"], stderr: "null" }).outputSync()

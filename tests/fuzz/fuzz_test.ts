@@ -6,8 +6,6 @@ import { fuzz } from "./fuzz.ts";
 
 Deno.test({
   name: "fuzz() for 8 s with seed 1883 finds no crash or hang in the decoder or the live gateway",
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const report = await fuzz({ seconds: 8, seed: 1883 });
     console.log(

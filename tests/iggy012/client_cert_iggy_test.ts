@@ -9,7 +9,7 @@ import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 import { hasOpenssl, type IssuedCertificate, makeClientPki } from "../helpers/client_pki.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
 const HAS_OPENSSL = await hasOpenssl();
 if (!HAS_OPENSSL) {

@@ -8,7 +8,7 @@ import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 import { startGateway } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 for (
   const [dialect, phrase] of [

@@ -12,8 +12,6 @@ import { report, runSoak } from "./stalled_subscribers.ts";
 
 Deno.test({
   name: "soak smoke: 50 subscribers, 5 stalled, 15 s — readers keep up, stalled ones evicted",
-  sanitizeOps: false,
-  sanitizeResources: false,
   fn: async () => {
     const r = await runSoak({
       subscribers: 50,
