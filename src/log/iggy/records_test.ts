@@ -8,7 +8,11 @@ import {
   decodeUser,
   nextOffsetOf,
 } from "./records.ts";
-import { streamBytes, topicBody, topicHeaderBytes } from "../../../tests/helpers/fake_iggy/records.ts";
+import {
+  streamBytes,
+  topicBody,
+  topicHeaderBytes,
+} from "../../../tests/helpers/fake_iggy/records.ts";
 
 Deno.test("decodeTopic() reads the header and 40-byte partitions; empty body is null", () => {
   const t = decodeTopic(topicBody("temps", [[0, 0], [4, 5]]));
