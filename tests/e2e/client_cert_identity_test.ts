@@ -4,9 +4,9 @@
  * the other; a certificate without the chosen kind of name is no user (CONNACK 5).
  */
 import assert from "node:assert/strict";
-import mqtt from "mqtt";
 import { startGateway, type TestGateway } from "../helpers/gateway.ts";
 import { hasOpenssl, type IssuedCertificate, makeClientPki } from "../helpers/client_pki.ts";
+import { tlsAttempt } from "../helpers/tls_client.ts";
 
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
 const HAS_OPENSSL = await hasOpenssl();
@@ -31,21 +31,9 @@ poll_messages = true
  * the CN's user may only poll).
  */
 async function outcomeFor(gw: TestGateway, cert: IssuedCertificate): Promise<string> {
-  const c = mqtt.connect(`mqtts://localhost:${gw.port}`, {
-    ca: await Deno.readTextFile(`${FIX}server.crt`),
-    cert: await Deno.readTextFile(cert.crt),
-    key: await Deno.readTextFile(cert.key),
-    protocolVersion: 5,
-    reconnectPeriod: 0,
-    connectTimeout: 5000,
-  });
+  const { client: c, error } = await tlsAttempt(gw.port, cert, { protocolVersion: 5 });
   try {
-    const refused = await new Promise<string | null>((resolve) => {
-      c.once("connect", () => resolve(null));
-      c.once("error", (e) => resolve(`CONNACK ${(e as { code?: number }).code}`));
-      c.once("close", () => resolve("closed"));
-    });
-    if (refused !== null) return refused;
+    if (error !== null) return `CONNACK ${error.code ?? error.message}`;
     return await c.publishAsync("sensors/s7/data", "21.5", { qos: 1 }).then(
       () => "sent",
       (e: { code?: number }) => `PUBACK ${e.code}`,

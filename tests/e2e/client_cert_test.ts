@@ -22,6 +22,7 @@ import {
   type IssuedCertificate,
   makeClientPki,
 } from "../helpers/client_pki.ts";
+import { tlsAttempt } from "../helpers/tls_client.ts";
 
 const opts = {};
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
@@ -114,54 +115,27 @@ function withGateway(
   };
 }
 
-/** MQTT.js over TLS with `cert` (or none), trusting the test server certificate. */
+/** MQTT.js over TLS with `cert` (or none), connected (throws when refused). */
 async function connectWith(
   gw: TestGateway,
   cert: IssuedCertificate | null,
   o: mqtt.IClientOptions = {},
 ): Promise<mqtt.MqttClient> {
-  return await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
-    ca: await Deno.readTextFile(`${FIX}server.crt`),
-    ...(cert === null ? {} : {
-      cert: await Deno.readTextFile(cert.crt),
-      key: await Deno.readTextFile(cert.key),
-    }),
-    reconnectPeriod: 0,
-    connectTimeout: 5000,
-    ...o,
-  });
+  const { client, error } = await tlsAttempt(gw.port, cert, o);
+  if (error === null) return client;
+  await client.endAsync(true);
+  throw new Error(`refused: ${error.message}`);
 }
 
-/**
- * How a connection attempt ended: null when MQTT.js got CONNACK 0, else its error (a refused
- * CONNACK carries `code`) or "closed" (the server ended the connection without a CONNACK: under
- * TLS 1.3 a client certificate is judged after the client's side of the handshake is done, so
- * the client sees a close, not a handshake error).
- */
+/** How a connection attempt ended: null (CONNACK 0) or its error (see `tlsAttempt`). */
 async function refusal(
   gw: TestGateway,
   cert: IssuedCertificate | null,
   o: mqtt.IClientOptions = {},
 ): Promise<{ code?: number | string; message: string } | null> {
-  const c = mqtt.connect(`mqtts://localhost:${gw.port}`, {
-    ca: await Deno.readTextFile(`${FIX}server.crt`),
-    ...(cert === null ? {} : {
-      cert: await Deno.readTextFile(cert.crt),
-      key: await Deno.readTextFile(cert.key),
-    }),
-    reconnectPeriod: 0,
-    connectTimeout: 5000,
-    ...o,
-  });
-  try {
-    return await new Promise((resolve) => {
-      c.once("connect", () => resolve(null));
-      c.once("error", (err) => resolve(err as { code?: number; message: string }));
-      c.once("close", () => resolve({ message: "closed" }));
-    });
-  } finally {
-    await c.endAsync(true);
-  }
+  const { client, error } = await tlsAttempt(gw.port, cert, o);
+  await client.endAsync(true);
+  return error;
 }
 
 /** Counter value of `mqtt_connections_refused_total{reason="…"}` on the gateway. */

@@ -4,38 +4,16 @@
  * user's Iggy permissions apply; no password travels. A name Iggy does not know gets CONNACK 5.
  */
 import assert from "node:assert/strict";
-import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
-import { startGateway, type TestGateway } from "../helpers/gateway.ts";
-import { hasOpenssl, type IssuedCertificate, makeClientPki } from "../helpers/client_pki.ts";
+import { startGateway } from "../helpers/gateway.ts";
+import { hasOpenssl, makeClientPki } from "../helpers/client_pki.ts";
+import { tlsAttempt } from "../helpers/tls_client.ts";
 
 const opts = {};
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
 const HAS_OPENSSL = await hasOpenssl();
 if (!HAS_OPENSSL) {
   console.warn("WARNING: openssl not found; the Iggy-mode client certificate tests are SKIPPED");
-}
-
-/** How an MQTT.js connection with `cert` ended: null (connected) or its error. */
-async function attempt(
-  gw: TestGateway,
-  cert: IssuedCertificate,
-  o: mqtt.IClientOptions = {},
-): Promise<{ client: mqtt.MqttClient; error: { code?: number; message: string } | null }> {
-  const client = mqtt.connect(`mqtts://localhost:${gw.port}`, {
-    ca: await Deno.readTextFile(`${FIX}server.crt`),
-    cert: await Deno.readTextFile(cert.crt),
-    key: await Deno.readTextFile(cert.key),
-    reconnectPeriod: 0,
-    connectTimeout: 5000,
-    ...o,
-  });
-  const error = await new Promise<{ code?: number; message: string } | null>((resolve) => {
-    client.once("connect", () => resolve(null));
-    client.once("error", (e) => resolve(e as { code?: number; message: string }));
-    client.once("close", () => resolve({ message: "closed" }));
-  });
-  return { client, error };
 }
 
 for (const dialect of ["0.11", "0.12"] as const) {
@@ -67,7 +45,7 @@ for (const dialect of ["0.11", "0.12"] as const) {
         },
       });
       try {
-        const { client, error } = await attempt(gw, device, { protocolVersion: 5 });
+        const { client, error } = await tlsAttempt(gw.port, device, { protocolVersion: 5 });
         assert.equal(error, null, "the device is in");
         try {
           await client.publishAsync("sensors/s7/data", "21.5", { qos: 1 });
@@ -83,7 +61,7 @@ for (const dialect of ["0.11", "0.12"] as const) {
           .flatMap((p) => store.payloads("sensors", "sensor_data", p.id));
         assert.deepEqual(stored, ["21.5"]);
 
-        const unknown = await attempt(gw, stranger);
+        const unknown = await tlsAttempt(gw.port, stranger);
         await unknown.client.endAsync(true);
         assert.equal(unknown.error?.code, 5, `no Iggy user "nobody": ${unknown.error?.message}`);
       } finally {
