@@ -100,14 +100,17 @@ export function checkTopicName(topic: string, limits: DecoderLimits): void {
 }
 
 /**
- * What every SUBSCRIBE/UNSUBSCRIBE filter must be before anything looks at it: non-empty
- * [MQTT-4.7.3-1] and free of control characters. Wildcard placement is the delivery's call.
+ * The next SUBSCRIBE/UNSUBSCRIBE topic filter, checked for what every filter must be before
+ * anything looks at it: non-empty [MQTT-4.7.3-1] and free of control characters. Wildcard
+ * placement is the delivery's call.
  */
-export function checkTopicFilter(filter: string): void {
+export function readTopicFilter(r: Reader): string {
+  const filter = r.string();
   if (filter.length === 0) throw new ProtocolError("MQTT-4.7.3-1", "Empty topic filter");
   for (let i = 0; i < filter.length; i++) {
     if (isControlChar(filter.charCodeAt(i))) throw controlCharError("Topic filter");
   }
+  return filter;
 }
 
 /** A packet identifier, which must not be 0 [MQTT-2.3.1-1]; `packet` names the packet. */
@@ -123,11 +126,7 @@ export function packetIdOf(r: Reader, packet: string): number {
  */
 export function unsubscribeFilters(r: Reader, reasonCode?: number): string[] {
   const filters: string[] = [];
-  while (r.left > 0) {
-    const filter = r.string();
-    checkTopicFilter(filter);
-    filters.push(filter);
-  }
+  while (r.left > 0) filters.push(readTopicFilter(r));
   if (filters.length === 0) {
     throw new ProtocolError("MQTT-3.10.3-2", "UNSUBSCRIBE without topic filters", reasonCode);
   }

@@ -6,10 +6,10 @@
  * @module
  */
 import {
-  checkTopicFilter,
   type DecoderLimits,
   packetIdOf,
   Reader,
+  readTopicFilter,
   requireSubscriptions,
   unsubscribeFilters,
 } from "./_fields.ts";
@@ -22,7 +22,7 @@ import type {
   SubscriptionOptions,
   UserProperties,
 } from "./packets.ts";
-import { ALLOWED, expectEnd, readProperties } from "./properties.ts";
+import { ALLOWED, expectEnd, type PropertyBag, readProperties } from "./properties.ts";
 
 /** Reason code 0x94 Topic Alias invalid [MQTT-3.3.2-8]. */
 const TOPIC_ALIAS_INVALID = 0x94;
@@ -119,16 +119,29 @@ export function decodeQosFlow5(
   return { type, packetId, reasonCode };
 }
 
-/** SUBSCRIBE [MQTT-3.8.2, 3.8.3]: properties, then filters with their subscription options. */
-export function decodeSubscribe5(
+/**
+ * SUBSCRIBE and UNSUBSCRIBE [MQTT-3.8.2, 3.10.2]: both open with a packet id and properties;
+ * then SUBSCRIBE's filters carry subscription options, UNSUBSCRIBE's are bare.
+ */
+export function decodeSubscription5(
+  type: "subscribe" | "unsubscribe",
   b: Uint8Array,
   start: number,
   end: number,
-  limits: DecoderLimits,
+  state: V5State,
 ): ClientPacket {
+  const packet = type === "subscribe" ? "SUBSCRIBE" : "UNSUBSCRIBE";
   const r = new Reader(b, start, end);
-  const packetId = packetIdOf(r, "SUBSCRIBE");
-  const props = readProperties(r, ALLOWED.SUBSCRIBE, "SUBSCRIBE", limits.maxUserProperties);
+  const packetId = packetIdOf(r, packet);
+  const props = readProperties(r, ALLOWED[packet], packet, state.limits.maxUserProperties);
+  if (type === "unsubscribe") {
+    return { type, packetId, filters: unsubscribeFilters(r, 0x82) };
+  }
+  return { type, packetId, subscriptions: subscriptions5(r, props) };
+}
+
+/** SUBSCRIBE's filters with their subscription options [MQTT-3.8.3]; `props` its properties. */
+function subscriptions5(r: Reader, props: PropertyBag): Subscription[] {
   const subscriptionId = (props.subscriptionId as number | undefined) ?? 0;
   if (subscriptionId > 268_435_455) {
     throw new ProtocolError("MQTT-3.8.2.1.2", "Subscription identifier too large", 0x82);
@@ -136,8 +149,7 @@ export function decodeSubscribe5(
   const userProperties = props.userProperties as UserProperties | undefined;
   const subscriptions: Subscription[] = [];
   while (r.left > 0) {
-    const filter = r.string();
-    checkTopicFilter(filter);
+    const filter = readTopicFilter(r);
     const o = r.u8();
     if (o & 0xc0) throw new ProtocolError("MQTT-3.8.3-5", "SUBSCRIBE reserved option bits set");
     const qos = o & 0x03;
@@ -156,20 +168,7 @@ export function decodeSubscribe5(
     subscriptions.push({ filter, qos: qos as 0 | 1 | 2, options });
   }
   requireSubscriptions(subscriptions.length, 0x82);
-  return { type: "subscribe", packetId, subscriptions };
-}
-
-/** UNSUBSCRIBE [MQTT-3.10.2]: properties, then filters. */
-export function decodeUnsubscribe5(
-  b: Uint8Array,
-  start: number,
-  end: number,
-  limits: DecoderLimits,
-): ClientPacket {
-  const r = new Reader(b, start, end);
-  const packetId = packetIdOf(r, "UNSUBSCRIBE");
-  readProperties(r, ALLOWED.UNSUBSCRIBE, "UNSUBSCRIBE", limits.maxUserProperties);
-  return { type: "unsubscribe", packetId, filters: unsubscribeFilters(r, 0x82) };
+  return subscriptions;
 }
 
 /** DISCONNECT [MQTT-3.14.2]: an optional reason code and properties. */

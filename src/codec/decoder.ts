@@ -17,11 +17,11 @@
 import { concatBytes } from "../base/bytes.ts";
 import { copyBytes } from "../base/byte_blocks.ts";
 import {
-  checkTopicFilter,
   checkTopicName,
   type DecoderLimits,
   packetIdOf,
   Reader,
+  readTopicFilter,
   requireSubscriptions,
   truncated,
   unsubscribeFilters,
@@ -31,8 +31,7 @@ import {
   decodeDisconnect5,
   decodePuback5,
   decodeQosFlow5,
-  decodeSubscribe5,
-  decodeUnsubscribe5,
+  decodeSubscription5,
   readPublishProperties,
   V5State,
 } from "./decode_v5.ts";
@@ -181,11 +180,11 @@ export class PacketDecoder {
         return this.#qosFlow("pubcomp", b, start, end);
       case PacketType.SUBSCRIBE:
         expectFlags(flags, 2, "SUBSCRIBE", "MQTT-3.8.1-1");
-        if (this.#v5 !== null) return decodeSubscribe5(b, start, end, this.#limits);
+        if (this.#v5 !== null) return decodeSubscription5("subscribe", b, start, end, this.#v5);
         return decodeSubscribe(b, start, end);
       case PacketType.UNSUBSCRIBE:
         expectFlags(flags, 2, "UNSUBSCRIBE", "MQTT-3.10.1-1");
-        if (this.#v5 !== null) return decodeUnsubscribe5(b, start, end, this.#limits);
+        if (this.#v5 !== null) return decodeSubscription5("unsubscribe", b, start, end, this.#v5);
         return decodeUnsubscribe(b, start, end);
       case PacketType.PINGREQ:
         expectFlags(flags, 0, "PINGREQ", "MQTT-2.2.2-2");
@@ -346,8 +345,7 @@ function decodeSubscribe(b: Uint8Array, start: number, end: number): ClientPacke
   const packetId = packetIdOf(r, "SUBSCRIBE");
   const subscriptions: Subscription[] = [];
   while (r.left > 0) {
-    const filter = r.string();
-    checkTopicFilter(filter);
+    const filter = readTopicFilter(r);
     const qosByte = r.u8();
     if (qosByte & 0xfc) throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE reserved bits set");
     if (qosByte === 3) throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE requested QoS 3");
