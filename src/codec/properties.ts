@@ -173,7 +173,7 @@ export function readProperties(
       );
     }
     const [kind, name] = spec;
-    const value = readValue(inner, kind);
+    const value = READ_VALUE[kind](inner);
     if (kind === Kind.PAIR) {
       if (++users > maxUserProperties) {
         throw new ProtocolError(
@@ -199,26 +199,17 @@ export function readProperties(
   return bag;
 }
 
-function readValue(r: Reader, kind: Kind): unknown {
-  switch (kind) {
-    case Kind.BYTE:
-      return r.u8();
-    case Kind.U16:
-      return r.u16();
-    case Kind.U32:
-      return r.u32();
-    case Kind.VARINT:
-      return r.varint();
-    case Kind.STRING:
-      return r.string();
-    case Kind.BINARY:
-      return r.bytes();
-    case Kind.PAIR: {
-      const name = r.string();
-      return [name, r.string()] as const;
-    }
-  }
-}
+/** How a value of each {@link Kind} is read. */
+const READ_VALUE: Readonly<Record<Kind, (r: Reader) => unknown>> = {
+  [Kind.BYTE]: (r) => r.u8(),
+  [Kind.U16]: (r) => r.u16(),
+  [Kind.U32]: (r) => r.u32(),
+  [Kind.VARINT]: (r) => r.varint(),
+  [Kind.STRING]: (r) => r.string(),
+  [Kind.BINARY]: (r) => r.bytes(),
+  // Name, then value: array elements are read left to right.
+  [Kind.PAIR]: (r) => [r.string(), r.string()] as const,
+};
 
 /** The values a property may not take: Protocol Error (0x82). */
 function checkValue(id: number, v: number, what: string): void {
