@@ -7,22 +7,8 @@
  */
 
 import type { GatewayConfig } from "../../config/types.ts";
-import {
-  type AppendReceipt,
-  type AppendRequest,
-  type AuthResult,
-  BackendError,
-  type BackendHealth,
-  type CreateTopicOptions,
-  type LogBackend,
-  type OutgoingMessage,
-  type PartitionAddress,
-  type RemoteTuning,
-  type ResendCounters,
-  type SendObserver,
-  type StoredMessage,
-  type TopicInfo,
-} from "../port.ts";
+import { BackendError } from "../port.ts";
+import type * as port from "../port.ts";
 import { decodeSendReply, type PollReply, storedMessagesOf } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
@@ -62,10 +48,10 @@ export interface IggyBackendDeps {
  * MQTT username that means "the password is an Iggy personal access token", and
  * `auth.cacheTtlMs` how long a successful `authenticate()` is remembered.
  */
-export class IggyBackend implements LogBackend {
+export class IggyBackend implements port.LogBackend {
   /** Always "iggy". */
   readonly kind = "iggy";
-  readonly remote: RemoteTuning = {
+  readonly remote: port.RemoteTuning = {
     /** Unkeyed appends: the batcher puts each send in the next partition (`batcher.ts`). */
     placesBalanced: true,
     /** Each send is encoded when it leaves, and its messages let go (`#send`). */
@@ -75,7 +61,7 @@ export class IggyBackend implements LogBackend {
   };
   readonly #config: GatewayConfig["iggy"];
   readonly #pool: ClusterPool;
-  readonly #batcher: AppendBatcher<OutgoingMessage>;
+  readonly #batcher: AppendBatcher<port.OutgoingMessage>;
   readonly #encoder = new SendEncoder();
   readonly #topics: TopicRecordCache;
   readonly #principals: PrincipalAuthenticator;
@@ -87,7 +73,7 @@ export class IggyBackend implements LogBackend {
   /** 0.11 sends whose outcome is unknown: a retry of each may store it twice. */
   #possibleDuplicates = 0;
   /** Told of each confirmed send (`/metrics`: `iggy_send_seconds`, `iggy_send_messages`). */
-  #onSend: SendObserver | undefined;
+  #onSend: port.SendObserver | undefined;
 
   /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
   constructor(
@@ -112,7 +98,7 @@ export class IggyBackend implements LogBackend {
       reconnectMaxMs: config.reconnect_max_ms,
       random: deps.random,
     });
-    this.#batcher = new AppendBatcher<OutgoingMessage>(
+    this.#batcher = new AppendBatcher<port.OutgoingMessage>(
       (a, m, bytes) => this.#send(a, m, bytes),
       wireSizeOf,
       {
@@ -180,7 +166,7 @@ export class IggyBackend implements LogBackend {
     return this.#chooser.current ?? DIALECT_011;
   }
 
-  health(): BackendHealth {
+  health(): port.BackendHealth {
     if (this.#state === "closed") return { ready: false, reason: "Iggy backend is closed" };
     const detail = describeServer(this.#pool.registration, this.#chooser);
     if (this.#pool.ready) return { ready: true, detail };
@@ -189,7 +175,7 @@ export class IggyBackend implements LogBackend {
     return { ready: false, reason: why };
   }
 
-  #resendCounters(): ResendCounters {
+  #resendCounters(): port.ResendCounters {
     let resends = 0;
     let renewals = 0;
     for (const ops of this.#opsByDialect.values()) {
@@ -199,10 +185,10 @@ export class IggyBackend implements LogBackend {
     return { resends, renewals, possibleDuplicates: this.#possibleDuplicates };
   }
 
-  authenticate(username: string, password: string): Promise<AuthResult> {
+  authenticate(username: string, password: string): Promise<port.AuthResult> {
     return this.#principals.authenticate(username, password);
   }
-  principalOf(username: string): Promise<AuthResult> {
+  principalOf(username: string): Promise<port.AuthResult> {
     return this.#principals.principalOf(username);
   }
 
@@ -228,21 +214,21 @@ export class IggyBackend implements LogBackend {
     );
   }
 
-  async getTopic(stream: string, topic: string): Promise<TopicInfo | null> {
+  async getTopic(stream: string, topic: string): Promise<port.TopicInfo | null> {
     const r = await this.#topics.get(stream, topic);
     return r ? this.#info(stream, topic, r) : null;
   }
 
   /** Every topic of every stream (`list_topics.ts`). */
-  listTopics(): Promise<TopicInfo[]> {
+  listTopics(): Promise<port.TopicInfo[]> {
     return listTopics((w, c, b, d) => this.#call(w, c, b, d), this.#dialect);
   }
 
   async createTopic(
     stream: string,
     topic: string,
-    options: CreateTopicOptions,
-  ): Promise<TopicInfo> {
+    options: port.CreateTopicOptions,
+  ): Promise<port.TopicInfo> {
     const where = `topic "${topic}" of stream "${stream}"`;
     try {
       await this.#pool.request(Code.CREATE_STREAM, cmd.createStreamBody(stream));
@@ -266,7 +252,7 @@ export class IggyBackend implements LogBackend {
     return this.#info(stream, topic, record);
   }
 
-  append(request: AppendRequest): Promise<AppendReceipt> {
+  append(request: port.AppendRequest): Promise<port.AppendReceipt> {
     if (this.#state === "closed") { // not async, and the text only made here: one promise
       const { stream: s, topic: t, partition: p } = request;
       const why = `stream "${s}" topic "${t}" partition ${p}: Iggy backend is closed`;
@@ -283,8 +269,8 @@ export class IggyBackend implements LogBackend {
    * docs/BENCHMARKS.md, "Payload blocks").
    */
   #send(
-    a: PartitionAddress,
-    messages: readonly OutgoingMessage[],
+    a: port.PartitionAddress,
+    messages: readonly port.OutgoingMessage[],
     bytes: number,
   ): Promise<number | null> {
     let frame: Uint8Array;
@@ -298,7 +284,11 @@ export class IggyBackend implements LogBackend {
     return this.#sendFrame(a, frame, messages.length);
   }
 
-  async #sendFrame(a: PartitionAddress, frame: Uint8Array, count: number): Promise<number | null> {
+  async #sendFrame(
+    a: port.PartitionAddress,
+    frame: Uint8Array,
+    count: number,
+  ): Promise<number | null> {
     const ops = this.#partitions;
     try {
       const left = this.#onSend === undefined ? 0 : performance.now();
@@ -312,7 +302,7 @@ export class IggyBackend implements LogBackend {
     }
   }
 
-  #sendError(e: unknown, a: PartitionAddress): BackendError {
+  #sendError(e: unknown, a: port.PartitionAddress): BackendError {
     const err = toBackendError(
       e,
       `append to stream "${a.stream}" topic "${a.topic}" partition ${a.partition}`,
@@ -326,11 +316,11 @@ export class IggyBackend implements LogBackend {
    * (or about a second passes); `signal` cancels that wait (CANCEL_DEFERRED_REQUEST).
    */
   async poll(
-    address: PartitionAddress,
+    address: port.PartitionAddress,
     fromOffset: number,
     count: number,
     signal?: AbortSignal,
-  ): Promise<StoredMessage[]> {
+  ): Promise<port.StoredMessage[]> {
     if (count <= 0) return [];
     const where =
       `poll stream "${address.stream}" topic "${address.topic}" partition ${address.partition}`;
@@ -347,13 +337,17 @@ export class IggyBackend implements LogBackend {
     }
   }
 
-  async nextOffset(address: PartitionAddress): Promise<number> {
+  async nextOffset(address: port.PartitionAddress): Promise<number> {
     const record = await this.#fetchTopic(address.stream, address.topic);
     if (record) this.#topics.set(address.stream, address.topic, record);
     return nextOffsetIn(record, address);
   }
 
-  async storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void> {
+  async storeOffset(
+    consumer: string,
+    address: port.PartitionAddress,
+    offset: number,
+  ): Promise<void> {
     const action =
       `store offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
     await this.#partitions.storeOffset(consumer, address, offset).catch((e) => {
@@ -361,7 +355,7 @@ export class IggyBackend implements LogBackend {
     });
   }
 
-  getOffset(consumer: string, address: PartitionAddress): Promise<number | null> {
+  getOffset(consumer: string, address: port.PartitionAddress): Promise<number | null> {
     const action =
       `read offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
     return this.#partitions.getOffset(consumer, address).catch((e) => {
@@ -369,7 +363,7 @@ export class IggyBackend implements LogBackend {
     });
   }
 
-  #info(stream: string, topic: string, r: TopicRecord): TopicInfo {
+  #info(stream: string, topic: string, r: TopicRecord): port.TopicInfo {
     return {
       stream,
       topic,
