@@ -1,6 +1,7 @@
 /**
  * The uncompiled shape both map formats are read into, keeping each value's key as spelled in
- * its file so that every refusal names what the operator wrote.
+ * its file so that every refusal names what the operator wrote, and the reader of a file's
+ * records both formats share.
  *
  * @module
  */
@@ -39,55 +40,65 @@ function typeName(value: unknown): string {
 }
 
 /** A plain object (TOML table or JSON object), not an array or date. */
-export function isRecord(value: unknown): value is Record<string, unknown> {
+function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value) &&
     !(value instanceof Date);
 }
 
 /**
- * Refuses keys outside `allowed` (a misspelt `partiton_key` must not silently mean "no key").
- * `rule` is the 1-based rule number, or null for the file level.
+ * One record of a map file (a TOML table or a JSON object) whose string values are read with
+ * where it stands, so that each refusal names it: `rule` is the record's 1-based rule number,
+ * or null for the file level.
  */
-export function refuseUnknownKeys(
-  record: Record<string, unknown>,
-  allowed: readonly string[],
-  source: string,
-  rule: number | null,
-): void {
-  for (const key of Object.keys(record)) {
-    if (!allowed.includes(key)) {
-      throw new MapError(
-        source,
-        rule,
-        key,
-        `unknown key ${JSON.stringify(key)} (allowed: ${allowed.join(", ")})`,
-      );
+export class RawRecord {
+  readonly #fields: Record<string, unknown>;
+  readonly #source: string;
+  readonly #rule: number | null;
+
+  private constructor(fields: Record<string, unknown>, source: string, rule: number | null) {
+    this.#fields = fields;
+    this.#source = source;
+    this.#rule = rule;
+  }
+
+  /**
+   * `value` as a record, refused when it is not one (`mustBe` says what it must be) or when it
+   * has a key outside `allowed` (a misspelt `partiton_key` must not silently mean "no key").
+   */
+  static of(
+    value: unknown,
+    allowed: readonly string[],
+    source: string,
+    rule: number | null,
+    mustBe: string,
+  ): RawRecord {
+    if (!isRecord(value)) throw new MapError(source, rule, rule === null ? "file" : "rule", mustBe);
+    for (const key of Object.keys(value)) {
+      if (!allowed.includes(key)) {
+        throw new MapError(
+          source,
+          rule,
+          key,
+          `unknown key ${JSON.stringify(key)} (allowed: ${allowed.join(", ")})`,
+        );
+      }
     }
+    return new RawRecord(value, source, rule);
   }
-}
 
-/** Reads a required string value, refusing a missing key or a non-string value. */
-export function requireString(
-  record: Record<string, unknown>,
-  key: string,
-  source: string,
-  rule: number | null,
-): RawField {
-  const value = record[key];
-  if (value === undefined) throw new MapError(source, rule, key, "is missing");
-  if (typeof value !== "string") {
-    throw new MapError(source, rule, key, `must be a string, got ${typeName(value)}`);
+  /** A required string value, refusing a missing key or a non-string value. */
+  require(key: string): RawField {
+    const value = this.#fields[key];
+    if (value === undefined) throw new MapError(this.#source, this.#rule, key, "is missing");
+    if (typeof value !== "string") {
+      throw new MapError(this.#source, this.#rule, key, `must be a string, got ${typeName(value)}`);
+    }
+    return { key, value };
   }
-  return { key, value };
-}
 
-/** Reads an optional string value; absent (or JSON `null`) gives `null`. */
-export function optionalString(
-  record: Record<string, unknown>,
-  key: string,
-  source: string,
-  rule: number | null,
-): RawField | null {
-  if (record[key] === undefined || record[key] === null) return null;
-  return requireString(record, key, source, rule);
+  /** An optional string value; absent (or JSON `null`) gives `null`. */
+  optional(key: string): RawField | null {
+    const value = this.#fields[key];
+    return value === undefined || value === null ? null : this.require(key);
+  }
 }

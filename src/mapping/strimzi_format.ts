@@ -15,14 +15,7 @@
  */
 
 import { MapError } from "./map_error.ts";
-import {
-  isRecord,
-  optionalString,
-  type RawMap,
-  type RawRule,
-  refuseUnknownKeys,
-  requireString,
-} from "./raw_map.ts";
+import { type RawMap, RawRecord, type RawRule } from "./raw_map.ts";
 import { literalTemplate } from "./template.ts";
 
 /** Stream for Strimzi maps when the caller gives none. */
@@ -31,6 +24,7 @@ export const STRIMZI_DEFAULT_STREAM = "sensors";
 export const STRIMZI_DEFAULT_TOPIC = "messages_default";
 
 const RULE_KEYS = ["mqttTopic", "kafkaTopic", "kafkaKey"] as const;
+const RULE_MUST_BE = "must be an object with mqttTopic, kafkaTopic and optional kafkaKey";
 
 /** Defaults a Strimzi map needs from outside the file. */
 export interface StrimziOptions {
@@ -39,22 +33,14 @@ export interface StrimziOptions {
 }
 
 function readRule(entry: unknown, index: number, source: string, stream: string): RawRule {
-  if (!isRecord(entry)) {
-    throw new MapError(
-      source,
-      index,
-      "rule",
-      "must be an object with mqttTopic, kafkaTopic and optional kafkaKey",
-    );
-  }
-  refuseUnknownKeys(entry, RULE_KEYS, source, index);
+  const rule = RawRecord.of(entry, RULE_KEYS, source, index, RULE_MUST_BE);
   return {
     index,
-    pattern: requireString(entry, "mqttTopic", source, index),
+    pattern: rule.require("mqttTopic"),
     // The stream is a constant, so any "$" in it is literal.
     stream: { key: "default_stream", value: literalTemplate(stream) },
-    topic: requireString(entry, "kafkaTopic", source, index),
-    partitionKey: optionalString(entry, "kafkaKey", source, index),
+    topic: rule.require("kafkaTopic"),
+    partitionKey: rule.optional("kafkaKey"),
   };
 }
 

@@ -16,29 +16,19 @@
 
 import { parse } from "smol-toml";
 import { MapError } from "./map_error.ts";
-import {
-  isRecord,
-  optionalString,
-  type RawMap,
-  type RawRule,
-  refuseUnknownKeys,
-  requireString,
-} from "./raw_map.ts";
+import { type RawMap, RawRecord, type RawRule } from "./raw_map.ts";
 
 const FILE_KEYS = ["default_stream", "default_topic", "rule"] as const;
 const RULE_KEYS = ["mqtt_topic", "stream", "topic", "partition_key"] as const;
 
 function readRule(table: unknown, index: number, source: string): RawRule {
-  if (!isRecord(table)) {
-    throw new MapError(source, index, "rule", "must be a table");
-  }
-  refuseUnknownKeys(table, RULE_KEYS, source, index);
+  const rule = RawRecord.of(table, RULE_KEYS, source, index, "must be a table");
   return {
     index,
-    pattern: requireString(table, "mqtt_topic", source, index),
-    stream: requireString(table, "stream", source, index),
-    topic: requireString(table, "topic", source, index),
-    partitionKey: optionalString(table, "partition_key", source, index),
+    pattern: rule.require("mqtt_topic"),
+    stream: rule.require("stream"),
+    topic: rule.require("topic"),
+    partitionKey: rule.optional("partition_key"),
   };
 }
 
@@ -52,15 +42,15 @@ export function readTomlMap(text: string, source: string): RawMap {
       cause: e,
     });
   }
-  refuseUnknownKeys(doc, FILE_KEYS, source, null);
+  const file = RawRecord.of(doc, FILE_KEYS, source, null, "must be a table");
   const rules = doc.rule ?? [];
   if (!Array.isArray(rules)) {
     throw new MapError(source, null, "rule", "must be an array of tables: write [[rule]]");
   }
   return {
     source,
-    defaultStream: requireString(doc, "default_stream", source, null),
-    defaultTopic: requireString(doc, "default_topic", source, null),
+    defaultStream: file.require("default_stream"),
+    defaultTopic: file.require("default_topic"),
     rules: rules.map((table, i) => readRule(table, i + 1, source)),
   };
 }
