@@ -175,6 +175,7 @@ function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfi
     log: table("log"),
     embedded: table("embedded"),
     iggy: table("iggy"),
+    forward: table("forward"),
     limits: table("limits"),
     users,
   };
@@ -209,17 +210,25 @@ function crossCheck(c: GatewayConfig): void {
     }
   }
   checkClientIdPattern("auth.client_id_pattern", c.auth.client_id_pattern);
-  if (c.gateway.backend === "iggy") {
+  if (c.forward.enabled && c.gateway.backend !== "embedded") {
+    throw new ConfigError(
+      "forward.enabled",
+      'needs gateway.backend = "embedded" (its log is the buffer)',
+    );
+  }
+  if (c.gateway.backend === "iggy" || c.forward.enabled) {
     if (c.limits.max_topic_bytes > 255) {
       throw new ConfigError(
         "limits.max_topic_bytes",
-        "cannot exceed 255 with the iggy backend (Iggy caps header values at 255 bytes)",
+        "cannot exceed 255 when messages go to Iggy (Iggy caps header values at 255 bytes)",
       );
     }
     if (c.iggy.password === "" && c.iggy.token === "") {
       throw new ConfigError(
         "iggy.password",
-        `the iggy backend needs ${envNameOf("iggy.password")} or ${envNameOf("iggy.token")}`,
+        `Iggy (backend or forward) needs ${envNameOf("iggy.password")} or ${
+          envNameOf("iggy.token")
+        }`,
       );
     }
   }

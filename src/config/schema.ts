@@ -429,6 +429,41 @@ export const KEY_SPECS = [
     doc: "Cached partition counts are refreshed this often (ms).",
   },
 
+  // [forward]
+  {
+    key: "forward.enabled",
+    type: bool,
+    default: false,
+    doc:
+      "Edge box with an uplink (gateway.backend = embedded): devices are served from the local log and every appended message is also forwarded to the Iggy of [iggy], in order, once.",
+  },
+  {
+    key: "forward.batch_max_messages",
+    type: int(1, 100_000),
+    default: 5_000,
+    doc: "At most this many messages per forwarded send.",
+  },
+  {
+    key: "forward.batch_max_bytes",
+    type: int(1024, 64 * 1024 * 1024),
+    default: 4_194_304,
+    doc: "At most this many payload bytes per forwarded send.",
+  },
+  {
+    key: "forward.linger_ms",
+    type: int(1, 10_000),
+    default: 20,
+    doc:
+      "How long a forwarded partition with nothing new waits before it looks again (ms): a longer wait sends fewer, larger batches.",
+  },
+  {
+    key: "forward.when_full",
+    type: oneOf("refuse", "drop_oldest"),
+    default: "refuse",
+    doc:
+      "When unforwarded messages fill embedded.max_store_bytes: refuse (appends fail, no PUBACK, nothing acknowledged is lost) or drop_oldest (the oldest unforwarded messages go, counted and logged).",
+  },
+
   // [limits]
   {
     key: "limits.max_packet_bytes",

@@ -12,21 +12,21 @@ import { scanRetained } from "./_log_scan.ts";
 
 /**
  * Walks a partition's oldest retained records, oldest first, and drops each one `drop`
- * accepts, stopping at the first it refuses (or after `maxRecords`). Returns the messages
- * and batches dropped.
+ * accepts (given its append time and the offset after its last message), stopping at the
+ * first it refuses (or after `maxRecords`). Returns the messages and batches dropped.
  */
 export function dropOldestRecords(
   segments: readonly SegmentState[],
   p: PartitionLog,
-  drop: (timestampMicros: number) => boolean,
+  drop: (timestampMicros: number, end: number) => boolean,
   maxRecords: number,
 ): { messages: number; records: number } {
   let dropped = 0;
   let records = 0;
   scanRetained(segments, p, (header, pos) => {
-    if (records >= maxRecords || !drop(header.timestampMicros)) return false;
-    records++;
     const end = header.baseOffset + header.count;
+    if (records >= maxRecords || !drop(header.timestampMicros, end)) return false;
+    records++;
     dropped += end - Math.max(header.baseOffset, p.start);
     p.dropPrefix(end, pos + LOG_RECORD_HEADER_BYTES + header.dataBytes, header.size);
     return true;
@@ -34,14 +34,26 @@ export function dropOldestRecords(
   return { messages: dropped, records };
 }
 
-/** Position and timestamp of a partition's oldest retained record, if it has one. */
+/** A partition's oldest retained record, as retention weighs it. */
+export interface OldestRecord {
+  /** Log position. */
+  readonly pos: number;
+  readonly timestampMicros: number;
+  /** Retention bytes. */
+  readonly size: number;
+  /** The offset after its last message. */
+  readonly end: number;
+}
+
+/** A partition's oldest retained record, if it has one. */
 export function oldestRecord(
   segments: readonly SegmentState[],
   p: PartitionLog,
-): { pos: number; timestampMicros: number; size: number } | undefined {
-  let found: { pos: number; timestampMicros: number; size: number } | undefined;
+): OldestRecord | undefined {
+  let found: OldestRecord | undefined;
   scanRetained(segments, p, (header, pos) => {
-    found = { pos, timestampMicros: header.timestampMicros, size: header.size };
+    const end = header.baseOffset + header.count;
+    found = { pos, timestampMicros: header.timestampMicros, size: header.size, end };
     return false;
   });
   return found;

@@ -2,14 +2,11 @@
  * The message log: every stored batch of every partition, appended in commit order to one
  * sequence of preallocated segment files (_log_segment.ts), one fdatasync per group commit.
  * The catalog (topics, consumer offsets, each partition's floors) stays in SQLite; messages
- * do not go through it: as SQLite rows in a WAL-mode file each message is written twice (WAL,
- * then checkpoint), each PUBACK waits for a WAL fsync, and checkpoints hold commits while they
- * copy (docs/BENCHMARKS.md, 'Figures behind the code'). Here a commit writes its records once,
- * in place, and syncs them.
+ * do not go through it: as SQLite rows each message was written twice (WAL, then checkpoint;
+ * docs/BENCHMARKS.md, 'Figures behind the code'). Here a commit writes its records once.
  *
  * One log rather than one file per partition: a group commit touches many partitions, and one
- * fsync per partition costs more than the single one (see docs/BENCHMARKS.md, 'Figures behind
- * the code').
+ * fsync per partition costs more than the single one (docs/BENCHMARKS.md, same section).
  *
  * What lives where:
  * - Positions: a record's log position is its segment's base plus its place in the segment.
@@ -45,16 +42,13 @@ import {
 } from "./_log_segments.ts";
 import { scanLog } from "./_log_scan.ts";
 import { scanNewSegments, takeEmptyTail } from "./_log_recovery.ts";
-import { dropOldestRecords, oldestRecord } from "./_log_retention.ts";
+import { dropOldestRecords, type OldestRecord, oldestRecord } from "./_log_retention.ts";
 
 export { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
 export { segmentBytesFor } from "./_log_segments.ts";
 
-/**
- * Bytes of the active segment used before the next one is zero-filled. Waiting for a quarter
- * of a full segment leaves too little time at QoS 0 rates: appends stall behind the fill (see
- * docs/BENCHMARKS.md, 'Figures behind the code').
- */
+/** Bytes of the active segment used before the next one is zero-filled (a quarter of a full
+ * segment left too little time at QoS 0 rates: docs/BENCHMARKS.md, same section). */
 const SPARE_AFTER_BYTES = 1024 * 1024;
 
 /** One partition run of a transaction, already encoded at `at + LOG_RECORD_HEADER_BYTES`. */
@@ -251,15 +245,21 @@ export class MessageLog {
    */
   dropOldest(
     p: PartitionLog,
-    drop: (timestampMicros: number) => boolean,
+    drop: (timestampMicros: number, end: number) => boolean,
     maxRecords = Infinity,
   ): { messages: number; records: number } {
     return dropOldestRecords(this.#segments, p, drop, maxRecords);
   }
 
-  /** Position and timestamp of a partition's oldest retained record, if it has one. */
-  oldest(p: PartitionLog): { pos: number; timestampMicros: number; size: number } | undefined {
+  /** A partition's oldest retained record, if it has one. */
+  oldest(p: PartitionLog): OldestRecord | undefined {
     return oldestRecord(this.#segments, p);
+  }
+
+  /** Log position where the oldest segment ends (0 when none): what freeing it must pass. */
+  get firstSegmentEnd(): number {
+    const s = this.#segments[0];
+    return s ? s.segment.base + s.segment.capacity : 0;
   }
 
   /** True when {@link deleteRetainedOut} would delete a segment. */

@@ -29,6 +29,11 @@ export interface RetentionLimits {
   readonly maxAgeMicros: number;
   /** bytes per topic; 0 = unbounded. */
   readonly maxTopicBytes: number;
+  /**
+   * The first offset of a partition that age and size limits must keep (forward mode: what is
+   * not yet forwarded); absent = no such hold.
+   */
+  readonly keepFrom?: (topicId: number, partition: number) => number;
 }
 
 /**
@@ -51,28 +56,33 @@ export async function runRetentionPass(
     if (maxAge > 0) {
       for (const p of partitions) {
         if (stopped()) break;
-        deleted += await expirePartition(log, p, nowMicros - maxAge, stopped);
+        const keepFrom = limits.keepFrom?.(p.topicId, p.partition) ?? Infinity;
+        deleted += await expirePartition(log, p, nowMicros - maxAge, keepFrom, stopped);
       }
     }
     const maxBytes = state.maxTopicBytes || limits.maxTopicBytes;
-    if (maxBytes > 0 && !stopped()) deleted += await trimTopic(log, partitions, maxBytes, stopped);
+    if (maxBytes > 0 && !stopped()) {
+      deleted += await trimTopic(log, partitions, maxBytes, limits.keepFrom, stopped);
+    }
     if (stopped()) break;
   }
   return deleted;
 }
 
-/** Drops the prefix of a partition whose batches are older than `cutoff`. */
+/** Drops the prefix of a partition whose batches are older than `cutoff` and before `keepFrom`. */
 async function expirePartition(
   log: MessageLog,
   p: PartitionLog,
   cutoff: number,
+  keepFrom: number,
   stopped: () => boolean,
 ): Promise<number> {
   let deleted = 0;
   while (!stopped()) {
     // Timestamps rise with offsets (one writer stamps them), so the old ones form a prefix; a
     // clock step back only delays deletion, it never removes a newer message.
-    const { messages, records } = log.dropOldest(p, (ts) => ts < cutoff, CHUNK_RECORDS);
+    const drop = (ts: number, end: number) => ts < cutoff && end <= keepFrom;
+    const { messages, records } = log.dropOldest(p, drop, CHUNK_RECORDS);
     deleted += messages;
     if (records < CHUNK_RECORDS) break;
     await yieldToEventLoop();
@@ -80,18 +90,27 @@ async function expirePartition(
   return deleted;
 }
 
-/** Drops the oldest batches of the topic, across partitions, until it fits `maxBytes`. */
+/**
+ * Drops the oldest batches of the topic, across partitions, until it fits `maxBytes`; a
+ * partition whose oldest batch is held (`keepFrom`) gives nothing more.
+ */
 async function trimTopic(
   log: MessageLog,
   partitions: readonly PartitionLog[],
   maxBytes: number,
+  keepFrom: RetentionLimits["keepFrom"],
   stopped: () => boolean,
 ): Promise<number> {
   let deleted = 0;
   let excess = -maxBytes;
   for (const p of partitions) excess += p.bytes;
   // The head (oldest retained batch) of each partition; the lowest log position goes first.
-  const heads = partitions.map((p) => log.oldest(p));
+  const holds = partitions.map((p) => keepFrom?.(p.topicId, p.partition) ?? Infinity);
+  const droppableHead = (i: number) => {
+    const head = log.oldest(partitions[i]);
+    return head && head.end <= holds[i] ? head : undefined;
+  };
+  const heads = partitions.map((_, i) => droppableHead(i));
   let taken = 0;
   while (excess > 0 && !stopped()) {
     let best = -1;
@@ -104,7 +123,7 @@ async function trimTopic(
     const before = p.bytes;
     deleted += log.dropOldest(p, () => true, 1).messages;
     excess -= before - p.bytes;
-    heads[best] = log.oldest(p);
+    heads[best] = droppableHead(best);
     if (++taken % CHUNK_RECORDS === 0) await yieldToEventLoop();
   }
   return deleted;

@@ -8,7 +8,14 @@
 import type { Catalog } from "./_catalog.ts";
 import type { MessageLog } from "./_message_log.ts";
 import { type RetentionLimits, runRetentionPass } from "./_retention.ts";
+import { type ForwardHold, needsRoom, reclaimOldestSegment } from "./_reclaim.ts";
 import type { WriterLink } from "./_writer_link.ts";
+
+/** Forward mode: what must be kept for the upstream, and the store's bound. */
+export interface ForwardRoom {
+  readonly hold: ForwardHold;
+  readonly maxStoreBytes: number;
+}
 
 /** Runs the retention passes of one open store. */
 export class RetentionRunner {
@@ -16,15 +23,42 @@ export class RetentionRunner {
   readonly #catalog: Catalog;
   readonly #link: WriterLink;
   readonly #limits: RetentionLimits;
+  readonly #room: ForwardRoom | undefined;
   #pass: Promise<number> | undefined;
+  /** A pass was asked for while one ran: run another after it. */
+  #again = false;
   #stopped = false;
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** What the timer runs (the owner's pass, with its error handling). */
+  #scheduled: (() => Promise<unknown>) | undefined;
 
-  constructor(log: MessageLog, catalog: Catalog, link: WriterLink, limits: RetentionLimits) {
+  constructor(
+    log: MessageLog,
+    catalog: Catalog,
+    link: WriterLink,
+    limits: RetentionLimits,
+    room?: ForwardRoom,
+  ) {
     this.#log = log;
     this.#catalog = catalog;
     this.#link = link;
-    this.#limits = limits;
+    this.#limits = room ? { ...limits, keepFrom: room.hold.firstUnforwarded } : limits;
+    this.#room = room;
+  }
+
+  /** Forward mode: whether the next segment would not fit (a pass then frees the oldest). */
+  get needsRoom(): boolean {
+    return this.#room !== undefined && needsRoom(this.#log, this.#room.maxStoreBytes);
+  }
+
+  /**
+   * Runs a pass soon (forward mode, when the store needs room): at once when none runs, else
+   * once more after the one under way. Failures are left to the next pass and to appends.
+   */
+  soon(): void {
+    if (this.#stopped || !this.#scheduled) return;
+    if (this.#pass) this.#again = true;
+    else this.#scheduled().catch(() => {});
   }
 
   /**
@@ -32,6 +66,7 @@ export class RetentionRunner {
    * interval, appends report health.
    */
   schedule(intervalMs: number, run: () => Promise<unknown>): void {
+    this.#scheduled = run;
     this.#timer = setInterval(() => {
       if (!this.#pass) run().catch(() => {});
     }, Math.max(1, intervalMs));
@@ -45,6 +80,10 @@ export class RetentionRunner {
       return await this.#pass;
     } finally {
       this.#pass = undefined;
+      if (this.#again) {
+        this.#again = false;
+        queueMicrotask(() => this.soon());
+      }
     }
   }
 
@@ -57,13 +96,14 @@ export class RetentionRunner {
 
   async #runPass(now: number): Promise<number> {
     const log = this.#log;
-    const deleted = await runRetentionPass(
-      log,
-      this.#catalog.topics(),
-      this.#limits,
-      now,
-      () => this.#stopped,
-    );
+    const stopped = () => this.#stopped;
+    let deleted = await runRetentionPass(log, this.#catalog.topics(), this.#limits, now, stopped);
+    if (this.#room && needsRoom(log, this.#room.maxStoreBytes)) {
+      const reclaimed = await reclaimOldestSegment(log, this.#room.hold, stopped);
+      // One segment a pass: go on while there is still no room and this one freed some.
+      if (reclaimed > 0) this.#again = true;
+      deleted += reclaimed;
+    }
     if ((deleted > 0 || log.hasRetainedOut()) && !this.#stopped) {
       // Floors first: the dropped batches stay on disk until their segment goes (a reopened
       // log must skip them), and once a segment is gone only the floors say how far each

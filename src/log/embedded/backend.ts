@@ -23,6 +23,7 @@ import { isStoreFull, toBackendError } from "./_errors.ts";
 import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
 import type { MessageLog } from "./_message_log.ts";
 import { RetentionRunner } from "./_retention_runner.ts";
+import { forwardRoom } from "./_forward_room.ts";
 import { type OpenedStore, openStore } from "./_open_store.ts";
 import { EmbeddedUsers } from "./_users.ts";
 import { checkAppendBatch, validateName } from "./_validate.ts";
@@ -239,7 +240,12 @@ export class EmbeddedBackend implements LogBackend {
       if (!Number.isSafeInteger(offset) || offset < 0) {
         throw new BackendError("invalid", `Cannot store consumer offset ${offset}: not an offset`);
       }
-      return writer.commits.storeOffset(consumer, state, address.partition, offset).catch((e) => {
+      const stored = writer.commits.storeOffset(consumer, state, address.partition, offset);
+      // The forwarder moved on while the store is full: what it forwarded may now go.
+      if (this.#full && consumer === this.#options.forward?.consumer) {
+        stored.then(() => writer.retention.soon(), () => {});
+      }
+      return stored.catch((e) => {
         throw toBackendError(action, this.#options.path, e);
       });
     } catch (e) {
@@ -297,13 +303,23 @@ export class EmbeddedBackend implements LogBackend {
       () => {
         this.#full = false;
         this.#appendFailure = undefined;
+        if (retention.needsRoom) retention.soon();
       },
     );
     const { retentionMaxAgeSeconds, retentionMaxTopicBytes, retentionIntervalMs } = this.#options;
-    const retention = new RetentionRunner(log, catalog, link, {
-      maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
-      maxTopicBytes: retentionMaxTopicBytes,
-    });
+    const retention = new RetentionRunner(
+      log,
+      catalog,
+      link,
+      {
+        maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
+        maxTopicBytes: retentionMaxTopicBytes,
+      },
+      forwardRoom(this.#options, (consumer, topicId, partition) => {
+        const row = this.#state?.reads.selectConsumerOffset.get(consumer, topicId, partition);
+        return (row as { consumer_offset: number } | undefined)?.consumer_offset ?? null;
+      }),
+    );
     retention.schedule(retentionIntervalMs, () => this.runRetention());
     return { link, commits, retention };
   }
@@ -366,8 +382,10 @@ export class EmbeddedBackend implements LogBackend {
 
   #appendError(e: unknown): BackendError {
     const error = toBackendError("append", this.#options.path, e);
-    if (isStoreFull(e)) this.#full = true;
-    else this.#appendFailure = error.message;
+    if (isStoreFull(e)) {
+      this.#full = true;
+      this.#state?.writer?.retention.soon(); // forward mode: free what is forwarded
+    } else this.#appendFailure = error.message;
     return error;
   }
 

@@ -5,6 +5,20 @@
  */
 import type { UserConfig } from "../../config/types.ts";
 
+/**
+ * Forward mode: what a consumer (the forwarder) has not stored its offset past is kept by
+ * retention until the store is full; then `whenFull` decides.
+ */
+export interface ForwardRetention {
+  /** The consumer whose stored offset is the last forwarded message of each partition. */
+  readonly consumer: string;
+  /**
+   * Full store: keep unforwarded messages and refuse appends, or drop the oldest of them (the
+   * forwarder finds the gap when it reads on, and reports it).
+   */
+  readonly whenFull: "refuse" | "drop_oldest";
+}
+
 /** Settings of the embedded backend (from `[embedded]`, `[log]`, `[limits]` and `users`). */
 export interface EmbeddedOptions {
   /**
@@ -36,6 +50,8 @@ export interface EmbeddedOptions {
    * message log on the main thread either way.
    */
   readonly writerThread: "worker" | "in-process";
+  /** Forward mode's hold on retention; absent = retention by the limits alone. */
+  readonly forward?: ForwardRetention;
   /** Clock for append timestamps and retention, µs since the epoch; tests inject one. */
   readonly clock?: () => number;
   /**

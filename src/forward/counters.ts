@@ -1,0 +1,22 @@
+/**
+ * What the forwarder counts, for `/metrics` and the status page.
+ *
+ * @module
+ */
+import type { PartitionAddress } from "../log/port.ts";
+
+/** Counts since start, and where a gap is reported. */
+export interface ForwardCounters {
+  /** Messages confirmed upstream. */
+  sent: number;
+  /** Messages sent again after a failed send (what the resolve did not find upstream). */
+  resent: number;
+  /** Messages found upstream by a resolve after a failure or a restart (not sent again). */
+  foundUpstream: number;
+  /** Unforwarded messages dropped locally before they could be forwarded. */
+  dropped: number;
+  /** Failed sends and reads upstream. */
+  failures: number;
+  /** Reports local offsets `[from, to)` of a partition that went before they were forwarded. */
+  gap(address: PartitionAddress, from: number, to: number): void;
+}

@@ -1,0 +1,258 @@
+/**
+ * Forward mode: the embedded log serves the devices, and this copies every message appended
+ * to it to an upstream Iggy, per partition in order, once. One {@link ForwardLane} per local
+ * partition (found as topics appear); the upstream is opened, and reopened, here, so a box
+ * whose uplink is down at start keeps serving and forwards once it comes up.
+ *
+ * @module
+ */
+import type { LogBackend, PartitionAddress } from "../log/port.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { ForwardCounters } from "./counters.ts";
+import { ForwardLane, type LaneContext } from "./lane.ts";
+
+/** Opens a fresh upstream (an Iggy backend); rejects when it cannot connect. */
+export type UpstreamOpener = () => Promise<LogBackend>;
+
+/** Settings of the forwarder (`[forward]`, with `[iggy]` and `[log]` ones). */
+export interface ForwarderOptions {
+  readonly gatewayId: string;
+  readonly batchMaxMessages: number;
+  readonly batchMaxBytes: number;
+  readonly lingerMs: number;
+  /** Longest wait between two attempts after failures (ms). */
+  readonly retryMaxMs: number;
+  /** Upstream topics the forwarder creates confirm sends only once on disk. */
+  readonly durableTopics: boolean;
+  /** Where the upstream is, in words (status and logs). */
+  readonly upstreamName: string;
+}
+
+/** The uplink as `/ready`, `/metrics` and the status page tell it. */
+export interface UplinkStatus {
+  readonly up: boolean;
+  /** Why it is down, or what it is connected to. */
+  readonly detail: string;
+  readonly lagMessages: number;
+  /** Age of the oldest unforwarded message, seconds (0 when caught up). */
+  readonly lagSeconds: number;
+  readonly partitions: number;
+}
+
+/** How long a stop waits for sends under way (ms). */
+const STOP_WAIT_MS = 2_000;
+/** Lanes looked up again (new topics) after this many lingers. */
+const DISCOVER_EVERY_LINGERS = 50;
+
+/** Copies the local log to the upstream. */
+export class Forwarder {
+  readonly counters: ForwardCounters;
+  readonly #local: LogBackend;
+  readonly #open: UpstreamOpener;
+  readonly #o: ForwarderOptions;
+  readonly #logger: Logger;
+  readonly #lanes = new Map<string, ForwardLane>();
+  readonly #targets = new Map<string, Promise<number>>();
+  #upstream: LogBackend | null = null;
+  #connecting: Promise<LogBackend | null> | undefined;
+  #lastFailure = "not connected yet";
+  #stopping = false;
+  #wakeStop!: () => void;
+  readonly #stopped = new Promise<void>((r) => this.#wakeStop = r);
+  #tick: Promise<void> | undefined;
+  #lingers = 0;
+  #discovering: Promise<void> | undefined;
+
+  constructor(local: LogBackend, open: UpstreamOpener, o: ForwarderOptions, logger: Logger) {
+    this.#local = local;
+    this.#open = open;
+    this.#o = o;
+    this.#logger = logger;
+    this.counters = {
+      sent: 0,
+      resent: 0,
+      foundUpstream: 0,
+      dropped: 0,
+      failures: 0,
+      gap: (a, from, to) => {
+        logger.warn("Forward gap: messages went before they were forwarded", {
+          ...a,
+          from_offset: from,
+          to_offset: to - 1,
+          messages: to - from,
+        });
+      },
+    };
+  }
+
+  /** Starts forwarding every partition of the local log (after the local log is open). */
+  async start(): Promise<void> {
+    this.#logger.info("Forwarding to the upstream Iggy", { upstream: this.#o.upstreamName });
+    void this.uplink();
+    await this.#discover();
+  }
+
+  /** Stops the lanes (a send under way is waited for a moment) and closes the upstream. */
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.#wakeStop();
+    const lanes = Promise.all([...this.#lanes.values()].map((l) => l.start()));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([lanes, new Promise<void>((r) => timer = setTimeout(r, STOP_WAIT_MS))]);
+    clearTimeout(timer);
+    await this.#discovering;
+    await this.#connecting;
+    await this.#upstream?.close().catch(() => {});
+    this.#upstream = null;
+  }
+
+  /** The uplink's state and the lag over every partition. */
+  status(nowMicros = Date.now() * 1000): UplinkStatus {
+    let lag = 0;
+    let oldest = Infinity;
+    for (const lane of this.#lanes.values()) {
+      lag += lane.lagMessages;
+      const t = lane.oldestUnforwardedMicros;
+      if (t !== null && t < oldest) oldest = t;
+    }
+    const health = this.#upstream?.health();
+    const up = health?.ready === true;
+    return {
+      up,
+      detail: up ? (health?.detail ?? this.#o.upstreamName) : this.#lastFailure,
+      lagMessages: lag,
+      lagSeconds: oldest === Infinity ? 0 : Math.max(0, (nowMicros - oldest) / 1e6),
+      partitions: this.#lanes.size,
+    };
+  }
+
+  /** The open upstream, connecting (with back-off) while there is none; null once stopping. */
+  uplink(): Promise<LogBackend | null> {
+    if (this.#stopping) return Promise.resolve(null);
+    if (this.#upstream) return Promise.resolve(this.#upstream);
+    this.#connecting ??= this.#connect().finally(() => this.#connecting = undefined);
+    return this.#connecting;
+  }
+
+  async #connect(): Promise<LogBackend | null> {
+    for (let failures = 0; !this.#stopping;) {
+      try {
+        const upstream = await this.#open();
+        if (this.#stopping) {
+          await upstream.close().catch(() => {});
+          return null;
+        }
+        this.#upstream = upstream;
+        this.#logger.info("Uplink up", { upstream: upstream.health().detail ?? "" });
+        return upstream;
+      } catch (e) {
+        this.#lastFailure = e instanceof Error ? e.message : String(e);
+        if (failures === 0) {
+          this.#logger.warn("Uplink down: forwarding waits", { reason: this.#lastFailure });
+        }
+        await this.#backOff(++failures);
+      }
+    }
+    return null;
+  }
+
+  #context(): LaneContext {
+    const o = this.#o;
+    return {
+      local: this.#local,
+      gatewayId: o.gatewayId,
+      batchMaxMessages: o.batchMaxMessages,
+      batchMaxBytes: o.batchMaxBytes,
+      counters: this.counters,
+      uplink: () => this.uplink(),
+      upstreamPartitions: (u, s, t) => this.#upstreamPartitions(u, s, t),
+      linger: () => this.#linger(),
+      backOff: (n) => this.#backOff(n),
+      failed: (e, where) => this.#failed(e, where),
+      stopping: () => this.#stopping,
+    };
+  }
+
+  /** Adds a lane for every local partition that has none yet. */
+  #discover(): Promise<void> {
+    this.#discovering ??= this.#addLanes().finally(() => this.#discovering = undefined);
+    return this.#discovering;
+  }
+
+  async #addLanes(): Promise<void> {
+    const topics = await this.#local.listTopics?.().catch(() => []) ?? [];
+    const ctx = this.#context();
+    for (const t of topics) {
+      for (let p = 0; p < t.partitions && !this.#stopping; p++) {
+        const key = `${t.stream}\n${t.topic}\n${p}`;
+        if (this.#lanes.has(key)) continue;
+        const lane = new ForwardLane({ stream: t.stream, topic: t.topic, partition: p }, ctx);
+        this.#lanes.set(key, lane);
+        lane.start().catch((e) => this.#failed(e, lane.address));
+      }
+    }
+  }
+
+  /** The upstream topic's partition count; a missing topic is created like the local one. */
+  #upstreamPartitions(upstream: LogBackend, stream: string, topic: string): Promise<number> {
+    const key = `${stream}\n${topic}`;
+    let known = this.#targets.get(key);
+    if (!known) {
+      known = this.#ensureTarget(upstream, stream, topic);
+      known.catch(() => this.#targets.delete(key));
+      this.#targets.set(key, known);
+    }
+    return known;
+  }
+
+  async #ensureTarget(upstream: LogBackend, stream: string, topic: string): Promise<number> {
+    const there = await upstream.getTopic(stream, topic);
+    if (there) return there.partitions;
+    const local = await this.#local.getTopic(stream, topic);
+    const partitions = local?.partitions ?? 1;
+    const made = await upstream.createTopic(stream, topic, {
+      partitions,
+      durable: this.#o.durableTopics,
+    });
+    this.#logger.info("Upstream topic created", { stream, topic, partitions: made.partitions });
+    return made.partitions;
+  }
+
+  #failed(e: unknown, where: PartitionAddress): void {
+    this.counters.failures++;
+    this.#lastFailure = e instanceof Error ? e.message : String(e);
+    // A deleted or changed upstream topic is looked up again.
+    this.#targets.delete(`${where.stream}\n${where.topic}`);
+    this.#logger.limited("warn", "Forward failed: will resolve and resend", {
+      ...where,
+      reason: this.#lastFailure,
+    });
+  }
+
+  /** One shared timer for every caught-up lane; every so often it also finds new topics. */
+  #linger(): Promise<void> {
+    this.#tick ??= this.#sleep(this.#o.lingerMs).then(() => {
+      this.#tick = undefined;
+      if (++this.#lingers % DISCOVER_EVERY_LINGERS === 0 && !this.#stopping) {
+        void this.#discover();
+      }
+    });
+    return this.#tick;
+  }
+
+  #backOff(failures: number): Promise<void> {
+    const ms = Math.min(this.#o.retryMaxMs, 50 * 2 ** Math.min(failures - 1, 16));
+    return this.#sleep(ms);
+  }
+
+  /** Waits `ms`, or less when stopping. */
+  async #sleep(ms: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([new Promise<void>((r) => timer = setTimeout(r, ms)), this.#stopped]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

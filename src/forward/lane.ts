@@ -1,0 +1,229 @@
+/**
+ * One local partition's forwarding: reads the local log from the forwarded position, sends
+ * in batches to the upstream partition, one send in flight, and stores the position only
+ * after the upstream confirmed. After any failed send, and at start, it first resolves what
+ * landed: it reads the upstream partition from its mark (an upstream offset before anything
+ * of its own that is not yet confirmed) and skips every message whose origin header says it
+ * is already there. So nothing is sent twice and nothing is skipped, whichever side crashed.
+ *
+ * @module
+ */
+import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
+import { forwardedMessage, originOffset } from "./origin.ts";
+import type { ForwardCounters } from "./counters.ts";
+
+/** Consumer whose stored offset (local catalog) is the last forwarded message of a partition. */
+export const FORWARD_CONSUMER = "mqtt-forward";
+/** Consumer whose stored "offset" is the partition's upstream mark. */
+export const MARK_CONSUMER = "mqtt-forward-mark";
+
+/** Sends between two moves of the stored mark. */
+const MARK_EVERY_SENDS = 16;
+/** Messages read per upstream poll when resolving. */
+const RESOLVE_POLL = 1_000;
+
+/** What a lane needs from its forwarder. */
+export interface LaneContext {
+  readonly local: LogBackend;
+  readonly gatewayId: string;
+  readonly batchMaxMessages: number;
+  readonly batchMaxBytes: number;
+  readonly counters: ForwardCounters;
+  /** The open upstream, waiting for it while the uplink is down; null once stopping. */
+  uplink(): Promise<LogBackend | null>;
+  /** The upstream topic's partition count, creating the topic when missing. */
+  upstreamPartitions(upstream: LogBackend, stream: string, topic: string): Promise<number>;
+  /** Resolves after the linger (a caught-up lane looks again then). */
+  linger(): Promise<void>;
+  /** Resolves after the back-off for the n-th failure in a row. */
+  backOff(failures: number): Promise<void>;
+  /** A send or read upstream failed: the uplink may be down. */
+  failed(e: unknown, where: PartitionAddress): void;
+  readonly stopping: () => boolean;
+}
+
+/** The forwarding of one local partition. */
+export class ForwardLane {
+  readonly address: PartitionAddress;
+  readonly #ctx: LaneContext;
+  /** Next local offset to forward. */
+  #next = 0;
+  /** Upstream offset from which a resolve reads; null until first known. */
+  #mark: number | null = null;
+  #resolved = false;
+  #sendsSinceMark = 0;
+  /** The local partition's next offset as last seen. */
+  #localEnd = 0;
+  /** Append time (µs) of the oldest unforwarded message, while there is one. */
+  #oldestMicros: number | null = null;
+  #run: Promise<void> | undefined;
+  /** The last send failed: the next one resends (what the resolve did not find upstream). */
+  #resending = false;
+
+  constructor(address: PartitionAddress, ctx: LaneContext) {
+    this.address = address;
+    this.#ctx = ctx;
+  }
+
+  /** Messages appended locally and not yet confirmed upstream (as last seen). */
+  get lagMessages(): number {
+    return Math.max(0, this.#localEnd - this.#next);
+  }
+
+  /** Append time (µs) of the oldest unforwarded message, or null when caught up. */
+  get oldestUnforwardedMicros(): number | null {
+    return this.lagMessages > 0 ? this.#oldestMicros : null;
+  }
+
+  /** Starts the loop (once); resolves when it ends (stopping). */
+  start(): Promise<void> {
+    this.#run ??= this.#loop();
+    return this.#run;
+  }
+
+  async #loop(): Promise<void> {
+    const ctx = this.#ctx;
+    const stored = await ctx.local.getOffset(FORWARD_CONSUMER, this.address);
+    this.#next = stored === null ? 0 : stored + 1;
+    this.#mark = await ctx.local.getOffset(MARK_CONSUMER, this.address);
+    let failures = 0;
+    while (!ctx.stopping()) {
+      const upstream = await this.#uplink();
+      if (upstream === null) return;
+      try {
+        await this.#step(upstream);
+        failures = 0;
+      } catch (e) {
+        if (ctx.stopping()) return;
+        this.#resolved = false;
+        this.#resending = true;
+        ctx.failed(e, this.address);
+        await ctx.backOff(++failures);
+      }
+    }
+  }
+
+  /** The upstream; while it is down the lag keeps being measured (what waits, how old). */
+  async #uplink(): Promise<LogBackend | null> {
+    const ctx = this.#ctx;
+    const up = ctx.uplink();
+    const waiting = up.then(() => true);
+    while (!ctx.stopping()) {
+      await this.#observeLocal();
+      if (await Promise.race([waiting, ctx.linger().then(() => false)])) break;
+    }
+    return up;
+  }
+
+  /** The local end and, when behind, the append time of the oldest unforwarded message. */
+  async #observeLocal(): Promise<void> {
+    const local = this.#ctx.local;
+    this.#localEnd = await local.nextOffset(this.address);
+    if (this.#localEnd <= this.#next) this.#oldestMicros = null;
+    else if (this.#oldestMicros === null) {
+      const [oldest] = await local.poll(this.address, this.#next, 1);
+      this.#oldestMicros = oldest?.timestampMicros ?? null;
+    }
+  }
+
+  /** One round: resolve if needed, then forward one batch or wait for new messages. */
+  async #step(upstream: LogBackend): Promise<void> {
+    const ctx = this.#ctx;
+    const { stream, topic, partition } = this.address;
+    const count = await ctx.upstreamPartitions(upstream, stream, topic);
+    const target = { stream, topic, partition: partition % count };
+    if (!this.#resolved) await this.#resolve(upstream, target);
+    await this.#observeLocal();
+    if (this.#localEnd <= this.#next) return ctx.linger();
+    const batch = await this.#read();
+    if (batch.length === 0) return ctx.linger();
+    const messages = batch.map((m) => forwardedMessage(m, ctx.gatewayId, partition));
+    await upstream.append({ ...target, messages });
+    const last = batch[batch.length - 1].offset;
+    this.#next = last + 1;
+    this.#oldestMicros = null; // the next observation reads the new oldest
+    ctx.counters.sent += batch.length;
+    if (this.#resending) ctx.counters.resent += batch.length;
+    this.#resending = false;
+    await ctx.local.storeOffset(FORWARD_CONSUMER, this.address, last);
+    if (++this.#sendsSinceMark >= MARK_EVERY_SENDS) await this.#moveMark(upstream, target);
+  }
+
+  /** The next batch from the local log, within the byte bound; reports a retention gap. */
+  async #read(): Promise<StoredMessage[]> {
+    const ctx = this.#ctx;
+    const read = await ctx.local.poll(this.address, this.#next, ctx.batchMaxMessages);
+    if (read.length > 0 && read[0].offset > this.#next) {
+      const lost = read[0].offset - this.#next;
+      ctx.counters.dropped += lost;
+      ctx.counters.gap(this.address, this.#next, read[0].offset);
+      this.#next = read[0].offset;
+    }
+    let bytes = 0;
+    let n = 0;
+    while (n < read.length) {
+      bytes += read[n].payload.length;
+      if (n > 0 && bytes > ctx.batchMaxBytes) break;
+      n++;
+    }
+    return n === read.length ? read : read.slice(0, n);
+  }
+
+  /**
+   * Finds what of this partition already landed upstream after the mark, moves the forwarded
+   * position past it, and sets the mark to the upstream end. The first time (no mark yet),
+   * the upstream end is the mark: nothing of this lane was ever sent.
+   */
+  async #resolve(upstream: LogBackend, target: PartitionAddress): Promise<void> {
+    const ctx = this.#ctx;
+    const end = await settledEnd(upstream, target);
+    if (this.#mark !== null) {
+      let found = -1;
+      let landed = 0;
+      for (let from = this.#mark; from < end;) {
+        const read = await upstream.poll(target, from, Math.min(RESOLVE_POLL, end - from));
+        if (read.length === 0) break;
+        for (const m of read) {
+          const offset = originOffset(m.headers, ctx.gatewayId, this.address.partition);
+          if (offset !== null && offset >= this.#next) {
+            found = Math.max(found, offset);
+            landed++;
+          }
+        }
+        from = read[read.length - 1].offset + 1;
+      }
+      if (found >= this.#next) {
+        ctx.counters.foundUpstream += landed;
+        this.#next = found + 1;
+        await ctx.local.storeOffset(FORWARD_CONSUMER, this.address, found);
+      }
+    }
+    this.#mark = end;
+    await ctx.local.storeOffset(MARK_CONSUMER, this.address, end);
+    this.#sendsSinceMark = 0;
+    this.#resolved = true;
+  }
+
+  /** Between sends, nothing of this lane is in flight: the upstream end is a safe mark. */
+  async #moveMark(upstream: LogBackend, target: PartitionAddress): Promise<void> {
+    const end = await upstream.nextOffset(target);
+    this.#mark = end;
+    await this.#ctx.local.storeOffset(MARK_CONSUMER, this.address, end);
+    this.#sendsSinceMark = 0;
+  }
+}
+
+/**
+ * The upstream partition's end once it stops moving under a short look: a send cut off with
+ * its connection may still be stored by the server just after, and a resolve must see it.
+ */
+async function settledEnd(upstream: LogBackend, target: PartitionAddress): Promise<number> {
+  let end = await upstream.nextOffset(target);
+  for (let i = 0; i < 3; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const again = await upstream.nextOffset(target);
+    if (again === end) break;
+    end = again;
+  }
+  return end;
+}

@@ -1,0 +1,63 @@
+/**
+ * Room for new appends in a log whose messages must reach an upstream first (forward mode).
+ * When the next segment would not fit under the store's bound, the oldest segment's batches
+ * are dropped if they are forwarded (and, under `drop_oldest`, even if they are not), so that
+ * the segment holds nothing any partition needs and the retention runner deletes it. Without
+ * this a store that keeps messages forever would stay full although everything is upstream.
+ *
+ * @module
+ */
+import { setImmediate } from "node:timers";
+import type { MessageLog } from "./_message_log.ts";
+import { segmentBytesFor } from "./_log_segments.ts";
+
+/** Most batches dropped between two yields to the event loop. */
+const CHUNK_RECORDS = 256;
+
+/** What forward mode asks of retention. */
+export interface ForwardHold {
+  /** The first offset of a partition not yet forwarded: retention keeps it and what follows. */
+  firstUnforwarded(topicId: number, partition: number): number;
+  /** When the store is full: drop unforwarded messages (`drop_oldest`) or keep them (`refuse`). */
+  readonly dropUnforwarded: boolean;
+}
+
+/** Whether the next segment would pass the bound (with one segment there is nothing to free). */
+export function needsRoom(log: MessageLog, maxBytes: number): boolean {
+  return log.segmentCount > 1 && log.bytes + segmentBytesFor(maxBytes) > maxBytes;
+}
+
+/**
+ * Drops batches of the oldest segment, oldest first, while the hold allows; stops at the first
+ * unforwarded one under `refuse`. Resolves with the messages dropped (the caller stores the
+ * floors and deletes the freed segment).
+ */
+export async function reclaimOldestSegment(
+  log: MessageLog,
+  hold: ForwardHold,
+  stopped: () => boolean,
+): Promise<number> {
+  const end = log.firstSegmentEnd;
+  const parts = [...log.partitions()];
+  const heads = parts.map((p) => log.oldest(p));
+  const firstUnforwarded = parts.map((p) => hold.firstUnforwarded(p.topicId, p.partition));
+  let dropped = 0;
+  let taken = 0;
+  while (!stopped()) {
+    let best = -1;
+    for (let i = 0; i < heads.length; i++) {
+      const h = heads[i];
+      if (h && h.pos < end && (best < 0 || h.pos < heads[best]!.pos)) best = i;
+    }
+    if (best < 0) break;
+    const p = parts[best];
+    const head = heads[best]!;
+    if (head.end > firstUnforwarded[best]) {
+      if (!hold.dropUnforwarded) break;
+    }
+    dropped += log.dropOldest(p, () => true, 1).messages;
+    heads[best] = log.oldest(p);
+    if (++taken % CHUNK_RECORDS === 0) await new Promise((r) => setImmediate(r));
+  }
+  return dropped;
+}

@@ -1,0 +1,152 @@
+/**
+ * The forwarder between two real logs (embedded, the upstream behind a fault switch): every
+ * appended message arrives upstream once, in per-partition order, across an uplink that is
+ * down at start, sends cut before and after the upstream stored them, and a restart.
+ */
+import assert from "node:assert/strict";
+import { Forwarder, type ForwarderOptions } from "../../src/forward/forwarder.ts";
+import { GATEWAY_HEADER, ORIGIN_HEADER } from "../../src/forward/origin.ts";
+import { FORWARD_CONSUMER } from "../../src/forward/lane.ts";
+import type { LogBackend } from "../../src/log/port.ts";
+import { Logger } from "../../src/observe/logger.ts";
+import { openTestStore, textMessage } from "../helpers/embedded_store.ts";
+import { FaultyUpstream } from "../helpers/faulty_upstream.ts";
+import { waitFor } from "../helpers/wait.ts";
+
+const OPTIONS: ForwarderOptions = {
+  gatewayId: "edge-7",
+  batchMaxMessages: 64,
+  batchMaxBytes: 1 << 20,
+  lingerMs: 5,
+  retryMaxMs: 50,
+  durableTopics: true,
+  upstreamName: "test upstream",
+};
+const quiet = () => new Logger("error", () => {});
+
+async function appendMany(local: LogBackend, partitions: number, perPartition: number) {
+  await local.createTopic("plant", "readings", { partitions });
+  for (let p = 0; p < partitions; p++) {
+    for (let i = 0; i < perPartition; i += 50) {
+      const messages = [];
+      for (let j = i; j < Math.min(perPartition, i + 50); j++) {
+        messages.push(textMessage(`p${p}-${j}`, { "mqtt.topic": `plant/${p}` }));
+      }
+      await local.append({ stream: "plant", topic: "readings", partition: p, messages });
+    }
+  }
+}
+
+/** Every upstream partition's payloads in offset order. */
+async function upstreamPayloads(up: LogBackend, partitions: number): Promise<string[][]> {
+  const out: string[][] = [];
+  for (let p = 0; p < partitions; p++) {
+    const a = { stream: "plant", topic: "readings", partition: p };
+    const msgs = await up.poll(a, 0, 1_000_000);
+    out.push(msgs.map((m) => new TextDecoder().decode(m.payload)));
+  }
+  return out;
+}
+
+function expected(partitions: number, perPartition: number): string[][] {
+  return Array.from(
+    { length: partitions },
+    (_, p) => Array.from({ length: perPartition }, (_, j) => `p${p}-${j}`),
+  );
+}
+
+async function total(up: LogBackend, partitions: number): Promise<number> {
+  let n = 0;
+  for (let p = 0; p < partitions; p++) {
+    n += await up.nextOffset({ stream: "plant", topic: "readings", partition: p }).catch(() => 0);
+  }
+  return n;
+}
+
+Deno.test("the forwarder copies every message once, in order, with its origin headers", async () => {
+  await using local = await openTestStore();
+  await using upstream = await openTestStore();
+  await appendMany(local.backend, 3, 500);
+  const faulty = new FaultyUpstream(upstream.backend);
+  const fw = new Forwarder(local.backend, () => faulty.open(), OPTIONS, quiet());
+  await fw.start();
+  await waitFor(async () => await total(upstream.backend, 3) >= 1500, 10_000, "1500 upstream");
+  await waitFor(() => fw.status().lagMessages === 0, 5_000, "no lag");
+  assert.deepEqual(await upstreamPayloads(upstream.backend, 3), expected(3, 500));
+  const first = (await upstream.backend.poll(
+    { stream: "plant", topic: "readings", partition: 2 },
+    7,
+    1,
+  ))[0];
+  assert.deepEqual(first.headers.get(GATEWAY_HEADER), "edge-7");
+  assert.deepEqual(first.headers.get(ORIGIN_HEADER), "2/7");
+  assert.deepEqual(first.headers.get("mqtt.topic"), "plant/2");
+  assert.deepEqual(fw.counters.sent, 1500);
+  assert.deepEqual(fw.status().up, true);
+  await fw.stop();
+});
+
+Deno.test("an uplink down at start: the forwarder waits, then forwards everything", async () => {
+  await using local = await openTestStore();
+  await using upstream = await openTestStore();
+  const faulty = new FaultyUpstream(upstream.backend);
+  faulty.faults.down = true;
+  await appendMany(local.backend, 2, 300);
+  const fw = new Forwarder(local.backend, () => faulty.open(), OPTIONS, quiet());
+  await fw.start();
+  await waitFor(() => fw.status().lagMessages === 600 || fw.counters.failures > 0, 5_000, "lag");
+  assert.deepEqual(fw.status().up, false);
+  assert.deepEqual(await total(upstream.backend, 2), 0);
+  faulty.faults.down = false;
+  await waitFor(async () => await total(upstream.backend, 2) >= 600, 10_000, "600 upstream");
+  assert.deepEqual(await upstreamPayloads(upstream.backend, 2), expected(2, 300));
+  await fw.stop();
+});
+
+Deno.test("sends cut before and after the upstream stored them: 0 lost, 0 duplicates", async () => {
+  await using local = await openTestStore();
+  await using upstream = await openTestStore();
+  const faulty = new FaultyUpstream(upstream.backend);
+  faulty.faults.cutAfterStoreEvery = 3;
+  faulty.faults.cutBeforeStoreEvery = 5;
+  await appendMany(local.backend, 3, 1000);
+  const fw = new Forwarder(local.backend, () => faulty.open(), OPTIONS, quiet());
+  await fw.start();
+  await waitFor(
+    async () => {
+      const s = fw.status();
+      return s.lagMessages === 0 && await total(upstream.backend, 3) >= 3000;
+    },
+    20_000,
+    "all forwarded",
+  );
+  assert.ok(faulty.cutAfter > 0 && faulty.cutBefore > 0, "both kinds of cut happened");
+  assert.deepEqual(await upstreamPayloads(upstream.backend, 3), expected(3, 1000));
+  assert.ok(fw.counters.foundUpstream > 0, "a resolve found a cut send upstream");
+  await fw.stop();
+});
+
+Deno.test("a restart between the upstream's store and the local position: no duplicate", async () => {
+  await using local = await openTestStore();
+  await using upstream = await openTestStore();
+  await appendMany(local.backend, 1, 400);
+  const faulty = new FaultyUpstream(upstream.backend);
+  const first = new Forwarder(local.backend, () => faulty.open(), OPTIONS, quiet());
+  await first.start();
+  await waitFor(async () => await total(upstream.backend, 1) >= 400, 10_000, "400 upstream");
+  await first.stop();
+  // The crash: the local position goes back as if the last confirmations were never stored.
+  const a = { stream: "plant", topic: "readings", partition: 0 };
+  await local.backend.storeOffset(FORWARD_CONSUMER, a, 99);
+  await appendMany(local.backend, 1, 100); // 100 more (payloads p0-0..99 again, offsets 400+)
+  const second = new Forwarder(local.backend, () => faulty.open(), OPTIONS, quiet());
+  await second.start();
+  await waitFor(async () => await total(upstream.backend, 1) >= 500, 10_000, "500 upstream");
+  await waitFor(() => second.status().lagMessages === 0, 5_000, "caught up");
+  const upstreamOrigins = (await upstream.backend.poll(a, 0, 10_000)).map((m) =>
+    m.headers.get(ORIGIN_HEADER)
+  );
+  assert.deepEqual(upstreamOrigins, Array.from({ length: 500 }, (_, i) => `0/${i}`));
+  assert.deepEqual(second.counters.foundUpstream, 300);
+  await second.stop();
+});

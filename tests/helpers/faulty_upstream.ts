@@ -1,0 +1,75 @@
+/**
+ * An upstream for forwarder tests: a real log backend (the embedded one) behind a switch that
+ * can take the uplink down and cut sends the way a reset connection does — before the send
+ * reaches the server, or after the server stored it but before the confirmation came back.
+ *
+ * @module
+ */
+import { type AppendReceipt, type AppendRequest, BackendError } from "../../src/log/port.ts";
+import type { LogBackend } from "../../src/log/port.ts";
+
+/** How the next appends fail; `every` = fail one append in this many. */
+export interface Faults {
+  /** The uplink is down: opening fails, and so does every call. */
+  down: boolean;
+  /** Cut one append in `every` after it was stored upstream (outcome unknown to the sender). */
+  cutAfterStoreEvery: number;
+  /** Cut one append in `every` before it reaches the upstream. */
+  cutBeforeStoreEvery: number;
+}
+
+/** The switchable upstream and what it saw. */
+export class FaultyUpstream {
+  readonly faults: Faults = { down: false, cutAfterStoreEvery: 0, cutBeforeStoreEvery: 0 };
+  appends = 0;
+  cutAfter = 0;
+  cutBefore = 0;
+  readonly #inner: LogBackend;
+
+  constructor(inner: LogBackend) {
+    this.#inner = inner;
+  }
+
+  /** What the forwarder's opener returns: the inner backend with the faults in front. */
+  open(): Promise<LogBackend> {
+    if (this.faults.down) {
+      return Promise.reject(new BackendError("unavailable", "uplink down (test)"));
+    }
+    const inner = this.#inner;
+    const down = () => {
+      if (this.faults.down) throw new BackendError("unavailable", "uplink down (test)");
+    };
+    const view: LogBackend = {
+      kind: "faulty",
+      open: () => Promise.resolve(),
+      close: () => Promise.resolve(),
+      health: () => this.faults.down ? { ready: false, reason: "down" } : inner.health(),
+      authenticate: (u, p) => inner.authenticate(u, p),
+      principalOf: (u) => inner.principalOf(u),
+      getTopic: async (s, t) => (down(), await inner.getTopic(s, t)),
+      createTopic: async (s, t, o) => (down(), await inner.createTopic(s, t, o)),
+      append: (r) => this.#append(r),
+      poll: async (a, f, c) => (down(), await inner.poll(a, f, c)),
+      nextOffset: async (a) => (down(), await inner.nextOffset(a)),
+      storeOffset: async (c, a, o) => (down(), await inner.storeOffset(c, a, o)),
+      getOffset: async (c, a) => (down(), await inner.getOffset(c, a)),
+    };
+    return Promise.resolve(view);
+  }
+
+  async #append(r: AppendRequest): Promise<AppendReceipt> {
+    if (this.faults.down) throw new BackendError("unavailable", "uplink down (test)");
+    const n = ++this.appends;
+    const { cutBeforeStoreEvery: before, cutAfterStoreEvery: after } = this.faults;
+    if (before > 0 && n % before === 0) {
+      this.cutBefore++;
+      throw new BackendError("unavailable", "connection reset before the send (test)");
+    }
+    const receipt = await this.#inner.append(r);
+    if (after > 0 && n % after === 0) {
+      this.cutAfter++;
+      throw new BackendError("unavailable", "connection reset after the store (test)");
+    }
+    return receipt;
+  }
+}
