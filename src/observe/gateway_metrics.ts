@@ -70,49 +70,138 @@ export function sendHistograms(
   });
 }
 
-/** Every instrument of one gateway. */
-export class GatewayMetrics {
-  readonly registry = new Metrics();
+/**
+ * Every counter of the gateway, in exposition order, by the field of {@link GatewayMetrics}
+ * that holds it: its name and help. A table, so the catalogue of what the gateway counts reads
+ * in one place.
+ */
+const COUNTERS = {
   /** label outcome = appended | acked | rejected | denied | failed */
-  readonly publishes: Counter = this.registry.counter(
-    "mqtt_publishes_total",
-    "PUBLISH packets by outcome (appended, acked, rejected, denied, failed)",
-  );
-  readonly connectionsAccepted = this.registry.counter(
-    "mqtt_connections_accepted_total",
-    "Sockets accepted",
-  );
-  readonly connectionsRefused = this.registry.counter(
-    "mqtt_connections_refused_total",
-    "Sockets or CONNECTs refused, by reason",
-  );
+  publishes: {
+    name: "mqtt_publishes_total",
+    help: "PUBLISH packets by outcome (appended, acked, rejected, denied, failed)",
+  },
+  connectionsAccepted: {
+    name: "mqtt_connections_accepted_total",
+    help: "Sockets accepted",
+  },
+  connectionsRefused: {
+    name: "mqtt_connections_refused_total",
+    help: "Sockets or CONNECTs refused, by reason",
+  },
   /** Connections closed because of a protocol violation, by rule. */
-  readonly protocolErrors = this.registry.counter(
-    "mqtt_protocol_errors_total",
-    "Connections closed for a protocol violation",
-  );
-  readonly authFailures = this.registry.counter(
-    "mqtt_auth_failures_total",
-    "CONNECTs refused by authentication or authorization",
-  );
-  readonly bytesIn = this.registry.counter("mqtt_bytes_in_total", "Bytes read from clients");
-  readonly bytesOut = this.registry.counter("mqtt_bytes_out_total", "Bytes written to clients");
-  readonly keepAliveExpired = this.registry.counter(
-    "mqtt_keepalive_expired_total",
-    "Connections closed after 1.5x keep-alive of silence, or no CONNECT in time",
-  );
-  readonly takeovers = this.registry.counter(
-    "mqtt_session_takeovers_total",
-    "Connections closed because a new connection used the same client id",
-  );
-  readonly clientIdRefused = this.registry.counter(
-    "mqtt_client_id_refused_total",
-    "CONNECTs refused for their client id (reason=owned_by_another: another principal's live connection or stored session; reason=pattern: client_id_pattern)",
-  );
-  readonly ruleHits = this.registry.counter(
-    "mqtt_topic_map_hits_total",
-    "Publishes resolved per topic-map rule (rule=default when none matched)",
-  );
+  protocolErrors: {
+    name: "mqtt_protocol_errors_total",
+    help: "Connections closed for a protocol violation",
+  },
+  authFailures: {
+    name: "mqtt_auth_failures_total",
+    help: "CONNECTs refused by authentication or authorization",
+  },
+  bytesIn: {
+    name: "mqtt_bytes_in_total",
+    help: "Bytes read from clients",
+  },
+  bytesOut: {
+    name: "mqtt_bytes_out_total",
+    help: "Bytes written to clients",
+  },
+  keepAliveExpired: {
+    name: "mqtt_keepalive_expired_total",
+    help: "Connections closed after 1.5x keep-alive of silence, or no CONNECT in time",
+  },
+  takeovers: {
+    name: "mqtt_session_takeovers_total",
+    help: "Connections closed because a new connection used the same client id",
+  },
+  clientIdRefused: {
+    name: "mqtt_client_id_refused_total",
+    help:
+      "CONNECTs refused for their client id (reason=owned_by_another: another principal's live connection or stored session; reason=pattern: client_id_pattern)",
+  },
+  ruleHits: {
+    name: "mqtt_topic_map_hits_total",
+    help: "Publishes resolved per topic-map rule (rule=default when none matched)",
+  },
+  // Delivery (the way out).
+  delivered: {
+    name: "mqtt_deliveries_total",
+    help: "Copies written to subscribers, by qos",
+  },
+  resent: {
+    name: "mqtt_deliveries_resent_total",
+    help: "QoS 1 and 2 copies (and PUBRELs) resent after limits.resend_after_ms without an answer",
+  },
+  droppedQos0: {
+    name: "mqtt_deliveries_dropped_total",
+    help: "QoS 0 copies dropped because a queue was over its cap",
+  },
+  droppedTooLarge: {
+    name: "mqtt_deliveries_too_large_total",
+    help: "Copies not sent because they exceed the MQTT 5 subscriber's Maximum Packet Size",
+  },
+  expired: {
+    name: "mqtt_messages_expired_total",
+    help: "Polled messages not delivered because their MQTT 5 message expiry interval had passed",
+  },
+  evictions: {
+    name: "mqtt_slow_consumer_evictions_total",
+    help: "Clients evicted as slow consumers",
+  },
+  skippedForeign: {
+    name: "reader_skipped_messages_total",
+    help: "Polled messages without mqtt.topic (non-MQTT producers), skipped",
+  },
+  polls: {
+    name: "reader_polls_total",
+    help: "Backend polls by shared readers",
+  },
+  routed: {
+    name: "reader_messages_routed_total",
+    help: "Polled messages routed to at least one subscriber",
+  },
+  offsetCommits: {
+    name: "reader_offset_commits_total",
+    help: "Consumer offsets stored by shared readers",
+  },
+  retentionGaps: {
+    name: "session_retention_gap_messages_total",
+    help: "Messages a stored session or replay skipped because retention had removed them",
+  },
+  replaySkipped: {
+    name: "replay_skipped_messages_total",
+    help: "Matching messages a replay passed over after limits.max_replay_messages",
+  },
+  storedSessionsRefused: {
+    name: "session_stored_refused_total",
+    help: "Stored sessions refused (max_stored_sessions reached, or the log could not answer)",
+  },
+  storedSessionsExpired: {
+    name: "session_stored_expired_total",
+    help: "Stored sessions removed after their expiry offline",
+  },
+} as const;
+
+/** One counter per entry of {@link COUNTERS}, in the field the entry names. */
+type Counters = { readonly [Field in keyof typeof COUNTERS]: Counter };
+
+/**
+ * The base of {@link GatewayMetrics}: the registry and the counters of {@link COUNTERS}, made
+ * in table order (the order `/metrics` lists them). The loop sets exactly the table's fields,
+ * which TypeScript cannot follow: hence the cast to what it makes.
+ */
+const WithCounters = class {
+  readonly registry = new Metrics();
+  constructor() {
+    const fields = this as unknown as Record<string, Counter>;
+    for (const [field, { name, help }] of Object.entries(COUNTERS)) {
+      fields[field] = this.registry.counter(name, help);
+    }
+  }
+} as new () => { readonly registry: Metrics } & Counters;
+
+/** Every instrument of one gateway. */
+export class GatewayMetrics extends WithCounters {
   /** Per-outcome handles of `publishes` (hot path). */
   readonly outcome: Readonly<Record<PublishOutcome, BoundCounter>> = {
     appended: this.publishes.child({ outcome: "appended" }),
@@ -143,64 +232,10 @@ export class GatewayMetrics {
     "Messages per append call",
     MESSAGES_BUCKETS,
   );
-  // Delivery (the way out).
-  readonly delivered = this.registry.counter(
-    "mqtt_deliveries_total",
-    "Copies written to subscribers, by qos",
-  );
-  readonly resent = this.registry.counter(
-    "mqtt_deliveries_resent_total",
-    "QoS 1 and 2 copies (and PUBRELs) resent after limits.resend_after_ms without an answer",
-  );
   /** Handles of `delivered` by QoS (hot path: one increment per copy). */
   readonly deliveredQos: readonly [BoundCounter, BoundCounter, BoundCounter] = [
     this.delivered.child({ qos: "0" }),
     this.delivered.child({ qos: "1" }),
     this.delivered.child({ qos: "2" }),
   ];
-  readonly droppedQos0 = this.registry.counter(
-    "mqtt_deliveries_dropped_total",
-    "QoS 0 copies dropped because a queue was over its cap",
-  );
-  readonly droppedTooLarge = this.registry.counter(
-    "mqtt_deliveries_too_large_total",
-    "Copies not sent because they exceed the MQTT 5 subscriber's Maximum Packet Size",
-  );
-  readonly expired = this.registry.counter(
-    "mqtt_messages_expired_total",
-    "Polled messages not delivered because their MQTT 5 message expiry interval had passed",
-  );
-  readonly evictions = this.registry.counter(
-    "mqtt_slow_consumer_evictions_total",
-    "Clients evicted as slow consumers",
-  );
-  readonly skippedForeign = this.registry.counter(
-    "reader_skipped_messages_total",
-    "Polled messages without mqtt.topic (non-MQTT producers), skipped",
-  );
-  readonly polls = this.registry.counter("reader_polls_total", "Backend polls by shared readers");
-  readonly routed = this.registry.counter(
-    "reader_messages_routed_total",
-    "Polled messages routed to at least one subscriber",
-  );
-  readonly offsetCommits = this.registry.counter(
-    "reader_offset_commits_total",
-    "Consumer offsets stored by shared readers",
-  );
-  readonly retentionGaps = this.registry.counter(
-    "session_retention_gap_messages_total",
-    "Messages a stored session or replay skipped because retention had removed them",
-  );
-  readonly replaySkipped = this.registry.counter(
-    "replay_skipped_messages_total",
-    "Matching messages a replay passed over after limits.max_replay_messages",
-  );
-  readonly storedSessionsRefused = this.registry.counter(
-    "session_stored_refused_total",
-    "Stored sessions refused (max_stored_sessions reached, or the log could not answer)",
-  );
-  readonly storedSessionsExpired = this.registry.counter(
-    "session_stored_expired_total",
-    "Stored sessions removed after their expiry offline",
-  );
 }
