@@ -21,6 +21,21 @@ export const LOG_RECORD_HEADER_BYTES = 48;
 /** "IGL1": a record of this layout. Zeroes (a preallocated tail) never match. */
 const MAGIC = 0x314c4749;
 
+/** Where each header field starts, from the record's start (the layout above). */
+const Offset = {
+  MAGIC: 0,
+  DATA_BYTES: 4,
+  CHECKSUM: 8,
+  /** The first byte the checksum covers: it runs from here to the record's end. */
+  EPOCH: 12,
+  TOPIC_ID: 16,
+  PARTITION: 20,
+  COUNT: 24,
+  SIZE: 28,
+  BASE_OFFSET: 32,
+  TIMESTAMP_MICROS: 40,
+} as const;
+
 /** A record's header as read back. */
 export interface LogRecordHeader {
   readonly dataBytes: number;
@@ -45,17 +60,17 @@ export function sealLogRecord(
   header: LogRecordHeader,
 ): void {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  view.setUint32(at, MAGIC, true);
-  view.setUint32(at + 4, header.dataBytes, true);
-  view.setUint32(at + 12, header.epoch, true);
-  view.setUint32(at + 16, header.topicId, true);
-  view.setUint32(at + 20, header.partition, true);
-  view.setUint32(at + 24, header.count, true);
-  view.setUint32(at + 28, header.size, true);
-  view.setFloat64(at + 32, header.baseOffset, true);
-  view.setFloat64(at + 40, header.timestampMicros, true);
+  view.setUint32(at + Offset.MAGIC, MAGIC, true);
+  view.setUint32(at + Offset.DATA_BYTES, header.dataBytes, true);
+  view.setUint32(at + Offset.EPOCH, header.epoch, true);
+  view.setUint32(at + Offset.TOPIC_ID, header.topicId, true);
+  view.setUint32(at + Offset.PARTITION, header.partition, true);
+  view.setUint32(at + Offset.COUNT, header.count, true);
+  view.setUint32(at + Offset.SIZE, header.size, true);
+  view.setFloat64(at + Offset.BASE_OFFSET, header.baseOffset, true);
+  view.setFloat64(at + Offset.TIMESTAMP_MICROS, header.timestampMicros, true);
   const end = at + LOG_RECORD_HEADER_BYTES + header.dataBytes;
-  view.setUint32(at + 8, xxh32(buf.subarray(at + 12, end)), true);
+  view.setUint32(at + Offset.CHECKSUM, xxh32(buf.subarray(at + Offset.EPOCH, end)), true);
 }
 
 /**
@@ -64,26 +79,27 @@ export function sealLogRecord(
  */
 export function logRecordBytes(view: DataView, at: number, limit: number): number {
   if (at + LOG_RECORD_HEADER_BYTES > limit) return 0;
-  if (view.getUint32(at, true) !== MAGIC) return 0;
-  const total = LOG_RECORD_HEADER_BYTES + view.getUint32(at + 4, true);
+  if (view.getUint32(at + Offset.MAGIC, true) !== MAGIC) return 0;
+  const total = LOG_RECORD_HEADER_BYTES + view.getUint32(at + Offset.DATA_BYTES, true);
   return at + total <= limit ? total : 0;
 }
 
 /** True when the record at `at` (of `bytes`, from {@link logRecordBytes}) checks out. */
 export function logRecordIntact(buf: Uint8Array, view: DataView, at: number, bytes: number) {
-  return view.getUint32(at + 8, true) === xxh32(buf.subarray(at + 12, at + bytes));
+  const sum = xxh32(buf.subarray(at + Offset.EPOCH, at + bytes));
+  return view.getUint32(at + Offset.CHECKSUM, true) === sum;
 }
 
 /** Reads the header of the record at `at` (call after {@link logRecordBytes}). */
 export function readLogRecordHeader(view: DataView, at: number): LogRecordHeader {
   return {
-    dataBytes: view.getUint32(at + 4, true),
-    epoch: view.getUint32(at + 12, true),
-    topicId: view.getUint32(at + 16, true),
-    partition: view.getUint32(at + 20, true),
-    count: view.getUint32(at + 24, true),
-    size: view.getUint32(at + 28, true),
-    baseOffset: view.getFloat64(at + 32, true),
-    timestampMicros: view.getFloat64(at + 40, true),
+    dataBytes: view.getUint32(at + Offset.DATA_BYTES, true),
+    epoch: view.getUint32(at + Offset.EPOCH, true),
+    topicId: view.getUint32(at + Offset.TOPIC_ID, true),
+    partition: view.getUint32(at + Offset.PARTITION, true),
+    count: view.getUint32(at + Offset.COUNT, true),
+    size: view.getUint32(at + Offset.SIZE, true),
+    baseOffset: view.getFloat64(at + Offset.BASE_OFFSET, true),
+    timestampMicros: view.getFloat64(at + Offset.TIMESTAMP_MICROS, true),
   };
 }
