@@ -44,6 +44,8 @@ import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
 import { tripleGauge } from "./observe/triple_gauge.ts";
+import type { Forwarder } from "./forward/forwarder.ts";
+import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
 
 /** Replacements for tests. */
 export interface GatewayOverrides {
@@ -76,6 +78,8 @@ export class Gateway {
   readonly durability: DurabilityWatch;
   /** Stored sessions (clean session 0): subscriptions and positions kept in the log. */
   readonly sessions: StoredSessions;
+  /** Forward mode: copies the embedded log to the upstream Iggy; null otherwise. */
+  readonly forwarder: Forwarder | null;
   #ctx: SessionContext;
   #deadlines: DeadlineWheel;
   #listeners: MqttListener[] = [];
@@ -111,6 +115,7 @@ export class Gateway {
     const balanced = this.backend.remote?.placesBalanced === true;
     const preparer = new PublishPreparer(this.maps, topics, balanced);
     this.sessions = storedSessions(config, this.backend, this.metrics, this.logger);
+    this.forwarder = forwarderFor(config, backend, this.logger, this.metrics.registry);
     const outboundBudget = new OutboundBudget(
       l.max_outbound_queue_bytes,
       (n) => this.metrics.bytesOut.inc({}, n),
@@ -150,7 +155,7 @@ export class Gateway {
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
     const map = o.map ?? await loadMap(config);
     const logger = o.logger ?? new Logger(config.gateway.log_level);
-    const backend = o.backend ?? await createBackend(config, logger);
+    const backend = o.backend ?? await createBackend(config, logger, forwardRetention(config));
     return new Gateway(config, map, backend, { ...o, logger });
   }
 
@@ -167,6 +172,7 @@ export class Gateway {
       this.#listeners = [];
       await this.#http?.close();
       this.#http = null;
+      await this.forwarder?.stop();
       await this.backend.close().catch(() => {});
       throw err;
     }
@@ -186,6 +192,7 @@ export class Gateway {
     await this.#openBackend();
     await this.sessions.load();
     this.sessions.start();
+    await this.forwarder?.start();
     await this.#checkDurability(this.maps.current);
     const accept = (t: Transport) => this.#accept(t);
     if (c.listeners.tcp !== "") {
@@ -243,6 +250,7 @@ export class Gateway {
       stopping: this.#stopping,
       backend: this.backend.health(),
       warnings: this.durability.warnings(),
+      uplink: this.forwarder?.status(),
     });
   }
 
@@ -337,6 +345,7 @@ export class Gateway {
     await this.delivery.stop();
     await this.sessions.stop();
     this.#deadlines.stop();
+    await this.forwarder?.stop();
     await this.backend.close();
     await this.#http?.close();
     this.logger.info("Gateway stopped");

@@ -210,28 +210,7 @@ function crossCheck(c: GatewayConfig): void {
     }
   }
   checkClientIdPattern("auth.client_id_pattern", c.auth.client_id_pattern);
-  if (c.forward.enabled && c.gateway.backend !== "embedded") {
-    throw new ConfigError(
-      "forward.enabled",
-      'needs gateway.backend = "embedded" (its log is the buffer)',
-    );
-  }
-  if (c.gateway.backend === "iggy" || c.forward.enabled) {
-    if (c.limits.max_topic_bytes > 255) {
-      throw new ConfigError(
-        "limits.max_topic_bytes",
-        "cannot exceed 255 when messages go to Iggy (Iggy caps header values at 255 bytes)",
-      );
-    }
-    if (c.iggy.password === "" && c.iggy.token === "") {
-      throw new ConfigError(
-        "iggy.password",
-        `Iggy (backend or forward) needs ${envNameOf("iggy.password")} or ${
-          envNameOf("iggy.token")
-        }`,
-      );
-    }
-  }
+  checkIggyUse(c);
   if (c.limits.max_outbound_queue_bytes < c.limits.max_outbound_queue_bytes_per_client) {
     throw new ConfigError(
       "limits.max_outbound_queue_bytes",
@@ -262,3 +241,29 @@ function deepFreeze<T>(o: T): T {
 }
 
 export { isPlainObject };
+
+/** Where messages go to Iggy (the backend, or forward mode's uplink): what Iggy needs. */
+function checkIggyUse(c: GatewayConfig): void {
+  if (c.forward.enabled && c.gateway.backend !== "embedded") {
+    throw new ConfigError(
+      "forward.enabled",
+      'needs gateway.backend = "embedded" (its log is the buffer)',
+    );
+  }
+  if (c.gateway.backend === "iggy" || c.forward.enabled) {
+    if (c.limits.max_topic_bytes > 255) {
+      throw new ConfigError(
+        "limits.max_topic_bytes",
+        "cannot exceed 255 when messages go to Iggy (Iggy caps header values at 255 bytes)",
+      );
+    }
+    if (c.iggy.password === "" && c.iggy.token === "") {
+      throw new ConfigError(
+        "iggy.password",
+        `Iggy (backend or forward) needs ${envNameOf("iggy.password")} or ${
+          envNameOf("iggy.token")
+        }`,
+      );
+    }
+  }
+}

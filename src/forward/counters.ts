@@ -9,6 +9,8 @@ import type { PartitionAddress } from "../log/port.ts";
 export interface ForwardCounters {
   /** Messages confirmed upstream. */
   sent: number;
+  /** Payload bytes of the messages confirmed upstream. */
+  sentBytes: number;
   /** Messages sent again after a failed send (what the resolve did not find upstream). */
   resent: number;
   /** Messages found upstream by a resolve after a failure or a restart (not sent again). */

@@ -34,6 +34,8 @@ export interface UplinkStatus {
   /** Why it is down, or what it is connected to. */
   readonly detail: string;
   readonly lagMessages: number;
+  /** Payload bytes of the lag, estimated from the mean size of the messages sent so far. */
+  readonly lagBytes: number;
   /** Age of the oldest unforwarded message, seconds (0 when caught up). */
   readonly lagSeconds: number;
   readonly partitions: number;
@@ -41,8 +43,8 @@ export interface UplinkStatus {
 
 /** How long a stop waits for sends under way (ms). */
 const STOP_WAIT_MS = 2_000;
-/** Lanes looked up again (new topics) after this many lingers. */
-const DISCOVER_EVERY_LINGERS = 50;
+/** How often new local topics are looked for (ms). */
+const DISCOVER_EVERY_MS = 1_000;
 
 /** Copies the local log to the upstream. */
 export class Forwarder {
@@ -60,8 +62,8 @@ export class Forwarder {
   #wakeStop!: () => void;
   readonly #stopped = new Promise<void>((r) => this.#wakeStop = r);
   #tick: Promise<void> | undefined;
-  #lingers = 0;
   #discovering: Promise<void> | undefined;
+  #discoverTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(local: LogBackend, open: UpstreamOpener, o: ForwarderOptions, logger: Logger) {
     this.#local = local;
@@ -70,6 +72,7 @@ export class Forwarder {
     this.#logger = logger;
     this.counters = {
       sent: 0,
+      sentBytes: 0,
       resent: 0,
       foundUpstream: 0,
       dropped: 0,
@@ -90,12 +93,14 @@ export class Forwarder {
     this.#logger.info("Forwarding to the upstream Iggy", { upstream: this.#o.upstreamName });
     void this.uplink();
     await this.#discover();
+    this.#discoverTimer = setInterval(() => void this.#discover(), DISCOVER_EVERY_MS);
   }
 
   /** Stops the lanes (a send under way is waited for a moment) and closes the upstream. */
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    clearInterval(this.#discoverTimer);
     this.#wakeStop();
     const lanes = Promise.all([...this.#lanes.values()].map((l) => l.start()));
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -116,12 +121,14 @@ export class Forwarder {
       const t = lane.oldestUnforwardedMicros;
       if (t !== null && t < oldest) oldest = t;
     }
+    const c = this.counters;
     const health = this.#upstream?.health();
     const up = health?.ready === true;
     return {
       up,
       detail: up ? (health?.detail ?? this.#o.upstreamName) : this.#lastFailure,
       lagMessages: lag,
+      lagBytes: Math.round(lag * (c.sentBytes / Math.max(1, c.sent))),
       lagSeconds: oldest === Infinity ? 0 : Math.max(0, (nowMicros - oldest) / 1e6),
       partitions: this.#lanes.size,
     };
@@ -230,13 +237,10 @@ export class Forwarder {
     });
   }
 
-  /** One shared timer for every caught-up lane; every so often it also finds new topics. */
+  /** One shared timer for every caught-up lane. */
   #linger(): Promise<void> {
     this.#tick ??= this.#sleep(this.#o.lingerMs).then(() => {
       this.#tick = undefined;
-      if (++this.#lingers % DISCOVER_EVERY_LINGERS === 0 && !this.#stopping) {
-        void this.#discover();
-      }
     });
     return this.#tick;
   }

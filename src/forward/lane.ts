@@ -143,6 +143,7 @@ export class ForwardLane {
     this.#next = last + 1;
     this.#oldestMicros = null; // the next observation reads the new oldest
     ctx.counters.sent += batch.length;
+    for (const m of batch) ctx.counters.sentBytes += m.payload.length;
     if (this.#resending) ctx.counters.resent += batch.length;
     this.#resending = false;
     await ctx.local.storeOffset(FORWARD_CONSUMER, this.address, last);

@@ -6,6 +6,14 @@
  */
 import type { BackendHealth } from "../log/port.ts";
 
+/** Forward mode's uplink, as readiness reports it (it never makes the gateway unready). */
+export interface UplinkReading {
+  readonly up: boolean;
+  readonly detail: string;
+  readonly lagMessages: number;
+  readonly lagSeconds: number;
+}
+
 /** What readiness depends on. */
 export interface ReadinessInputs {
   readonly listenersBound: boolean;
@@ -13,6 +21,8 @@ export interface ReadinessInputs {
   readonly backend: BackendHealth;
   /** Conditions that do not stop readiness but an operator must know (durability). */
   readonly warnings?: readonly string[];
+  /** Forward mode: the uplink to the upstream Iggy. */
+  readonly uplink?: UplinkReading;
 }
 
 /** A readiness verdict with a reason an operator can act on. */
@@ -22,6 +32,8 @@ export interface Readiness {
   readonly warnings: readonly string[];
   /** What the backend is connected to (Iggy: server version and wire dialect), when known. */
   readonly backend?: string;
+  /** Forward mode: "up (…)" or "down: why", and the lag. */
+  readonly uplink?: string;
 }
 
 /** Ready only when listeners are bound, the backend is ready, and we are not stopping. */
@@ -30,6 +42,20 @@ export function readiness(i: ReadinessInputs): Readiness {
   if (!i.listenersBound) reasons.push("MQTT listeners are not bound");
   if (i.stopping) reasons.push("gateway is stopping");
   if (!i.backend.ready) reasons.push(`backend not ready: ${i.backend.reason ?? "unknown"}`);
-  const verdict = { ready: reasons.length === 0, reasons, warnings: i.warnings ?? [] };
-  return i.backend.detail ? { ...verdict, backend: i.backend.detail } : verdict;
+  const verdict: Readiness = {
+    ready: reasons.length === 0,
+    reasons,
+    warnings: i.warnings ?? [],
+    ...(i.backend.detail ? { backend: i.backend.detail } : {}),
+  };
+  return i.uplink ? { ...verdict, uplink: uplinkLine(i.uplink) } : verdict;
+}
+
+/** The uplink in one line: devices are served either way, so it only informs. */
+function uplinkLine(u: UplinkReading): string {
+  const state = u.up ? `up (${u.detail})` : `down: ${u.detail}`;
+  const lag = u.lagMessages === 0
+    ? "nothing waiting"
+    : `${u.lagMessages} messages waiting, oldest ${u.lagSeconds.toFixed(1)} s`;
+  return `${state}; ${lag}`;
 }

@@ -36,6 +36,7 @@ export function handleHttp(req: Request, s: HttpSources): Response {
         reasons: r.reasons,
         warnings: r.warnings,
         ...(r.backend ? { backend: r.backend } : {}),
+        ...(r.uplink ? { uplink: r.uplink } : {}),
       });
     }
     case "/metrics":

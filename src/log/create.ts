@@ -5,15 +5,21 @@
  */
 import type { GatewayConfig } from "../config/types.ts";
 import { EmbeddedBackend } from "./embedded/mod.ts";
+import type { ForwardRetention } from "./embedded/options.ts";
 import type { LogBackend } from "./port.ts";
 import type { Logger } from "../observe/logger.ts";
 
 /**
- * The backend `gateway.backend` names. The Iggy client is imported only in Iggy mode: its
+ * The backend `gateway.backend` names (`forward`: what the embedded log keeps for the
+ * forwarder). The Iggy client is imported only in Iggy mode: its
  * module graph (and the XXH3 WebAssembly it seals frames with) is memory an embedded gateway
  * would carry for nothing.
  */
-export async function createBackend(config: GatewayConfig, logger?: Logger): Promise<LogBackend> {
+export async function createBackend(
+  config: GatewayConfig,
+  logger?: Logger,
+  forward?: ForwardRetention,
+): Promise<LogBackend> {
   if (config.gateway.backend === "iggy") {
     const { IggyBackend } = await import("./iggy/mod.ts");
     return new IggyBackend(config.iggy, {
@@ -30,5 +36,6 @@ export async function createBackend(config: GatewayConfig, logger?: Logger): Pro
     retentionIntervalMs: config.log.retention_interval_ms,
     maxAppendBatch: config.limits.max_append_batch,
     writerThread: config.embedded.writer_thread,
+    forward,
   });
 }

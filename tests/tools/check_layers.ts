@@ -22,7 +22,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["config"],
   ["log"],
   ["session"],
-  ["delivery"],
+  ["delivery", "forward"],
   ["net"],
   ["http"],
   ["gateway", "cli"],

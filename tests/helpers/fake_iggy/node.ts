@@ -78,9 +78,9 @@ export class FakeNode {
     return this.o.version ?? WINDOW[this.o.dialect];
   }
 
-  /** Listens on 127.0.0.1, port 0; returns `host:port`. */
-  listen(): string {
-    const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  /** Listens on 127.0.0.1 (`port` 0: any free one); returns `host:port`. */
+  listen(port = 0): string {
+    const l = Deno.listen({ hostname: "127.0.0.1", port });
     this.#listener = l;
     const loop = async () => {
       for await (const c of l) {

@@ -1,0 +1,167 @@
+/**
+ * Forward mode end to end: MQTT.js devices publish QoS 1 into a gateway whose uplink goes to
+ * the fake Iggy (both dialects). Everything PUBACKed while the uplink is down reaches Iggy once
+ * it is up, in per-partition order, once; the same through a proxy that resets every
+ * connection. Read back through Iggy (our client on the fake), not through the gateway.
+ */
+import assert from "node:assert/strict";
+import mqtt from "mqtt";
+import { IggyBackend } from "../../src/log/iggy/backend.ts";
+import type { LogBackend } from "../../src/log/port.ts";
+import { ORIGIN_HEADER } from "../../src/forward/origin.ts";
+import { fakeIggyConfig, FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
+import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { startResetProxy } from "../helpers/reset_proxy.ts";
+
+const STREAM = "sensors";
+const TOPIC = "sensor_data"; // sensors/<id>/data, keyed by sensor
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+function forwardEnv(address: string, dialect: "0.11" | "0.12"): Record<string, string> {
+  return {
+    IGGY_MQTT_FORWARD_ENABLED: "true",
+    IGGY_MQTT_FORWARD_BATCH_MAX_MESSAGES: "200",
+    IGGY_MQTT_FORWARD_LINGER_MS: "5",
+    IGGY_MQTT_IGGY_ADDRESS: address,
+    IGGY_MQTT_IGGY_PROTOCOL: dialect,
+    IGGY_MQTT_IGGY_PASSWORD: "iggy",
+    IGGY_MQTT_IGGY_RECONNECT_MAX_MS: "100",
+    IGGY_MQTT_IGGY_REQUEST_TIMEOUT_MS: "1000",
+    IGGY_MQTT_IGGY_HEARTBEAT_INTERVAL_MS: "1000",
+  };
+}
+
+/** `devices` clients publish `each` QoS 1 messages `<device>:<seq>`; resolves when all PUBACKed. */
+async function publishAll(gw: TestGateway, devices: number, each: number): Promise<void> {
+  await Promise.all(Array.from({ length: devices }, async (_, d) => {
+    const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+      clientId: `dev-${d}`,
+      reconnectPeriod: 0,
+    });
+    try {
+      for (let i = 0; i < each; i += 50) {
+        const sends = [];
+        for (let j = i; j < Math.min(each, i + 50); j++) {
+          sends.push(c.publishAsync(`sensors/d${d}/data`, `d${d}:${j}`, { qos: 1 }));
+        }
+        await Promise.all(sends);
+      }
+    } finally {
+      await c.endAsync();
+    }
+  }));
+}
+
+/** Every message of the upstream topic, per partition, read through our Iggy client. */
+async function readUpstream(address: string, dialect: "0.11" | "0.12"): Promise<string[][]> {
+  const iggy: LogBackend = new IggyBackend(
+    fakeIggyConfig({ address, protocol: dialect }),
+    { patUsername: "", cacheTtlMs: 0 },
+  );
+  await iggy.open();
+  try {
+    const info = await iggy.getTopic(STREAM, TOPIC);
+    const out: string[][] = [];
+    for (let p = 0; p < (info?.partitions ?? 0); p++) {
+      const a = { stream: STREAM, topic: TOPIC, partition: p };
+      const end = await iggy.nextOffset(a);
+      const got: string[] = [];
+      for (let from = 0; from < end;) {
+        const msgs = await iggy.poll(a, from, Math.min(1000, end - from));
+        if (msgs.length === 0) break;
+        for (const m of msgs) {
+          got.push(`${new TextDecoder().decode(m.payload)}@${m.headers.get(ORIGIN_HEADER)}`);
+        }
+        from = msgs[msgs.length - 1].offset + 1;
+      }
+      out.push(got);
+    }
+    return out;
+  } finally {
+    await iggy.close();
+  }
+}
+
+function upstreamCount(store: FakeStore): number {
+  const t = store.topic(STREAM, TOPIC);
+  return t ? t.partitions.reduce((n, p) => n + p.messages.length, 0) : 0;
+}
+
+/** Each device's messages, in order, exactly once; no other message. */
+function assertOncePerDeviceInOrder(parts: string[][], devices: number, each: number): void {
+  const seen = new Map<string, number[]>();
+  for (const part of parts) {
+    for (const entry of part) {
+      const [device, seq] = entry.split("@")[0].split(":");
+      const list = seen.get(device) ?? [];
+      list.push(Number(seq));
+      seen.set(device, list);
+    }
+  }
+  assert.equal(seen.size, devices);
+  for (const [device, seqs] of seen) {
+    assert.deepEqual(seqs, Array.from({ length: each }, (_, i) => i), `${device} in order, once`);
+  }
+}
+
+for (const dialect of ["0.11", "0.12"] as const) {
+  Deno.test(`forward ${dialect}: PUBACKed while the uplink is down, all in Iggy once it is up`, async () => {
+    const port = freePort();
+    const address = `127.0.0.1:${port}`;
+    const gw = await startGateway({ env: forwardEnv(address, dialect) });
+    const store = new FakeStore();
+    const node = new FakeNode({ dialect, store });
+    try {
+      await publishAll(gw, 4, 500); // every one PUBACKed: on the box's disk
+      const ready = async () => {
+        const r = await fetch(`http://127.0.0.1:${gw.httpPort}/ready`);
+        return { status: r.status, body: await r.json() };
+      };
+      await waitFor(async () => /2000 messages/.test((await ready()).body.uplink), 5_000, "lag");
+      const { status, body } = await ready();
+      assert.equal(status, 200, "devices are served with the uplink down");
+      assert.match(body.uplink, /^down: .*; 2000 messages waiting, oldest \d+\.\d s$/);
+      node.listen(port);
+      await waitFor(() => upstreamCount(store) >= 2000, 15_000, "2000 messages upstream");
+      await waitFor(() => gw.gateway.forwarder!.status().lagMessages === 0, 5_000, "no lag");
+      assertOncePerDeviceInOrder(await readUpstream(address, dialect), 4, 500);
+      assert.equal(upstreamCount(store), 2000);
+      const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+      assert.match(metrics, /forward_uplink_up 1/);
+      assert.match(metrics, /forward_messages\{kind="sent"\} 2000/);
+    } finally {
+      await gw.stop();
+      await node.close();
+    }
+  });
+
+  Deno.test(`forward ${dialect}: a proxy that resets every connection, 0 lost, 0 duplicates`, async () => {
+    const store = new FakeStore();
+    const node = new FakeNode({ dialect, store });
+    const target = node.listen();
+    const proxy = await startResetProxy({ target, everyMs: 300 });
+    const gw = await startGateway({ env: forwardEnv(proxy.address, dialect) });
+    try {
+      await publishAll(gw, 4, 1500);
+      await waitFor(
+        () => upstreamCount(store) >= 6000 && gw.gateway.forwarder!.status().lagMessages === 0,
+        20_000,
+        "6000 messages upstream",
+      );
+      assert.ok(proxy.resets > 0, "connections were reset");
+      await proxy.close();
+      assertOncePerDeviceInOrder(await readUpstream(target, dialect), 4, 1500);
+      assert.equal(upstreamCount(store), 6000, "no duplicate stored");
+    } finally {
+      await gw.stop();
+      await proxy.close();
+      await node.close();
+    }
+  });
+}
