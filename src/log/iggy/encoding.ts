@@ -127,50 +127,39 @@ export function writeBoolOption(w: ByteWriter, key: string, value: boolean): Byt
   return w;
 }
 
-const FIXED_SIZES: Record<number, number> = {
-  3: 1,
-  4: 1,
-  5: 2,
-  6: 4,
-  7: 8,
-  8: 16,
-  9: 1,
-  10: 2,
-  11: 4,
-  12: 8,
-  13: 16,
-  14: 4,
-  15: 8,
-};
+/** A fixed-size value kind of the TLV encoding: its size, and how a value renders as text. */
+interface FixedKind {
+  readonly bytes: number;
+  /** Null: the bytes as text (the 128-bit kinds). */
+  readonly text: ((v: DataView) => string) | null;
+}
 
-function valueToString(kind: number, b: Uint8Array): string {
-  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  switch (kind) {
-    case 3:
-      return b[0] ? "true" : "false";
-    case 4:
-      return String(v.getInt8(0));
-    case 5:
-      return String(v.getInt16(0, true));
-    case 6:
-      return String(v.getInt32(0, true));
-    case 7:
-      return String(v.getBigInt64(0, true));
-    case 9:
-      return String(v.getUint8(0));
-    case 10:
-      return String(v.getUint16(0, true));
-    case 11:
-      return String(v.getUint32(0, true));
-    case 12:
-      return String(v.getBigUint64(0, true));
-    case 14:
-      return String(v.getFloat32(0, true));
-    case 15:
-      return String(v.getFloat64(0, true));
-    default:
-      return fromUtf8Bytes(b); // Raw, String, 128-bit kinds: bytes as text
+/** The fixed-size value kinds by kind byte; any other kind (Raw, String) is its bytes as text. */
+const FIXED_KINDS: ReadonlyMap<number, FixedKind> = new Map<number, FixedKind>([
+  [3, { bytes: 1, text: (v) => (v.getUint8(0) ? "true" : "false") }], // bool
+  [4, { bytes: 1, text: (v) => String(v.getInt8(0)) }], // i8
+  [5, { bytes: 2, text: (v) => String(v.getInt16(0, true)) }], // i16
+  [6, { bytes: 4, text: (v) => String(v.getInt32(0, true)) }], // i32
+  [7, { bytes: 8, text: (v) => String(v.getBigInt64(0, true)) }], // i64
+  [8, { bytes: 16, text: null }], // i128
+  [9, { bytes: 1, text: (v) => String(v.getUint8(0)) }], // u8
+  [10, { bytes: 2, text: (v) => String(v.getUint16(0, true)) }], // u16
+  [11, { bytes: 4, text: (v) => String(v.getUint32(0, true)) }], // u32
+  [12, { bytes: 8, text: (v) => String(v.getBigUint64(0, true)) }], // u64
+  [13, { bytes: 16, text: null }], // u128
+  [14, { bytes: 4, text: (v) => String(v.getFloat32(0, true)) }], // f32
+  [15, { bytes: 8, text: (v) => String(v.getFloat64(0, true)) }], // f64
+]);
+
+/** A header value as text; a fixed-size kind must have its size. */
+function valueToString(key: string, kind: number, b: Uint8Array): string {
+  const fixed = FIXED_KINDS.get(kind);
+  if (fixed === undefined) return fromUtf8Bytes(b);
+  if (fixed.bytes !== b.length) {
+    throw new DecodeError(`Header "${key}" of kind ${kind} has ${b.length} bytes`);
   }
+  if (fixed.text === null) return fromUtf8Bytes(b);
+  return fixed.text(new DataView(b.buffer, b.byteOffset, b.byteLength));
 }
 
 /** Decodes user-header TLV into string keys and values (non-string kinds rendered as text). */
@@ -182,11 +171,7 @@ export function decodeUserHeaders(bytes: Uint8Array): Map<string, string> {
     const key = fromUtf8Bytes(r.bytes(r.u32("header key length"), "header key"));
     const kind = r.u8("header value kind");
     const value = r.bytes(r.u32("header value length"), "header value");
-    const fixed = FIXED_SIZES[kind];
-    if (fixed !== undefined && fixed !== value.length) {
-      throw new DecodeError(`Header "${key}" of kind ${kind} has ${value.length} bytes`);
-    }
-    out.set(key, valueToString(kind, value));
+    out.set(key, valueToString(key, kind, value));
   }
   return out;
 }
