@@ -29,6 +29,7 @@ import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages } from "./src/cli/read.ts";
 import { durabilityLines } from "./src/cli/check_durability.ts";
+import { forwardPlanLines } from "./src/cli/check_forward.ts";
 
 const VERSION = "0.1.0";
 
@@ -74,9 +75,11 @@ async function main(argv: string[]): Promise<number> {
       console.log(
         `OK: ${map.source}: ${map.rules.length} rule(s), default ${map.defaultStream}/${map.defaultTopic}`,
       );
-      // With a config (not a bare --map): in Iggy mode, the mapped topics' durability.
+      // With a config (not a bare --map): in Iggy mode, the mapped topics' durability; in
+      // forward mode, the forward plan.
       if (args.string("map") === undefined) {
         for (const line of await durabilityLines(await config(), map)) console.log(line);
+        for (const line of await forwardPlanLines(await config(), map)) console.log(line);
       }
       return 0;
     }

@@ -62,7 +62,7 @@ export async function readMessages(
 }
 
 /** The embedded store of `config`, opened read-only (works while the gateway runs). */
-async function openStore(config: GatewayConfig): Promise<EmbeddedBackend> {
+export async function openStore(config: GatewayConfig): Promise<EmbeddedBackend> {
   if (config.gateway.backend !== "embedded") {
     throw new ConfigError(
       "gateway.backend",
