@@ -73,6 +73,7 @@ export interface StatusSource {
     readonly reasons: readonly string[];
     readonly warnings: readonly string[];
     readonly backend?: string;
+    readonly uplink?: string;
   };
 }
 
@@ -95,6 +96,7 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
       id: g.config.gateway.id,
       backend: g.config.gateway.backend,
       ...(readiness.backend ? { backend_detail: readiness.backend } : {}),
+      ...(readiness.uplink ? { uplink: readiness.uplink } : {}),
     },
     time_ms: now,
     ready: readiness.ready,
@@ -257,7 +259,8 @@ function row(cells) {
 }
 function render(s) {
   $("gw").textContent = s.gateway.id + " · " + s.gateway.backend + " backend" +
-    (s.gateway.backend_detail ? " (" + s.gateway.backend_detail + ")" : "");
+    (s.gateway.backend_detail ? " (" + s.gateway.backend_detail + ")" : "") +
+    (s.gateway.uplink ? " · uplink " + s.gateway.uplink : "");
   const warned = s.warnings.length > 0 ? " · warning: " + s.warnings.join("; ") : "";
   $("state").textContent = (s.ready ? "ready" : "not ready: " + s.not_ready_reasons.join("; ")) +
     warned;

@@ -127,6 +127,8 @@ for (const dialect of ["0.11", "0.12"] as const) {
       const { status, body } = await ready();
       assert.equal(status, 200, "devices are served with the uplink down");
       assert.match(body.uplink, /^down: .*; 2000 messages waiting, oldest \d+\.\d s$/);
+      const page = await (await fetch(`http://127.0.0.1:${gw.httpPort}/status.json`)).json();
+      assert.match(page.gateway.uplink, /^down: /, "the status page names the uplink");
       node.listen(port);
       await waitFor(() => upstreamCount(store) >= 2000, 15_000, "2000 messages upstream");
       await waitFor(() => gw.gateway.forwarder!.status().lagMessages === 0, 5_000, "no lag");
