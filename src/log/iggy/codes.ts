@@ -49,33 +49,24 @@ export const Operation = Object.freeze({
 /** How the request id of an operation is chosen. */
 export type OperationClass = "register" | "metadata" | "partition" | "read";
 
+/** Operation byte of each replicated command (`consensus/operation.rs`). */
+const OPERATION_OF: ReadonlyMap<number, number> = new Map<number, number>([
+  [Code.LOGIN_REGISTER, Operation.REGISTER],
+  [Code.LOGIN_REGISTER_WITH_PAT, Operation.REGISTER],
+  [Code.CREATE_STREAM, Operation.CREATE_STREAM],
+  [Code.DELETE_STREAM, Operation.DELETE_STREAM],
+  [Code.CREATE_TOPIC, Operation.CREATE_TOPIC],
+  [Code.CREATE_USER, Operation.CREATE_USER],
+  [Code.DELETE_USER, Operation.DELETE_USER],
+  [Code.CREATE_PAT, Operation.CREATE_PAT],
+  [Code.DELETE_PAT, Operation.DELETE_PAT],
+  [Code.SEND_MESSAGES, Operation.SEND_MESSAGES],
+  [Code.STORE_CONSUMER_OFFSET, Operation.STORE_CONSUMER_OFFSET],
+]);
+
 /** Operation byte for a command code; unknown codes go as NonReplicated reads. */
 export function operationFor(code: number): number {
-  switch (code) {
-    case Code.LOGIN_REGISTER:
-    case Code.LOGIN_REGISTER_WITH_PAT:
-      return Operation.REGISTER;
-    case Code.CREATE_STREAM:
-      return Operation.CREATE_STREAM;
-    case Code.DELETE_STREAM:
-      return Operation.DELETE_STREAM;
-    case Code.CREATE_TOPIC:
-      return Operation.CREATE_TOPIC;
-    case Code.CREATE_USER:
-      return Operation.CREATE_USER;
-    case Code.DELETE_USER:
-      return Operation.DELETE_USER;
-    case Code.CREATE_PAT:
-      return Operation.CREATE_PAT;
-    case Code.DELETE_PAT:
-      return Operation.DELETE_PAT;
-    case Code.SEND_MESSAGES:
-      return Operation.SEND_MESSAGES;
-    case Code.STORE_CONSUMER_OFFSET:
-      return Operation.STORE_CONSUMER_OFFSET;
-    default:
-      return Operation.NON_REPLICATED;
-  }
+  return OPERATION_OF.get(code) ?? Operation.NON_REPLICATED;
 }
 
 /** Request-id class of an operation byte. */
@@ -183,50 +174,57 @@ export class IggyTimeoutError extends Error {
   }
 }
 
-/** Error code an eviction reason stands for. */
-export function evictionCode(reason: number): number {
-  switch (reason) {
-    case EvictionReason.INVALID_CREDENTIALS:
-      return Status.INVALID_CREDENTIALS;
-    case EvictionReason.INVALID_TOKEN:
-      return Status.INVALID_PAT;
-    case EvictionReason.USER_INACTIVE:
-      return Status.USER_INACTIVE;
-    case EvictionReason.NO_SESSION:
-    case EvictionReason.SESSION_TOO_LOW:
-    case EvictionReason.SESSION_RELEASE_MISMATCH:
-    case EvictionReason.SESSION_ERROR:
-      return Status.UNAUTHENTICATED;
-    case EvictionReason.STALE_CLIENT:
-      return Status.STALE_CLIENT;
-    case EvictionReason.INCOMPATIBLE_PROTOCOL:
-      return Status.INCOMPATIBLE_PROTOCOL;
-    case EvictionReason.MALFORMED_LOGIN:
-      return Status.INVALID_FORMAT;
-    default:
-      return Status.INVALID_COMMAND;
-  }
+/** What an eviction reason stands for. */
+interface EvictionMeaning {
+  /** The IggyError code. */
+  readonly code: number;
+  /** What an eviction that refuses a login says instead of the generic text. */
+  readonly refusal?: string;
 }
 
-// SDKs fold UserInactive into Unauthenticated; we keep 47 so principals can say "inactive".
+/**
+ * The eviction reasons the client knows. SDKs fold UserInactive into Unauthenticated; we keep
+ * 47 so principals can say "inactive".
+ */
+const EVICTION_MEANING: ReadonlyMap<number, EvictionMeaning> = new Map<number, EvictionMeaning>([
+  [EvictionReason.NO_SESSION, { code: Status.UNAUTHENTICATED }],
+  [EvictionReason.SESSION_TOO_LOW, { code: Status.UNAUTHENTICATED }],
+  [EvictionReason.SESSION_RELEASE_MISMATCH, { code: Status.UNAUTHENTICATED }],
+  [EvictionReason.SESSION_ERROR, { code: Status.UNAUTHENTICATED }],
+  [EvictionReason.STALE_CLIENT, { code: Status.STALE_CLIENT }],
+  [EvictionReason.INCOMPATIBLE_PROTOCOL, { code: Status.INCOMPATIBLE_PROTOCOL }],
+  [EvictionReason.INVALID_CREDENTIALS, {
+    code: Status.INVALID_CREDENTIALS,
+    refusal: "Iggy login failed: invalid credentials",
+  }],
+  [EvictionReason.INVALID_TOKEN, {
+    code: Status.INVALID_PAT,
+    refusal: "Iggy login failed: invalid personal access token",
+  }],
+  [EvictionReason.USER_INACTIVE, {
+    code: Status.USER_INACTIVE,
+    refusal: "Iggy login failed: user is inactive",
+  }],
+  [EvictionReason.MALFORMED_LOGIN, {
+    code: Status.INVALID_FORMAT,
+    refusal: "Iggy rejected the login frame as malformed",
+  }],
+]);
+
+/** Error code an eviction reason stands for; an unknown reason is InvalidCommand. */
+export function evictionCode(reason: number): number {
+  return EVICTION_MEANING.get(reason)?.code ?? Status.INVALID_COMMAND;
+}
+
 function evictionMessage(reason: number, code: number, server: number, min: number): string {
-  switch (reason) {
-    case EvictionReason.INVALID_CREDENTIALS:
-      return "Iggy login failed: invalid credentials";
-    case EvictionReason.INVALID_TOKEN:
-      return "Iggy login failed: invalid personal access token";
-    case EvictionReason.USER_INACTIVE:
-      return "Iggy login failed: user is inactive";
-    case EvictionReason.INCOMPATIBLE_PROTOCOL:
-      return `Iggy server speaks binary protocol ${formatVersion(server)} ` +
-        `(accepts ${formatVersion(min)}..${formatVersion(server)}), but this gateway speaks ` +
-        `${formatVersion(PROTOCOL_VERSION)}: upgrade the gateway or use an Iggy server of the ` +
-        `matching version`;
-    case EvictionReason.MALFORMED_LOGIN:
-      return "Iggy rejected the login frame as malformed";
-    default:
-      return `Iggy evicted the session (reason ${reason}, error ${code})`;
+  if (reason === EvictionReason.INCOMPATIBLE_PROTOCOL) {
+    return `Iggy server speaks binary protocol ${formatVersion(server)} ` +
+      `(accepts ${formatVersion(min)}..${formatVersion(server)}), but this gateway speaks ` +
+      `${formatVersion(PROTOCOL_VERSION)}: upgrade the gateway or use an Iggy server of the ` +
+      `matching version`;
   }
+  return EVICTION_MEANING.get(reason)?.refusal ??
+    `Iggy evicted the session (reason ${reason}, error ${code})`;
 }
 
 /** True for the codes that mean "stream, topic or partition does not exist". */
