@@ -7,7 +7,8 @@
  *
  * Messages are the bench's (100-byte payloads with the headers a PUBLISH gets), appended
  * 1,000 to a batch over 4 partitions, several batches in flight, so 1 GiB takes seconds, not
- * minutes. Prints one JSON line: bytes on disk, messages, seconds.
+ * minutes. `--messages=N` stops at N messages instead (the forward scenario's backlog). Prints
+ * one JSON line: bytes on disk, messages, seconds.
  *
  * @module
  */
@@ -20,6 +21,8 @@ const { values: a } = parseArgs({
   options: {
     path: { type: "string" },
     bytes: { type: "string", default: String(1024 ** 3) },
+    /** Stops at this many messages instead (0 = by bytes). */
+    messages: { type: "string", default: "0" },
     stream: { type: "string", default: "sensors" },
     topic: { type: "string", default: "messages_default" },
     partitions: { type: "string", default: "4" },
@@ -27,6 +30,7 @@ const { values: a } = parseArgs({
 });
 if (!a.path) throw new Error("--path is required");
 const target = Number(a.bytes);
+const targetMessages = Number(a.messages);
 const partitions = Number(a.partitions);
 
 const backend = new EmbeddedBackend({
@@ -66,7 +70,7 @@ const logBytes = () => {
 };
 // Segment files are preallocated (they run ahead of the records by at most one segment).
 let onDisk = 0;
-while (onDisk < target) {
+while (targetMessages > 0 ? messages < targetMessages : onDisk < target) {
   const pr = backend.append({
     stream: a.stream!,
     topic: a.topic!,

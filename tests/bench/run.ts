@@ -10,7 +10,9 @@
  *   --servers=gateway,mosquitto     subset of gateway, gateway-epoll, mosquitto, aedes
  *   --scenarios=qos1,qos0_10        subset of scenarios
  *                                   ("store": the gateway's RSS on a small and a large store,
- *                                   see _store_scenario.ts)
+ *                                   see _store_scenario.ts; "forward": forward mode's backlog
+ *                                   drain and live QoS 1 with and without it, see
+ *                                   _forward_scenario.ts; run only when named)
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
  *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
  *   --backend=iggy                  QoS 0 and QoS 1 through a real Iggy server (IGGY_TEST_ADDRESS,
@@ -48,6 +50,7 @@ import {
   sendFigures,
 } from "./_iggy.ts";
 import { storeScenario } from "./_store_scenario.ts";
+import { forwardScenario } from "./_forward_scenario.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -203,7 +206,7 @@ try {
     );
   }
   for (const id of scenarioIds) {
-    if (id === "store") continue; // after the others, on its own gateways
+    if (id === "store" || id === "forward") continue; // after the others, on their own gateways
     results[id] = {};
     for (const name of serverNames) {
       // A fresh process per scenario: what ran before (10,000 closed connections, a grown
@@ -218,6 +221,21 @@ try {
       results[id][name] = r && iggySend ? { ...r, iggySend } : r;
       console.error(`[bench] ${id} on ${name}: ${JSON.stringify(r)}`);
     }
+  }
+  if (scenarioIds.includes("forward")) {
+    for (const s of Object.values(servers)) await s.stop();
+    const f = await forwardScenario(dataDir, launch, SMOKE, runLoadgen);
+    results.forward = { gateway: { ...f } };
+    console.log(
+      `forward (${f.upstream}): backlog of ${f.drainMessages} drained at ${f.drainMsgPerSec} msg/s; ` +
+        `live QoS 1 10x20 ${f.liveWith.toFixed(0)} msg/s with forwarding, ${
+          f.liveWithout.toFixed(0)
+        } without: ` +
+        `${f.liveRatio.toFixed(2)}x; forward lag p99 ${f.lagP99Messages} messages, ${
+          f.lagP99Seconds.toFixed(3)
+        } s; ` +
+        `load generator CPU ${f.loadgenCpu.toFixed(0)}%`,
+    );
   }
   if (scenarioIds.includes("store") && serverNames.includes("gateway")) {
     for (const s of Object.values(servers)) await s.stop();
