@@ -173,6 +173,7 @@ export class Forwarder {
       batchMaxBytes: o.batchMaxBytes,
       counters: this.counters,
       uplink: () => this.uplink(),
+      openUplink: () => this.#stopping ? null : this.#upstream,
       upstreamPartitions: (u, s, t) => this.#upstreamPartitions(u, s, t),
       linger: () => this.#linger(),
       backOff: (n) => this.#backOff(n),

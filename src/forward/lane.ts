@@ -31,6 +31,8 @@ export interface LaneContext {
   readonly counters: ForwardCounters;
   /** The open upstream, waiting for it while the uplink is down; null once stopping. */
   uplink(): Promise<LogBackend | null>;
+  /** The upstream if it is open now (no wait). */
+  openUplink(): LogBackend | null;
   /** The upstream topic's partition count, creating the topic when missing. */
   upstreamPartitions(upstream: LogBackend, stream: string, topic: string): Promise<number>;
   /** Resolves after the linger (a caught-up lane looks again then). */
@@ -106,6 +108,8 @@ export class ForwardLane {
   /** The upstream; while it is down the lag keeps being measured (what waits, how old). */
   async #uplink(): Promise<LogBackend | null> {
     const ctx = this.#ctx;
+    const open = ctx.openUplink();
+    if (open) return open;
     const up = ctx.uplink();
     const waiting = up.then(() => true);
     while (!ctx.stopping()) {
