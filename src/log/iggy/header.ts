@@ -5,7 +5,7 @@
  * @module
  */
 
-import { FrameKind } from "./codes.ts";
+import { FrameKind, type IggyEvictionError } from "./codes.ts";
 
 /** Size of every frame header, both directions. */
 export const HEADER_SIZE = 256;
@@ -109,12 +109,11 @@ export function readReplyHeader(header: Uint8Array): ReplyHeader {
   };
 }
 
-/** Fields of an eviction header. */
-export interface EvictionHeader {
-  readonly reason: number;
-  readonly serverVersion: number;
-  readonly serverVersionMin: number;
-}
+/** Fields of an eviction header: what an {@link IggyEvictionError} reports. */
+export type EvictionHeader = Pick<
+  IggyEvictionError,
+  "reason" | "serverVersion" | "serverVersionMin"
+>;
 
 /** Reads an eviction header. */
 export function readEvictionHeader(header: Uint8Array): EvictionHeader {
