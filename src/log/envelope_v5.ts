@@ -22,12 +22,13 @@
 import type { MessageProperties } from "../codec/packets.ts";
 import { utf8Length } from "../base/utf8.ts";
 
-export const H5_PAYLOAD_FORMAT = "mqtt5.payload_format";
-export const H5_MESSAGE_EXPIRY = "mqtt5.message_expiry_s";
-export const H5_CONTENT_TYPE = "mqtt5.content_type";
-export const H5_RESPONSE_TOPIC = "mqtt5.response_topic";
-export const H5_CORRELATION_DATA = "mqtt5.correlation_data";
-export const H5_USER_PREFIX = "mqtt5.user.";
+/** Header names (the table above); only this module reads or writes them. */
+const H5_PAYLOAD_FORMAT = "mqtt5.payload_format";
+const H5_MESSAGE_EXPIRY = "mqtt5.message_expiry_s";
+const H5_CONTENT_TYPE = "mqtt5.content_type";
+const H5_RESPONSE_TOPIC = "mqtt5.response_topic";
+const H5_CORRELATION_DATA = "mqtt5.correlation_data";
+const H5_USER_PREFIX = "mqtt5.user.";
 
 /** Iggy's bound on a header key and on a header value (bytes). */
 const MAX_HEADER_BYTES = 255;
