@@ -34,6 +34,15 @@ export interface ReaderOptions {
 /** Routes a polled batch (offsets ascending, all ≥ the reader's old position). */
 export type RouteFn = (reader: SharedReader, batch: readonly StoredMessage[]) => void;
 
+/** What every shared reader works with (the reader pool hands its own to each reader). */
+export interface ReaderDeps {
+  readonly backend: LogBackend;
+  readonly options: ReaderOptions;
+  readonly route: RouteFn;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+}
+
 /** Shared reader of one triple. */
 export class SharedReader {
   readonly triple: Triple;
@@ -44,43 +53,29 @@ export class SharedReader {
   subscribers = 0;
   /** Next offset to poll. */
   position: number;
-  #backend: LogBackend;
-  #opts: ReaderOptions;
-  #route: RouteFn;
-  #metrics: GatewayMetrics;
-  #logger: Logger;
+  readonly #deps: ReaderDeps;
   #committed: number;
   #committing = false;
   #started = false;
   #stopped = false;
   #abandoned = false;
   #ended = false;
+  /** Ends the current sleep (null: not sleeping); its timer ends it too. */
   #wake: (() => void) | null = null;
+  #sleepTimer: ReturnType<typeof setTimeout> | undefined;
   /** Ends a poll that waits in the backend for new messages (Iggy 0.12 long poll) on stop. */
   #polling = new AbortController();
   #commitTimer: ReturnType<typeof setInterval> | undefined;
   /** Resolves when the loop has ended (after stop + settle + final commit). */
   done: Promise<void> = Promise.resolve();
 
-  constructor(
-    triple: Triple,
-    startOffset: number,
-    backend: LogBackend,
-    opts: ReaderOptions,
-    route: RouteFn,
-    metrics: GatewayMetrics,
-    logger: Logger,
-  ) {
+  constructor(triple: Triple, startOffset: number, deps: ReaderDeps) {
     this.triple = triple;
     this.key = tripleKey(triple);
     this.position = startOffset;
     this.ledger = new AckLedger(startOffset - 1);
     this.#committed = startOffset - 1;
-    this.#backend = backend;
-    this.#opts = opts;
-    this.#route = route;
-    this.#metrics = metrics;
-    this.#logger = logger;
+    this.#deps = deps;
   }
 
   /** Last stored offset (-1 = none). */
@@ -97,15 +92,18 @@ export class SharedReader {
     if (this.#started) return;
     this.#started = true;
     this.done = this.#loop().finally(onEnd);
-    this.#commitTimer = setInterval(() => this.maybeCommit(true), this.#opts.commitIntervalMs);
+    const interval = this.#deps.options.commitIntervalMs;
+    this.#commitTimer = setInterval(() => this.maybeCommit(true), interval);
     Deno.unrefTimer(this.#commitTimer as unknown as number);
   }
 
   /** New messages may be there: wake an idle reader now. */
   signal(): void {
-    const w = this.#wake;
+    const wake = this.#wake;
+    if (wake === null) return;
     this.#wake = null;
-    w?.();
+    clearTimeout(this.#sleepTimer);
+    wake();
   }
 
   /**
@@ -132,7 +130,7 @@ export class SharedReader {
   ): void {
     if (
       this.#stopped || baseOffset !== this.position ||
-      this.ledger.size + messages.length > this.#opts.maxUnsettled
+      this.ledger.size + messages.length > this.#deps.options.maxUnsettled
     ) {
       this.signal();
       return;
@@ -147,7 +145,7 @@ export class SharedReader {
       headers: m.headers,
     }));
     this.position = baseOffset + messages.length;
-    this.#route(this, batch);
+    this.#deps.route(this, batch);
     this.maybeCommit();
   }
 
@@ -163,21 +161,23 @@ export class SharedReader {
   maybeCommit(interval = false): void {
     const safe = this.ledger.safeOffset;
     if (safe <= this.#committed || this.#committing) return;
-    if (!interval && safe - this.#committed < this.#opts.commitBatchCount) return;
+    const d = this.#deps;
+    if (!interval && safe - this.#committed < d.options.commitBatchCount) return;
     this.#committing = true;
-    this.#backend.storeOffset(this.#opts.consumer, this.triple, safe).then(
+    d.backend.storeOffset(d.options.consumer, this.triple, safe).then(
       () => {
         // Monotonic: a later commit can only move forward.
         if (safe > this.#committed) this.#committed = safe;
-        this.#metrics.offsetCommits.inc();
+        d.metrics.offsetCommits.inc();
       },
-      (err) => this.#logger.limited("warn", "Storing consumer offset failed", { error: err }),
+      (err) => d.logger.limited("warn", "Storing consumer offset failed", { error: err }),
     ).finally(() => {
       this.#committing = false;
     });
   }
 
   async #loop(): Promise<void> {
+    const d = this.#deps;
     let idle = IDLE_MIN_MS;
     let errorBackoff = 50;
     for (;;) {
@@ -187,22 +187,22 @@ export class SharedReader {
         await this.#sleep(20);
         continue;
       }
-      if (this.ledger.size >= this.#opts.maxUnsettled) {
+      if (this.ledger.size >= d.options.maxUnsettled) {
         await this.#sleep(IDLE_MAX_MS); // bounded: wait for settles (or evictions)
         continue;
       }
       let batch: StoredMessage[];
       try {
-        batch = await this.#backend.poll(
+        batch = await d.backend.poll(
           this.triple,
           this.position,
-          this.#opts.pollBatch,
+          d.options.pollBatch,
           this.#polling.signal,
         );
-        this.#metrics.polls.inc();
+        d.metrics.polls.inc();
         errorBackoff = 50;
       } catch (err) {
-        this.#logger.limited("warn", "Shared reader poll failed", {
+        d.logger.limited("warn", "Shared reader poll failed", {
           stream: this.triple.stream,
           topic: this.triple.topic,
           partition: this.triple.partition,
@@ -223,7 +223,7 @@ export class SharedReader {
         : batch.filter((m) => m.offset >= this.position);
       if (fresh.length > 0) {
         this.position = fresh[fresh.length - 1].offset + 1;
-        this.#route(this, fresh);
+        d.route(this, fresh);
       }
       this.maybeCommit();
       // Yield to I/O before the next poll: a backend that answers at once (embedded) would
@@ -237,17 +237,11 @@ export class SharedReader {
     while (this.#committing) await this.#sleepPlain(5);
   }
 
-  /** Sleeps until `ms` pass or a signal arrives. */
+  /** Sleeps until `ms` pass or a signal arrives: both end it through {@link signal}. */
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.#wake = null;
-        resolve();
-      }, ms);
-      this.#wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
+      this.#wake = resolve;
+      this.#sleepTimer = setTimeout(() => this.signal(), ms);
     });
   }
 

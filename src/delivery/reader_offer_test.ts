@@ -13,21 +13,19 @@ import { SharedReader } from "./reader.ts";
 Deno.test("SharedReader.offerAppended routes payloads that own their stores, not views of a shared block", () => {
   const routed: StoredMessage[] = [];
   const backend = { storeOffset: () => Promise.resolve() } as unknown as LogBackend;
-  const reader = new SharedReader(
-    { stream: "s", topic: "t", partition: 0 },
-    0,
+  const reader = new SharedReader({ stream: "s", topic: "t", partition: 0 }, 0, {
     backend,
-    {
+    options: {
       consumer: "c",
       pollBatch: 10,
       commitIntervalMs: 1000,
       commitBatchCount: 1000,
       maxUnsettled: 100,
     },
-    (_r, batch) => routed.push(...batch),
-    new GatewayMetrics(),
-    new Logger("error", () => {}),
-  );
+    route: (_r, batch) => routed.push(...batch),
+    metrics: new GatewayMetrics(),
+    logger: new Logger("error", () => {}),
+  });
   const shared = copyBytes(new Uint8Array([1, 2, 3]), 0, 3);
   assert.notEqual(shared.buffer.byteLength, 3, "the test's payload is carved from a block");
   const headers = new Map([["mqtt.topic", "a/b"]]);

@@ -6,10 +6,7 @@
  *
  * @module
  */
-import type { LogBackend, StoredMessage } from "../log/port.ts";
-import type { Logger } from "../observe/logger.ts";
-import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
-import { type ReaderOptions, SharedReader } from "./reader.ts";
+import { type ReaderDeps, SharedReader } from "./reader.ts";
 import { type Triple, tripleKey } from "./registry.ts";
 
 /** Shared readers by triple key. */
@@ -17,24 +14,11 @@ export class ReaderPool {
   readonly readers = new Map<string, SharedReader>();
   /** Triples whose first reader since start resumed from the stored offset (recovery). */
   #recovered = new Set<string>();
-  #backend: LogBackend;
-  #opts: ReaderOptions;
-  #route: (reader: SharedReader, batch: readonly StoredMessage[]) => void;
-  #metrics: GatewayMetrics;
-  #logger: Logger;
+  /** Handed on to every reader. */
+  readonly #deps: ReaderDeps;
 
-  constructor(deps: {
-    backend: LogBackend;
-    options: ReaderOptions;
-    route: (reader: SharedReader, batch: readonly StoredMessage[]) => void;
-    metrics: GatewayMetrics;
-    logger: Logger;
-  }) {
-    this.#backend = deps.backend;
-    this.#opts = deps.options;
-    this.#route = deps.route;
-    this.#metrics = deps.metrics;
-    this.#logger = deps.logger;
+  constructor(deps: ReaderDeps) {
+    this.#deps = deps;
   }
 
   /**
@@ -50,7 +34,7 @@ export class ReaderPool {
       if (existing !== undefined) {
         existing.subscribers++; // reserve at once, so it cannot stop during the await
         try {
-          return await this.#backend.nextOffset(triple);
+          return await this.#deps.backend.nextOffset(triple);
         } catch (err) {
           this.release(key);
           throw err;
@@ -104,15 +88,7 @@ export class ReaderPool {
   }
 
   #create(triple: Triple, start: number): SharedReader {
-    const reader = new SharedReader(
-      triple,
-      start,
-      this.#backend,
-      this.#opts,
-      this.#route,
-      this.#metrics,
-      this.#logger,
-    );
+    const reader = new SharedReader(triple, start, this.#deps);
     reader.subscribers = 1; // reserved for the subscription being prepared
     this.readers.set(reader.key, reader);
     return reader;
@@ -120,11 +96,12 @@ export class ReaderPool {
 
   /** Where a new reader of the triple starts. */
   async #startOffset(triple: Triple, key: string): Promise<number> {
-    if (this.#recovered.has(key)) return await this.#backend.nextOffset(triple);
+    const { backend, options } = this.#deps;
+    if (this.#recovered.has(key)) return await backend.nextOffset(triple);
     // First reader since start: resume after the stored offset so unsettled messages
     // from before a crash are delivered again (at least once).
-    const stored = await this.#backend.getOffset(this.#opts.consumer, triple);
-    const start = stored === null ? await this.#backend.nextOffset(triple) : stored + 1;
+    const stored = await backend.getOffset(options.consumer, triple);
+    const start = stored === null ? await backend.nextOffset(triple) : stored + 1;
     this.#recovered.add(key);
     return start;
   }
