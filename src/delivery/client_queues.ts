@@ -12,39 +12,32 @@ import type { Subscriber } from "../session/delivery_port.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import { ClientQueue, type QueueLimits } from "./client_queue.ts";
 
+/** What the client queues work with. */
+export interface ClientQueuesDeps {
+  readonly limits: QueueLimits;
+  readonly budget: OutboundBudget;
+  readonly deadlines: DeadlineWheel;
+  readonly clock: Clock;
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+}
+
 /** Every subscriber's queue, and the one resend timer they share. */
 export class ClientQueues {
   #queues = new Map<Subscriber, ClientQueue>();
-  #limits: QueueLimits;
-  #budget: OutboundBudget;
-  #deadlines: DeadlineWheel;
-  #clock: Clock;
-  #metrics: GatewayMetrics;
-  #logger: Logger;
+  readonly #deps: ClientQueuesDeps;
   #resendTimer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(deps: {
-    limits: QueueLimits;
-    budget: OutboundBudget;
-    deadlines: DeadlineWheel;
-    clock: Clock;
-    metrics: GatewayMetrics;
-    logger: Logger;
-  }) {
-    this.#limits = deps.limits;
-    this.#budget = deps.budget;
-    this.#deadlines = deps.deadlines;
-    this.#clock = deps.clock;
-    this.#metrics = deps.metrics;
-    this.#logger = deps.logger;
+  constructor(deps: ClientQueuesDeps) {
+    this.#deps = deps;
     const resend = deps.limits.resendAfterMs ?? 0;
     if (resend > 0) {
       // One timer for every client's resends (not one per copy).
       this.#resendTimer = setInterval(() => {
-        const now = this.#clock.now();
+        const now = deps.clock.now();
         let n = 0;
         for (const q of this.#queues.values()) n += q.resendDue(now);
-        if (n > 0) this.#metrics.resent.inc({}, n);
+        if (n > 0) deps.metrics.resent.inc({}, n);
       }, Math.max(100, Math.min(1000, resend / 4)));
       Deno.unrefTimer(this.#resendTimer as unknown as number);
     }
@@ -64,15 +57,16 @@ export class ClientQueues {
   queueOf(sub: Subscriber): ClientQueue {
     let q = this.#queues.get(sub);
     if (q) return q;
-    q = new ClientQueue(sub, this.#limits, this.#budget);
-    q.now = () => this.#clock.now();
+    const { limits, budget, clock, deadlines } = this.#deps;
+    q = new ClientQueue(sub, limits, budget);
+    q.now = () => clock.now();
     const queue = q;
     queue.onEvict = (reason) => this.evict(queue, reason);
     queue.onPauseChange = (paused) => {
       if (paused) {
-        queue.lastActivity = this.#clock.now();
-        this.#deadlines.add(queue);
-      } else this.#deadlines.remove(queue);
+        queue.lastActivity = clock.now();
+        deadlines.add(queue);
+      } else deadlines.remove(queue);
     };
     sub.outbox.onWritten = () => queue.refill();
     this.#queues.set(sub, q);
@@ -99,14 +93,15 @@ export class ClientQueues {
     const queue = this.#queues.get(sub);
     if (!queue) return undefined;
     this.#queues.delete(sub);
-    this.#deadlines.remove(queue);
+    this.#deps.deadlines.remove(queue);
     return queue;
   }
 
   /** Closes a slow consumer; the session then detaches it, which strikes its copies. */
   evict(q: ClientQueue, reason: string): void {
-    this.#metrics.evictions.inc();
-    this.#logger.limited("warn", "Evicting slow consumer", { client_id: q.sub.clientId, reason });
+    const { metrics, logger } = this.#deps;
+    metrics.evictions.inc();
+    logger.limited("warn", "Evicting slow consumer", { client_id: q.sub.clientId, reason });
     // MQTT 5: DISCONNECT 0x97 Quota exceeded first. The session calls detach(), which strikes
     // its copies.
     if (q.sub.disconnect) q.sub.disconnect(0x97, reason);
