@@ -70,6 +70,12 @@ const SKIPPED: [RegExp, string][] = [
 ];
 /** Whole blocks not run here: the Iggy mode needs an Iggy 0.9.0 server. */
 const SKIPPED_BLOCK = /^export IGGY_MQTT_GATEWAY_BACKEND=iggy$/;
+/**
+ * The forward-mode block runs as one script (its exports apply to its `check`): with no Iggy at
+ * the address, `check` still prints the plan, saying the upstream was not checked.
+ */
+const FORWARD_BLOCK = /^export IGGY_MQTT_FORWARD_ENABLED=true\s/;
+const FORWARD_PLAN = /^forward: every message of the embedded log to Iggy at 127\.0\.0\.1:8090 /m;
 
 /** A copy of what a clone holds that the commands use (no .git, no ./data). */
 async function copyRepository(): Promise<string> {
@@ -140,7 +146,10 @@ Deno.test({
   ...opts,
   async fn() {
     const blocks = shellBlocks(await Deno.readTextFile(`${ROOT}README.md`));
-    const commands = blocks.filter((b) => !b.some((c) => SKIPPED_BLOCK.test(c))).flat();
+    const forward = blocks.find((b) => FORWARD_BLOCK.test(b[0]));
+    assert.ok(forward, "the forward-mode block");
+    const commands = blocks.filter((b) => b !== forward && !b.some((c) => SKIPPED_BLOCK.test(c)))
+      .flat();
     const unclassified = commands.filter((c) =>
       ![...SIMPLE.map(([p]) => p), START, READ, ...SKIPPED.map(([p]) => p)].some((p) => p.test(c))
     );
@@ -152,6 +161,9 @@ Deno.test({
 
     const dir = await copyRepository();
     try {
+      const plan = await bash(forward.join("\n"), dir);
+      assert.equal(plan.code, 0, plan.stderr);
+      assert.match(plan.stdout, FORWARD_PLAN);
       for (const command of commands) {
         const want = SIMPLE.find(([p]) => p.test(command))?.[1];
         if (!want) continue;

@@ -56,7 +56,7 @@ export class RetentionRunner {
    * once more after the one under way. Failures are left to the next pass and to appends.
    */
   soon(): void {
-    if (this.#stopped || !this.#scheduled) return;
+    if (this.#stopped || !this.#scheduled || !this.#room) return;
     if (this.#pass) this.#again = true;
     else this.#scheduled().catch(() => {});
   }
