@@ -100,6 +100,7 @@ export class ForwardLane {
         this.#resolved = false;
         this.#resending = true;
         ctx.failed(e, this.address);
+        await this.#observeLocal().catch(() => {}); // the lag goes on growing meanwhile
         await ctx.backOff(++failures);
       }
     }

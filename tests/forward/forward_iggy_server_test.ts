@@ -162,7 +162,9 @@ Deno.test({
         live.abort();
         await Promise.all(load);
       }
-      await waitFor(() => gw.gateway.forwarder!.status().lagMessages === 0, 60_000, "caught up");
+      const fw = gw.gateway.forwarder!;
+      await waitFor(() => fw.status().up && fw.status().lagMessages === 0, 60_000, "caught up");
+      console.log(`forward iggy: counters ${JSON.stringify(fw.counters)}`);
       r = check(await readBack(address, stream, "messages"), tally.acked);
       console.log(
         `forward iggy: after 5 kills of Iggy, ${tally.acked.size} PUBACKed: ` + JSON.stringify(r),
