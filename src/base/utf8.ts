@@ -31,3 +31,22 @@ export function utf8Length(s: string): number {
 function isLowSurrogate(c: number): boolean {
   return c >= 0xdc00 && c <= 0xdfff; // NaN past the end is not
 }
+
+/** Longest string {@link shortAscii} decodes itself. */
+const SHORT_ASCII_MAX = 64;
+
+/**
+ * `bytes[start, end)` as a string when it is short and all ASCII (every byte < 0x80: the same
+ * string any UTF-8 decoder gives), else null for the caller's decoder. Header keys, topics and
+ * most header values are short ASCII, and a loop beats a TextDecoder call for them.
+ */
+export function shortAscii(bytes: Uint8Array, start: number, end: number): string | null {
+  if (end - start > SHORT_ASCII_MAX) return null;
+  let s = "";
+  for (let i = start; i < end; i++) {
+    const b = bytes[i];
+    if (b >= 0x80) return null;
+    s += String.fromCharCode(b);
+  }
+  return s;
+}

@@ -119,7 +119,7 @@ export function decodeBatch(
         payload: data.subarray(start + headerBytes, end),
         headers: headerBytes === 0
           ? new Map(EMPTY_HEADERS)
-          : decodeHeaders(data.subarray(start, start + headerBytes)),
+          : decodeHeaders(data, start, start + headerBytes),
       });
     }
     pos = end;

@@ -15,6 +15,8 @@
  * @module
  */
 
+import { shortAscii } from "../../base/utf8.ts";
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 const EMPTY = new Uint8Array(0);
@@ -94,18 +96,28 @@ export function encodeHeaders(headers: ReadonlyMap<string, string>): Uint8Array 
   return buf.slice(0, writeHeaders(buf, 0, headers));
 }
 
-/** Decodes what {@link encodeHeaders} wrote; throws on a truncated or non-UTF-8 blob. */
-export function decodeHeaders(bytes: Uint8Array): Map<string, string> {
+/**
+ * Decodes what {@link encodeHeaders} wrote, `bytes[start, end)` (the whole array by default);
+ * throws on a truncated or non-UTF-8 blob. Every polled message goes through here: the
+ * readers below return their strings and leave their position in {@link cursor} rather
+ * than allocate a pair per string.
+ */
+export function decodeHeaders(
+  bytes: Uint8Array,
+  start = 0,
+  end = bytes.length,
+): Map<string, string> {
   const out = new Map<string, string>();
-  let pos = 0;
-  while (pos < bytes.length) {
-    const [key, afterKey] = readKey(bytes, pos);
-    const [value, afterValue] = readString(bytes, afterKey);
-    out.set(key, value);
-    pos = afterValue;
+  cursor = start;
+  while (cursor < end) {
+    const key = readKey(bytes, end);
+    out.set(key, readString(bytes, end));
   }
   return out;
 }
+
+/** Where the last {@link readKey} or {@link readString} stopped. */
+let cursor = 0;
 
 /**
  * Copies a short ASCII string byte by byte; null when it is not ASCII or long. Header keys and
@@ -122,30 +134,35 @@ function writeAscii(buf: Uint8Array, s: string, at: number): number | null {
   return n;
 }
 
-/** A key: spelled out, or `0 code` for one of {@link KEY_CODES} (`0 0`: the empty key). */
-function readKey(bytes: Uint8Array, pos: number): [string, number] {
-  if (bytes[pos] !== 0) return readString(bytes, pos);
-  if (pos + 1 >= bytes.length) throw new RangeError("Corrupt header blob: truncated key code");
+/** A key at {@link cursor}: spelled out, or `0 code` for one of {@link KEY_CODES} (`0 0`: ""). */
+function readKey(bytes: Uint8Array, end: number): string {
+  const pos = cursor;
+  if (bytes[pos] !== 0) return readString(bytes, end);
+  if (pos + 1 >= end) throw new RangeError("Corrupt header blob: truncated key code");
   const code = bytes[pos + 1];
-  if (code === 0) return ["", pos + 2];
+  cursor = pos + 2;
+  if (code === 0) return "";
   const key = KEY_CODES[code - 1];
   if (key === undefined) throw new RangeError(`Corrupt header blob: unknown key code ${code}`);
-  return [key, pos + 2];
+  return key;
 }
 
-function readString(bytes: Uint8Array, pos: number): [string, number] {
+/** A length-prefixed string at {@link cursor}, ending at or before `end`. */
+function readString(bytes: Uint8Array, end: number): string {
+  let pos = cursor;
   let len = 0;
   let shift = 0;
   for (;;) {
-    if (pos >= bytes.length || shift > 28) throw new RangeError("Corrupt header blob: bad length");
+    if (pos >= end || shift > 28) throw new RangeError("Corrupt header blob: bad length");
     const b = bytes[pos++];
     len |= (b & 0x7f) << shift;
     if (b < 0x80) break;
     shift += 7;
   }
-  const end = pos + len;
-  if (len < 0 || end > bytes.length) throw new RangeError("Corrupt header blob: truncated");
-  return [decoder.decode(bytes.subarray(pos, end)), end];
+  const stop = pos + len;
+  if (len < 0 || stop > end) throw new RangeError("Corrupt header blob: truncated");
+  cursor = stop;
+  return shortAscii(bytes, pos, stop) ?? decoder.decode(bytes.subarray(pos, stop));
 }
 
 function varintSize(n: number): number {

@@ -19,13 +19,13 @@ const SCAN_CHUNK_BYTES = 64 * 1024;
 
 /**
  * The one chunk buffer of the scans whose visitors keep nothing of it (the scan at open,
- * retention). A fresh buffer per chunk makes the scan at open allocate as many bytes of
+ * retention, reads). A fresh buffer per chunk makes the scan at open allocate as many bytes of
  * ArrayBuffers as the store holds: much of it garbage awaiting a GC at once, and the allocator
  * keeps the pages after they are freed, which raises RSS at ready (see docs/BENCHMARKS.md,
- * 'Figures behind the code'). Reads keep
- * fresh buffers: the messages they return are views of them. It grows to the longest record
- * scanned (a group commit of 1,000 small messages is ~150 KiB), up to
- * {@link SCRATCH_MAX_BYTES}; a longer record gets a buffer of its own.
+ * 'Figures behind the code'). Reads use it too, and copy out only the records they return
+ * (the messages are views of those copies). It grows to the longest record scanned (a group
+ * commit of 1,000 small messages is ~150 KiB), up to {@link SCRATCH_MAX_BYTES}; a longer
+ * record gets a buffer of its own.
  */
 let scratch = new Uint8Array(SCAN_CHUNK_BYTES);
 const SCRATCH_MAX_BYTES = 4 * 1024 * 1024;
@@ -47,8 +47,11 @@ export type Visitor = (
 
 /**
  * Visits the valid records from log position `from` to `until` in order; `visit` returns
- * false to stop. Records that fail their checksum end the scan of their segment. With
- * `reuse`, every chunk is read into one shared buffer: `visit` must keep nothing of it.
+ * false to stop. With `reuse`, every chunk is read into one shared buffer: `visit` must keep
+ * nothing of it. Checksums are not checked again: every record below a segment's `written`
+ * was checked when the log was scanned at open (or, read-only, when it was first seen), or
+ * was written by this process; checking them on every read made each poll hash every
+ * partition's records it passes over.
  */
 export function scanLog(
   segments: readonly SegmentState[],
@@ -62,7 +65,7 @@ export function scanLog(
   for (; i < segments.length && pos < until; i++) {
     const s = segments[i];
     const rel = Math.max(0, pos - s.segment.base);
-    if (!scanSegment(s, rel, s.written, visit, until, reuse)) return;
+    if (!scanSegment(s, rel, s.written, visit, until, reuse, false)) return;
     if (i + 1 < segments.length) pos = segments[i + 1].segment.base;
   }
 }
@@ -83,7 +86,8 @@ export function scanRetained(
 /**
  * Visits the records of one segment from `rel` to `limit` (segment-relative). Returns true
  * when the segment's records ran out (the caller may go on to the next segment), false when
- * `visit` stopped the scan. `reuse`: as for {@link scanLog}.
+ * `visit` stopped the scan. `reuse`: as for {@link scanLog}. With `verify` (recovery's scan),
+ * a record that fails its checksum ends the segment's valid records.
  */
 export function scanSegment(
   s: SegmentState,
@@ -92,6 +96,7 @@ export function scanSegment(
   visit: Visitor,
   until = Infinity,
   reuse = false,
+  verify = true,
 ): boolean {
   const base = s.segment.base;
   let pos = rel;
@@ -116,7 +121,7 @@ export function scanSegment(
         }
       }
       if (bytes === 0) break;
-      if (!logRecordIntact(buf, view, at, bytes)) return true;
+      if (verify && !logRecordIntact(buf, view, at, bytes)) return true;
       const header = readLogRecordHeader(view, at);
       if (!visit(header, base + pos + at, buf, at)) return false;
       at += bytes;

@@ -226,16 +226,15 @@ export class MessageLog {
     limit = Math.floor(limit);
     const from = Math.max(Math.floor(fromOffset), p.start);
     if (from >= p.next) return out;
+    // Read into the shared chunk buffer; only the wanted records are copied out.
     scanLog(this.#segments, p.scanStart(from), p.endPos, (header, _pos, buf, at) => {
       if (header.topicId !== topicId || header.partition !== partition) return true;
       if (header.baseOffset + header.count <= from) return true;
-      const data = buf.subarray(
-        at + LOG_RECORD_HEADER_BYTES,
-        at + LOG_RECORD_HEADER_BYTES + header.dataBytes,
-      );
+      const start = at + LOG_RECORD_HEADER_BYTES;
+      const data = buf.slice(start, start + header.dataBytes);
       decodeBatch(data, partition, header.baseOffset, header.count, from, limit, out);
       return out.length < limit;
-    });
+    }, true);
     return out;
   }
 
