@@ -10,23 +10,12 @@ import type { LogBackend, PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { ForwardCounters } from "./counters.ts";
 import { ForwardLane, type LaneContext } from "./lane.ts";
+import type { ForwarderOptions } from "./options.ts";
+
+export type { ForwarderOptions } from "./options.ts";
 
 /** Opens a fresh upstream (an Iggy backend); rejects when it cannot connect. */
 export type UpstreamOpener = () => Promise<LogBackend>;
-
-/** Settings of the forwarder (`[forward]`, with `[iggy]` and `[log]` ones). */
-export interface ForwarderOptions {
-  readonly gatewayId: string;
-  readonly batchMaxMessages: number;
-  readonly batchMaxBytes: number;
-  readonly lingerMs: number;
-  /** Longest wait between two attempts after failures (ms). */
-  readonly retryMaxMs: number;
-  /** Upstream topics the forwarder creates confirm sends only once on disk. */
-  readonly durableTopics: boolean;
-  /** Where the upstream is, in words (status and logs). */
-  readonly upstreamName: string;
-}
 
 /** The uplink as `/ready`, `/metrics` and the status page tell it. */
 export interface UplinkStatus {
@@ -41,10 +30,8 @@ export interface UplinkStatus {
   readonly partitions: number;
 }
 
-/** How long a stop waits for sends under way (ms). */
-const STOP_WAIT_MS = 2_000;
-/** How often new local topics are looked for (ms). */
-const DISCOVER_EVERY_MS = 1_000;
+/** How long a stop waits for sends under way, and how often new local topics are looked for. */
+const TIMING = { stopWaitMs: 2_000, discoverEveryMs: 1_000 } as const;
 
 /** Copies the local log to the upstream. */
 export class Forwarder {
@@ -93,7 +80,7 @@ export class Forwarder {
     this.#logger.info("Forwarding to the upstream Iggy", { upstream: this.#o.upstreamName });
     void this.uplink();
     await this.#discover();
-    this.#discoverTimer = setInterval(() => void this.#discover(), DISCOVER_EVERY_MS);
+    this.#discoverTimer = setInterval(() => void this.#discover(), TIMING.discoverEveryMs);
   }
 
   /** Stops the lanes (a send under way is waited for a moment) and closes the upstream. */
@@ -104,7 +91,7 @@ export class Forwarder {
     this.#wakeStop();
     const lanes = Promise.all([...this.#lanes.values()].map((l) => l.start()));
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([lanes, new Promise<void>((r) => timer = setTimeout(r, STOP_WAIT_MS))]);
+    await Promise.race([lanes, new Promise<void>((r) => timer = setTimeout(r, TIMING.stopWaitMs))]);
     clearTimeout(timer);
     await this.#discovering;
     await this.#connecting;
@@ -165,12 +152,9 @@ export class Forwarder {
   }
 
   #context(): LaneContext {
-    const o = this.#o;
     return {
       local: this.#local,
-      gatewayId: o.gatewayId,
-      batchMaxMessages: o.batchMaxMessages,
-      batchMaxBytes: o.batchMaxBytes,
+      options: this.#o,
       counters: this.counters,
       uplink: () => this.uplink(),
       openUplink: () => this.#stopping ? null : this.#upstream,

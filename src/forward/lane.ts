@@ -11,23 +11,20 @@
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import { forwardedMessage, originOffset } from "./origin.ts";
 import type { ForwardCounters } from "./counters.ts";
+import type { ForwarderOptions } from "./options.ts";
 
 /** Consumer whose stored offset (local catalog) is the last forwarded message of a partition. */
 export const FORWARD_CONSUMER = "mqtt-forward";
 /** Consumer whose stored "offset" is the partition's upstream mark. */
 export const MARK_CONSUMER = "mqtt-forward-mark";
 
-/** Sends between two moves of the stored mark. */
-const MARK_EVERY_SENDS = 16;
-/** Messages read per upstream poll when resolving. */
-const RESOLVE_POLL = 1_000;
+/** Sends between two moves of the stored mark; messages read per upstream poll when resolving. */
+const MARK = { everySends: 16, resolvePoll: 1_000 } as const;
 
 /** What a lane needs from its forwarder. */
 export interface LaneContext {
   readonly local: LogBackend;
-  readonly gatewayId: string;
-  readonly batchMaxMessages: number;
-  readonly batchMaxBytes: number;
+  readonly options: ForwarderOptions;
   readonly counters: ForwardCounters;
   /** The open upstream, waiting for it while the uplink is down; null once stopping. */
   uplink(): Promise<LogBackend | null>;
@@ -142,7 +139,7 @@ export class ForwardLane {
     if (this.#localEnd <= this.#next) return ctx.linger();
     const batch = await this.#read();
     if (batch.length === 0) return ctx.linger();
-    const messages = batch.map((m) => forwardedMessage(m, ctx.gatewayId, partition));
+    const messages = batch.map((m) => forwardedMessage(m, ctx.options.gatewayId, partition));
     await upstream.append({ ...target, messages });
     const last = batch[batch.length - 1].offset;
     this.#next = last + 1;
@@ -152,13 +149,13 @@ export class ForwardLane {
     if (this.#resending) ctx.counters.resent += batch.length;
     this.#resending = false;
     await ctx.local.storeOffset(FORWARD_CONSUMER, this.address, last);
-    if (++this.#sendsSinceMark >= MARK_EVERY_SENDS) await this.#moveMark(upstream, target);
+    if (++this.#sendsSinceMark >= MARK.everySends) await this.#moveMark(upstream, target);
   }
 
   /** The next batch from the local log, within the byte bound; reports a retention gap. */
   async #read(): Promise<StoredMessage[]> {
     const ctx = this.#ctx;
-    const read = await ctx.local.poll(this.address, this.#next, ctx.batchMaxMessages);
+    const read = await ctx.local.poll(this.address, this.#next, ctx.options.batchMaxMessages);
     if (read.length > 0 && read[0].offset > this.#next) {
       const lost = read[0].offset - this.#next;
       ctx.counters.dropped += lost;
@@ -169,7 +166,7 @@ export class ForwardLane {
     let n = 0;
     while (n < read.length) {
       bytes += read[n].payload.length;
-      if (n > 0 && bytes > ctx.batchMaxBytes) break;
+      if (n > 0 && bytes > ctx.options.batchMaxBytes) break;
       n++;
     }
     return n === read.length ? read : read.slice(0, n);
@@ -187,10 +184,10 @@ export class ForwardLane {
       let found = -1;
       let landed = 0;
       for (let from = this.#mark; from < end;) {
-        const read = await upstream.poll(target, from, Math.min(RESOLVE_POLL, end - from));
+        const read = await upstream.poll(target, from, Math.min(MARK.resolvePoll, end - from));
         if (read.length === 0) break;
         for (const m of read) {
-          const offset = originOffset(m.headers, ctx.gatewayId, this.address.partition);
+          const offset = originOffset(m.headers, ctx.options.gatewayId, this.address.partition);
           if (offset !== null && offset >= this.#next) {
             found = Math.max(found, offset);
             landed++;
