@@ -174,13 +174,18 @@ export class IggyConnection {
         // connection's failure) still ends the request, and is never an unhandled rejection.
         await Promise.race([written, reply]);
         const f = await reply;
+        let transient: unknown;
         try {
           return decodeReply(f.header, f.body, code);
         } catch (e) {
           const late = Date.now() - started + TRANSIENT_RETRY_MS >= this.#timeoutMs;
           if (late || !isReplayable(e, kind)) throw e;
+          transient = e;
         }
         await this.#pause(TRANSIENT_RETRY_MS);
+        // Closed during the pause: the replay is never written, the last answer stands (a
+        // reply awaited on a dead connection would never come, nor its timeout fire).
+        if (this.#closedWith) throw transient;
       }
     };
     const p = this.#chain.then(run, run).finally(() => this.#queued--);

@@ -185,6 +185,21 @@ Deno.test("IggyConnection replays a send answered 58 TransientNotAccepted (never
   await c.close();
 });
 
+Deno.test("IggyConnection: a connection lost while a 58 replay waits fails the send with the 58 at once", async () => {
+  const server = new FakeServer((req) => {
+    if (req.operation !== 160) return happy(req);
+    queueMicrotask(() => server.dropAll()); // after the refusal is on its way
+    return [replyFrame({ operation: 160, request: req.request, status: 58 })];
+  });
+  const c = await connected(server, 60_000);
+  await assert.rejects(
+    c.request(Code.SEND_MESSAGES, new Uint8Array([0])),
+    (e) => e instanceof IggyError && e.code === 58,
+  );
+  assert.equal(server.seen.filter((r) => r.operation === 160).length, 1, "no replay written");
+  await c.close();
+});
+
 Deno.test("IggyConnection does not replay a send answered 57 TransientNotCommitted", async () => {
   const server = transientOnce(57, 160);
   const c = await connected(server);
