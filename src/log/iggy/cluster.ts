@@ -14,7 +14,7 @@ import { NotSentError } from "./codes.ts";
 import type { Dialer } from "./dial.ts";
 import type { RegisterReply } from "./login.ts";
 import { IggyPool, type PoolOptions } from "./pool.ts";
-import type { RequestOptions012 } from "./v12/pipelined_connection.ts";
+import type { PoolRequest } from "./partition_ops.ts";
 
 const ONLY_NODE: readonly number[] = Object.freeze([0]);
 
@@ -99,12 +99,7 @@ export class ClusterPool {
    * Sends one request: to the primary named by `options.node` when connected, else to any
    * live node; a node without a ready connection passes the request to the next.
    */
-  async request(
-    code: number,
-    body?: Uint8Array,
-    framed = false,
-    options?: RequestOptions012,
-  ): Promise<Uint8Array> {
+  readonly request: PoolRequest = async (code, body, framed, options) => {
     let last: unknown;
     for (const i of this.#order(options?.node)) {
       const pool = this.#pools[i];
@@ -121,7 +116,7 @@ export class ClusterPool {
       }
     }
     throw last ?? new NotSentError("No Iggy node is ready");
-  }
+  };
 
   /** Closes every connection on 0.12 session `session`; they reconnect under a fresh one. */
   retire(session: bigint): void {

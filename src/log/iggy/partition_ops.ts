@@ -19,12 +19,17 @@ export interface Address {
   readonly partition: number;
 }
 
-/** Sends one request on some connection (the pool); `o` only means something on 0.12. */
+/**
+ * Sends one request on some connection: the shape of the pool's and the cluster's `request`
+ * (`pool.ts`, `cluster.ts`) and of what partition operations are built on. With `framed`,
+ * `body` is the whole frame, its first 256 bytes room for the header; `o` only means something
+ * on 0.12.
+ */
 export type PoolRequest = (
   code: number,
-  body: Uint8Array,
-  framed: boolean,
-  o: RequestOptions012,
+  body?: Uint8Array,
+  framed?: boolean,
+  o?: RequestOptions012,
 ) => Promise<Uint8Array>;
 
 /** What a dialect's partition operations are built on. */

@@ -12,7 +12,7 @@ import { NotSentError } from "./codes.ts";
 import type { DialectChooser, Link, SessionKeeper } from "./dialect.ts";
 import type { Dialer } from "./dial.ts";
 import type { Credentials, RegisterReply } from "./login.ts";
-import type { RequestOptions012 } from "./v12/pipelined_connection.ts";
+import type { PoolRequest } from "./partition_ops.ts";
 
 /** Pool settings. */
 export interface PoolOptions {
@@ -181,12 +181,7 @@ export class IggyPool {
    * the socket (its connection died first) is tried once more on another connection; a
    * request that was sent is never repeated.
    */
-  async request(
-    code: number,
-    body?: Uint8Array,
-    framed = false,
-    options?: RequestOptions012,
-  ): Promise<Uint8Array> {
+  readonly request: PoolRequest = async (code, body, framed = false, options) => {
     let exclude: Link | undefined;
     for (let attempt = 0;; attempt++) {
       const conn = this.#pick(exclude);
@@ -208,7 +203,7 @@ export class IggyPool {
         exclude = conn;
       }
     }
-  }
+  };
 
   /** Closes every connection and stops reconnecting. Idempotent. */
   /**

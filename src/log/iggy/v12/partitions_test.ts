@@ -30,7 +30,7 @@ type Script = (code: number, o: RequestOptions012) => Promise<Uint8Array>;
 function ops(script: Script): PartitionOps012 {
   return new PartitionOps012({
     request: (code, _body, _framed, o) =>
-      code === Code012.GET_PARTITION_ROUTE ? Promise.resolve(routeReply()) : script(code, o),
+      code === Code012.GET_PARTITION_ROUTE ? Promise.resolve(routeReply()) : script(code, o ?? {}),
     session: () => 3n,
     timeoutMs: 1000,
   });
