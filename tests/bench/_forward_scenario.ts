@@ -78,6 +78,7 @@ function p99(xs: number[]): number {
 /** Drain rate of a backlog of `messages` (msg/s), from the gateway's ready to no lag. */
 async function drain(
   dataDir: string,
+  flags: string[],
   launch: LaunchOptions,
   env: Record<string, string>,
   messages: number,
@@ -98,7 +99,7 @@ async function drain(
     stderr: "piped",
   }).output();
   if (!built.success) throw new Error(new TextDecoder().decode(built.stderr).slice(-800));
-  const def = gatewayServer(dataDir, [], "gateway-forward-drain", {
+  const def = gatewayServer(dataDir, flags, "gateway-forward-drain", {
     ...env,
     IGGY_MQTT_EMBEDDED_PATH: path,
   });
@@ -121,6 +122,7 @@ async function drain(
 /** Runs the scenario; `loadgen` runs the qos1 load against a server. */
 export async function forwardScenario(
   dataDir: string,
+  flags: string[],
   launch: LaunchOptions,
   smoke: boolean,
   loadgen: Loadgen,
@@ -129,10 +131,10 @@ export async function forwardScenario(
   try {
     const env = forwardEnv(up.address);
     const messages = smoke ? 20_000 : 1_000_000;
-    const drainMsgPerSec = await drain(dataDir, launch, env, messages);
-    const plain = await gatewayServer(dataDir, [], "gateway").start(launch);
+    const drainMsgPerSec = await drain(dataDir, flags, launch, env, messages);
+    const plain = await gatewayServer(dataDir, flags, "gateway").start(launch);
     const without = await loadgen(plain, "qos1").finally(() => plain.stop());
-    const fwd = await gatewayServer(dataDir, [], "gateway-forward", env).start(launch);
+    const fwd = await gatewayServer(dataDir, flags, "gateway-forward", env).start(launch);
     const lags: number[] = [];
     const lagSeconds: number[] = [];
     let sampling = true;

@@ -224,7 +224,7 @@ try {
   }
   if (scenarioIds.includes("forward")) {
     for (const s of Object.values(servers)) await s.stop();
-    const f = await forwardScenario(dataDir, launch, SMOKE, runLoadgen);
+    const f = await forwardScenario(dataDir, gwFlags, launch, SMOKE, runLoadgen);
     results.forward = { gateway: { ...f } };
     console.log(
       `forward (${f.upstream}): backlog of ${f.drainMessages} drained at ${f.drainMsgPerSec} msg/s; ` +
