@@ -30,8 +30,11 @@ export interface UplinkStatus {
   readonly partitions: number;
 }
 
-/** How long a stop waits for sends under way, and how often new local topics are looked for. */
-const TIMING = { stopWaitMs: 2_000, discoverEveryMs: 1_000 } as const;
+/**
+ * How long a stop waits for sends under way, how often new local topics are looked for, and
+ * how often the lanes' forwarded positions are stored (ms).
+ */
+const TIMING = { stopWaitMs: 2_000, discoverEveryMs: 1_000, flushEveryMs: 200 } as const;
 
 /** Copies the local log to the upstream. */
 export class Forwarder {
@@ -51,6 +54,8 @@ export class Forwarder {
   #tick: Promise<void> | undefined;
   #discovering: Promise<void> | undefined;
   #discoverTimer: ReturnType<typeof setInterval> | undefined;
+  #flushTimer: ReturnType<typeof setInterval> | undefined;
+  #flushing: Promise<unknown> | undefined;
 
   constructor(local: LogBackend, open: UpstreamOpener, o: ForwarderOptions, logger: Logger) {
     this.#local = local;
@@ -81,6 +86,7 @@ export class Forwarder {
     void this.uplink();
     await this.#discover();
     this.#discoverTimer = setInterval(() => void this.#discover(), TIMING.discoverEveryMs);
+    this.#flushTimer = setInterval(() => void this.#flushPositions(), TIMING.flushEveryMs);
   }
 
   /** Stops the lanes (a send under way is waited for a moment) and closes the upstream. */
@@ -88,12 +94,15 @@ export class Forwarder {
     if (this.#stopping) return;
     this.#stopping = true;
     clearInterval(this.#discoverTimer);
+    clearInterval(this.#flushTimer);
     this.#wakeStop();
     const lanes = Promise.all([...this.#lanes.values()].map((l) => l.start()));
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([lanes, new Promise<void>((r) => timer = setTimeout(r, TIMING.stopWaitMs))]);
     clearTimeout(timer);
     await this.#discovering;
+    await this.#flushing;
+    await this.#flushPositions();
     await this.#connecting;
     await this.#upstream?.close().catch(() => {});
     this.#upstream = null;
@@ -184,6 +193,15 @@ export class Forwarder {
         lane.start().catch((e) => this.#failed(e, lane.address));
       }
     }
+  }
+
+  /** Stores every lane's moved position, in one go (one flush at a time). */
+  #flushPositions(): Promise<unknown> {
+    if (this.#flushing) return this.#flushing;
+    const lanes = [...this.#lanes.values()];
+    this.#flushing = Promise.all(lanes.map((l) => l.flushPosition().catch(() => {})))
+      .finally(() => this.#flushing = undefined);
+    return this.#flushing;
   }
 
   /** The upstream topic's partition count; a missing topic is created like the local one. */

@@ -51,6 +51,8 @@ export class ForwardLane {
   #mark: number | null = null;
   #resolved = false;
   #sendsSinceMark = 0;
+  /** The forwarded position last stored in the local catalog (-1: none). */
+  #storedPosition = -1;
   /** The local partition's next offset as last seen. */
   #localEnd = 0;
   /** Append time (µs) of the oldest unforwarded message, while there is one. */
@@ -84,6 +86,7 @@ export class ForwardLane {
     const ctx = this.#ctx;
     const stored = await ctx.local.getOffset(FORWARD_CONSUMER, this.address);
     this.#next = stored === null ? 0 : stored + 1;
+    this.#storedPosition = stored ?? -1;
     this.#mark = await ctx.local.getOffset(MARK_CONSUMER, this.address);
     let failures = 0;
     while (!ctx.stopping()) {
@@ -97,7 +100,7 @@ export class ForwardLane {
         this.#resolved = false;
         this.#resending = true;
         ctx.failed(e, this.address);
-        await this.#observeLocal().catch(() => {}); // the lag goes on growing meanwhile
+        await this.#observeLocal(true).catch(() => {}); // the lag grows meanwhile
         await ctx.backOff(++failures);
       }
     }
@@ -111,18 +114,21 @@ export class ForwardLane {
     const up = ctx.uplink();
     const waiting = up.then(() => true);
     while (!ctx.stopping()) {
-      await this.#observeLocal();
+      await this.#observeLocal(true);
       if (await Promise.race([waiting, ctx.linger().then(() => false)])) break;
     }
     return up;
   }
 
-  /** The local end and, when behind, the append time of the oldest unforwarded message. */
-  async #observeLocal(): Promise<void> {
+  /**
+   * The local end; with `oldest`, when behind, also the append time of the oldest unforwarded
+   * message (while sending, each batch's first message tells it without a read of its own).
+   */
+  async #observeLocal(oldest = false): Promise<void> {
     const local = this.#ctx.local;
     this.#localEnd = await local.nextOffset(this.address);
     if (this.#localEnd <= this.#next) this.#oldestMicros = null;
-    else if (this.#oldestMicros === null) {
+    else if (oldest && this.#oldestMicros === null) {
       const [oldest] = await local.poll(this.address, this.#next, 1);
       this.#oldestMicros = oldest?.timestampMicros ?? null;
     }
@@ -139,16 +145,17 @@ export class ForwardLane {
     if (this.#localEnd <= this.#next) return ctx.linger();
     const batch = await this.#read();
     if (batch.length === 0) return ctx.linger();
+    this.#oldestMicros = batch[0].timestampMicros;
     const messages = batch.map((m) => forwardedMessage(m, ctx.options.gatewayId, partition));
     await upstream.append({ ...target, messages });
     const last = batch[batch.length - 1].offset;
     this.#next = last + 1;
-    this.#oldestMicros = null; // the next observation reads the new oldest
+    this.#oldestMicros = null; // the next batch tells the new oldest
     ctx.counters.sent += batch.length;
     for (const m of batch) ctx.counters.sentBytes += m.payload.length;
     if (this.#resending) ctx.counters.resent += batch.length;
     this.#resending = false;
-    await ctx.local.storeOffset(FORWARD_CONSUMER, this.address, last);
+    // The position is stored by the forwarder's next flush ({@link flushPosition}).
     if (++this.#sendsSinceMark >= MARK.everySends) await this.#moveMark(upstream, target);
   }
 
@@ -198,8 +205,8 @@ export class ForwardLane {
       if (found >= this.#next) {
         ctx.counters.foundUpstream += landed;
         this.#next = found + 1;
-        await ctx.local.storeOffset(FORWARD_CONSUMER, this.address, found);
       }
+      await this.flushPosition(); // before the mark moves past what it covers
     }
     this.#mark = end;
     await ctx.local.storeOffset(MARK_CONSUMER, this.address, end);
@@ -207,9 +214,23 @@ export class ForwardLane {
     this.#resolved = true;
   }
 
+  /**
+   * Stores the forwarded position if it moved since it was last stored. Sends do not store it
+   * each: the forwarder flushes every lane's together, a few times a second (one catalog
+   * write for all), and a lane before its mark moves: a stored mark must never pass messages
+   * the stored position does not cover, or a restart would send them again.
+   */
+  async flushPosition(): Promise<void> {
+    const confirmed = this.#next - 1;
+    if (confirmed <= this.#storedPosition) return;
+    await this.#ctx.local.storeOffset(FORWARD_CONSUMER, this.address, confirmed);
+    this.#storedPosition = Math.max(this.#storedPosition, confirmed);
+  }
+
   /** Between sends, nothing of this lane is in flight: the upstream end is a safe mark. */
   async #moveMark(upstream: LogBackend, target: PartitionAddress): Promise<void> {
     const end = await upstream.nextOffset(target);
+    await this.flushPosition();
     this.#mark = end;
     await this.#ctx.local.storeOffset(MARK_CONSUMER, this.address, end);
     this.#sendsSinceMark = 0;
