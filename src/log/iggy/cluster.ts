@@ -97,13 +97,14 @@ export class ClusterPool {
 
   /**
    * Sends one request: to the primary named by `options.node` when connected, else to any
-   * live node; a node without a ready connection passes the request to the next.
+   * live node; a node without a ready connection passes the request to the next, unless it is
+   * reconnecting at once (the request then waits for it there).
    */
   readonly request: PoolRequest = async (code, body, framed, options) => {
     let last: unknown;
     for (const i of this.#order(options?.node)) {
       const pool = this.#pools[i];
-      if (!pool.ready && this.#pools.length > 1) {
+      if (!pool.ready && !pool.relinking && this.#pools.length > 1) {
         last ??= new NotSentError(pool.lastError?.message ?? "No Iggy node is ready");
         continue;
       }
