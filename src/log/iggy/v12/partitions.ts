@@ -88,13 +88,16 @@ export class PartitionOps012 implements PartitionOps {
   }
 
   /** The partition's route, from the cache or looked up (any node answers 105). */
-  async route(a: Address): Promise<Route> {
-    const key = routeKey(a.stream, a.topic, a.partition);
-    const hit = this.#routes.get(key);
-    if (hit) return hit;
+  route(a: Address): Promise<Route> {
+    const hit = this.#routes.get(routeKey(a.stream, a.topic, a.partition));
+    return hit ? Promise.resolve(hit) : this.#lookUp(a);
+  }
+
+  /** Asks any node for the partition's route (105) and caches it. */
+  async #lookUp(a: Address): Promise<Route> {
     const body = routeBody(a.stream, a.topic, a.partition);
     const route = decodeRoute(await this.#d.request(Code012.GET_PARTITION_ROUTE, body, false, {}));
-    this.#routes.set(key, route);
+    this.#routes.set(routeKey(a.stream, a.topic, a.partition), route);
     return route;
   }
 
@@ -155,7 +158,13 @@ export class PartitionOps012 implements PartitionOps {
     frame: Uint8Array,
     count: number,
   ): Promise<Uint8Array> {
-    const s: SendState = { key, frame, stamp: this.#restamp(key, frame, false), unsure: false };
+    let stamp: ProducerStamp;
+    try {
+      stamp = this.#restamp(key, frame, false);
+    } catch (e) {
+      stamp = await this.#stampWhenLinked(e, key, a, frame);
+    }
+    const s: SendState = { key, frame, stamp, unsure: false };
     try {
       const reply = await this.#routed(
         a,
@@ -179,6 +188,23 @@ export class PartitionOps012 implements PartitionOps {
       }
       throw e;
     }
+  }
+
+  /**
+   * Stamps the batch after a stamp failed with `e`. A new producer id is minted from the session
+   * of a live connection: when every connection was just lost (a reset uplink) there is none
+   * until one is back, so the route is looked up again first, which waits for the pool's fresh
+   * connection (or fails as never sent when none comes) and finds the primary after the break.
+   */
+  async #stampWhenLinked(
+    e: unknown,
+    key: string,
+    a: Address,
+    frame: Uint8Array,
+  ): Promise<ProducerStamp> {
+    if (this.#d.session() !== undefined) throw e;
+    await this.#lookUp(a);
+    return this.#restamp(key, frame, false);
   }
 
   /** Whether a send that failed with `e` goes again, restamping `s` when it must. */
@@ -291,6 +317,7 @@ export class PartitionOps012 implements PartitionOps {
           ...o,
           timeoutMs: waitMs + this.#d.timeoutMs,
           onSent: (c) => {
+            if (cancel) this.#deferred.delete(cancel); // sent again on a fresh connection
             cancel = c;
             this.#deferred.add(c);
             if (signal?.aborted) c(); // aborted while it was being written

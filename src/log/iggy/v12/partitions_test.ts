@@ -57,6 +57,23 @@ Deno.test("PartitionOps012: a send that was never written (NotSentError) is not 
   assert.equal(p.stats.resends, 0);
 });
 
+Deno.test("PartitionOps012: a new producer while no connection is live waits for one (a route lookup) instead of failing", async () => {
+  const asked: number[] = [];
+  let live = false;
+  const p = new PartitionOps012({
+    request: (code) => {
+      asked.push(code);
+      if (code !== Code012.GET_PARTITION_ROUTE) return Promise.resolve(sendReply);
+      live = true; // the pool answers once a fresh connection is registered
+      return Promise.resolve(routeReply());
+    },
+    session: () => (live ? 3n : undefined),
+    timeoutMs: 1000,
+  });
+  await p.send(A, frame(), 1);
+  assert.deepEqual(asked, [Code012.GET_PARTITION_ROUTE, Code.SEND_MESSAGES]);
+});
+
 Deno.test("PartitionOps012: an abort while the deferred poll is being written cancels it at once", async () => {
   const ac = new AbortController();
   const p = ops((code, o) => {
