@@ -167,7 +167,9 @@ export class IggyConnection {
         this.lastUsed = Date.now();
         const written = this.#writer.write(frame).catch((e) => {
           this.#fail(
-            new IggyConnectionError(`Iggy connection ${this.#label} closed`, { cause: e }),
+            new IggyConnectionError(`Iggy connection ${this.#label} failed writing: ${e}`, {
+              cause: e,
+            }),
           );
         });
         // A server that stopped reading leaves the write pending: the reply's timeout (or the

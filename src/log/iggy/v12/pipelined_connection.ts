@@ -289,7 +289,9 @@ export class IggyConnection012 {
       this.lastUsed = Date.now();
       const written = this.#writer.write(frame).catch((e) =>
         this.#fail(
-          new IggyConnectionError(`Iggy connection ${this.#o.label} closed`, { cause: e }),
+          new IggyConnectionError(`Iggy connection ${this.#o.label} failed writing: ${e}`, {
+            cause: e,
+          }),
         )
       );
       // A write that never completes (a stuck socket) must not outlive the request's deadline.
