@@ -24,6 +24,9 @@ export interface ForwardFigures {
   readonly lagP99Messages: number;
   readonly lagP99Seconds: number;
   readonly loadgenCpu: number;
+  /** The gateway's CPU% during the live load, without and with forwarding. */
+  readonly serverCpuWithout: number;
+  readonly serverCpuWith: number;
 }
 
 type Loadgen = (s: Running, id: string) => Promise<Record<string, unknown> | null>;
@@ -160,6 +163,8 @@ export async function forwardScenario(
       lagP99Messages: p99(lags.filter(Number.isFinite)),
       lagP99Seconds: p99(lagSeconds.filter(Number.isFinite)),
       loadgenCpu: Number(withFwd?.loadgenCpuPct ?? NaN),
+      serverCpuWithout: Number(without?.serverCpuPct ?? NaN),
+      serverCpuWith: Number(withFwd?.serverCpuPct ?? NaN),
     };
   } finally {
     await up.stop();

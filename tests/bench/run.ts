@@ -234,6 +234,9 @@ try {
         `${f.liveRatio.toFixed(2)}x; forward lag p99 ${f.lagP99Messages} messages, ${
           f.lagP99Seconds.toFixed(3)
         } s; ` +
+        `gateway CPU ${f.serverCpuWith.toFixed(0)}% with, ${
+          f.serverCpuWithout.toFixed(0)
+        }% without; ` +
         `load generator CPU ${f.loadgenCpu.toFixed(0)}%`,
     );
   }
