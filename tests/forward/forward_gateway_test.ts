@@ -37,17 +37,20 @@ function forwardEnv(address: string, dialect: "0.11" | "0.12"): Record<string, s
   };
 }
 
-/** `devices` clients publish `each` QoS 1 messages `<device>:<seq>`; resolves when all PUBACKed. */
-async function publishAll(gw: TestGateway, devices: number, each: number): Promise<void> {
+/**
+ * `devices` clients publish `each` QoS 1 messages `<device>:<seq>` (seq from `from`); resolves
+ * when all are PUBACKed.
+ */
+async function publishAll(gw: TestGateway, devices: number, each: number, from = 0) {
   await Promise.all(Array.from({ length: devices }, async (_, d) => {
     const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
       clientId: `dev-${d}`,
       reconnectPeriod: 0,
     });
     try {
-      for (let i = 0; i < each; i += 50) {
+      for (let i = from; i < from + each; i += 50) {
         const sends = [];
-        for (let j = i; j < Math.min(each, i + 50); j++) {
+        for (let j = i; j < Math.min(from + each, i + 50); j++) {
           sends.push(c.publishAsync(`sensors/d${d}/data`, `d${d}:${j}`, { qos: 1 }));
         }
         await Promise.all(sends);
@@ -147,10 +150,16 @@ for (const dialect of ["0.11", "0.12"] as const) {
     const store = new FakeStore();
     const node = new FakeNode({ dialect, store });
     const target = node.listen();
-    const proxy = await startResetProxy({ target, everyMs: 300 });
+    // Reset by hand between rounds as well as on the timer: a busy test process may run its
+    // rounds between two ticks.
+    const proxy = await startResetProxy({ target, everyMs: 100 });
     const gw = await startGateway({ env: forwardEnv(proxy.address, dialect) });
     try {
-      await publishAll(gw, 4, 1500);
+      for (let round = 0; round < 5; round++) {
+        await publishAll(gw, 4, 300, round * 300);
+        await waitFor(() => proxy.connections > 0, 5_000, "the uplink connected");
+        proxy.resetNow();
+      }
       await waitFor(
         () => upstreamCount(store) >= 6000 && gw.gateway.forwarder!.status().lagMessages === 0,
         20_000,
