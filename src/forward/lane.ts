@@ -186,7 +186,10 @@ export class ForwardLane {
    */
   async #resolve(upstream: LogBackend, target: PartitionAddress): Promise<void> {
     const ctx = this.#ctx;
-    const end = await settledEnd(upstream, target);
+    // With no mark yet nothing of this lane was ever sent: the end needs no settling.
+    const end = this.#mark === null
+      ? await upstream.nextOffset(target)
+      : await settledEnd(upstream, target);
     if (this.#mark !== null) {
       let found = -1;
       let landed = 0;
