@@ -51,10 +51,7 @@ export async function reclaimOldestSegment(
     }
     if (best < 0) break;
     const p = parts[best];
-    const head = heads[best]!;
-    if (head.end > firstUnforwarded[best]) {
-      if (!hold.dropUnforwarded) break;
-    }
+    if (heads[best]!.end > firstUnforwarded[best] && !hold.dropUnforwarded) break;
     dropped += log.dropOldest(p, () => true, 1).messages;
     heads[best] = log.oldest(p);
     if (++taken % CHUNK_RECORDS === 0) await new Promise((r) => setImmediate(r));
