@@ -20,23 +20,15 @@ import {
 } from "../port.ts";
 import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
-import { GroupCommit, type GroupCommitStats } from "./_group_commit.ts";
+import type { GroupCommitStats } from "./_group_commit.ts";
 import type { MessageLog } from "./_message_log.ts";
-import { RetentionRunner } from "./_retention_runner.ts";
-import { forwardRoom } from "./_forward_room.ts";
+import { openWriteSide, type WriteSide } from "./_write_side.ts";
 import { type OpenedStore, openStore } from "./_open_store.ts";
 import { EmbeddedUsers } from "./_users.ts";
 import { checkAppendBatch, validateName } from "./_validate.ts";
 import { storeHealth } from "./_health.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
-
-/** The writing side: absent in read-only mode. */
-interface WriteSide {
-  readonly link: WriterLink;
-  readonly commits: GroupCommit;
-  readonly retention: RetentionRunner;
-}
 
 /** An open store's files (see {@link OpenedStore}) and its write side. */
 interface OpenState extends Omit<OpenedStore, "link"> {
@@ -292,36 +284,19 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   #writeSide(link: WriterLink, log: MessageLog, catalog: Catalog): WriteSide {
-    const commits = new GroupCommit(
-      link,
-      log,
-      this.#options.maxAppendBatch,
-      this.#clock,
-      (e) => this.#appendError(e),
-      // Healthy again only once a transaction is on disk, not merely committed: a disk that
-      // fails every fsync must keep /ready at 503.
-      () => {
+    return openWriteSide(link, log, catalog, this.#options, {
+      clock: this.#clock,
+      appendFailed: (e) => this.#appendError(e),
+      durable: () => {
         this.#full = false;
         this.#appendFailure = undefined;
-        if (retention.needsRoom) retention.soon();
       },
-    );
-    const { retentionMaxAgeSeconds, retentionMaxTopicBytes, retentionIntervalMs } = this.#options;
-    const retention = new RetentionRunner(
-      log,
-      catalog,
-      link,
-      {
-        maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
-        maxTopicBytes: retentionMaxTopicBytes,
-      },
-      forwardRoom(this.#options, (consumer, topicId, partition) => {
+      offsetOf: (consumer, topicId, partition) => {
         const row = this.#state?.reads.selectConsumerOffset.get(consumer, topicId, partition);
         return (row as { consumer_offset: number } | undefined)?.consumer_offset ?? null;
-      }),
-    );
-    retention.schedule(retentionIntervalMs, () => this.runRetention());
-    return { link, commits, retention };
+      },
+      runRetention: () => this.runRetention(),
+    });
   }
 
   /** The writer died: everything queued fails now, and health says why until reopened. */

@@ -1,0 +1,68 @@
+/**
+ * The writing side of an open store: the group commit that appends and syncs, and the
+ * retention runner (with forward mode's hold, and its passes on demand when the store needs
+ * room). Absent in read-only mode.
+ *
+ * @module
+ */
+import type { BackendError } from "../port.ts";
+import type { Catalog } from "./_catalog.ts";
+import { GroupCommit } from "./_group_commit.ts";
+import type { MessageLog } from "./_message_log.ts";
+import { RetentionRunner } from "./_retention_runner.ts";
+import { forwardRoom, type StoredOffsetOf } from "./_forward_room.ts";
+import type { WriterLink } from "./_writer_link.ts";
+import type { EmbeddedOptions } from "./options.ts";
+
+/** The writing side: absent in read-only mode. */
+export interface WriteSide {
+  readonly link: WriterLink;
+  readonly commits: GroupCommit;
+  readonly retention: RetentionRunner;
+}
+
+/** What the write side tells its backend, and asks of it. */
+export interface WriteSideHooks {
+  readonly clock: () => number;
+  /** An append failed: the backend's error for it (and its health). */
+  appendFailed(e: unknown): BackendError;
+  /** A transaction is on disk: the backend is healthy again. */
+  durable(): void;
+  /** A consumer's stored offset (forward mode's hold reads the forwarder's). */
+  readonly offsetOf: StoredOffsetOf;
+  /** One retention pass with the backend's error handling (the timer's, and on demand). */
+  runRetention(): Promise<unknown>;
+}
+
+/** Builds the write side over an open store's log, catalog and writer link. */
+export function openWriteSide(
+  link: WriterLink,
+  log: MessageLog,
+  catalog: Catalog,
+  options: EmbeddedOptions,
+  hooks: WriteSideHooks,
+): WriteSide {
+  const commits = new GroupCommit(
+    link,
+    log,
+    options.maxAppendBatch,
+    hooks.clock,
+    (e) => hooks.appendFailed(e),
+    // Healthy again only once a transaction is on disk, not merely committed: a disk that
+    // fails every fsync must keep /ready at 503.
+    () => {
+      hooks.durable();
+      if (retention.needsRoom) retention.soon();
+    },
+  );
+  const { retentionMaxAgeSeconds, retentionMaxTopicBytes, retentionIntervalMs } = options;
+  const retention = new RetentionRunner(
+    log,
+    catalog,
+    link,
+    { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
+    forwardRoom(options, hooks.offsetOf),
+  );
+  retention.schedule(retentionIntervalMs, hooks.runRetention);
+  return { link, commits, retention };
+}
