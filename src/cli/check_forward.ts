@@ -10,6 +10,7 @@ import { OperatorError } from "../config/errors.ts";
 import type { LogBackend } from "../log/port.ts";
 import { type CompiledMap, constantTargets } from "../mapping/mod.ts";
 import { openStore } from "./read.ts";
+import { openIggy } from "../forward/from_config.ts";
 
 /** Lines of the forward plan (none when forwarding is off). */
 export async function forwardPlanLines(
@@ -76,15 +77,8 @@ async function localTargets(config: GatewayConfig, map: CompiledMap): Promise<Ma
   return out;
 }
 
-async function openUpstream(config: GatewayConfig): Promise<LogBackend | string> {
-  const { IggyBackend } = await import("../log/iggy/mod.ts");
+/** The upstream of `[iggy]`, or why it could not be opened. */
+function openUpstream(config: GatewayConfig): Promise<LogBackend | string> {
   const auth = { patUsername: config.auth.pat_username, cacheTtlMs: config.auth.cache_ttl_ms };
-  const upstream = new IggyBackend(config.iggy, auth);
-  try {
-    await upstream.open();
-    return upstream;
-  } catch (e) {
-    await upstream.close().catch(() => {});
-    return (e as Error).message;
-  }
+  return openIggy(config.iggy, auth).catch((e) => (e as Error).message);
 }

@@ -54,6 +54,7 @@ export class Forwarder {
   #tick: Promise<void> | undefined;
   #discovering: Promise<void> | undefined;
   #discoverTimer: ReturnType<typeof setInterval> | undefined;
+  #lanesContext: LaneContext | undefined;
   #flushTimer: ReturnType<typeof setInterval> | undefined;
   #flushing: Promise<unknown> | undefined;
 
@@ -160,7 +161,8 @@ export class Forwarder {
     return null;
   }
 
-  #context(): LaneContext {
+  /** What every lane is given (one object for all of them). */
+  #laneContext(): LaneContext {
     return {
       local: this.#local,
       options: this.#o,
@@ -183,7 +185,7 @@ export class Forwarder {
 
   async #addLanes(): Promise<void> {
     const topics = await this.#local.listTopics?.().catch(() => []) ?? [];
-    const ctx = this.#context();
+    const ctx = this.#lanesContext ??= this.#laneContext();
     for (const t of topics) {
       for (let p = 0; p < t.partitions && !this.#stopping; p++) {
         const key = `${t.stream}\n${t.topic}\n${p}`;

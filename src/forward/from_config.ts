@@ -53,17 +53,28 @@ function iggyOpener(config: GatewayConfig, logger: Logger): UpstreamOpener {
     batch_linger_ms: 0,
   };
   const auth = { patUsername: config.auth.pat_username, cacheTtlMs: config.auth.cache_ttl_ms };
-  return async () => {
-    const { IggyBackend } = await import("../log/iggy/mod.ts");
-    const upstream = new IggyBackend(iggy, auth, { logger });
-    try {
-      await upstream.open();
-      return upstream;
-    } catch (e) {
-      await upstream.close().catch(() => {});
-      throw e;
-    }
-  };
+  return () => openIggy(iggy, auth, logger);
+}
+
+/**
+ * An open Iggy backend on `iggy` (`[iggy]`, perhaps with other batch settings); one that cannot
+ * connect is closed again and the open's error thrown. The client is imported only here: an
+ * embedded gateway without forwarding never loads it.
+ */
+export async function openIggy(
+  iggy: GatewayConfig["iggy"],
+  auth: { readonly patUsername: string; readonly cacheTtlMs: number },
+  logger?: Logger,
+): Promise<LogBackend> {
+  const { IggyBackend } = await import("../log/iggy/mod.ts");
+  const upstream = new IggyBackend(iggy, auth, { logger });
+  try {
+    await upstream.open();
+    return upstream;
+  } catch (e) {
+    await upstream.close().catch(() => {});
+    throw e;
+  }
 }
 
 function registerGauges(m: Metrics, fw: Forwarder): void {
