@@ -78,16 +78,8 @@ function p99(xs: number[]): number {
   return s[Math.min(s.length - 1, Math.floor(s.length * 0.99))];
 }
 
-/** Drain rate of a backlog of `messages` (msg/s), from the gateway's ready to no lag. */
-async function drain(
-  dataDir: string,
-  flags: string[],
-  launch: LaunchOptions,
-  env: Record<string, string>,
-  messages: number,
-): Promise<number> {
-  const path = `${dataDir}/forward-backlog/gateway.db`;
-  const stream = `bench-forward-${Date.now()}`;
+/** Builds an embedded store at `path` holding `messages` bench messages in `stream` (build_store.ts). */
+export async function buildBacklog(path: string, messages: number, stream: string): Promise<void> {
   const built = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -102,6 +94,19 @@ async function drain(
     stderr: "piped",
   }).output();
   if (!built.success) throw new Error(new TextDecoder().decode(built.stderr).slice(-800));
+}
+
+/** Drain rate of a backlog of `messages` (msg/s), from the gateway's ready to no lag. */
+async function drain(
+  dataDir: string,
+  flags: string[],
+  launch: LaunchOptions,
+  env: Record<string, string>,
+  messages: number,
+): Promise<number> {
+  const path = `${dataDir}/forward-backlog/gateway.db`;
+  const stream = `bench-forward-${Date.now()}`;
+  await buildBacklog(path, messages, stream);
   const def = gatewayServer(dataDir, flags, "gateway-forward-drain", {
     ...env,
     IGGY_MQTT_EMBEDDED_PATH: path,

@@ -13,7 +13,9 @@
 import { parseArgs } from "node:util";
 import process from "node:process";
 import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
-import { IggyBackend } from "../../src/log/iggy/mod.ts";
+import { openIggy } from "../../src/forward/from_config.ts";
+import { readTopic } from "../helpers/iggy_client.ts";
+import { buildBacklog } from "./_forward_scenario.ts";
 import { Forwarder } from "../../src/forward/forwarder.ts";
 import { FORWARD_CONSUMER } from "../../src/forward/lane.ts";
 import { ORIGIN_HEADER } from "../../src/forward/origin.ts";
@@ -33,6 +35,7 @@ const { values: a } = parseArgs({
   },
 });
 const MESSAGES = Number(a.messages);
+const AUTH = { patUsername: "", cacheTtlMs: 0 };
 const real = Deno.env.get("IGGY_TEST_ADDRESS") ?? "";
 const fake = real ? null : new FakeNode({
   dialect: a.dialect === "0.12" ? "0.12" : "0.11",
@@ -51,22 +54,6 @@ const iggyConfig = (address: string) =>
     batch_max_bytes: 4 << 20,
     reconnect_max_ms: 500,
   });
-
-async function build(path: string, stream: string): Promise<void> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      `${ROOT}tests/bench/build_store.ts`,
-      `--path=${path}`,
-      `--messages=${MESSAGES}`,
-      `--stream=${stream}`,
-    ],
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
-}
 
 /**
  * The reset proxy in a process of its own (its ticks on time however busy this one is); counts
@@ -127,7 +114,7 @@ async function forwardOnce(
 ): Promise<number> {
   const dir = await Deno.makeTempDir({ prefix: "fwd-resets-" });
   const path = `${dir}/gateway.db`;
-  await build(path, stream);
+  await buildBacklog(path, MESSAGES, stream);
   const local = new EmbeddedBackend({
     path,
     users: [],
@@ -140,16 +127,7 @@ async function forwardOnce(
     forward: { consumer: FORWARD_CONSUMER, whenFull: "refuse" },
   });
   await local.open();
-  const fw = new Forwarder(local, async () => {
-    const up = new IggyBackend(iggyConfig(address), { patUsername: "", cacheTtlMs: 0 });
-    try {
-      await up.open();
-      return up;
-    } catch (e) {
-      await up.close().catch(() => {});
-      throw e;
-    }
-  }, {
+  const fw = new Forwarder(local, () => openIggy(iggyConfig(address), AUTH), {
     gatewayId: label,
     batchMaxMessages: Number(a.batch),
     batchMaxBytes: 4 << 20,
@@ -179,25 +157,12 @@ async function forwardOnce(
 
 /** Messages of `stream` upstream: how many distinct origins, how many stored twice. */
 async function readBack(stream: string): Promise<{ distinct: number; twice: number }> {
-  const iggy = new IggyBackend(iggyConfig(target), { patUsername: "", cacheTtlMs: 0 });
-  await iggy.open();
+  const iggy = await openIggy(iggyConfig(target), AUTH);
   const seen = new Map<string, number>();
   try {
-    const info = await iggy.getTopic(stream, "messages_default");
-    for (let p = 0; p < (info?.partitions ?? 0); p++) {
-      for (let from = 0;;) {
-        const msgs = await iggy.poll(
-          { stream, topic: "messages_default", partition: p },
-          from,
-          1000,
-        );
-        if (msgs.length === 0) break;
-        for (const m of msgs) {
-          const o = m.headers.get(ORIGIN_HEADER) ?? "";
-          seen.set(o, (seen.get(o) ?? 0) + 1);
-        }
-        from = msgs[msgs.length - 1].offset + 1;
-      }
+    for (const m of (await readTopic(iggy, stream, "messages_default")).flat()) {
+      const o = m.headers.get(ORIGIN_HEADER) ?? "";
+      seen.set(o, (seen.get(o) ?? 0) + 1);
     }
   } finally {
     await iggy.close();

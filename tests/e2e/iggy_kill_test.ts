@@ -10,7 +10,8 @@
  * is printed, the assertion then only runs for fsync).
  */
 import assert from "node:assert/strict";
-import { iggyClient } from "../helpers/iggy_client.ts";
+import { iggyClient, readTopic } from "../helpers/iggy_client.ts";
+import { startIggyServer, untilListening } from "../helpers/iggy_server.ts";
 import { freeFixedPort, startGateway, waitFor } from "../helpers/gateway.ts";
 import { publisher, type Tally } from "../helpers/qos1_load.ts";
 
@@ -26,43 +27,17 @@ if (BIN === "") {
   );
 }
 
-/** One Iggy server process on a fixed TCP port and data directory. */
-function startIggy(dataDir: string, port: number): Deno.ChildProcess {
-  return new Deno.Command(BIN, {
-    cwd: dataDir,
-    env: {
-      IGGY_ROOT_USERNAME: "iggy",
-      IGGY_ROOT_PASSWORD: "iggy",
-      IGGY_SYSTEM_PATH: `${dataDir}/local_data`,
-      IGGY_TCP_ADDRESS: `127.0.0.1:${port}`,
-      IGGY_HTTP_ENABLED: "false",
-      IGGY_QUIC_ENABLED: "false",
-      IGGY_WEBSOCKET_ENABLED: "false",
-      IGGY_SYSTEM_SHARDING_CPU_ALLOCATION: "1",
-    },
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-}
-
 /** Every payload stored in stream/topic, with its count, read through Iggy. */
 async function readBack(address: string, stream: string, topic: string) {
   const b = iggyClient(address, "iggy", "iggy");
   await b.open();
   try {
-    const info = await b.getTopic(stream, topic);
-    assert.ok(info, `${stream}/${topic} exists in Iggy`);
+    const parts = await readTopic(b, stream, topic);
+    assert.ok(parts.length > 0, `${stream}/${topic} exists in Iggy`);
     const found = new Map<string, number>();
-    for (let p = 0; p < info.partitions; p++) {
-      for (let from = 0;;) {
-        const msgs = await b.poll({ stream, topic, partition: p }, from, 1000);
-        if (msgs.length === 0) break;
-        for (const m of msgs) {
-          const payload = new TextDecoder().decode(m.payload);
-          found.set(payload, (found.get(payload) ?? 0) + 1);
-        }
-        from = msgs[msgs.length - 1].offset + 1;
-      }
+    for (const m of parts.flat()) {
+      const payload = new TextDecoder().decode(m.payload);
+      found.set(payload, (found.get(payload) ?? 0) + 1);
     }
     return found;
   } finally {
@@ -82,20 +57,8 @@ Deno.test({
     const iggyPort = freeFixedPort();
     const address = `127.0.0.1:${iggyPort}`;
     const stream = `kill_${crypto.randomUUID().slice(0, 8)}`;
-    let iggy = startIggy(dataDir, iggyPort);
-    const up = () =>
-      waitFor(
-        async () => {
-          try {
-            (await Deno.connect({ hostname: "127.0.0.1", port: iggyPort })).close();
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        30_000,
-        "the Iggy server to listen",
-      );
+    let iggy = startIggyServer(BIN, dataDir, iggyPort);
+    const up = () => untilListening(iggyPort, "the Iggy server to listen");
     await up();
     const gw = await startGateway({
       map: `default_stream = "${stream}"\ndefault_topic = "messages"\n`,
@@ -128,7 +91,7 @@ Deno.test({
         await new Promise((r) => setTimeout(r, 500));
         stop.abort();
         await Promise.all(clients);
-        iggy = startIggy(dataDir, iggyPort);
+        iggy = startIggyServer(BIN, dataDir, iggyPort);
         await up();
       }
       await waitFor(() => gw.gateway.readiness().ready, 30_000, "the gateway to be ready");

@@ -4,7 +4,8 @@
  * acknowledged lost), `drop_oldest` keeps accepting and the forwarder reports the gap.
  */
 import assert from "node:assert/strict";
-import { Forwarder, type ForwarderOptions } from "../../src/forward/forwarder.ts";
+import { Forwarder } from "../../src/forward/forwarder.ts";
+import { testForwarderOptions } from "../helpers/forward.ts";
 import { FORWARD_CONSUMER } from "../../src/forward/lane.ts";
 import { BackendError, type LogBackend } from "../../src/log/port.ts";
 import { Logger } from "../../src/observe/logger.ts";
@@ -12,15 +13,7 @@ import { openTestStore, sizedMessage } from "../helpers/embedded_store.ts";
 import { FaultyUpstream } from "../helpers/faulty_upstream.ts";
 import { waitFor } from "../helpers/wait.ts";
 
-const OPTIONS: ForwarderOptions = {
-  gatewayId: "edge-1",
-  batchMaxMessages: 64,
-  batchMaxBytes: 1 << 20,
-  lingerMs: 5,
-  retryMaxMs: 50,
-  durableTopics: true,
-  upstreamName: "test upstream",
-};
+const OPTIONS = testForwarderOptions({ gatewayId: "edge-1" });
 const A = { stream: "s", topic: "t", partition: 0 };
 const BOUND = 256 * 1024;
 

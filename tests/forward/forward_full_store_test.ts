@@ -7,14 +7,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
-import { startGateway, waitFor } from "../helpers/gateway.ts";
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
+import { freePort, startGateway, waitFor } from "../helpers/gateway.ts";
 
 /** Payloads stored upstream in sensors/sensor_data, over every partition. */
 function upstreamPayloads(store: FakeStore): Set<string> {

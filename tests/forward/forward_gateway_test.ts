@@ -7,21 +7,14 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { IggyBackend } from "../../src/log/iggy/backend.ts";
-import type { LogBackend } from "../../src/log/port.ts";
 import { ORIGIN_HEADER } from "../../src/forward/origin.ts";
 import { fakeIggyConfig, FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
-import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { freePort, startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { readTopic } from "../helpers/iggy_client.ts";
 import { startResetProxy } from "../helpers/reset_proxy.ts";
 
 const STREAM = "sensors";
 const TOPIC = "sensor_data"; // sensors/<id>/data, keyed by sensor
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 function forwardEnv(address: string, dialect: "0.11" | "0.12"): Record<string, string> {
   return {
@@ -63,29 +56,16 @@ async function publishAll(gw: TestGateway, devices: number, each: number, from =
 
 /** Every message of the upstream topic, per partition, read through our Iggy client. */
 async function readUpstream(address: string, dialect: "0.11" | "0.12"): Promise<string[][]> {
-  const iggy: LogBackend = new IggyBackend(
+  const iggy = new IggyBackend(
     fakeIggyConfig({ address, protocol: dialect }),
     { patUsername: "", cacheTtlMs: 0 },
   );
   await iggy.open();
   try {
-    const info = await iggy.getTopic(STREAM, TOPIC);
-    const out: string[][] = [];
-    for (let p = 0; p < (info?.partitions ?? 0); p++) {
-      const a = { stream: STREAM, topic: TOPIC, partition: p };
-      const end = await iggy.nextOffset(a);
-      const got: string[] = [];
-      for (let from = 0; from < end;) {
-        const msgs = await iggy.poll(a, from, Math.min(1000, end - from));
-        if (msgs.length === 0) break;
-        for (const m of msgs) {
-          got.push(`${new TextDecoder().decode(m.payload)}@${m.headers.get(ORIGIN_HEADER)}`);
-        }
-        from = msgs[msgs.length - 1].offset + 1;
-      }
-      out.push(got);
-    }
-    return out;
+    const parts = await readTopic(iggy, STREAM, TOPIC);
+    return parts.map((part) =>
+      part.map((m) => `${new TextDecoder().decode(m.payload)}@${m.headers.get(ORIGIN_HEADER)}`)
+    );
   } finally {
     await iggy.close();
   }

@@ -6,10 +6,10 @@
  * Read back through Iggy. Skipped, loudly, without the binary.
  */
 import assert from "node:assert/strict";
-import { iggyClient } from "../helpers/iggy_client.ts";
+import { iggyClient, readTopic } from "../helpers/iggy_client.ts";
+import { startIggyServer, untilListening } from "../helpers/iggy_server.ts";
 import { freeFixedPort, startGateway, waitFor } from "../helpers/gateway.ts";
 import { publisher, type Tally } from "../helpers/qos1_load.ts";
-import { ORIGIN_HEADER } from "../../src/forward/origin.ts";
 
 const BIN = Deno.env.get("IGGY_TEST_SERVER_BIN") ?? "";
 const CLIENTS = 20;
@@ -18,55 +18,20 @@ if (BIN === "") {
   console.warn("WARNING: IGGY_TEST_SERVER_BIN is not set; forward mode against Iggy is SKIPPED.");
 }
 
-function startIggy(dataDir: string, port: number): Deno.ChildProcess {
-  return new Deno.Command(BIN, {
-    cwd: dataDir,
-    env: {
-      IGGY_ROOT_USERNAME: "iggy",
-      IGGY_ROOT_PASSWORD: "iggy",
-      IGGY_SYSTEM_PATH: `${dataDir}/local_data`,
-      IGGY_TCP_ADDRESS: `127.0.0.1:${port}`,
-      IGGY_HTTP_ENABLED: "false",
-      IGGY_QUIC_ENABLED: "false",
-      IGGY_WEBSOCKET_ENABLED: "false",
-      IGGY_SYSTEM_SHARDING_CPU_ALLOCATION: "1",
-    },
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-}
-
-/** Per partition, the (payload, origin) pairs in offset order, read through Iggy. */
+/** Per partition, the payloads in offset order, read through Iggy. */
 async function readBack(address: string, stream: string, topic: string) {
   const b = iggyClient(address, "iggy", "iggy");
   await b.open();
   try {
-    const info = await b.getTopic(stream, topic);
-    if (!info) return [];
-    const parts: { payload: string; origin: string }[][] = [];
-    for (let p = 0; p < info.partitions; p++) {
-      const got: { payload: string; origin: string }[] = [];
-      for (let from = 0;;) {
-        const msgs = await b.poll({ stream, topic, partition: p }, from, 1000);
-        if (msgs.length === 0) break;
-        for (const m of msgs) {
-          got.push({
-            payload: new TextDecoder().decode(m.payload),
-            origin: m.headers.get(ORIGIN_HEADER) ?? "",
-          });
-        }
-        from = msgs[msgs.length - 1].offset + 1;
-      }
-      parts.push(got);
-    }
-    return parts;
+    const parts = await readTopic(b, stream, topic);
+    return parts.map((part) => part.map((m) => ({ payload: new TextDecoder().decode(m.payload) })));
   } finally {
     await b.close();
   }
 }
 
 /** Each client's payloads in order within their partition, and no payload twice. */
-function check(parts: { payload: string; origin: string }[][], acked: Set<string>) {
+function check(parts: { payload: string }[][], acked: Set<string>) {
   const count = new Map<string, number>();
   for (const part of parts) {
     const lastSeq = new Map<string, number>();
@@ -106,19 +71,7 @@ Deno.test({
     const tally: Tally = { sent: 0, acked: new Set() };
     const seqs = Array.from({ length: CLIENTS }, () => ({ n: 0 }));
     let iggy: Deno.ChildProcess | undefined;
-    const listening = () =>
-      waitFor(
-        async () => {
-          try {
-            (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        30_000,
-        "Iggy to listen",
-      );
+    const listening = () => untilListening(port, "Iggy to listen");
     try {
       // 1. Uplink down: 20 clients, TOTAL QoS 1 messages, every one PUBACKed.
       const stop = new AbortController();
@@ -129,7 +82,7 @@ Deno.test({
       stop.abort();
       await Promise.all(clients);
       const pubacked = tally.acked.size;
-      iggy = startIggy(dataDir, port);
+      iggy = startIggyServer(BIN, dataDir, port);
       await listening();
       const t0 = performance.now();
       await waitFor(
@@ -158,7 +111,7 @@ Deno.test({
         iggy.kill("SIGKILL");
         await iggy.status;
         await new Promise((res) => setTimeout(res, 500));
-        iggy = startIggy(dataDir, port);
+        iggy = startIggyServer(BIN, dataDir, port);
         await listening();
         live.abort();
         await Promise.all(load);

@@ -9,7 +9,8 @@ import { removeStore } from "../helpers/store.ts";
 import { freeFixedPort, waitFor } from "../helpers/gateway.ts";
 import { publisher, type Tally } from "../helpers/qos1_load.ts";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
-import { iggyClient } from "../helpers/iggy_client.ts";
+import { iggyClient, readTopic } from "../helpers/iggy_client.ts";
+import { listening } from "../helpers/iggy_server.ts";
 
 const DENO = Deno.execPath();
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -51,32 +52,15 @@ function startGateway(
   }).spawn();
 }
 
-async function listening(port: number): Promise<boolean> {
-  try {
-    (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Payload → how many times it is stored in `stream`/messages, read through our Iggy client. */
 async function upstreamPayloads(address: string, stream: string): Promise<Map<string, number>> {
   const iggy = iggyClient(address, "iggy", "iggy");
   await iggy.open();
   const found = new Map<string, number>();
   try {
-    const info = await iggy.getTopic(stream, "messages");
-    for (let p = 0; p < (info?.partitions ?? 0); p++) {
-      for (let from = 0;;) {
-        const msgs = await iggy.poll({ stream, topic: "messages", partition: p }, from, 1000);
-        if (msgs.length === 0) break;
-        for (const m of msgs) {
-          const payload = new TextDecoder().decode(m.payload);
-          found.set(payload, (found.get(payload) ?? 0) + 1);
-        }
-        from = msgs[msgs.length - 1].offset + 1;
-      }
+    for (const m of (await readTopic(iggy, stream, "messages")).flat()) {
+      const payload = new TextDecoder().decode(m.payload);
+      found.set(payload, (found.get(payload) ?? 0) + 1);
     }
   } finally {
     await iggy.close();

@@ -4,7 +4,8 @@
  * down at start, sends cut before and after the upstream stored them, and a restart.
  */
 import assert from "node:assert/strict";
-import { Forwarder, type ForwarderOptions } from "../../src/forward/forwarder.ts";
+import { Forwarder } from "../../src/forward/forwarder.ts";
+import { testForwarderOptions } from "../helpers/forward.ts";
 import { GATEWAY_HEADER, ORIGIN_HEADER } from "../../src/forward/origin.ts";
 import { FORWARD_CONSUMER } from "../../src/forward/lane.ts";
 import type { LogBackend } from "../../src/log/port.ts";
@@ -13,15 +14,7 @@ import { openTestStore, textMessage } from "../helpers/embedded_store.ts";
 import { FaultyUpstream } from "../helpers/faulty_upstream.ts";
 import { waitFor } from "../helpers/wait.ts";
 
-const OPTIONS: ForwarderOptions = {
-  gatewayId: "edge-7",
-  batchMaxMessages: 64,
-  batchMaxBytes: 1 << 20,
-  lingerMs: 5,
-  retryMaxMs: 50,
-  durableTopics: true,
-  upstreamName: "test upstream",
-};
+const OPTIONS = testForwarderOptions();
 const quiet = () => new Logger("error", () => {});
 
 async function appendMany(local: LogBackend, partitions: number, perPartition: number) {

@@ -340,6 +340,14 @@ if (!HAS_MOSQUITTO_CLIENTS) {
 
 export { waitFor } from "./wait.ts";
 
+/** A port free now on 127.0.0.1 (the OS's pick; it may be taken again before it is used). */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
 /**
  * A port for a gateway process the test must reach at a known address (restarts, config
  * files): free when chosen, and below Linux's ephemeral range (32768+) so that no outgoing

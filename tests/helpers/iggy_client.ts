@@ -5,6 +5,7 @@
  * @module
  */
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
+import type { LogBackend, StoredMessage } from "../../src/log/port.ts";
 
 /** An unopened client of the Iggy server at `address`. */
 export function iggyClient(address: string, username: string, password: string): IggyBackend {
@@ -26,4 +27,28 @@ export function iggyClient(address: string, username: string, password: string):
     batch_linger_ms: 0,
     metadata_refresh_ms: 5000,
   }, { patUsername: "__pat__", cacheTtlMs: 0 });
+}
+
+/**
+ * Every message of `stream`/`topic` per partition, in offset order, read through `iggy` (any
+ * open backend): what tests compare with what devices were acknowledged.
+ */
+export async function readTopic(
+  iggy: LogBackend,
+  stream: string,
+  topic: string,
+): Promise<StoredMessage[][]> {
+  const info = await iggy.getTopic(stream, topic);
+  const out: StoredMessage[][] = [];
+  for (let p = 0; p < (info?.partitions ?? 0); p++) {
+    const got: StoredMessage[] = [];
+    for (let from = 0;;) {
+      const msgs = await iggy.poll({ stream, topic, partition: p }, from, 1000);
+      if (msgs.length === 0) break;
+      got.push(...msgs);
+      from = msgs[msgs.length - 1].offset + 1;
+    }
+    out.push(got);
+  }
+  return out;
 }
