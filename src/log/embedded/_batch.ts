@@ -4,13 +4,13 @@
  * (_log_record.ts), so per-record work is paid once per commit and partition, not per message.
  *
  * A message record, little endian: `u32 payloadBytes | u32 headerBytes | f64 timestampMicros |
- * headers (see _headers.ts) | payload`. The group commit encodes records straight into the
+ * headers (see ../header_blob.ts) | payload`. The group commit encodes records straight into the
  * buffer that is written to the log as it is.
  *
  * @module
  */
 import type { OutgoingMessage, StoredMessage } from "../port.ts";
-import { decodeHeaders, headersMaxBytes, writeHeaders } from "./_headers.ts";
+import { decodeHeaders, headersMaxBytes, writeHeaders } from "../header_blob.ts";
 
 /** Bytes of a record's fixed part. */
 export const RECORD_HEADER_BYTES = 16;

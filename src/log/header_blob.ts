@@ -1,6 +1,7 @@
 /**
- * Compact binary encoding of message headers, stored in each message record of a batch
- * (_batch.ts).
+ * The header blob: compact binary encoding of message headers, stored in each message record
+ * of the embedded log's batches (`embedded/_batch.ts`), and read as it is by the Iggy encoder
+ * when stored messages are forwarded (`iggy/blob_headers.ts`).
  *
  * Layout: for each entry in insertion order, `varint(keyBytes) key varint(valueBytes) value`,
  * lengths as unsigned LEB128, strings as UTF-8. No count prefix: the blob length ends it.
@@ -15,14 +16,14 @@
  * @module
  */
 
-import { shortAscii } from "../../base/utf8.ts";
+import { shortAscii } from "../base/utf8.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 const EMPTY = new Uint8Array(0);
 
 /** Keys stored as a one-byte code (index + 1); never reorder, only append. */
-const KEY_CODES = [
+export const KEY_CODES = [
   "mqtt.topic",
   "mqtt.qos",
   "mqtt.client_id",
@@ -43,7 +44,7 @@ export function headersMaxBytes(headers: ReadonlyMap<string, string>): number {
 }
 
 /** Worst case of one entry: 3 UTF-8 bytes per UTF-16 unit plus a 5-byte varint per string. */
-function entryMaxBytes(key: string, value: string): number {
+export function entryMaxBytes(key: string, value: string): number {
   return 10 + (key.length + value.length) * 3;
 }
 
@@ -59,16 +60,22 @@ export function writeHeaders(
   headers: ReadonlyMap<string, string>,
 ): number {
   for (const [key, value] of headers) {
-    if (pos + entryMaxBytes(key, value) > buf.length) return -1;
-    const code = key.length === 0 ? 0 : CODE_OF.get(key);
-    if (code === undefined) pos = writeString(buf, key, pos);
-    else {
-      buf[pos++] = 0;
-      buf[pos++] = code;
-    }
-    pos = writeString(buf, value, pos);
+    pos = writeHeader(buf, pos, key, value);
+    if (pos < 0) return -1;
   }
   return pos;
+}
+
+/** Writes one entry at `pos`; returns the position after it, or -1 when `buf` may be too short. */
+export function writeHeader(buf: Uint8Array, pos: number, key: string, value: string): number {
+  if (pos + entryMaxBytes(key, value) > buf.length) return -1;
+  const code = key.length === 0 ? 0 : CODE_OF.get(key);
+  if (code === undefined) pos = writeString(buf, key, pos);
+  else {
+    buf[pos++] = 0;
+    buf[pos++] = code;
+  }
+  return writeString(buf, value, pos);
 }
 
 /** Writes `varint(len) utf8` at `pos`; returns the position after it. */

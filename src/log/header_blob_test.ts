@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { decodeHeaders, encodeHeaders, headersMaxBytes, writeHeaders } from "./_headers.ts";
+import { decodeHeaders, encodeHeaders, headersMaxBytes, writeHeaders } from "./header_blob.ts";
 
 Deno.test("encodeHeaders() round-trips UTF-8 strings exactly, in insertion order", () => {
   const headers = new Map([
