@@ -6,16 +6,17 @@
  *
  * @module
  */
-import type { LogBackend, PartitionAddress } from "../log/port.ts";
+import type { PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { ForwardCounters } from "./counters.ts";
-import { ForwardLane, type LaneContext } from "./lane.ts";
+import { ForwardLane, type ForwardSource, type ForwardTarget, type LaneContext } from "./lane.ts";
 import type { ForwarderOptions } from "./options.ts";
 
 export type { ForwarderOptions } from "./options.ts";
+export type { ForwardSource, ForwardTarget } from "./lane.ts";
 
 /** Opens a fresh upstream (an Iggy backend); rejects when it cannot connect. */
-export type UpstreamOpener = () => Promise<LogBackend>;
+export type UpstreamOpener = () => Promise<ForwardTarget>;
 
 /** The uplink as `/ready`, `/metrics` and the status page tell it. */
 export interface UplinkStatus {
@@ -39,14 +40,14 @@ const TIMING = { stopWaitMs: 2_000, discoverEveryMs: 1_000, flushEveryMs: 200 } 
 /** Copies the local log to the upstream. */
 export class Forwarder {
   readonly counters: ForwardCounters;
-  readonly #local: LogBackend;
+  readonly #local: ForwardSource;
   readonly #open: UpstreamOpener;
   readonly #o: ForwarderOptions;
   readonly #logger: Logger;
   readonly #lanes = new Map<string, ForwardLane>();
   readonly #targets = new Map<string, Promise<number>>();
-  #upstream: LogBackend | null = null;
-  #connecting: Promise<LogBackend | null> | undefined;
+  #upstream: ForwardTarget | null = null;
+  #connecting: Promise<ForwardTarget | null> | undefined;
   #lastFailure = "not connected yet";
   #stopping = false;
   #wakeStop!: () => void;
@@ -58,7 +59,7 @@ export class Forwarder {
   #flushTimer: ReturnType<typeof setInterval> | undefined;
   #flushing: Promise<unknown> | undefined;
 
-  constructor(local: LogBackend, open: UpstreamOpener, o: ForwarderOptions, logger: Logger) {
+  constructor(local: ForwardSource, open: UpstreamOpener, o: ForwarderOptions, logger: Logger) {
     this.#local = local;
     this.#open = open;
     this.#o = o;
@@ -132,14 +133,14 @@ export class Forwarder {
   }
 
   /** The open upstream, connecting (with back-off) while there is none; null once stopping. */
-  uplink(): Promise<LogBackend | null> {
+  uplink(): Promise<ForwardTarget | null> {
     if (this.#stopping) return Promise.resolve(null);
     if (this.#upstream) return Promise.resolve(this.#upstream);
     this.#connecting ??= this.#connect().finally(() => this.#connecting = undefined);
     return this.#connecting;
   }
 
-  async #connect(): Promise<LogBackend | null> {
+  async #connect(): Promise<ForwardTarget | null> {
     for (let failures = 0; !this.#stopping;) {
       try {
         const upstream = await this.#open();
@@ -207,7 +208,7 @@ export class Forwarder {
   }
 
   /** The upstream topic's partition count; a missing topic is created like the local one. */
-  #upstreamPartitions(upstream: LogBackend, stream: string, topic: string): Promise<number> {
+  #upstreamPartitions(upstream: ForwardTarget, stream: string, topic: string): Promise<number> {
     const key = `${stream}\n${topic}`;
     let known = this.#targets.get(key);
     if (!known) {
@@ -218,7 +219,7 @@ export class Forwarder {
     return known;
   }
 
-  async #ensureTarget(upstream: LogBackend, stream: string, topic: string): Promise<number> {
+  async #ensureTarget(upstream: ForwardTarget, stream: string, topic: string): Promise<number> {
     const there = await upstream.getTopic(stream, topic);
     if (there) return there.partitions;
     const local = await this.#local.getTopic(stream, topic);

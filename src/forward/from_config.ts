@@ -9,7 +9,12 @@ import type { ForwardRetention } from "../log/embedded/options.ts";
 import type { LogBackend } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { Metrics } from "../observe/metrics.ts";
-import { Forwarder, type UpstreamOpener } from "./forwarder.ts";
+import {
+  Forwarder,
+  type ForwardSource,
+  type ForwardTarget,
+  type UpstreamOpener,
+} from "./forwarder.ts";
 import { FORWARD_CONSUMER } from "./lane.ts";
 
 /** What the embedded log keeps for the forwarder; undefined when forwarding is off. */
@@ -28,7 +33,7 @@ export function forwarderFor(
   logger: Logger,
   metrics: Metrics,
 ): Forwarder | null {
-  if (!config.forward.enabled || local.kind !== "embedded") return null;
+  if (!config.forward.enabled || !canForwardFrom(local)) return null;
   const f = config.forward;
   const forwarder = new Forwarder(local, iggyOpener(config, logger), {
     gatewayId: config.gateway.id,
@@ -65,7 +70,7 @@ export async function openIggy(
   iggy: GatewayConfig["iggy"],
   auth: { readonly patUsername: string; readonly cacheTtlMs: number },
   logger?: Logger,
-): Promise<LogBackend> {
+): Promise<ForwardTarget> {
   const { IggyBackend } = await import("../log/iggy/mod.ts");
   const upstream = new IggyBackend(iggy, auth, { logger });
   try {
@@ -75,6 +80,11 @@ export async function openIggy(
     await upstream.close().catch(() => {});
     throw e;
   }
+}
+
+/** The embedded log hands out messages still encoded; a test's stand-in may not. */
+function canForwardFrom(local: LogBackend): local is ForwardSource {
+  return local.kind === "embedded" && local.pollEncoded !== undefined;
 }
 
 function registerGauges(m: Metrics, fw: Forwarder): void {

@@ -8,8 +8,8 @@
  *
  * @module
  */
-import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
-import { forwardedMessage, originOffset } from "./origin.ts";
+import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
+import { originOffset, originStamp } from "./origin.ts";
 import type { ForwardCounters } from "./counters.ts";
 import type { ForwarderOptions } from "./options.ts";
 
@@ -21,17 +21,22 @@ export const MARK_CONSUMER = "mqtt-forward-mark";
 /** Sends between two moves of the stored mark; messages read per upstream poll when resolving. */
 const MARK = { everySends: 16, resolvePoll: 1_000 } as const;
 
+/** A local log the forwarder reads: one that hands out messages still encoded. */
+export type ForwardSource = LogBackend & Required<Pick<LogBackend, "pollEncoded">>;
+/** An upstream the forwarder writes: one that takes encoded messages. */
+export type ForwardTarget = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
+
 /** What a lane needs from its forwarder. */
 export interface LaneContext {
-  readonly local: LogBackend;
+  readonly local: ForwardSource;
   readonly options: ForwarderOptions;
   readonly counters: ForwardCounters;
   /** The open upstream, waiting for it while the uplink is down; null once stopping. */
-  uplink(): Promise<LogBackend | null>;
+  uplink(): Promise<ForwardTarget | null>;
   /** The upstream if it is open now (no wait). */
-  openUplink(): LogBackend | null;
+  openUplink(): ForwardTarget | null;
   /** The upstream topic's partition count, creating the topic when missing. */
-  upstreamPartitions(upstream: LogBackend, stream: string, topic: string): Promise<number>;
+  upstreamPartitions(upstream: ForwardTarget, stream: string, topic: string): Promise<number>;
   /** Resolves after the linger (a caught-up lane looks again then). */
   linger(): Promise<void>;
   /** Resolves after the back-off for the n-th failure in a row. */
@@ -45,6 +50,7 @@ export interface LaneContext {
 export class ForwardLane {
   readonly address: PartitionAddress;
   readonly #ctx: LaneContext;
+  readonly #stamp: CopyStamp;
   /** Next local offset to forward. */
   #next = 0;
   /** Upstream offset from which a resolve reads; null until first known. */
@@ -64,6 +70,7 @@ export class ForwardLane {
   constructor(address: PartitionAddress, ctx: LaneContext) {
     this.address = address;
     this.#ctx = ctx;
+    this.#stamp = originStamp(ctx.options.gatewayId, address.partition);
   }
 
   /** Messages appended locally and not yet confirmed upstream (as last seen). */
@@ -107,7 +114,7 @@ export class ForwardLane {
   }
 
   /** The upstream; while it is down the lag keeps being measured (what waits, how old). */
-  async #uplink(): Promise<LogBackend | null> {
+  async #uplink(): Promise<ForwardTarget | null> {
     const ctx = this.#ctx;
     const open = ctx.openUplink();
     if (open) return open;
@@ -135,7 +142,7 @@ export class ForwardLane {
   }
 
   /** One round: resolve if needed, then forward one batch or wait for new messages. */
-  async #step(upstream: LogBackend): Promise<void> {
+  async #step(upstream: ForwardTarget): Promise<void> {
     const ctx = this.#ctx;
     const { stream, topic, partition } = this.address;
     const count = await ctx.upstreamPartitions(upstream, stream, topic);
@@ -143,40 +150,36 @@ export class ForwardLane {
     if (!this.#resolved) await this.#resolve(upstream, target);
     await this.#observeLocal();
     if (this.#localEnd <= this.#next) return ctx.linger();
-    const batch = await this.#read();
-    if (batch.length === 0) return ctx.linger();
-    this.#oldestMicros = batch[0].timestampMicros;
-    const messages = batch.map((m) => forwardedMessage(m, ctx.options.gatewayId, partition));
-    await upstream.append({ ...target, messages });
-    const last = batch[batch.length - 1].offset;
-    this.#next = last + 1;
+    const run = await this.#read();
+    if (run === null) return ctx.linger();
+    this.#oldestMicros = run.firstTimestampMicros;
+    await upstream.appendEncoded({ ...target, messages: { ...run, stamp: this.#stamp } });
+    this.#next = run.firstOffset + run.count;
     this.#oldestMicros = null; // the next batch tells the new oldest
-    ctx.counters.sent += batch.length;
-    for (const m of batch) ctx.counters.sentBytes += m.payload.length;
-    if (this.#resending) ctx.counters.resent += batch.length;
+    ctx.counters.sent += run.count;
+    ctx.counters.sentBytes += run.payloadBytes;
+    if (this.#resending) ctx.counters.resent += run.count;
     this.#resending = false;
     // The position is stored by the forwarder's next flush ({@link flushPosition}).
     if (++this.#sendsSinceMark >= MARK.everySends) await this.#moveMark(upstream, target);
   }
 
-  /** The next batch from the local log, within the byte bound; reports a retention gap. */
-  async #read(): Promise<StoredMessage[]> {
+  /** The next batch from the local log, within the bounds; reports a retention gap. */
+  async #read(): Promise<EncodedMessages | null> {
     const ctx = this.#ctx;
-    const read = await ctx.local.poll(this.address, this.#next, ctx.options.batchMaxMessages);
-    if (read.length > 0 && read[0].offset > this.#next) {
-      const lost = read[0].offset - this.#next;
-      ctx.counters.dropped += lost;
-      ctx.counters.gap(this.address, this.#next, read[0].offset);
-      this.#next = read[0].offset;
+    const { batchMaxMessages, batchMaxBytes } = ctx.options;
+    const run = await ctx.local.pollEncoded(
+      this.address,
+      this.#next,
+      batchMaxMessages,
+      batchMaxBytes,
+    );
+    if (run !== null && run.firstOffset > this.#next) {
+      ctx.counters.dropped += run.firstOffset - this.#next;
+      ctx.counters.gap(this.address, this.#next, run.firstOffset);
+      this.#next = run.firstOffset;
     }
-    let bytes = 0;
-    let n = 0;
-    while (n < read.length) {
-      bytes += read[n].payload.length;
-      if (n > 0 && bytes > ctx.options.batchMaxBytes) break;
-      n++;
-    }
-    return n === read.length ? read : read.slice(0, n);
+    return run;
   }
 
   /**

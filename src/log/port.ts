@@ -45,6 +45,43 @@ export interface AppendRequest extends PartitionAddress {
   readonly onCommitted?: (baseOffset: number) => void;
 }
 
+/**
+ * Messages still in the stored encoding, for a copy from one log to another (forwarding)
+ * without decoding each into strings and a map. Message `i`'s headers are
+ * `bytes[spans[3i], spans[3i+1])` in the header-blob encoding (`header_blob.ts`) and its
+ * payload `bytes[spans[3i+1], spans[3i+2])` (never empty). Offsets run on from `firstOffset`.
+ */
+export interface EncodedMessages {
+  readonly bytes: Uint8Array;
+  readonly spans: Uint32Array;
+  readonly count: number;
+  /** Offset of the first message (in the log they were read from). */
+  readonly firstOffset: number;
+  /** Append time of the first message, microseconds since the epoch. */
+  readonly firstTimestampMicros: number;
+  /** Sum of the payloads' bytes. */
+  readonly payloadBytes: number;
+  /** Headers each message gains on its way to another log (see {@link CopyStamp}). */
+  readonly stamp?: CopyStamp;
+}
+
+/**
+ * Headers a copy of messages gains in the log it is copied to, written with each message as
+ * it is sent rather than into a copy of each: `headers` as they are, and `offsetHeader` set
+ * to `offsetPrefix` followed by the message's offset in the log it was read from. None of
+ * these names may be among the messages' own headers.
+ */
+export interface CopyStamp {
+  readonly headers: ReadonlyMap<string, string>;
+  readonly offsetHeader: string;
+  readonly offsetPrefix: string;
+}
+
+/** Append of encoded messages to one partition, in order ({@link LogBackend.appendEncoded}). */
+export interface EncodedAppendRequest extends PartitionAddress {
+  readonly messages: EncodedMessages;
+}
+
 /** What a confirmed append tells: the offset given to the first message of the batch. */
 export interface AppendReceipt {
   /** Offset of the first message, or null when the backend confirmed without offsets. */
@@ -235,6 +272,22 @@ export interface LogBackend {
   /** The offset the next appended message of this partition will get. */
   nextOffset(address: PartitionAddress): Promise<number>;
 
+  /**
+   * Up to `count` messages from `fromOffset` on, still encoded, stopping before the payloads
+   * pass `maxBytes` (the first message always comes); null when nothing is there. Optional: a
+   * log that keeps messages in the header-blob encoding has it (embedded).
+   */
+  pollEncoded?(
+    address: PartitionAddress,
+    fromOffset: number,
+    count: number,
+    maxBytes: number,
+  ): Promise<EncodedMessages | null>;
+  /**
+   * Appends encoded messages as {@link append} would append them decoded. Optional: the
+   * forwarder uses it when both ends have it, and decoded messages otherwise.
+   */
+  appendEncoded?(request: EncodedAppendRequest): Promise<AppendReceipt>;
   /** Stores `offset` (the last settled offset) for a consumer on a partition. */
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void>;
   /** The stored offset for a consumer on a partition, or null when none is stored. */

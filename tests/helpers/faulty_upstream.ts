@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { type AppendReceipt, type AppendRequest, BackendError } from "../../src/log/port.ts";
-import type { LogBackend } from "../../src/log/port.ts";
+import { type AppendReceipt, BackendError } from "../../src/log/port.ts";
+import type { ForwardTarget } from "../../src/forward/forwarder.ts";
 
 /** How the next appends fail; `every` = fail one append in this many. */
 export interface Faults {
@@ -24,14 +24,14 @@ export class FaultyUpstream {
   appends = 0;
   cutAfter = 0;
   cutBefore = 0;
-  readonly #inner: LogBackend;
+  readonly #inner: ForwardTarget;
 
-  constructor(inner: LogBackend) {
+  constructor(inner: ForwardTarget) {
     this.#inner = inner;
   }
 
   /** What the forwarder's opener returns: the inner backend with the faults in front. */
-  open(): Promise<LogBackend> {
+  open(): Promise<ForwardTarget> {
     if (this.faults.down) {
       return Promise.reject(new BackendError("unavailable", "uplink down (test)"));
     }
@@ -39,7 +39,7 @@ export class FaultyUpstream {
     const down = () => {
       if (this.faults.down) throw new BackendError("unavailable", "uplink down (test)");
     };
-    const view: LogBackend = {
+    const view: ForwardTarget = {
       kind: "faulty",
       open: () => Promise.resolve(),
       close: () => Promise.resolve(),
@@ -48,7 +48,8 @@ export class FaultyUpstream {
       principalOf: (u) => inner.principalOf(u),
       getTopic: async (s, t) => (down(), await inner.getTopic(s, t)),
       createTopic: async (s, t, o) => (down(), await inner.createTopic(s, t, o)),
-      append: (r) => this.#append(r),
+      append: (r) => this.#append(() => inner.append(r)),
+      appendEncoded: (r) => this.#append(() => inner.appendEncoded(r)),
       poll: async (a, f, c) => (down(), await inner.poll(a, f, c)),
       nextOffset: async (a) => (down(), await inner.nextOffset(a)),
       storeOffset: async (c, a, o) => (down(), await inner.storeOffset(c, a, o)),
@@ -57,7 +58,7 @@ export class FaultyUpstream {
     return Promise.resolve(view);
   }
 
-  async #append(r: AppendRequest): Promise<AppendReceipt> {
+  async #append(store: () => Promise<AppendReceipt>): Promise<AppendReceipt> {
     if (this.faults.down) throw new BackendError("unavailable", "uplink down (test)");
     const n = ++this.appends;
     const { cutBeforeStoreEvery: before, cutAfterStoreEvery: after } = this.faults;
@@ -65,7 +66,7 @@ export class FaultyUpstream {
       this.cutBefore++;
       throw new BackendError("unavailable", "connection reset before the send (test)");
     }
-    const receipt = await this.#inner.append(r);
+    const receipt = await store();
     if (after > 0 && n % after === 0) {
       this.cutAfter++;
       throw new BackendError("unavailable", "connection reset after the store (test)");

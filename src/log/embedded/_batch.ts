@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { OutgoingMessage, StoredMessage } from "../port.ts";
+import type { EncodedMessages, OutgoingMessage, StoredMessage } from "../port.ts";
 import { decodeHeaders, headersMaxBytes, writeHeaders } from "../header_blob.ts";
 
 /** Bytes of a record's fixed part. */
@@ -124,4 +124,21 @@ export function decodeBatch(
     }
     pos = end;
   }
+}
+
+/** Encoded messages (`readEncoded`) decoded, stamp included; payloads are views of their bytes. */
+export function decodeEncoded(run: EncodedMessages): OutgoingMessage[] {
+  const { bytes, spans, stamp } = run;
+  const out: OutgoingMessage[] = [];
+  for (let i = 0; i < run.count; i++) {
+    const headersAt = spans[3 * i];
+    const payloadAt = spans[3 * i + 1];
+    const headers = decodeHeaders(bytes, headersAt, payloadAt);
+    if (stamp) {
+      for (const [k, v] of stamp.headers) headers.set(k, v);
+      headers.set(stamp.offsetHeader, `${stamp.offsetPrefix}${run.firstOffset + i}`);
+    }
+    out.push({ payload: bytes.subarray(payloadAt, spans[3 * i + 2]), headers });
+  }
+  return out;
 }

@@ -26,8 +26,6 @@
  * @module
  */
 import { BackendError } from "../port.ts";
-import { decodeBatch } from "./_batch.ts";
-import type { StoredMessage } from "../port.ts";
 import { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
 import { LOG_RECORD_HEADER_BYTES, sealLogRecord } from "./_log_record.ts";
 import { FileSegment, MemorySegment, type Segment, syncDirectory } from "./_log_segment.ts";
@@ -216,26 +214,27 @@ export class MessageLog {
   }
 
   /**
-   * Up to `limit` messages of a partition from `fromOffset` on, in offset order. Offsets below
-   * the partition's start are skipped; so are records a crash left only partly written.
+   * Visits a partition's stored batches (`_batch.ts`) that hold offsets from `fromOffset` on,
+   * in order, until `visit` returns false. `data` is a view of a shared buffer: copy what is
+   * kept. `from` is the first offset wanted (`fromOffset`, or the partition's start if later).
    */
-  read(topicId: number, partition: number, fromOffset: number, limit: number): StoredMessage[] {
-    const out: StoredMessage[] = [];
+  readBatches(
+    topicId: number,
+    partition: number,
+    fromOffset: number,
+    visit: (data: Uint8Array, baseOffset: number, count: number, from: number) => boolean,
+  ): void {
     const p = this.#partitions.get(topicId)?.[partition];
-    if (!p || !(limit > 0)) return out;
-    limit = Math.floor(limit);
+    if (!p) return;
     const from = Math.max(Math.floor(fromOffset), p.start);
-    if (from >= p.next) return out;
-    // Read into the shared chunk buffer; only the wanted records are copied out.
+    if (from >= p.next) return;
     scanLog(this.#segments, p.scanStart(from), p.endPos, (header, _pos, buf, at) => {
       if (header.topicId !== topicId || header.partition !== partition) return true;
       if (header.baseOffset + header.count <= from) return true;
       const start = at + LOG_RECORD_HEADER_BYTES;
-      const data = buf.slice(start, start + header.dataBytes);
-      decodeBatch(data, partition, header.baseOffset, header.count, from, limit, out);
-      return out.length < limit;
+      const data = buf.subarray(start, start + header.dataBytes);
+      return visit(data, header.baseOffset, header.count, from);
     }, true);
-    return out;
   }
 
   /**

@@ -3,6 +3,7 @@ import { BackendError } from "../port.ts";
 import { BatchEncoder } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import { type LogRun, MessageLog, type MessageLogOptions } from "./_message_log.ts";
+import { readMessages } from "./_log_read.ts";
 import { textMessage } from "../../../tests/helpers/embedded_store.ts";
 
 const SEGMENT = 16 * 1024;
@@ -58,7 +59,7 @@ async function append(
 }
 
 function bodies(log: MessageLog, topicId: number, partition: number, from = 0): string[] {
-  return log.read(topicId, partition, from, 1_000_000).map((m) =>
+  return readMessages(log, topicId, partition, from, 1_000_000).map((m) =>
     `${m.offset}:${new TextDecoder().decode(m.payload)}`
   );
 }
@@ -214,12 +215,12 @@ Deno.test("MessageLog's sparse index stays bounded and finds every offset", asyn
   assert.ok(entries(0) <= logBytes / (16 * 1024) + 2, `${entries(0)} entries for partition 0`);
   assert.ok(entries(1) <= logBytes / (256 * 1024) + 2, `${entries(1)} entries for partition 1`);
   for (const offset of [0, 1, 17, 999, 2500, 4321, 4999]) {
-    const [m] = t.log.read(1, 0, offset, 1);
+    const [m] = readMessages(t.log, 1, 0, offset, 1);
     assert.equal(m.offset, offset);
     assert.ok(new TextDecoder().decode(m.payload).startsWith(`${offset}:`));
   }
   for (const offset of [0, 33, 99]) {
-    const [m] = t.log.read(1, 1, offset, 1);
+    const [m] = readMessages(t.log, 1, 1, offset, 1);
     assert.equal(new TextDecoder().decode(m.payload), `slow-${offset * 50}`);
   }
 });

@@ -13,6 +13,8 @@ import {
   BackendError,
   type BackendHealth,
   type CreateTopicOptions,
+  type EncodedAppendRequest,
+  type EncodedMessages,
   type LogBackend,
   type PartitionAddress,
   type StoredMessage,
@@ -22,6 +24,8 @@ import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import type { GroupCommitStats } from "./_group_commit.ts";
 import type { MessageLog } from "./_message_log.ts";
+import { readEncoded, readMessages } from "./_log_read.ts";
+import { decodeEncoded } from "./_batch.ts";
 import { openWriteSide, type WriteSide } from "./_write_side.ts";
 import { type OpenedStore, openStore } from "./_open_store.ts";
 import { EmbeddedUsers } from "./_users.ts";
@@ -211,8 +215,28 @@ export class EmbeddedBackend implements LogBackend {
       const state = this.#partition(address, "poll");
       // Read-only: the writer is another process; scan what it added first.
       if (!s.writer) s.log.refresh();
-      return s.log.read(state.id, address.partition, fromOffset, count);
+      return readMessages(s.log, state.id, address.partition, fromOffset, count);
     });
+  }
+
+  /** Messages still encoded (see {@link LogBackend.pollEncoded}): the forwarder's reads. */
+  pollEncoded(
+    address: PartitionAddress,
+    fromOffset: number,
+    count: number,
+    maxBytes: number,
+  ): Promise<EncodedMessages | null> {
+    return this.#run("poll", (s) => {
+      const state = this.#partition(address, "poll");
+      if (!s.writer) s.log.refresh();
+      return readEncoded(s.log, state.id, address.partition, fromOffset, count, maxBytes);
+    });
+  }
+
+  /** Encoded messages decoded and appended (a forwarder's upstream in tests). */
+  appendEncoded(request: EncodedAppendRequest): Promise<AppendReceipt> {
+    const { stream, topic, partition } = request;
+    return this.append({ stream, topic, partition, messages: decodeEncoded(request.messages) });
   }
 
   nextOffset(address: PartitionAddress): Promise<number> {

@@ -39,6 +39,7 @@ export type SendFn<M> = (
   address: PartitionAddress,
   messages: readonly M[],
   bytes: number,
+  count: number,
 ) => Promise<number | null>;
 
 /** Bounds of one send. */
@@ -133,8 +134,13 @@ export class AppendBatcher<M> {
     request: PartitionAddress & {
       readonly messages: readonly M[];
       readonly balancedOver?: number;
+      /** Messages the items hold, when one item can hold several (default: one each). */
+      readonly count?: number;
     },
   ): Promise<AppendReceipt> {
+    // Sized first: a size that throws (a message the encoder refuses) leaves no lane behind.
+    let bytes = 0;
+    for (const m of request.messages) bytes += this.#sizeOf(m);
     const over = request.balancedOver ?? 0;
     const key = laneKey(request.stream, request.topic, over > 0 ? "balanced" : request.partition);
     let lane = this.#lanes.get(key);
@@ -157,9 +163,7 @@ export class AppendBatcher<M> {
       this.#lanes.set(key, lane);
     }
     if (over > 0) lane.balancedOver = over; // the topic's latest partition count
-    let bytes = 0;
-    for (const m of request.messages) bytes += this.#sizeOf(m);
-    const count = request.messages.length;
+    const count = request.count ?? request.messages.length;
     lane.gauge?.arrived(count, performance.now());
     const l = lane;
     return new Promise<AppendReceipt>((resolve, reject) => {
@@ -231,7 +235,7 @@ export class AppendBatcher<M> {
       const address = this.#target(lane);
       try {
         const left = performance.now();
-        const base = await this.#exclusive(address, entries, bytes);
+        const base = await this.#exclusive(address, entries, bytes, count);
         if (lane.gauge) this.#confirmed(lane, count, left);
         let at = 0;
         const balanced = lane.balancedOver > 0;
@@ -305,6 +309,7 @@ export class AppendBatcher<M> {
     a: PartitionAddress,
     entries: Entry<M>[],
     bytes: number,
+    count: number,
   ): Promise<number | null> {
     const key = partitionKey(a.stream, a.topic, a.partition);
     for (let running = this.#sending.get(key); running; running = this.#sending.get(key)) {
@@ -313,7 +318,7 @@ export class AppendBatcher<M> {
     const done = Promise.withResolvers<void>();
     this.#sending.set(key, done.promise);
     try {
-      return await this.#send(a, takeMessages(entries), bytes);
+      return await this.#send(a, takeMessages(entries), bytes, count);
     } finally {
       this.#sending.delete(key);
       done.resolve();

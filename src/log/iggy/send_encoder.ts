@@ -14,10 +14,19 @@
  * @module
  */
 import type { OutgoingMessage } from "../port.ts";
+import {
+  isRun,
+  runWireBytes,
+  type SendItem,
+  writeFrameHeader,
+  writeRunFrames,
+} from "./stored_frames.ts";
 import { BATCH_HEADER_SIZE, FRAME_HEADER_SIZE } from "./batch.ts";
 import { EncodeError, IdentifierKind, PartitioningKind, ValueKind } from "./encoding.ts";
 import { HEADER_SIZE } from "./header.ts";
 import { sealBatchXxh3 } from "../../base/xxhash.ts";
+
+export { runWireBytes, type SendItem };
 
 /** Most strings kept encoded; the cache is cleared when full (bounded memory). */
 export const MAX_CACHED_STRINGS = 4096;
@@ -113,17 +122,19 @@ export class SendEncoder {
    * The frame for `messages` to one partition: a buffer whose first HEADER_SIZE bytes are
    * left for the request header, then the body. `nowMicros` is every message's origin time;
    * `framesBound`, when the caller has it, bounds the frames' bytes (48 + payload + headers
-   * with 3 bytes per UTF-16 unit of keys and values, 10 per header), saving a pass.
+   * with 3 bytes per UTF-16 unit of keys and values, 10 per header), saving a pass; `count`
+   * is how many messages the items hold (more than their number when runs are among them).
    */
   encode(
     stream: string,
     topic: string,
     partition: number,
-    messages: readonly OutgoingMessage[],
+    messages: readonly SendItem[],
     nowMicros: number,
     framesBound?: number,
+    count = messages.length,
   ): Uint8Array {
-    if (messages.length === 0) throw new RangeError("A batch must hold at least one message");
+    if (count === 0) throw new RangeError("A batch must hold at least one message");
     const s = this.#name(stream, "Identifier");
     const t = this.#name(topic, "Identifier");
     const head = HEADER_SIZE + 4 + 2 + s.length + 2 + t.length + 6 + 4;
@@ -132,9 +143,9 @@ export class SendEncoder {
     // header (bytes 52..256 must be zero): a spare buffer still holds an older batch there.
     out.fill(0, 0, head + BATCH_HEADER_SIZE);
     const dv = new DataView(out.buffer);
-    writeMetadata(out, dv, s, t, partition, messages.length);
+    writeMetadata(out, dv, s, t, partition, count);
     const end = this.#writeFrames(out, dv, head + BATCH_HEADER_SIZE, messages);
-    sealBatch(out, dv, head, end, messages.length, nowMicros);
+    sealBatch(out, dv, head, end, count, nowMicros);
     return out.subarray(0, end);
   }
 
@@ -143,29 +154,26 @@ export class SendEncoder {
     out: Uint8Array,
     dv: DataView,
     at: number,
-    messages: readonly OutgoingMessage[],
+    messages: readonly SendItem[],
   ): number {
     this.#ids(this.#idBase);
-    const base = this.#idBase;
     // The last message's header map and where its encoded headers are: a message with the
     // same map (shared by the envelope for a client's QoS 0 run) gets those bytes copied.
     let lastHeaders: ReadonlyMap<string, string> | null = null;
     let lastStart = 0;
     let lastEnd = 0;
+    let index = 0;
     for (let i = 0; i < messages.length; i++) {
-      const m = messages[i];
+      const item = messages[i];
+      if (isRun(item)) {
+        at = writeRunFrames(out, dv, at, item, index, this.#idBase);
+        index += item.count;
+        continue;
+      }
+      const m = item;
       if (m.payload.length === 0) throw new RangeError("a message payload is empty");
       const frame = at;
-      // id (u128 LE): the batch's random base with the index added to its low word, so ids
-      // are distinct within a batch and random across batches; never zero (top bit set).
-      out.set(base, frame + 8);
-      dv.setUint32(frame + 8, (dv.getUint32(frame + 8, true) + i) >>> 0, true);
-      out[frame + 23] |= 0x80;
-      dv.setUint32(frame + 24, i, true); // offset_delta
-      dv.setUint32(frame + 28, 0, true); // timestamp_delta: every message has the batch's time
-      dv.setUint32(frame + 36, m.payload.length, true);
-      dv.setUint32(frame + 40, 0, true); // reserved (u64), must be 0
-      dv.setUint32(frame + 44, 0, true);
+      writeFrameHeader(out, dv, frame, index++, m.payload.length, this.#idBase);
       out.set(m.payload, frame + FRAME_HEADER_SIZE);
       const headersStart = frame + FRAME_HEADER_SIZE + m.payload.length;
       if (m.headers === lastHeaders) {
@@ -280,7 +288,7 @@ function writeAscii(out: Uint8Array, at: number, s: string): number {
 }
 
 /** Upper bound of the frames' bytes (see `encode`'s `framesBound`). */
-function boundOf(messages: readonly OutgoingMessage[]): number {
+function boundOf(messages: readonly SendItem[]): number {
   let bound = 0;
   for (const m of messages) bound += wireSizeOf(m);
   return bound;
@@ -341,7 +349,8 @@ function setU64(dv: DataView, at: number, n: number): void {
  * An upper bound of a message's frame size (UTF-8 is at most 3 bytes per UTF-16 unit): the
  * batch bounds, and the encoder's buffer size.
  */
-export function wireSizeOf(m: OutgoingMessage): number {
+export function wireSizeOf(m: SendItem): number {
+  if (isRun(m)) return runWireBytes(m);
   if (m.headers !== boundHeaders) {
     sized = 0;
     m.headers.forEach(addHeaderBound); // no entry array per header (see `#writeHeaders`)

@@ -7,10 +7,12 @@ import {
   MAX_CACHED_STRINGS,
   MAX_SPARE_BUFFERS,
   MAX_SPARE_BYTES,
+  runWireBytes,
   SendEncoder,
   wireSizeOf,
 } from "./send_encoder.ts";
-import type { OutgoingMessage } from "../port.ts";
+import type { EncodedMessages, OutgoingMessage } from "../port.ts";
+import { encodeHeaders } from "../header_blob.ts";
 
 await loadHashes();
 
@@ -61,6 +63,57 @@ Deno.test("SendEncoder writes the same body as encodeSendMessages (the golden-ve
     );
     assert.deepEqual(frame.subarray(HEADER_SIZE), expected);
   }
+});
+
+/** `messages` as a run still in the stored encoding (header blob, then payload, each). */
+function runOf(messages: readonly OutgoingMessage[], gap = 3): EncodedMessages {
+  const parts = messages.map((m) => [encodeHeaders(m.headers), m.payload]);
+  const bytes = new Uint8Array(parts.reduce((n, [h, p]) => n + gap + h.length + p.length, 0));
+  const spans = new Uint32Array(3 * messages.length);
+  let at = 0;
+  parts.forEach(([h, p], i) => {
+    at += gap; // a record's fixed part sits between messages in a read
+    spans[3 * i] = at;
+    bytes.set(h, at);
+    spans[3 * i + 1] = at += h.length;
+    bytes.set(p, at);
+    spans[3 * i + 2] = at += p.length;
+  });
+  const payloadBytes = messages.reduce((n, m) => n + m.payload.length, 0);
+  return {
+    bytes,
+    spans,
+    count: messages.length,
+    firstOffset: 0,
+    firstTimestampMicros: 0,
+    payloadBytes,
+  };
+}
+
+Deno.test("SendEncoder: stored runs encode to the same body as their messages decoded, alone and among messages", () => {
+  const now = 1_764_000_000_123_456;
+  const messages = [
+    msg("21.5", [["mqtt.topic", "a/b"], ["mqtt.qos", "1"], ["mqtt.client_id", "s-42"]]),
+    msg("x".repeat(300), [["mqtt.topic", "a/b"], ["mqtt5.user.0.unit", "°C"]]),
+    msg("é", [["mqtt.topic", "tëst/" + "ä".repeat(40)], ["mqtt.gateway", "edge"]]),
+    msg("z", []),
+  ];
+  const encoder = new SendEncoder(fixedIds);
+  const decoded = encoder.encode("s", "t", 1, messages, now).slice();
+  const run = runOf(messages);
+  assert.equal(runWireBytes(run), wireSizeOf(run));
+  const exact = runWireBytes(run);
+  assert.deepEqual(encoder.encode("s", "t", 1, [run], now, exact, messages.length), decoded);
+  const mixed = [messages[0], runOf(messages.slice(1, 3)), messages[3]];
+  assert.deepEqual(encoder.encode("s", "t", 1, mixed, now, undefined, 4), decoded);
+});
+
+Deno.test("SendEncoder refuses a run with an empty payload or a header Iggy cannot take", () => {
+  const encoder = new SendEncoder(fixedIds);
+  const empty = runOf([msg("", [["mqtt.topic", "a"]])]);
+  assert.throws(() => encoder.encode("s", "t", 0, [empty], 1, undefined, 1), RangeError);
+  const long = runOf([msg("p", [["mqtt.topic", "x".repeat(256)]])]);
+  assert.throws(() => runWireBytes(long), /1..255 bytes/);
 });
 
 Deno.test("SendEncoder: messages sharing one header map encode as with a map each, and their bound too", () => {

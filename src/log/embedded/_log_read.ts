@@ -1,0 +1,142 @@
+/**
+ * Reads of one partition of the message log (_message_log.ts): decoded into messages (polls),
+ * or still encoded (the forwarder's copy upstream, `EncodedMessages`). Offsets below the
+ * partition's start are skipped; so are records a crash left only partly written.
+ *
+ * @module
+ */
+import type { EncodedMessages, StoredMessage } from "../port.ts";
+import { decodeBatch, RECORD_HEADER_BYTES } from "./_batch.ts";
+import type { MessageLog } from "./_message_log.ts";
+
+/** Up to `limit` messages of a partition from `fromOffset` on, in offset order. */
+export function readMessages(
+  log: MessageLog,
+  topicId: number,
+  partition: number,
+  fromOffset: number,
+  limit: number,
+): StoredMessage[] {
+  const out: StoredMessage[] = [];
+  if (!(limit > 0)) return out;
+  limit = Math.floor(limit);
+  // Only the wanted records are copied out of the shared chunk buffer.
+  log.readBatches(topicId, partition, fromOffset, (data, baseOffset, count, from) => {
+    decodeBatch(data.slice(), partition, baseOffset, count, from, limit, out);
+    return out.length < limit;
+  });
+  return out;
+}
+
+/**
+ * Up to `limit` messages from `fromOffset` on, still encoded, stopping before their payloads
+ * pass `maxBytes` (the first always comes); null when there is none.
+ */
+export function readEncoded(
+  log: MessageLog,
+  topicId: number,
+  partition: number,
+  fromOffset: number,
+  limit: number,
+  maxBytes: number,
+): EncodedMessages | null {
+  if (!(limit > 0)) return null;
+  const run = new EncodedRun(Math.floor(limit), maxBytes);
+  log.readBatches(topicId, partition, fromOffset, (data, base, n, from) => {
+    return run.add(data, base, n, from);
+  });
+  return run.result();
+}
+
+/**
+ * An encoded read being gathered: each stored batch's wanted records are copied out in one
+ * piece, and the spans skip the records' fixed parts.
+ */
+class EncodedRun {
+  readonly #limit: number;
+  readonly #maxBytes: number;
+  readonly #spans: Uint32Array;
+  #bytes = new Uint8Array(0);
+  #used = 0;
+  #count = 0;
+  #payloadBytes = 0;
+  #firstOffset = -1;
+  #firstTimestampMicros = 0;
+
+  constructor(limit: number, maxBytes: number) {
+    this.#limit = limit;
+    this.#maxBytes = maxBytes;
+    this.#spans = new Uint32Array(3 * limit);
+  }
+
+  /** Takes what is wanted of one stored batch; false once full. */
+  add(data: Uint8Array, baseOffset: number, n: number, from: number): boolean {
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    const spans = this.#spans;
+    const batchFirst = this.#count;
+    let pos = 0;
+    let copyFrom = -1;
+    let copyTo = 0;
+    let stopped = false;
+    for (let i = 0; i < n; i++) {
+      if (pos + RECORD_HEADER_BYTES > data.length) throw new RangeError("Corrupt batch: truncated");
+      const payload = view.getUint32(pos, true);
+      const headers = view.getUint32(pos + 4, true);
+      const end = pos + RECORD_HEADER_BYTES + headers + payload;
+      if (end > data.length) throw new RangeError("Corrupt batch: truncated record");
+      if (baseOffset + i >= from) {
+        if (this.#full(payload)) {
+          stopped = true;
+          break;
+        }
+        if (copyFrom < 0) copyFrom = pos;
+        if (this.#count === 0) {
+          this.#firstOffset = baseOffset + i;
+          this.#firstTimestampMicros = view.getFloat64(pos + 8, true);
+        }
+        // Relative to the piece copied out below; moved by where it lands.
+        const at = pos + RECORD_HEADER_BYTES - copyFrom;
+        const k = 3 * this.#count++;
+        spans[k] = at;
+        spans[k + 1] = at + headers;
+        spans[k + 2] = at + headers + payload;
+        this.#payloadBytes += payload;
+        copyTo = end;
+      }
+      pos = end;
+    }
+    if (copyFrom >= 0) this.#copyOut(data.subarray(copyFrom, copyTo), batchFirst);
+    return !stopped && this.#count < this.#limit;
+  }
+
+  /** Whether a next message of `payload` bytes would pass a bound. */
+  #full(payload: number): boolean {
+    if (this.#count === this.#limit) return true;
+    return this.#count > 0 && this.#payloadBytes + payload > this.#maxBytes;
+  }
+
+  #copyOut(piece: Uint8Array, batchFirst: number): void {
+    const used = this.#used;
+    if (used + piece.length > this.#bytes.length) {
+      const size = Math.max(used + piece.length, 2 * this.#bytes.length, 64 * 1024);
+      const bigger = new Uint8Array(size);
+      bigger.set(this.#bytes.subarray(0, used));
+      this.#bytes = bigger;
+    }
+    this.#bytes.set(piece, used);
+    for (let j = 3 * batchFirst; j < 3 * this.#count; j++) this.#spans[j] += used;
+    this.#used = used + piece.length;
+  }
+
+  result(): EncodedMessages | null {
+    if (this.#count === 0) return null;
+    return {
+      bytes: this.#bytes,
+      spans: this.#spans,
+      count: this.#count,
+      firstOffset: this.#firstOffset,
+      firstTimestampMicros: this.#firstTimestampMicros,
+      payloadBytes: this.#payloadBytes,
+    };
+  }
+}
