@@ -55,7 +55,8 @@ export function readEncoded(
 class EncodedRun {
   readonly #limit: number;
   readonly #maxBytes: number;
-  readonly #spans: Uint32Array;
+  /** Grown as messages come (a live read holds a few, a backlog read `limit`). */
+  #spans = new Uint32Array(0);
   #bytes = new Uint8Array(0);
   #used = 0;
   #count = 0;
@@ -66,14 +67,14 @@ class EncodedRun {
   constructor(limit: number, maxBytes: number) {
     this.#limit = limit;
     this.#maxBytes = maxBytes;
-    this.#spans = new Uint32Array(3 * limit);
   }
 
   /** Takes what is wanted of one stored batch; false once full. */
   add(data: Uint8Array, baseOffset: number, n: number, from: number): boolean {
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    const spans = this.#spans;
     const batchFirst = this.#count;
+    if (3 * (batchFirst + n) > this.#spans.length) this.#growSpans(batchFirst + n);
+    const spans = this.#spans;
     let pos = 0;
     let copyFrom = -1;
     let copyTo = 0;
@@ -115,10 +116,18 @@ class EncodedRun {
     return this.#count > 0 && this.#payloadBytes + payload > this.#maxBytes;
   }
 
+  /** Room for the spans of `messages` (at most `limit`). */
+  #growSpans(messages: number): void {
+    const size = 3 * Math.min(this.#limit, Math.max(messages, 2 * this.#spans.length / 3, 64));
+    const bigger = new Uint32Array(size);
+    bigger.set(this.#spans.subarray(0, 3 * this.#count));
+    this.#spans = bigger;
+  }
+
   #copyOut(piece: Uint8Array, batchFirst: number): void {
     const used = this.#used;
     if (used + piece.length > this.#bytes.length) {
-      const size = Math.max(used + piece.length, 2 * this.#bytes.length, 64 * 1024);
+      const size = Math.max(used + piece.length, 2 * this.#bytes.length);
       const bigger = new Uint8Array(size);
       bigger.set(this.#bytes.subarray(0, used));
       this.#bytes = bigger;

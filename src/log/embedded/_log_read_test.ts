@@ -15,8 +15,16 @@ const plainRun = (run: EncodedMessages) =>
     headers: [...m.headers],
   }));
 
-Deno.test("pollEncoded() holds what poll() holds, across stored batches, from any offset, within both bounds", async () => {
-  await using store = await openTestStore();
+for (const forward of [false, true]) {
+  // Forward mode keeps the newest records in memory (`_tail_cache.ts`): reads come from there.
+  const mode = forward ? "from the tail cache (forward mode)" : "from the file";
+  Deno.test(`pollEncoded() holds what poll() holds, across stored batches, from any offset, within both bounds, ${mode}`, () =>
+    encodedReads(forward));
+}
+
+async function encodedReads(forward: boolean) {
+  const retention = { consumer: "c", whenFull: "refuse" } as const;
+  await using store = await openTestStore(forward ? { forward: retention } : {});
   const b = store.backend;
   await b.createTopic("s", "t", { partitions: 2 });
   // Four appends: four stored batches of this partition, another partition's between them.
@@ -50,7 +58,7 @@ Deno.test("pollEncoded() holds what poll() holds, across stored batches, from an
   assert.equal((await b.pollEncoded(A, 0, 100, 1))!.count, 1);
   assert.equal(await b.pollEncoded(A, 20, 100, 1 << 20), null, "nothing past the end");
   assert.equal(await b.pollEncoded({ ...A, partition: 0 }, 4, 10, 1 << 20), null);
-});
+}
 
 Deno.test("appendEncoded() stores what it is given as append() would", async () => {
   await using from = await openTestStore();

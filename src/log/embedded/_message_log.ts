@@ -39,6 +39,7 @@ import {
   type Spare,
 } from "./_log_segments.ts";
 import { scanLog } from "./_log_scan.ts";
+import { type BatchVisitor, TailCache, tailRecords } from "./_tail_cache.ts";
 import { scanNewSegments, takeEmptyTail } from "./_log_recovery.ts";
 import { dropOldestRecords, type OldestRecord, oldestRecord } from "./_log_retention.ts";
 
@@ -74,6 +75,8 @@ export interface MessageLogOptions {
   readonly readOnly?: boolean;
   /** Each partition's stored floors (keyed by {@link partitionKey}). */
   readonly floors: ReadonlyMap<string, PartitionFloor>;
+  /** Bytes of newest records kept in memory for reads (`_tail_cache.ts`); 0 = none. */
+  readonly tailCacheBytes?: number;
 }
 
 /** The message log of one store. */
@@ -94,6 +97,7 @@ export class MessageLog {
   /** Highest epoch scanned so far. */
   #maxEpoch = 0;
   #closed = false;
+  readonly #tail: TailCache | undefined = undefined;
 
   private constructor(options: MessageLogOptions) {
     this.#dir = options.dir;
@@ -102,6 +106,7 @@ export class MessageLog {
     this.#maxBytes = options.maxBytes;
     this.#segmentBytes = options.segmentBytes ?? segmentBytesFor(options.maxBytes);
     this.#floors = options.floors;
+    if (options.tailCacheBytes) this.#tail = new TailCache(options.tailCacheBytes);
   }
 
   /** Opens the log, scanning every segment to rebuild the partitions' state. */
@@ -204,6 +209,7 @@ export class MessageLog {
       p.noteRecord(at, recordBytes, bases[r], run.count, run.size);
       active.partitions.set(p, at + recordBytes);
     }
+    this.#tail?.add(buffer, tailRecords(buffer, runs, parts, bases));
     return bases;
   }
 
@@ -214,20 +220,15 @@ export class MessageLog {
   }
 
   /**
-   * Visits a partition's stored batches (`_batch.ts`) that hold offsets from `fromOffset` on,
-   * in order, until `visit` returns false. `data` is a view of a shared buffer: copy what is
-   * kept. `from` is the first offset wanted (`fromOffset`, or the partition's start if later).
+   * Visits a partition's stored batches (`_batch.ts`) holding offsets from `fromOffset` on, in
+   * order, until `visit` returns false; from memory when the tail cache holds them. `data` is a
+   * view of a shared buffer: copy what is kept. `from`: `fromOffset`, or the partition's start.
    */
-  readBatches(
-    topicId: number,
-    partition: number,
-    fromOffset: number,
-    visit: (data: Uint8Array, baseOffset: number, count: number, from: number) => boolean,
-  ): void {
+  readBatches(topicId: number, partition: number, fromOffset: number, visit: BatchVisitor) {
     const p = this.#partitions.get(topicId)?.[partition];
     if (!p) return;
     const from = Math.max(Math.floor(fromOffset), p.start);
-    if (from >= p.next) return;
+    if (from >= p.next || this.#tail?.read(p, from, visit)) return;
     scanLog(this.#segments, p.scanStart(from), p.endPos, (header, _pos, buf, at) => {
       if (header.topicId !== topicId || header.partition !== partition) return true;
       if (header.baseOffset + header.count <= from) return true;
@@ -288,6 +289,7 @@ export class MessageLog {
     this.#closed = true;
     const spare = this.#spare;
     this.#spare = undefined;
+    this.#tail?.clear();
     const segments = this.#segments.splice(0);
     for (const s of segments) await s.segment.close().catch(() => {});
     if (spare) await (await spare.segment.catch(() => undefined))?.close().catch(() => {});

@@ -7,6 +7,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { BackendError } from "../port.ts";
 import { Catalog, loadFloors } from "./_catalog.ts";
+import { TAIL_CACHE_BYTES } from "./_tail_cache.ts";
 import { MessageLog } from "./_message_log.ts";
 import { openDatabase } from "./_schema.ts";
 import { prepareReadStatements, type ReadStatements } from "./_statements.ts";
@@ -52,6 +53,8 @@ export async function openStore(
       maxBytes: maxStoreBytes,
       readOnly,
       floors: loadFloors(db),
+      // The forwarder reads every message back as soon as it is written.
+      tailCacheBytes: options.forward ? TAIL_CACHE_BYTES : 0,
     });
     return { db, log, reads, catalog, link };
   } catch (e) {
