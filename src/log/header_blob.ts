@@ -1,7 +1,7 @@
 /**
  * The header blob: compact binary encoding of message headers, stored in each message record
  * of the embedded log's batches (`embedded/_batch.ts`), and read as it is by the Iggy encoder
- * when stored messages are forwarded (`iggy/blob_headers.ts`).
+ * when stored messages are forwarded (`iggy/blob_headers.ts`, which knows the key codes).
  *
  * Layout: for each entry in insertion order, `varint(keyBytes) key varint(valueBytes) value`,
  * lengths as unsigned LEB128, strings as UTF-8. No count prefix: the blob length ends it.
@@ -44,7 +44,7 @@ export function headersMaxBytes(headers: ReadonlyMap<string, string>): number {
 }
 
 /** Worst case of one entry: 3 UTF-8 bytes per UTF-16 unit plus a 5-byte varint per string. */
-export function entryMaxBytes(key: string, value: string): number {
+function entryMaxBytes(key: string, value: string): number {
   return 10 + (key.length + value.length) * 3;
 }
 
@@ -60,22 +60,16 @@ export function writeHeaders(
   headers: ReadonlyMap<string, string>,
 ): number {
   for (const [key, value] of headers) {
-    pos = writeHeader(buf, pos, key, value);
-    if (pos < 0) return -1;
+    if (pos + entryMaxBytes(key, value) > buf.length) return -1;
+    const code = key.length === 0 ? 0 : CODE_OF.get(key);
+    if (code === undefined) pos = writeString(buf, key, pos);
+    else {
+      buf[pos++] = 0;
+      buf[pos++] = code;
+    }
+    pos = writeString(buf, value, pos);
   }
   return pos;
-}
-
-/** Writes one entry at `pos`; returns the position after it, or -1 when `buf` may be too short. */
-export function writeHeader(buf: Uint8Array, pos: number, key: string, value: string): number {
-  if (pos + entryMaxBytes(key, value) > buf.length) return -1;
-  const code = key.length === 0 ? 0 : CODE_OF.get(key);
-  if (code === undefined) pos = writeString(buf, key, pos);
-  else {
-    buf[pos++] = 0;
-    buf[pos++] = code;
-  }
-  return writeString(buf, value, pos);
 }
 
 /** Writes `varint(len) utf8` at `pos`; returns the position after it. */

@@ -13,7 +13,6 @@
  *
  * @module
  */
-import type { OutgoingMessage } from "../port.ts";
 import {
   isRun,
   runWireBytes,
