@@ -153,11 +153,19 @@ export interface BackendHealth {
 
 /** How often a backend's sends were retried, and what that may have cost (Iggy). */
 export interface ResendCounters {
-  /** 0.12: batches resent with their producer stamp after an unknown outcome (written once). */
+  /**
+   * Batches resent after an unknown outcome, each written once: 0.12 with its producer stamp,
+   * 0.11 after a read-back did not find it stored.
+   */
   readonly resends: number;
   /** 0.12: fresh producer ids taken (lost state, recreated partition, fencing, a failed send). */
   readonly renewals: number;
-  /** 0.11: sends that failed after they were written: each may be stored twice when retried. */
+  /** 0.11: cut sends a read-back found stored (confirmed, not resent). */
+  readonly foundStored?: number;
+  /**
+   * 0.11: cut sends whose read-back or resend failed too: each may be stored twice when the
+   * device retries.
+   */
   readonly possibleDuplicates: number;
 }
 

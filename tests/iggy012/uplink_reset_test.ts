@@ -2,16 +2,14 @@
  * A reset uplink, in both dialects: the fake Iggy behind a proxy that resets (RST) every
  * connection every 2.5 s (`tests/helpers/reset_proxy.ts`). An IggyBackend appending all along
  * notices each reset at once (no append waits anywhere near the request timeout), appends again
- * after each one, and every confirmed append is stored; on 0.12 no append fails and none is
- * stored twice, on 0.11 only sends that were written fail (each counted as a possible
- * duplicate) and none that was never written. And through a gateway: MQTT QoS 1 publishers
- * keep getting PUBACKs across resets.
+ * after each one, and every confirmed append is stored; no append fails and none is stored
+ * twice: 0.12 resends under its producer stamp, 0.11 reads a cut send back and resends it only
+ * when it is not there (`cut_send.ts`). And through a gateway: MQTT QoS 1 publishers keep
+ * getting PUBACKs across resets.
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { NotSentError } from "../../src/log/iggy/codes.ts";
 import { IggyBackend } from "../../src/log/iggy/mod.ts";
-import { BackendError } from "../../src/log/port.ts";
 import { fakeIggyConfig, FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 import { startGateway, waitFor } from "../helpers/gateway.ts";
 import { startResetProxy } from "../helpers/reset_proxy.ts";
@@ -115,20 +113,14 @@ for (const dialect of ["0.12", "0.11"] as const) {
     const lost = run.confirmed.filter((p) => !storedSet.has(p));
     assert.deepEqual(lost, [], "every confirmed append is stored");
     const duplicates = stored.length - storedSet.size;
-    const { possibleDuplicates } = b.remote.resendCounters();
-    if (dialect === "0.12") {
-      assert.deepEqual(run.failures, [], "0.12 resends what a reset cut off: no append fails");
-      assert.equal(duplicates, 0, "and the producer stamps keep each batch stored once");
-      assert.equal(possibleDuplicates, 0);
-    } else {
-      // Only sends cut off after they were written fail (no dedup on 0.11: the device's retry
-      // may store them twice); one in flight per connection, so at most one per reset.
-      const unsent = run.failures.filter((e) =>
-        !(e instanceof BackendError) || e.cause instanceof NotSentError
-      );
-      assert.deepEqual(unsent, [], "no append fails that was never written");
-      assert.ok(possibleDuplicates <= proxy.resets, `${possibleDuplicates} possible duplicates`);
-      assert.ok(duplicates <= possibleDuplicates, `${duplicates} stored twice`);
+    const { possibleDuplicates, resends, foundStored } = b.remote.resendCounters();
+    assert.deepEqual(run.failures, [], "what a reset cut off is resolved: no append fails");
+    assert.equal(duplicates, 0, "and each batch is stored once");
+    assert.equal(possibleDuplicates, 0);
+    if (dialect === "0.11") {
+      // Only a send written before its cut needs the read-back; a reset may hit none.
+      assert.ok((foundStored ?? 0) + resends <= proxy.resets * 2, `${foundStored}, ${resends}`);
+      console.log(`0.11 cut sends: ${foundStored} found stored, ${resends} resent`);
     }
   });
 }

@@ -5,7 +5,6 @@
  *
  * @module
  */
-
 import type { GatewayConfig } from "../../config/types.ts";
 import { BackendError } from "../port.ts";
 import type * as port from "../port.ts";
@@ -21,6 +20,7 @@ import { TopicRecordCache } from "./topic_record_cache.ts";
 import { ClusterPool } from "./cluster.ts";
 import { PrincipalAuthenticator } from "./principals.ts";
 import { nextOffsetIn, type TopicRecord } from "./records.ts";
+import { CutSends } from "./cut_send.ts";
 import { SendEncoder, type SendItem, wireSizeOf } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
@@ -70,8 +70,12 @@ export class IggyBackend implements port.LogBackend {
   readonly #opsByDialect = new Map<Dialect, PartitionOps>();
   readonly #opsDeps: PartitionOpsDeps;
   #state: "new" | "open" | "failed" | "closed" = "new";
-  /** 0.11 sends whose outcome is unknown: a retry of each may store it twice. */
-  #possibleDuplicates = 0;
+  /** 0.11 sends cut off after they were written, resolved by a read-back (`cut_send.ts`). */
+  readonly #cuts = new CutSends({
+    ops: () => this.#partitions,
+    consumer: POLL_CONSUMER,
+    nextOffset: async (a) => nextOffsetIn(await this.#fetchTopic(a.stream, a.topic), a),
+  });
   /** Told of each confirmed send (`/metrics`: `iggy_send_seconds`, `iggy_send_messages`). */
   #onSend: port.SendObserver | undefined;
 
@@ -182,7 +186,8 @@ export class IggyBackend implements port.LogBackend {
       resends += ops.stats.resends;
       renewals += ops.stats.renewals;
     }
-    return { resends, renewals, possibleDuplicates: this.#possibleDuplicates };
+    const { found: foundStored, resent, failed: possibleDuplicates } = this.#cuts.counts;
+    return { resends: resends + resent, renewals, foundStored, possibleDuplicates };
   }
 
   authenticate(username: string, password: string): Promise<port.AuthResult> {
@@ -307,11 +312,7 @@ export class IggyBackend implements port.LogBackend {
     return this.#sendFrame(a, frame, count);
   }
 
-  async #sendFrame(
-    a: port.PartitionAddress,
-    frame: Uint8Array,
-    count: number,
-  ): Promise<number | null> {
+  async #sendFrame(a: port.PartitionAddress, frame: Uint8Array, count: number) {
     const ops = this.#partitions;
     try {
       const left = this.#onSend === undefined ? 0 : performance.now();
@@ -320,8 +321,10 @@ export class IggyBackend implements port.LogBackend {
       this.#onSend?.((performance.now() - left) / 1000, count);
       return baseOffset;
     } catch (e) {
-      if (ops.mayHaveStored(e)) this.#possibleDuplicates++;
-      throw this.#sendError(e, a);
+      if (!ops.mayHaveStored(e)) throw this.#sendError(e, a);
+      return this.#cuts.resolve(a, frame, count).catch((e) =>
+        Promise.reject(this.#sendError(e, a))
+      );
     }
   }
 

@@ -1,0 +1,103 @@
+/**
+ * A send whose outcome is unknown — its connection was cut after the frame was written, so
+ * Iggy may have stored it — is resolved instead of failed (0.11, which has no deduplication;
+ * 0.12 resends under its producer stamp and never gets here). Once the partition's end stops
+ * moving (the server may store a cut-off send a moment after the cut), its newest messages are
+ * read back and searched for the batch's first message id, which is random per batch: found,
+ * the send is confirmed at that offset; not found, the same frame (same ids) is sent again,
+ * once. A device then gets its PUBACK instead of an error and a resend that could store its
+ * message twice.
+ *
+ * The read-back covers the batch plus {@link READBACK.slack} newer messages: a partition that
+ * other producers fill faster than that between the cut and the read-back is resent to (the
+ * message may then be stored twice, as before, and is counted as a possible duplicate).
+ *
+ * @module
+ */
+import type { Address, PartitionOps } from "./partition_ops.ts";
+import { BATCH_HEADER_SIZE, decodeSendReply } from "./batch.ts";
+import { HEADER_SIZE } from "./header.ts";
+
+/** Newer messages searched past the batch, messages per poll, and the settling look. */
+export const READBACK = { slack: 10_000, perPoll: 5_000, settleMs: 50, settleLooks: 3 } as const;
+
+/** What a resolve needs from the backend. */
+export interface CutSendDeps {
+  /** The dialect's partition operations in use now. */
+  readonly ops: () => PartitionOps;
+  /** The partition's next offset, fresh from Iggy (not a cache). */
+  nextOffset(a: Address): Promise<number>;
+  /** Consumer name of the backend's own polls. */
+  readonly consumer: string;
+}
+
+/** How a cut send ended: found stored (at `baseOffset`), or sent again (its reply). */
+export type CutSendOutcome =
+  | { readonly found: true; readonly baseOffset: number }
+  | { readonly found: false; readonly reply: Uint8Array };
+
+/** The backend's resolver of cut sends, and what became of them. */
+export class CutSends {
+  readonly #deps: CutSendDeps;
+  /** Found stored, sent again, and failed (read-back or resend: a possible duplicate). */
+  readonly counts = { found: 0, resent: 0, failed: 0 };
+
+  constructor(deps: CutSendDeps) {
+    this.#deps = deps;
+  }
+
+  /** The send's first offset (null if the resend's reply has none); throws when it failed. */
+  async resolve(a: Address, frame: Uint8Array, count: number): Promise<number | null> {
+    try {
+      const outcome = await resolveCutSend(this.#deps, a, frame, count);
+      if (outcome.found) this.counts.found++;
+      else this.counts.resent++;
+      return outcome.found ? outcome.baseOffset : decodeSendReply(outcome.reply);
+    } catch (e) {
+      this.counts.failed++;
+      throw e;
+    }
+  }
+}
+
+/** Resolves a cut send of `frame` (`count` messages) to `a`; throws when the resend fails. */
+export async function resolveCutSend(
+  deps: CutSendDeps,
+  a: Address,
+  frame: Uint8Array,
+  count: number,
+): Promise<CutSendOutcome> {
+  const id = firstMessageId(frame);
+  const end = await settledEnd(deps, a);
+  const from = Math.max(0, end - count - READBACK.slack);
+  for (let at = from; at < end;) {
+    const n = Math.min(READBACK.perPoll, end - at);
+    const reply = await deps.ops().poll(deps.consumer, a, at, n);
+    if (reply.messages.length === 0) break;
+    for (const m of reply.messages) {
+      if (m.offset >= at && m.id === id) return { found: true, baseOffset: m.offset };
+    }
+    at = reply.messages[reply.messages.length - 1].offset + 1;
+  }
+  return { found: false, reply: await deps.ops().send(a, frame, count) };
+}
+
+/** The partition's end once it stops moving under a short look. */
+async function settledEnd(deps: CutSendDeps, a: Address): Promise<number> {
+  let end = await deps.nextOffset(a);
+  for (let i = 0; i < READBACK.settleLooks; i++) {
+    await new Promise((r) => setTimeout(r, READBACK.settleMs));
+    const again = await deps.nextOffset(a);
+    if (again === end) break;
+    end = again;
+  }
+  return end;
+}
+
+/** The first message's id (u128 LE) of a SEND_MESSAGES frame from `SendEncoder.encode`. */
+export function firstMessageId(frame: Uint8Array): bigint {
+  const dv = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+  const metadata = dv.getUint32(HEADER_SIZE, true);
+  const at = HEADER_SIZE + 4 + metadata + BATCH_HEADER_SIZE + 8;
+  return dv.getBigUint64(at, true) | (dv.getBigUint64(at + 8, true) << 64n);
+}

@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { loadHashes } from "../../base/xxhash.ts";
+import { decodeBatches, type PolledMessage, type PollReply } from "./batch.ts";
+import { ByteReader } from "./bytes.ts";
+import { CutSends, firstMessageId, READBACK } from "./cut_send.ts";
+import { HEADER_SIZE } from "./header.ts";
+import type { PartitionOps } from "./partition_ops.ts";
+import { SendEncoder } from "./send_encoder.ts";
+
+await loadHashes();
+
+const A = { stream: "s", topic: "t", partition: 1 };
+const message = (text: string) => ({ payload: new TextEncoder().encode(text), headers: new Map() });
+
+/** A frame of `n` messages, and the ids its messages got. */
+function frameOf(n: number): { frame: Uint8Array; ids: bigint[] } {
+  const frame = new SendEncoder().encode(
+    "s",
+    "t",
+    1,
+    Array.from({ length: n }, (_, i) => message(`m${i}`)),
+    1,
+  );
+  const dv = new DataView(frame.buffer, frame.byteOffset);
+  const batch = HEADER_SIZE + 4 + dv.getUint32(HEADER_SIZE, true);
+  const ids = decodeBatches(new ByteReader(frame.subarray(batch))).map((m) => m.id);
+  return { frame, ids };
+}
+
+/** A partition holding `ids` from offset 0, as polls and sends see it. */
+function partition(ids: bigint[]) {
+  const sent: Uint8Array[] = [];
+  const polls: [number, number][] = [];
+  const ops = {
+    poll(_c: string, _a: unknown, from: number, count: number): Promise<PollReply> {
+      polls.push([from, count]);
+      const messages = ids.slice(from, from + count).map((id, i) => ({ id, offset: from + i }));
+      return Promise.resolve({
+        partitionId: 1,
+        currentOffset: ids.length - 1,
+        messages: messages as unknown as PolledMessage[],
+      });
+    },
+    send(_a: unknown, frame: Uint8Array): Promise<Uint8Array> {
+      sent.push(frame);
+      return Promise.resolve(new Uint8Array(0));
+    },
+  } as unknown as PartitionOps;
+  const cuts = new CutSends({
+    ops: () => ops,
+    consumer: "c",
+    nextOffset: () => Promise.resolve(ids.length),
+  });
+  return { cuts, sent, polls };
+}
+
+Deno.test("firstMessageId() reads the id the encoder gave a frame's first message", () => {
+  const { frame, ids } = frameOf(3);
+  assert.equal(firstMessageId(frame), ids[0]);
+});
+
+Deno.test("a cut send found stored is confirmed at its offset, not sent again", async () => {
+  const { frame, ids } = frameOf(5);
+  const others = Array.from({ length: 7_000 }, (_, i) => BigInt(i + 1));
+  const { cuts, sent, polls } = partition([...others, ...ids, ...others.slice(0, 3_000)]);
+  assert.equal(await cuts.resolve(A, frame, 5), 7_000);
+  assert.deepEqual(sent, []);
+  assert.deepEqual(cuts.counts, { found: 1, resent: 0, failed: 0 });
+  assert.ok(polls.every(([, n]) => n <= READBACK.perPoll), "polls are bounded");
+});
+
+Deno.test("a cut send not found is sent again once, the same frame; one beyond the read-back window too", async () => {
+  const { frame } = frameOf(2);
+  const { cuts, sent } = partition(Array.from({ length: 100 }, (_, i) => BigInt(i + 1)));
+  assert.equal(await cuts.resolve(A, frame, 2), null);
+  assert.deepEqual(sent, [frame]);
+  // Stored, but more than the slack of other messages came after it: resent (counted).
+  const far = frameOf(1);
+  const after = Array.from({ length: READBACK.slack + 10 }, (_, i) => BigInt(i + 1));
+  const p = partition([far.ids[0], ...after]);
+  await p.cuts.resolve(A, far.frame, 1);
+  assert.deepEqual(p.cuts.counts, { found: 0, resent: 1, failed: 0 });
+});
