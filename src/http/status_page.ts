@@ -32,6 +32,7 @@ export interface ReaderReading {
 /** Resend counts of an Iggy backend (`ResendCounters` of the backend port). */
 interface ResendReading {
   readonly resends: number;
+  readonly foundStored?: number;
   readonly renewals: number;
   readonly possibleDuplicates: number;
 }
@@ -138,12 +139,13 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
   };
 }
 
-/** `iggy_sends` of status.json: resends and renewals (0.12), possible duplicates (0.11). */
+/** `iggy_sends` of status.json: resends, cut sends found stored (0.11), renewals (0.12), possible duplicates (0.11). */
 function resendsJson(c: ResendReading | undefined) {
   if (!c) return {};
   return {
     iggy_sends: {
       resent_total: c.resends,
+      found_stored_total: c.foundStored ?? 0,
       producer_renewals_total: c.renewals,
       possible_duplicates_total: c.possibleDuplicates,
     },

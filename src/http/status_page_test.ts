@@ -148,12 +148,13 @@ Deno.test("handleStatusRoute() returns null for other paths (404 stays with the 
 Deno.test("statusJson() reports an Iggy backend's resends, renewals and possible duplicates", () => {
   const g = fakeSource();
   assert.equal((statusJson(g) as Record<string, unknown>).iggy_sends, undefined, "none kept");
-  const counts = { resends: 2, renewals: 3, possibleDuplicates: 5 };
+  const counts = { resends: 2, foundStored: 4, renewals: 3, possibleDuplicates: 5 };
   const s = statusJson({ ...g, backend: { remote: { resendCounters: () => counts } } }) as {
     iggy_sends: unknown;
   };
   assert.deepEqual(s.iggy_sends, {
     resent_total: 2,
+    found_stored_total: 4,
     producer_renewals_total: 3,
     possible_duplicates_total: 5,
   });

@@ -23,13 +23,16 @@ const MESSAGES_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
 /** Resend counts of an Iggy backend, as the backend port reports them. */
 export interface SendRetryCounts {
   readonly resends: number;
+  readonly foundStored?: number;
   readonly renewals: number;
   readonly possibleDuplicates: number;
 }
 
 /**
- * The `iggy_send_retries` gauge, by kind: resent (0.12, written once), renewed (0.12 producer
- * ids), possible_duplicate (0.11 sends that failed after the write). No series without counts.
+ * The `iggy_send_retries` gauge, by kind: resent (written once: 0.12 under its producer stamp,
+ * 0.11 after a read-back did not find it), found_stored (0.11 cut sends a read-back found),
+ * renewed (0.12 producer ids), possible_duplicate (0.11 cut sends whose read-back or resend
+ * failed too). No series without counts.
  */
 export function sendRetryGauge(m: Metrics, read: () => SendRetryCounts | undefined): void {
   m.gauge("iggy_send_retries", "Iggy sends since start that were retried, by kind", () => {
@@ -37,6 +40,7 @@ export function sendRetryGauge(m: Metrics, read: () => SendRetryCounts | undefin
     if (!c) return [];
     const kinds: [Labels, number][] = [
       [{ kind: "resent" }, c.resends],
+      [{ kind: "found_stored" }, c.foundStored ?? 0],
       [{ kind: "renewed" }, c.renewals],
       [{ kind: "possible_duplicate" }, c.possibleDuplicates],
     ];

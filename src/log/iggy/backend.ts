@@ -322,8 +322,8 @@ export class IggyBackend implements port.LogBackend {
       return baseOffset;
     } catch (e) {
       if (!ops.mayHaveStored(e)) throw this.#sendError(e, a);
-      return this.#cuts.resolve(a, frame, count).catch((e) =>
-        Promise.reject(this.#sendError(e, a))
+      return this.#cuts.resolve(a, frame, count, e).catch((err) =>
+        Promise.reject(this.#sendError(err, a))
       );
     }
   }

@@ -17,9 +17,21 @@
 import type { Address, PartitionOps } from "./partition_ops.ts";
 import { BATCH_HEADER_SIZE, decodeSendReply } from "./batch.ts";
 import { HEADER_SIZE } from "./header.ts";
+import { IggyConnectionError } from "./codes.ts";
 
-/** Newer messages searched past the batch, messages per poll, and the settling look. */
-export const READBACK = { slack: 10_000, perPoll: 5_000, settleMs: 50, settleLooks: 3 } as const;
+/**
+ * Newer messages searched past the batch, messages per poll, the settling look, and the tries
+ * of each read-back request (the first may meet the cut connection before the pool replaced
+ * it: tries back off from `retryMs`, doubling).
+ */
+export const READBACK = {
+  slack: 10_000,
+  perPoll: 5_000,
+  settleMs: 50,
+  settleLooks: 3,
+  tries: 6,
+  retryMs: 25,
+} as const;
 
 /** What a resolve needs from the backend. */
 export interface CutSendDeps {
@@ -46,8 +58,17 @@ export class CutSends {
     this.#deps = deps;
   }
 
-  /** The send's first offset (null if the resend's reply has none); throws when it failed. */
-  async resolve(a: Address, frame: Uint8Array, count: number): Promise<number | null> {
+  /**
+   * The first offset of a send that failed with `cause`, its outcome unknown (null if the
+   * resend's reply has none); throws when it cannot be resolved. Only a cut connection is read
+   * back: after a timeout the connection still stands and Iggy may yet store the send, so a
+   * read-back could miss it and the resend store it twice; the timeout is thrown.
+   */
+  async resolve(a: Address, frame: Uint8Array, count: number, cause: unknown) {
+    if (!(cause instanceof IggyConnectionError)) {
+      this.counts.failed++;
+      throw cause;
+    }
     try {
       const outcome = await resolveCutSend(this.#deps, a, frame, count);
       if (outcome.found) this.counts.found++;
@@ -72,7 +93,7 @@ export async function resolveCutSend(
   const from = Math.max(0, end - count - READBACK.slack);
   for (let at = from; at < end;) {
     const n = Math.min(READBACK.perPoll, end - at);
-    const reply = await deps.ops().poll(deps.consumer, a, at, n);
+    const reply = await again(() => deps.ops().poll(deps.consumer, a, at, n));
     if (reply.messages.length === 0) break;
     for (const m of reply.messages) {
       if (m.offset >= at && m.id === id) return { found: true, baseOffset: m.offset };
@@ -84,14 +105,26 @@ export async function resolveCutSend(
 
 /** The partition's end once it stops moving under a short look. */
 async function settledEnd(deps: CutSendDeps, a: Address): Promise<number> {
-  let end = await deps.nextOffset(a);
+  let end = await again(() => deps.nextOffset(a));
   for (let i = 0; i < READBACK.settleLooks; i++) {
     await new Promise((r) => setTimeout(r, READBACK.settleMs));
-    const again = await deps.nextOffset(a);
-    if (again === end) break;
-    end = again;
+    const later = await again(() => deps.nextOffset(a));
+    if (later === end) break;
+    end = later;
   }
   return end;
+}
+
+/** `request()`, tried up to {@link READBACK.tries} times; the last failure is thrown. */
+async function again<T>(request: () => Promise<T>): Promise<T> {
+  for (let i = 1;; i++) {
+    try {
+      return await request();
+    } catch (e) {
+      if (i >= READBACK.tries) throw e;
+      await new Promise((r) => setTimeout(r, READBACK.retryMs * 2 ** (i - 1)));
+    }
+  }
 }
 
 /** The first message's id (u128 LE) of a SEND_MESSAGES frame from `SendEncoder.encode`. */

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { loadHashes } from "../../base/xxhash.ts";
 import { decodeBatches, type PolledMessage, type PollReply } from "./batch.ts";
 import { ByteReader } from "./bytes.ts";
+import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
 import { CutSends, firstMessageId, READBACK } from "./cut_send.ts";
 import { HEADER_SIZE } from "./header.ts";
 import type { PartitionOps } from "./partition_ops.ts";
@@ -10,6 +11,7 @@ import { SendEncoder } from "./send_encoder.ts";
 await loadHashes();
 
 const A = { stream: "s", topic: "t", partition: 1 };
+const CUT = new IggyConnectionError("cut (test)");
 const message = (text: string) => ({ payload: new TextEncoder().encode(text), headers: new Map() });
 
 /** A frame of `n` messages, and the ids its messages got. */
@@ -63,7 +65,7 @@ Deno.test("a cut send found stored is confirmed at its offset, not sent again", 
   const { frame, ids } = frameOf(5);
   const others = Array.from({ length: 7_000 }, (_, i) => BigInt(i + 1));
   const { cuts, sent, polls } = partition([...others, ...ids, ...others.slice(0, 3_000)]);
-  assert.equal(await cuts.resolve(A, frame, 5), 7_000);
+  assert.equal(await cuts.resolve(A, frame, 5, CUT), 7_000);
   assert.deepEqual(sent, []);
   assert.deepEqual(cuts.counts, { found: 1, resent: 0, failed: 0 });
   assert.ok(polls.every(([, n]) => n <= READBACK.perPoll), "polls are bounded");
@@ -72,12 +74,21 @@ Deno.test("a cut send found stored is confirmed at its offset, not sent again", 
 Deno.test("a cut send not found is sent again once, the same frame; one beyond the read-back window too", async () => {
   const { frame } = frameOf(2);
   const { cuts, sent } = partition(Array.from({ length: 100 }, (_, i) => BigInt(i + 1)));
-  assert.equal(await cuts.resolve(A, frame, 2), null);
+  assert.equal(await cuts.resolve(A, frame, 2, CUT), null);
   assert.deepEqual(sent, [frame]);
   // Stored, but more than the slack of other messages came after it: resent (counted).
   const far = frameOf(1);
   const after = Array.from({ length: READBACK.slack + 10 }, (_, i) => BigInt(i + 1));
   const p = partition([far.ids[0], ...after]);
-  await p.cuts.resolve(A, far.frame, 1);
+  await p.cuts.resolve(A, far.frame, 1, CUT);
   assert.deepEqual(p.cuts.counts, { found: 0, resent: 1, failed: 0 });
+});
+
+Deno.test("a send that timed out is not read back: the timeout is thrown, counted as a possible duplicate", async () => {
+  const { frame } = frameOf(1);
+  const { cuts, sent, polls } = partition([]);
+  const timeout = new IggyTimeoutError("no answer (test)");
+  await assert.rejects(cuts.resolve(A, frame, 1, timeout), (e) => e === timeout);
+  assert.deepEqual([sent, polls], [[], []]);
+  assert.deepEqual(cuts.counts, { found: 0, resent: 0, failed: 1 });
 });
