@@ -47,12 +47,13 @@ export interface AppendRequest extends PartitionAddress {
 
 /**
  * Messages still in the stored encoding, for a copy from one log to another (forwarding)
- * without decoding each into strings and a map. Message `i`'s headers are
- * `bytes[spans[3i], spans[3i+1])` in the header-blob encoding (`header_blob.ts`) and its
- * payload `bytes[spans[3i+1], spans[3i+2])` (never empty). Offsets run on from `firstOffset`.
+ * without decoding each into strings and a map. Message `i` is in `pieces[spans[4i]]`: its
+ * headers at `[spans[4i+1], spans[4i+2])` in the header-blob encoding (`header_blob.ts`), its
+ * payload at `[spans[4i+2], spans[4i+3])` (never empty). Offsets run on from `firstOffset`.
+ * Pieces may be views of buffers the log holds: read them, never write them.
  */
 export interface EncodedMessages {
-  readonly bytes: Uint8Array;
+  readonly pieces: readonly Uint8Array[];
   readonly spans: Uint32Array;
   readonly count: number;
   /** Offset of the first message (in the log they were read from). */

@@ -128,17 +128,18 @@ export function decodeBatch(
 
 /** Encoded messages (`readEncoded`) decoded, stamp included; payloads are views of their bytes. */
 export function decodeEncoded(run: EncodedMessages): OutgoingMessage[] {
-  const { bytes, spans, stamp } = run;
+  const { pieces, spans, stamp } = run;
   const out: OutgoingMessage[] = [];
   for (let i = 0; i < run.count; i++) {
-    const headersAt = spans[3 * i];
-    const payloadAt = spans[3 * i + 1];
+    const bytes = pieces[spans[4 * i]];
+    const headersAt = spans[4 * i + 1];
+    const payloadAt = spans[4 * i + 2];
     const headers = decodeHeaders(bytes, headersAt, payloadAt);
     if (stamp) {
       for (const [k, v] of stamp.headers) headers.set(k, v);
       headers.set(stamp.offsetHeader, `${stamp.offsetPrefix}${run.firstOffset + i}`);
     }
-    out.push({ payload: bytes.subarray(payloadAt, spans[3 * i + 2]), headers });
+    out.push({ payload: bytes.subarray(payloadAt, spans[4 * i + 3]), headers });
   }
   return out;
 }

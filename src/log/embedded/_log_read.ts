@@ -42,23 +42,23 @@ export function readEncoded(
 ): EncodedMessages | null {
   if (!(limit > 0)) return null;
   const run = new EncodedRun(Math.floor(limit), maxBytes);
-  log.readBatches(topicId, partition, fromOffset, (data, base, n, from) => {
-    return run.add(data, base, n, from);
+  log.readBatches(topicId, partition, fromOffset, (data, base, n, from, stable) => {
+    return run.add(data, base, n, from, stable);
   });
   return run.result();
 }
 
 /**
- * An encoded read being gathered: each stored batch's wanted records are copied out in one
- * piece, and the spans skip the records' fixed parts.
+ * An encoded read being gathered: each stored batch's wanted records are one piece, a view of
+ * the batch when it is stable (the tail cache's) or else a copy; the spans skip the records'
+ * fixed parts.
  */
 class EncodedRun {
   readonly #limit: number;
   readonly #maxBytes: number;
   /** Grown as messages come (a live read holds a few, a backlog read `limit`). */
   #spans = new Uint32Array(0);
-  #bytes = new Uint8Array(0);
-  #used = 0;
+  readonly #pieces: Uint8Array[] = [];
   #count = 0;
   #payloadBytes = 0;
   #firstOffset = -1;
@@ -70,10 +70,10 @@ class EncodedRun {
   }
 
   /** Takes what is wanted of one stored batch; false once full. */
-  add(data: Uint8Array, baseOffset: number, n: number, from: number): boolean {
+  add(data: Uint8Array, baseOffset: number, n: number, from: number, stable: boolean): boolean {
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-    const batchFirst = this.#count;
-    if (3 * (batchFirst + n) > this.#spans.length) this.#growSpans(batchFirst + n);
+    const piece = this.#pieces.length;
+    if (4 * (this.#count + n) > this.#spans.length) this.#growSpans(this.#count + n);
     const spans = this.#spans;
     let pos = 0;
     let copyFrom = -1;
@@ -95,18 +95,20 @@ class EncodedRun {
           this.#firstOffset = baseOffset + i;
           this.#firstTimestampMicros = view.getFloat64(pos + 8, true);
         }
-        // Relative to the piece copied out below; moved by where it lands.
-        const at = pos + RECORD_HEADER_BYTES - copyFrom;
-        const k = 3 * this.#count++;
-        spans[k] = at;
-        spans[k + 1] = at + headers;
-        spans[k + 2] = at + headers + payload;
+        const at = pos + RECORD_HEADER_BYTES - copyFrom; // within the piece
+        const k = 4 * this.#count++;
+        spans[k] = piece;
+        spans[k + 1] = at;
+        spans[k + 2] = at + headers;
+        spans[k + 3] = at + headers + payload;
         this.#payloadBytes += payload;
         copyTo = end;
       }
       pos = end;
     }
-    if (copyFrom >= 0) this.#copyOut(data.subarray(copyFrom, copyTo), batchFirst);
+    if (copyFrom >= 0) {
+      this.#pieces.push(stable ? data.subarray(copyFrom, copyTo) : data.slice(copyFrom, copyTo));
+    }
     return !stopped && this.#count < this.#limit;
   }
 
@@ -118,29 +120,16 @@ class EncodedRun {
 
   /** Room for the spans of `messages` (at most `limit`). */
   #growSpans(messages: number): void {
-    const size = 3 * Math.min(this.#limit, Math.max(messages, 2 * this.#spans.length / 3, 64));
+    const size = 4 * Math.min(this.#limit, Math.max(messages, this.#spans.length / 2, 64));
     const bigger = new Uint32Array(size);
-    bigger.set(this.#spans.subarray(0, 3 * this.#count));
+    bigger.set(this.#spans.subarray(0, 4 * this.#count));
     this.#spans = bigger;
-  }
-
-  #copyOut(piece: Uint8Array, batchFirst: number): void {
-    const used = this.#used;
-    if (used + piece.length > this.#bytes.length) {
-      const size = Math.max(used + piece.length, 2 * this.#bytes.length);
-      const bigger = new Uint8Array(size);
-      bigger.set(this.#bytes.subarray(0, used));
-      this.#bytes = bigger;
-    }
-    this.#bytes.set(piece, used);
-    for (let j = 3 * batchFirst; j < 3 * this.#count; j++) this.#spans[j] += used;
-    this.#used = used + piece.length;
   }
 
   result(): EncodedMessages | null {
     if (this.#count === 0) return null;
     return {
-      bytes: this.#bytes,
+      pieces: this.#pieces,
       spans: this.#spans,
       count: this.#count,
       firstOffset: this.#firstOffset,

@@ -234,7 +234,7 @@ export class MessageLog {
       if (header.baseOffset + header.count <= from) return true;
       const start = at + LOG_RECORD_HEADER_BYTES;
       const data = buf.subarray(start, start + header.dataBytes);
-      return visit(data, header.baseOffset, header.count, from);
+      return visit(data, header.baseOffset, header.count, from, false);
     }, true);
   }
 

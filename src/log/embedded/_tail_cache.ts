@@ -38,12 +38,16 @@ interface HeldBuffer {
   readonly partitions: readonly PartitionLog[];
 }
 
-/** Sees one stored batch: as `MessageLog.readBatches`' visitor. */
+/**
+ * Sees one stored batch: as `MessageLog.readBatches`' visitor. `stable`: `data` is a view of a
+ * buffer nothing writes again (this cache's), which may be kept; else of a shared chunk buffer.
+ */
 export type BatchVisitor = (
   data: Uint8Array,
   baseOffset: number,
   count: number,
   from: number,
+  stable: boolean,
 ) => boolean;
 
 /** The log's tail in memory. */
@@ -100,7 +104,7 @@ export class TailCache {
     while (i > tail.head && records[i].baseOffset > from) i--;
     for (; i < records.length; i++) {
       const r = records[i];
-      if (!visit(r.data, r.baseOffset, r.count, from)) break;
+      if (!visit(r.data, r.baseOffset, r.count, from, true)) break;
     }
     return true;
   }

@@ -69,19 +69,20 @@ Deno.test("SendEncoder writes the same body as encodeSendMessages (the golden-ve
 function runOf(messages: readonly OutgoingMessage[], gap = 3): EncodedMessages {
   const parts = messages.map((m) => [encodeHeaders(m.headers), m.payload]);
   const bytes = new Uint8Array(parts.reduce((n, [h, p]) => n + gap + h.length + p.length, 0));
-  const spans = new Uint32Array(3 * messages.length);
+  const spans = new Uint32Array(4 * messages.length);
   let at = 0;
   parts.forEach(([h, p], i) => {
     at += gap; // a record's fixed part sits between messages in a read
-    spans[3 * i] = at;
+    spans[4 * i] = 0; // one piece
+    spans[4 * i + 1] = at;
     bytes.set(h, at);
-    spans[3 * i + 1] = at += h.length;
+    spans[4 * i + 2] = at += h.length;
     bytes.set(p, at);
-    spans[3 * i + 2] = at += p.length;
+    spans[4 * i + 3] = at += p.length;
   });
   const payloadBytes = messages.reduce((n, m) => n + m.payload.length, 0);
   return {
-    bytes,
+    pieces: [bytes],
     spans,
     count: messages.length,
     firstOffset: 0,

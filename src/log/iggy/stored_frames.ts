@@ -59,13 +59,14 @@ export function writeRunFrames(
   first: number,
   idBase: Uint8Array,
 ): number {
-  const { bytes, spans } = run;
+  const { pieces, spans } = run;
   const stamp: StampTlv | null = run.stamp ? stampTlv(run.stamp) : null;
   const offset = new OffsetDigits(run.firstOffset);
   for (let j = 0; j < run.count; j++) {
-    const headersAt = spans[3 * j];
-    const payloadAt = spans[3 * j + 1];
-    const payloadEnd = spans[3 * j + 2];
+    const bytes = pieces[spans[4 * j]];
+    const headersAt = spans[4 * j + 1];
+    const payloadAt = spans[4 * j + 2];
+    const payloadEnd = spans[4 * j + 3];
     const payloadBytes = payloadEnd - payloadAt;
     if (payloadBytes === 0) throw new RangeError("a message payload is empty");
     const frame = at;
@@ -85,9 +86,11 @@ export function writeRunFrames(
  * `sizeOf` for a run: the sum it hands `encode` as `framesBound` is then exact.
  */
 export function runWireBytes(run: EncodedMessages): number {
-  const { bytes, spans } = run;
+  const { pieces, spans } = run;
   let n = FRAME_HEADER_SIZE * run.count + run.payloadBytes;
-  for (let j = 0; j < run.count; j++) n += tlvBytesOf(bytes, spans[3 * j], spans[3 * j + 1]);
+  for (let j = 0; j < run.count; j++) {
+    n += tlvBytesOf(pieces[spans[4 * j]], spans[4 * j + 1], spans[4 * j + 2]);
+  }
   if (run.stamp) {
     const stamp = stampTlv(run.stamp);
     for (let j = 0; j < run.count; j++) n += stampBytesOf(stamp, run.firstOffset + j);
