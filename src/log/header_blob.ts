@@ -150,7 +150,19 @@ function readKey(bytes: Uint8Array, end: number): string {
 
 /** A length-prefixed string at {@link cursor}, ending at or before `end`. */
 function readString(bytes: Uint8Array, end: number): string {
-  let pos = cursor;
+  const len = readLength(bytes, cursor, end);
+  const pos = lengthEnd;
+  const stop = pos + len;
+  if (len < 0 || stop > end) throw new RangeError("Corrupt header blob: truncated");
+  cursor = stop;
+  return shortAscii(bytes, pos, stop) ?? decoder.decode(bytes.subarray(pos, stop));
+}
+
+/** Where the last {@link readLength} stopped: the string's first byte. */
+export let lengthEnd = 0;
+
+/** The varint length at `pos` (before `end`); leaves where it ends in {@link lengthEnd}. */
+export function readLength(bytes: Uint8Array, pos: number, end: number): number {
   let len = 0;
   let shift = 0;
   for (;;) {
@@ -160,10 +172,8 @@ function readString(bytes: Uint8Array, end: number): string {
     if (b < 0x80) break;
     shift += 7;
   }
-  const stop = pos + len;
-  if (len < 0 || stop > end) throw new RangeError("Corrupt header blob: truncated");
-  cursor = stop;
-  return shortAscii(bytes, pos, stop) ?? decoder.decode(bytes.subarray(pos, stop));
+  lengthEnd = pos;
+  return len;
 }
 
 function varintSize(n: number): number {

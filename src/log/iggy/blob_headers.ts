@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { KEY_CODES } from "../header_blob.ts";
+import { KEY_CODES, lengthEnd, readLength } from "../header_blob.ts";
 import type { CopyStamp } from "../port.ts";
 import { EncodeError, encodeUserHeaders, ValueKind } from "./encoding.ts";
 
@@ -24,24 +24,6 @@ const CODED_KEYS: readonly Uint8Array[] = [new Uint8Array(0)].concat(
     return b;
   }),
 );
-
-/** Where the last {@link lengthAt} stopped. */
-let cursor = 0;
-
-/** The varint length at `pos` (before `end`); leaves the position after it in {@link cursor}. */
-function lengthAt(blob: Uint8Array, pos: number, end: number): number {
-  let len = 0;
-  let shift = 0;
-  for (;;) {
-    if (pos >= end || shift > 28) throw new EncodeError("Corrupt header blob: bad length");
-    const b = blob[pos++];
-    len |= (b & 0x7f) << shift;
-    if (b < 0x80) break;
-    shift += 7;
-  }
-  cursor = pos;
-  return len;
-}
 
 /** The key's TLV start for a code, or an error for what Iggy cannot take. */
 function codedKey(code: number): Uint8Array {
@@ -59,7 +41,7 @@ function checkLength(n: number, what: string, pos: number, end: number): void {
 
 /**
  * The TLV bytes of the blob `blob[start, end)`; throws EncodeError on a key or value Iggy
- * refuses (empty, or over 255 bytes) or a corrupt blob.
+ * refuses (empty, or over 255 bytes, or past the blob's end), RangeError on a bad length.
  */
 export function tlvBytesOf(blob: Uint8Array, start: number, end: number): number {
   let n = 0;
@@ -70,15 +52,15 @@ export function tlvBytesOf(blob: Uint8Array, start: number, end: number): number
       n += codedKey(blob[pos + 1]).length - 1;
       pos += 2;
     } else {
-      const k = lengthAt(blob, pos, end);
-      checkLength(k, "key", cursor, end);
+      const k = readLength(blob, pos, end);
+      checkLength(k, "key", lengthEnd, end);
       n += 1 + 4 + k;
-      pos = cursor + k;
+      pos = lengthEnd + k;
     }
-    const v = lengthAt(blob, pos, end);
-    checkLength(v, "value", cursor, end);
+    const v = readLength(blob, pos, end);
+    checkLength(v, "value", lengthEnd, end);
     n += 1 + 4 + v;
-    pos = cursor + v;
+    pos = lengthEnd + v;
   }
   return n;
 }
@@ -102,16 +84,16 @@ export function writeTlvOf(
       at += key.length;
       pos += 2;
     } else {
-      const k = lengthAt(blob, pos, end);
-      pos = cursor;
+      const k = readLength(blob, pos, end);
+      pos = lengthEnd;
       out[at] = ValueKind.STRING;
       at = writeLength(out, at + 1, k);
       at = copy(out, at, blob, pos, k);
       out[at++] = ValueKind.STRING;
       pos += k;
     }
-    const v = lengthAt(blob, pos, end);
-    pos = cursor;
+    const v = readLength(blob, pos, end);
+    pos = lengthEnd;
     at = writeLength(out, at, v);
     at = copy(out, at, blob, pos, v);
     pos += v;
