@@ -155,8 +155,9 @@ export interface BackendHealth {
 /** How often a backend's sends were retried, and what that may have cost (Iggy). */
 export interface ResendCounters {
   /**
-   * Batches resent after an unknown outcome, each written once: 0.12 with its producer stamp,
-   * 0.11 after a read-back did not find it stored.
+   * Batches resent after an unknown outcome: 0.12 with its producer stamp (written once), 0.11
+   * after a read-back did not find it stored (written once unless the read-back missed it:
+   * `cut_send.ts`).
    */
   readonly resends: number;
   /** 0.12: fresh producer ids taken (lost state, recreated partition, fencing, a failed send). */

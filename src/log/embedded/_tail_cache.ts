@@ -64,7 +64,7 @@ export class TailCache {
     this.#maxBytes = maxBytes;
   }
 
-  /** Bytes of buffers held (at most the bound, but for one buffer larger than it). */
+  /** Bytes of the buffers held, whole (at most the bound). */
   get bytes(): number {
     return this.#bytes;
   }
@@ -76,12 +76,14 @@ export class TailCache {
    */
   add(buffer: Uint8Array, records: readonly (Omit<CachedRecord, "seq"> & { p: PartitionLog })[]) {
     const seq = ++this.#seq;
-    if (buffer.byteLength > this.#maxBytes) {
+    // What a view keeps alive is its whole buffer (the group commit's grows by doubling).
+    const bytes = buffer.buffer.byteLength;
+    if (bytes > this.#maxBytes) {
       for (const r of records) this.#tails.delete(r.p);
       return;
     }
-    this.#buffers.push({ seq, bytes: buffer.byteLength, partitions: records.map((r) => r.p) });
-    this.#bytes += buffer.byteLength;
+    this.#buffers.push({ seq, bytes, partitions: records.map((r) => r.p) });
+    this.#bytes += bytes;
     for (const r of records) {
       let tail = this.#tails.get(r.p);
       if (!tail) this.#tails.set(r.p, tail = { records: [], head: 0 });

@@ -62,3 +62,14 @@ Deno.test("TailCache: a visitor that stops ends the read", () => {
   assert.equal(cache.read(a, 3, (_d, base) => (seen.push(base), base < 4)), true);
   assert.deepEqual(seen, [2, 4]);
 });
+
+Deno.test("TailCache counts the whole buffer a view keeps alive, not the view", () => {
+  const cache = new TailCache(1000);
+  const a = new PartitionLog(1, 0, undefined);
+  const view = new Uint8Array(new ArrayBuffer(800), 0, 100); // a grown buffer, 100 bytes used
+  cache.add(view, [{ p: a, baseOffset: 0, count: 1, data: view.subarray(0, 1) }]);
+  assert.equal(cache.bytes, 800);
+  add(cache, 300, [[a, 1, 1]]); // 1100 > 1000: the 800-byte buffer goes
+  assert.equal(cache.bytes, 300);
+  assert.equal(visited(cache, a, 0), null);
+});

@@ -277,13 +277,7 @@ export class IggyBackend implements port.LogBackend {
       return Promise.reject(new BackendError("unavailable", `Cannot append to ${why}`));
     }
     try {
-      return this.#batcher.append({
-        stream,
-        topic,
-        partition,
-        messages: [messages],
-        count: messages.count,
-      });
+      return this.#batcher.append({ ...request, messages: [messages], count: messages.count });
     } catch (e) { // the batcher sizes the run: a header Iggy refuses is found here
       return Promise.reject(this.#sendError(e, request));
     }
@@ -314,18 +308,19 @@ export class IggyBackend implements port.LogBackend {
 
   async #sendFrame(a: port.PartitionAddress, frame: Uint8Array, count: number) {
     const ops = this.#partitions;
+    const left = this.#onSend === undefined ? 0 : performance.now();
+    let baseOffset: number | null;
     try {
-      const left = this.#onSend === undefined ? 0 : performance.now();
-      const baseOffset = decodeSendReply(await ops.send(a, frame, count));
+      baseOffset = decodeSendReply(await ops.send(a, frame, count));
       this.#encoder.release(frame); // confirmed: Iggy has read it all, nothing resends it
-      this.#onSend?.((performance.now() - left) / 1000, count);
-      return baseOffset;
     } catch (e) {
       if (!ops.mayHaveStored(e)) throw this.#sendError(e, a);
-      return this.#cuts.resolve(a, frame, count, e).catch((err) =>
-        Promise.reject(this.#sendError(err, a))
-      );
+      baseOffset = await this.#cuts.resolve(a, frame, count, e, ops).catch((err) => {
+        throw this.#sendError(err, a);
+      });
     }
+    this.#onSend?.((performance.now() - left) / 1000, count);
+    return baseOffset;
   }
 
   #sendError(e: unknown, a: port.PartitionAddress): BackendError {

@@ -8,9 +8,10 @@
  * once. A device then gets its PUBACK instead of an error and a resend that could store its
  * message twice.
  *
- * The read-back covers the batch plus {@link READBACK.slack} newer messages: a partition that
- * other producers fill faster than that between the cut and the read-back is resent to (the
- * message may then be stored twice, as before, and is counted as a possible duplicate).
+ * A resend is written once unless the read-back missed a stored send: one Iggy stored later than
+ * the settling look, or one hidden behind more than {@link READBACK.slack} newer messages from
+ * other producers. It is counted as resent, not as a possible duplicate (which counts what is
+ * left to the device's retry: a read-back or resend that failed too, or a timeout).
  *
  * @module
  */
@@ -64,20 +65,22 @@ export class CutSends {
    * back: after a timeout the connection still stands and Iggy may yet store the send, so a
    * read-back could miss it and the resend store it twice; the timeout is thrown.
    */
-  async resolve(a: Address, frame: Uint8Array, count: number, cause: unknown) {
-    if (!(cause instanceof IggyConnectionError)) {
+  async resolve(a: Address, frame: Uint8Array, count: number, cause: unknown, sentBy: unknown) {
+    // Read back and resend only in the dialect that sent: a reconnect may have brought another.
+    if (!(cause instanceof IggyConnectionError) || this.#deps.ops() !== sentBy) {
       this.counts.failed++;
       throw cause;
     }
+    let outcome: CutSendOutcome;
     try {
-      const outcome = await resolveCutSend(this.#deps, a, frame, count);
-      if (outcome.found) this.counts.found++;
-      else this.counts.resent++;
-      return outcome.found ? outcome.baseOffset : decodeSendReply(outcome.reply);
+      outcome = await resolveCutSend(this.#deps, a, frame, count);
     } catch (e) {
       this.counts.failed++;
       throw e;
     }
+    if (outcome.found) this.counts.found++;
+    else this.counts.resent++;
+    return outcome.found ? outcome.baseOffset : decodeSendReply(outcome.reply);
   }
 }
 

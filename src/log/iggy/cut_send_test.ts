@@ -53,7 +53,7 @@ function partition(ids: bigint[]) {
     consumer: "c",
     nextOffset: () => Promise.resolve(ids.length),
   });
-  return { cuts, sent, polls };
+  return { cuts, sent, polls, ops };
 }
 
 Deno.test("firstMessageId() reads the id the encoder gave a frame's first message", () => {
@@ -64,8 +64,8 @@ Deno.test("firstMessageId() reads the id the encoder gave a frame's first messag
 Deno.test("a cut send found stored is confirmed at its offset, not sent again", async () => {
   const { frame, ids } = frameOf(5);
   const others = Array.from({ length: 7_000 }, (_, i) => BigInt(i + 1));
-  const { cuts, sent, polls } = partition([...others, ...ids, ...others.slice(0, 3_000)]);
-  assert.equal(await cuts.resolve(A, frame, 5, CUT), 7_000);
+  const { cuts, sent, polls, ops } = partition([...others, ...ids, ...others.slice(0, 3_000)]);
+  assert.equal(await cuts.resolve(A, frame, 5, CUT, ops), 7_000);
   assert.deepEqual(sent, []);
   assert.deepEqual(cuts.counts, { found: 1, resent: 0, failed: 0 });
   assert.ok(polls.every(([, n]) => n <= READBACK.perPoll), "polls are bounded");
@@ -73,22 +73,30 @@ Deno.test("a cut send found stored is confirmed at its offset, not sent again", 
 
 Deno.test("a cut send not found is sent again once, the same frame; one beyond the read-back window too", async () => {
   const { frame } = frameOf(2);
-  const { cuts, sent } = partition(Array.from({ length: 100 }, (_, i) => BigInt(i + 1)));
-  assert.equal(await cuts.resolve(A, frame, 2, CUT), null);
+  const { cuts, sent, ops } = partition(Array.from({ length: 100 }, (_, i) => BigInt(i + 1)));
+  assert.equal(await cuts.resolve(A, frame, 2, CUT, ops), null);
   assert.deepEqual(sent, [frame]);
   // Stored, but more than the slack of other messages came after it: resent (counted).
   const far = frameOf(1);
   const after = Array.from({ length: READBACK.slack + 10 }, (_, i) => BigInt(i + 1));
   const p = partition([far.ids[0], ...after]);
-  await p.cuts.resolve(A, far.frame, 1, CUT);
+  await p.cuts.resolve(A, far.frame, 1, CUT, p.ops);
   assert.deepEqual(p.cuts.counts, { found: 0, resent: 1, failed: 0 });
 });
 
 Deno.test("a send that timed out is not read back: the timeout is thrown, counted as a possible duplicate", async () => {
   const { frame } = frameOf(1);
-  const { cuts, sent, polls } = partition([]);
+  const { cuts, sent, polls, ops } = partition([]);
   const timeout = new IggyTimeoutError("no answer (test)");
-  await assert.rejects(cuts.resolve(A, frame, 1, timeout), (e) => e === timeout);
+  await assert.rejects(cuts.resolve(A, frame, 1, timeout, ops), (e) => e === timeout);
+  assert.deepEqual([sent, polls], [[], []]);
+  assert.deepEqual(cuts.counts, { found: 0, resent: 0, failed: 1 });
+});
+
+Deno.test("a cut send is not read back in another dialect than the one that sent it", async () => {
+  const { frame } = frameOf(1);
+  const { cuts, sent, polls } = partition([]);
+  await assert.rejects(cuts.resolve(A, frame, 1, CUT, {}), (e) => e === CUT);
   assert.deepEqual([sent, polls], [[], []]);
   assert.deepEqual(cuts.counts, { found: 0, resent: 0, failed: 1 });
 });
