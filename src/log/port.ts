@@ -171,6 +171,9 @@ export interface ResendCounters {
   readonly possibleDuplicates: number;
 }
 
+/** A poll's signal that asks for no wait: a read to the end of what is stored now. */
+export const NO_WAIT: AbortSignal = AbortSignal.abort();
+
 /**
  * Error raised by a backend call. `retryable` says whether trying again later can help
  * (backend down, timeout) or not (not found, unauthorized, invalid).
@@ -271,7 +274,8 @@ export interface LogBackend {
   /**
    * Reads up to `count` messages with offset ≥ `fromOffset`, in offset order. A backend may
    * wait a little for new messages when there are none yet (Iggy 0.12: a deferred poll of
-   * about a second); `signal` ends such a wait at once with an empty result.
+   * about a second); `signal` ends such a wait at once with an empty result, and one already
+   * aborted asks for none: what is there now ({@link NO_WAIT}).
    */
   poll(
     address: PartitionAddress,

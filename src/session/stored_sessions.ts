@@ -15,7 +15,12 @@
 import { utf8Length } from "../base/utf8.ts";
 import { xxh3_64 } from "../base/xxhash.ts";
 import { coalesced } from "../base/coalesced.ts";
-import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
+import {
+  type LogBackend,
+  NO_WAIT,
+  type PartitionAddress,
+  type StoredMessage,
+} from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { StoredOptions } from "./stored_options.ts";
 import { parseSessionRecord, SESSION_TOMBSTONE, sessionRecordOf } from "./session_record.ts";
@@ -329,7 +334,8 @@ export class StoredSessions {
 
   async #readTail(): Promise<void> {
     for (;;) {
-      const batch = await this.#backend.poll(this.#address, this.#readFrom, LOAD_BATCH);
+      // No wait at the end: a CONNECT waits on this read (0.12 would hold a caught-up poll).
+      const batch = await this.#backend.poll(this.#address, this.#readFrom, LOAD_BATCH, NO_WAIT);
       if (batch.length === 0) return;
       for (const m of batch) {
         // One bad record must not stop the reading: it would be read (and fail) forever.

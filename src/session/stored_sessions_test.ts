@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { EmbeddedBackend } from "../log/embedded/mod.ts";
+import { NO_WAIT } from "../log/port.ts";
 import { Logger } from "../observe/logger.ts";
 import { loadHashes } from "../base/xxhash.ts";
 import { utf8Length } from "../base/utf8.ts";
@@ -244,5 +245,22 @@ Deno.test("StoredSessions.ownerOf() is null once the session has expired offline
     now += 10_000;
     assert.equal(a.ownerOf("dev"), null, "an expired session belongs to nobody");
     await a.idle();
+  });
+});
+
+Deno.test("StoredSessions reads the record topic without waiting at its end (a CONNECT waits on the read)", async () => {
+  await withBackend(async (b) => {
+    const signals: (AbortSignal | undefined)[] = [];
+    const poll = b.poll.bind(b);
+    // The embedded log takes no signal; the port's callers may pass one.
+    b.poll = (address, from, count, ...signal: unknown[]) => {
+      signals.push(signal[0] as AbortSignal | undefined);
+      return poll(address, from, count);
+    };
+    const here = sessions(b);
+    assert.equal(await here.load(), true);
+    assert.equal(await here.sync(), true);
+    assert.ok(signals.length >= 2);
+    assert.ok(signals.every((s) => s === NO_WAIT), "every read asks for no wait");
   });
 });

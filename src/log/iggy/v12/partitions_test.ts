@@ -11,6 +11,7 @@ import type { RequestOptions012 } from "./pipelined_connection.ts";
 import { DeferredCancelledError } from "./pipelined_connection.ts";
 import { PartitionOps012 } from "./partitions.ts";
 import { Code012, Status012 } from "./wire.ts";
+import { NO_WAIT } from "../../port.ts";
 
 await loadHashes();
 const A = { stream: "s", topic: "t", partition: 0 };
@@ -90,4 +91,17 @@ Deno.test("PartitionOps012: an abort while the deferred poll is being written ca
     new Promise((r) => setTimeout(() => r("still waiting"), 500)),
   ]);
   assert.equal(r, 0);
+});
+
+Deno.test("PartitionOps012: a caught-up poll with a signal already aborted (NO_WAIT) polls plainly, never deferred", async () => {
+  const codes: number[] = [];
+  const p = ops((code) => {
+    codes.push(code);
+    return Promise.resolve(new Uint8Array(0)); // nothing stored: caught up
+  });
+  await p.poll("c", A, 0, 10);
+  await p.poll("c", A, 0, 10, NO_WAIT);
+  await p.poll("c", A, 0, 10, NO_WAIT);
+  assert.deepEqual(codes, [Code.POLL_MESSAGES, Code.POLL_MESSAGES, Code.POLL_MESSAGES]);
+  assert.equal(p.stats.longPolls, 0);
 });
