@@ -12,6 +12,7 @@ import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from ".
 import { originOffset, originStamp } from "./origin.ts";
 import type { ForwardCounters } from "./counters.ts";
 import type { ForwarderOptions } from "./options.ts";
+import { settled } from "../base/settled.ts";
 
 /** Consumer whose stored offset (local catalog) is the last forwarded message of a partition. */
 export const FORWARD_CONSUMER = "mqtt-forward";
@@ -192,7 +193,7 @@ export class ForwardLane {
     // With no mark yet nothing of this lane was ever sent: the end needs no settling.
     const end = this.#mark === null
       ? await upstream.nextOffset(target)
-      : await settledEnd(upstream, target);
+      : await settled(() => upstream.nextOffset(target));
     if (this.#mark !== null) {
       let found = -1;
       let landed = 0;
@@ -241,19 +242,4 @@ export class ForwardLane {
     await this.#ctx.local.storeOffset(MARK_CONSUMER, this.address, end);
     this.#sendsSinceMark = 0;
   }
-}
-
-/**
- * The upstream partition's end once it stops moving under a short look: a send cut off with
- * its connection may still be stored by the server just after, and a resolve must see it.
- */
-async function settledEnd(upstream: LogBackend, target: PartitionAddress): Promise<number> {
-  let end = await upstream.nextOffset(target);
-  for (let i = 0; i < 3; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    const again = await upstream.nextOffset(target);
-    if (again === end) break;
-    end = again;
-  }
-  return end;
 }

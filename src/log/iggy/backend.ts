@@ -258,24 +258,24 @@ export class IggyBackend implements port.LogBackend {
   }
 
   append(request: port.AppendRequest): Promise<port.AppendReceipt> {
-    if (this.#state === "closed") { // not async, and the text only made here: one promise
-      const { stream: s, topic: t, partition: p } = request;
-      const why = `stream "${s}" topic "${t}" partition ${p}: Iggy backend is closed`;
-      return Promise.reject(new BackendError("unavailable", `Cannot append to ${why}`));
-    }
+    if (this.#state === "closed") return this.#closedAppend(request);
     if (request.messages.length === 0) return Promise.resolve({ baseOffset: null });
     return this.#batcher.append(request);
   }
 
+  /** Not async, and the text only made here: one promise. */
+  #closedAppend(a: port.PartitionAddress): Promise<port.AppendReceipt> {
+    const why = `stream "${a.stream}" topic "${a.topic}" partition ${a.partition}`;
+    return Promise.reject(
+      new BackendError("unavailable", `Cannot append to ${why}: Iggy backend is closed`),
+    );
+  }
+
   /** Forwarded messages go out as they were stored: their headers transcoded byte by byte. */
   appendEncoded(request: port.EncodedAppendRequest): Promise<port.AppendReceipt> {
-    const { stream, topic, partition, messages } = request;
+    if (this.#state === "closed") return this.#closedAppend(request);
+    const { messages } = request;
     if (messages.count === 0) return Promise.resolve({ baseOffset: null });
-    if (this.#state === "closed") {
-      const why =
-        `stream "${stream}" topic "${topic}" partition ${partition}: Iggy backend is closed`;
-      return Promise.reject(new BackendError("unavailable", `Cannot append to ${why}`));
-    }
     try {
       return this.#batcher.append({ ...request, messages: [messages], count: messages.count });
     } catch (e) { // the batcher sizes the run: a header Iggy refuses is found here

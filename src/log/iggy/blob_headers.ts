@@ -10,20 +10,13 @@
  */
 import { KEY_CODES, lengthEnd, readLength } from "../header_blob.ts";
 import type { CopyStamp } from "../port.ts";
-import { EncodeError, encodeUserHeaders, ValueKind } from "./encoding.ts";
+import { EncodeError, encodeUserHeaders, tlvKeyStart, ValueKind } from "./encoding.ts";
 
 /** Each coded key's TLV start `[STRING][u32 length][key][STRING]`, by code (index + 1). */
-const CODED_KEYS: readonly Uint8Array[] = [new Uint8Array(0)].concat(
-  KEY_CODES.map((k) => {
-    const key = new TextEncoder().encode(k);
-    const b = new Uint8Array(6 + key.length);
-    b[0] = ValueKind.STRING;
-    b[1] = key.length;
-    b.set(key, 5);
-    b[5 + key.length] = ValueKind.STRING;
-    return b;
-  }),
-);
+const CODED_KEYS: readonly Uint8Array[] = [
+  new Uint8Array(0),
+  ...KEY_CODES.map((k) => tlvKeyStart(new TextEncoder().encode(k))),
+];
 
 /** The key's TLV start for a code, or an error for what Iggy cannot take. */
 function codedKey(code: number): Uint8Array {
@@ -144,12 +137,7 @@ export function stampTlv(stamp: CopyStamp): StampTlv {
     const prefix = utf8.encode(stamp.offsetPrefix);
     checkLength(key.length, "key", 0, Infinity);
     checkLength(prefix.length + MAX_OFFSET_DIGITS, "value", 0, Infinity);
-    const offsetKey = new Uint8Array(6 + key.length);
-    offsetKey[0] = ValueKind.STRING;
-    offsetKey[1] = key.length;
-    offsetKey.set(key, 5);
-    offsetKey[5 + key.length] = ValueKind.STRING;
-    tlv = { constant: encodeUserHeaders(stamp.headers), offsetKey, prefix };
+    tlv = { constant: encodeUserHeaders(stamp.headers), offsetKey: tlvKeyStart(key), prefix };
     stamps.set(stamp, tlv);
   }
   return tlv;

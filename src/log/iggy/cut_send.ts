@@ -19,17 +19,16 @@ import type { Address, PartitionOps } from "./partition_ops.ts";
 import { BATCH_HEADER_SIZE, decodeSendReply } from "./batch.ts";
 import { HEADER_SIZE } from "./header.ts";
 import { IggyConnectionError } from "./codes.ts";
+import { settled } from "../../base/settled.ts";
 
 /**
- * Newer messages searched past the batch, messages per poll, the settling look, and the tries
- * of each read-back request (the first may meet the cut connection before the pool replaced
+ * Newer messages searched past the batch, messages per poll, and the tries of each read-back
+ * request (the first may meet the cut connection before the pool replaced
  * it: tries back off from `retryMs`, doubling).
  */
 export const READBACK = {
   slack: 10_000,
   perPoll: 5_000,
-  settleMs: 50,
-  settleLooks: 3,
   tries: 6,
   retryMs: 25,
 } as const;
@@ -92,7 +91,8 @@ export async function resolveCutSend(
   count: number,
 ): Promise<CutSendOutcome> {
   const id = firstMessageId(frame);
-  const end = await settledEnd(deps, a);
+  // A cut-off send may be stored a moment after the cut: read the end once it stops moving.
+  const end = await settled(() => again(() => deps.nextOffset(a)));
   const from = Math.max(0, end - count - READBACK.slack);
   for (let at = from; at < end;) {
     const n = Math.min(READBACK.perPoll, end - at);
@@ -104,18 +104,6 @@ export async function resolveCutSend(
     at = reply.messages[reply.messages.length - 1].offset + 1;
   }
   return { found: false, reply: await deps.ops().send(a, frame, count) };
-}
-
-/** The partition's end once it stops moving under a short look. */
-async function settledEnd(deps: CutSendDeps, a: Address): Promise<number> {
-  let end = await again(() => deps.nextOffset(a));
-  for (let i = 0; i < READBACK.settleLooks; i++) {
-    await new Promise((r) => setTimeout(r, READBACK.settleMs));
-    const later = await again(() => deps.nextOffset(a));
-    if (later === end) break;
-    end = later;
-  }
-  return end;
 }
 
 /** `request()`, tried up to {@link READBACK.tries} times; the last failure is thrown. */

@@ -88,6 +88,19 @@ export function writePollingStrategy(w: ByteWriter, kind: number, value: number)
 /** Value kinds of the TLV encoding. */
 export const ValueKind = Object.freeze({ RAW: 1, STRING: 2, BOOL: 3, UINT32: 11, UINT64: 12 });
 
+/**
+ * A string header's TLV up to its value's length, `[STRING][u32 key length][key][STRING]`, for
+ * a key of 1..255 bytes: written once and copied per message by the encoders that cache it.
+ */
+export function tlvKeyStart(key: Uint8Array): Uint8Array {
+  const b = new Uint8Array(6 + key.length);
+  b[0] = ValueKind.STRING;
+  b[1] = key.length; // 1..255: the u32's other bytes stay 0
+  b.set(key, 5);
+  b[5 + key.length] = ValueKind.STRING;
+  return b;
+}
+
 /** One TLV entry: `[key_kind:u8][key_len:u32][key][value_kind:u8][value_len:u32][value]`. */
 function writeTlv(w: ByteWriter, key: string, kind: number, value: Uint8Array): void {
   const k = checkedUtf8(key, "Header key");

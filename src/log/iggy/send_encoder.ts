@@ -21,7 +21,7 @@ import {
   writeRunFrames,
 } from "./stored_frames.ts";
 import { BATCH_HEADER_SIZE, FRAME_HEADER_SIZE } from "./batch.ts";
-import { EncodeError, IdentifierKind, PartitioningKind, ValueKind } from "./encoding.ts";
+import { EncodeError, IdentifierKind, PartitioningKind, tlvKeyStart } from "./encoding.ts";
 import { HEADER_SIZE } from "./header.ts";
 import { sealBatchXxh3 } from "../../base/xxhash.ts";
 
@@ -215,12 +215,7 @@ export class SendEncoder {
   #keyPrefix(k: string): Uint8Array {
     let b = this.#keys.get(k);
     if (b === undefined) {
-      const key = this.#name(k, "Header key");
-      b = new Uint8Array(6 + key.length);
-      b[0] = ValueKind.STRING;
-      b[1] = key.length; // 1..255: the u32's other bytes stay 0
-      b.set(key, 5);
-      b[5 + key.length] = ValueKind.STRING;
+      b = tlvKeyStart(this.#name(k, "Header key"));
       if (this.#keys.size >= MAX_CACHED_STRINGS) this.#keys.clear();
       this.#keys.set(k, b);
     }
