@@ -153,10 +153,10 @@ export const KEY_SPECS = [
   // [mqtt5]
   {
     key: "mqtt5.puback_coordinates",
-    type: bool,
-    default: true,
+    type: oneOf("on_request", "always", "never"),
+    default: "on_request",
     doc:
-      "A successful MQTT 5 QoS 1 PUBACK (QoS 2: PUBREC) carries the log coordinates as user properties iggy.stream, iggy.topic, iggy.partition, iggy.offset (not to a client that sent Request Problem Information 0).",
+      "A successful MQTT 5 QoS 1 PUBACK (QoS 2: PUBREC) carries the log coordinates as user properties iggy.stream, iggy.topic, iggy.partition, iggy.offset: to clients whose CONNECT has the user property iggy-coordinates = 1 (on_request), to every client (always), or never; never to a client that sent Request Problem Information 0.",
   },
   {
     key: "mqtt5.max_will_delay_s",

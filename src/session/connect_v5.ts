@@ -99,9 +99,25 @@ export function v5SessionOf(config: GatewayConfig, p: ConnectPacket): V5Session 
     sessionExpiry: grantedSessionExpiry(props.sessionExpiry ?? 0, config.session.max_expiry_s),
     // The coordinates are user properties, which a PUBACK may carry only when the client
     // asked for problem information [MQTT-3.1.2-29].
-    pubackCoordinates: config.mqtt5.puback_coordinates && problemInformation,
+    pubackCoordinates: problemInformation && wantsCoordinates(config, p),
   };
 }
+
+/** The CONNECT user property a client asks for log coordinates in its PUBACKs with. */
+export const COORDINATES_REQUEST = "iggy-coordinates";
+
+/**
+ * `mqtt5.puback_coordinates`: `on_request` only for a client whose CONNECT says
+ * `iggy-coordinates = 1` (the ~90 bytes go only to who asked: a metered link pays for each, and
+ * strict clients refuse a PUBACK with properties), `always`, or `never`.
+ */
+function wantsCoordinates(config: GatewayConfig, p: ConnectPacket): boolean {
+  const mode = config.mqtt5.puback_coordinates;
+  if (mode !== "on_request") return mode === "always";
+  return p.properties?.userProperties?.some(([k, v]) => k === COORDINATES_REQUEST && v === "1") ===
+    true;
+}
+
 
 /** What the CONNACK of an accepted MQTT 5 CONNECT tells about the session. */
 export interface AcceptedFacts {

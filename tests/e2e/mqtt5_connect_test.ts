@@ -129,7 +129,7 @@ const HAS_PAHO = hasCommand("python3") &&
 
 Deno.test({
   name:
-    "paho-mqtt MQTTv5 connects, publishes QoS 1 with a user property and gets PUBACK 0 with coordinates",
+    "paho-mqtt MQTTv5 connects asking for coordinates, publishes QoS 1 with a user property and gets PUBACK 0 with coordinates",
   ignore: !HAS_PAHO,
   ...opts,
   async fn() {
@@ -144,7 +144,9 @@ c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="paho5", protocol=mq
 out = {}
 c.on_connect = lambda c, u, f, rc, p: out.setdefault("rc", rc.value)
 c.on_publish = lambda c, u, mid, rc, p: out.setdefault("puback", (rc.value, p.UserProperty if hasattr(p, "UserProperty") else None))
-c.connect("127.0.0.1", int(sys.argv[1]))
+cp = Properties(PacketTypes.CONNECT)
+cp.UserProperty = ("iggy-coordinates", "1")
+c.connect("127.0.0.1", int(sys.argv[1]), properties=cp)
 c.loop_start()
 while "rc" not in out: time.sleep(0.01)
 props = Properties(PacketTypes.PUBLISH)

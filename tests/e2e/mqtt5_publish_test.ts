@@ -20,12 +20,17 @@ const opts = {};
 // deno-lint-ignore no-explicit-any
 type Packet = any;
 
-/** An MQTT.js v5 client that records every PUBACK it receives. */
-async function client5(gw: TestGateway, o: Record<string, unknown> = {}) {
+/**
+ * An MQTT.js v5 client that records every PUBACK it receives; it asks for the log coordinates
+ * (CONNECT user property iggy-coordinates = 1) unless `ask` is false.
+ */
+async function client5(gw: TestGateway, o: Record<string, unknown> = {}, ask = true) {
+  const props = (o.properties ?? {}) as Record<string, unknown>;
   const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
     protocolVersion: 5,
     reconnectPeriod: 0,
     ...o,
+    properties: ask ? { userProperties: { "iggy-coordinates": "1" }, ...props } : props,
   });
   const pubacks: Packet[] = [];
   c.on("packetreceive", (p: Packet) => {
@@ -188,7 +193,7 @@ Deno.test({
   ...opts,
   async fn() {
     const gw = await startGateway({
-      env: { IGGY_MQTT_LOG_AUTO_CREATE: "false", IGGY_MQTT_MQTT5_PUBACK_COORDINATES: "false" },
+      env: { IGGY_MQTT_LOG_AUTO_CREATE: "false", IGGY_MQTT_MQTT5_PUBACK_COORDINATES: "never" },
     });
     try {
       await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
@@ -207,7 +212,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "MQTT 5 PUBACK without coordinates (mqtt5.puback_coordinates on) when the client sent Request Problem Information 0 [MQTT-3.1.2-29]",
+    "MQTT 5 PUBACK coordinates: by default only to a client that asked (CONNECT user property iggy-coordinates = 1), never with Request Problem Information 0 [MQTT-3.1.2-29]; 'always' to every client",
   ...opts,
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LOG_AUTO_CREATE: "false" } });
@@ -218,12 +223,24 @@ Deno.test({
       assert.equal(ok.reasonCode ?? 0, 0);
       assert.equal(ok.properties, undefined);
       await quiet.c.endAsync();
-      const k = await client5(gw); // the default asks for it: coordinates
+      const k = await client5(gw); // asks for them: coordinates
       const coords = (await publishQos1(k, "sensors/s1/data", "y")).properties?.userProperties;
       assert.equal(coords?.["iggy.stream"], "sensors");
       await k.c.endAsync();
+      const plain = await client5(gw, {}, false); // did not ask: a bare PUBACK
+      assert.equal((await publishQos1(plain, "sensors/s1/data", "z")).properties, undefined);
+      await plain.c.endAsync();
     } finally {
       await gw.stop();
+    }
+    const always = await startGateway({ env: { IGGY_MQTT_MQTT5_PUBACK_COORDINATES: "always" } });
+    try {
+      const plain = await client5(always, {}, false);
+      const coords = (await publishQos1(plain, "sensors/s1/data", "z")).properties?.userProperties;
+      assert.equal(coords?.["iggy.stream"], "sensors");
+      await plain.c.endAsync();
+    } finally {
+      await always.stop();
     }
   },
 });
