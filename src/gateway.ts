@@ -10,7 +10,6 @@ import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
 import type { LogBackend } from "./log/port.ts";
-import { TopicCache } from "./log/topic_cache.ts";
 import { Delivery } from "./delivery/mod.ts";
 import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
@@ -20,12 +19,12 @@ import { GatewayMetrics, sendHistograms, sendRetryGauge } from "./observe/gatewa
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
 import { Authenticator } from "./session/auth.ts";
-import { type Clock, oncePerRun, systemClock } from "./base/clock.ts";
+import { type Clock, systemClock } from "./base/clock.ts";
 import { Connection } from "./session/connection.ts";
 import type { SessionContext } from "./session/context.ts";
 import { DeadlineWheel } from "./base/deadline_wheel.ts";
 import { OutboundBudget } from "./session/outbox.ts";
-import { type MapSource, PublishPreparer } from "./session/publish.ts";
+import type { MapSource } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
 import { SourceGuard } from "./session/source_guard.ts";
 import {
@@ -33,12 +32,14 @@ import {
   bindTls,
   deliveryOptions,
   loadMap,
+  publishPreparer,
   readTlsMaterial,
+  retainedStore,
   sourceGuardOptions,
   storedSessions,
-  topicCacheOptions,
 } from "./wiring.ts";
 import type { StoredSessions } from "./session/stored_sessions.ts";
+import type { RetainedStore } from "./log/retained/retained_store.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
@@ -78,6 +79,8 @@ export class Gateway {
   readonly durability: DurabilityWatch;
   /** Stored sessions (clean session 0): subscriptions and positions kept in the log. */
   readonly sessions: StoredSessions;
+  /** Retained messages: the last retained PUBLISH per topic, kept in the log. */
+  readonly retained: RetainedStore;
   /** Forward mode: copies the embedded log to the upstream Iggy; null otherwise. */
   readonly forwarder: Forwarder | null;
   #ctx: SessionContext;
@@ -106,15 +109,9 @@ export class Gateway {
     this.registry = new ConnectionRegistry(l.max_connections);
     this.#refusals = new EarlyRefusals(config.listeners.mqtt_versions.includes("5"));
     this.#deadlines = new DeadlineWheel(clock);
-    const topics = new TopicCache(
-      this.backend,
-      topicCacheOptions(config, (info) => this.durability.note(info)),
-      // Asked once per PUBLISH: the system clock is read once per run (a test's clock as is).
-      o.clock === undefined ? oncePerRun(systemClock) : clock,
-    );
-    const balanced = this.backend.remote?.placesBalanced === true;
-    const preparer = new PublishPreparer(this.maps, topics, balanced);
+    const preparer = publishPreparer(config, backend, this.maps, this.durability, o.clock);
     this.sessions = storedSessions(config, this.backend, this.metrics, this.logger);
+    this.retained = retainedStore(config, this.backend, this.metrics, this.logger);
     this.forwarder = forwarderFor(config, backend, this.logger, this.metrics.registry);
     const outboundBudget = new OutboundBudget(
       l.max_outbound_queue_bytes,
@@ -130,6 +127,7 @@ export class Gateway {
       metrics: this.metrics,
       logger: this.logger,
       sessions: this.sessions,
+      retained: this.retained,
     });
     this.#ctx = {
       config,
@@ -147,6 +145,7 @@ export class Gateway {
       wills: new WillPublisher(),
       sourceGuard: new SourceGuard(sourceGuardOptions(config), clock),
       sessions: this.sessions,
+      retained: this.retained,
     };
     this.#registerGauges();
   }
@@ -192,6 +191,8 @@ export class Gateway {
     await this.#openBackend();
     await this.sessions.load();
     this.sessions.start();
+    await this.retained.load();
+    this.retained.start();
     await this.forwarder?.start();
     await this.#checkDurability(this.maps.current);
     const accept = (t: Transport) => this.#accept(t);
@@ -344,6 +345,7 @@ export class Gateway {
     await this.#ctx.wills.idle();
     await this.delivery.stop();
     await this.sessions.stop();
+    await this.retained.stop();
     this.#deadlines.stop();
     await this.forwarder?.stop();
     await this.backend.close();

@@ -9,10 +9,14 @@ import { OperatorError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
 import type { LogBackend, TopicInfo } from "./log/port.ts";
-import type { TopicCacheOptions } from "./log/topic_cache.ts";
+import { TopicCache, type TopicCacheOptions } from "./log/topic_cache.ts";
+import type { DurabilityWatch } from "./log/durability_watch.ts";
+import { type Clock, oncePerRun, systemClock } from "./base/clock.ts";
+import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
+import { RetainedStore } from "./log/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
 import {
@@ -51,6 +55,26 @@ export function topicCacheOptions(
   };
 }
 
+/**
+ * The publish path's preparer over a topic cache of `backend`; the topics found go to
+ * `durability`. Asked once per PUBLISH: the system clock is read once per run (a test's clock
+ * as is).
+ */
+export function publishPreparer(
+  config: GatewayConfig,
+  backend: LogBackend,
+  maps: MapSource,
+  durability: DurabilityWatch,
+  clock: Clock | undefined,
+): PublishPreparer {
+  const topics = new TopicCache(
+    backend,
+    topicCacheOptions(config, (info) => durability.note(info)),
+    clock === undefined ? oncePerRun(systemClock) : clock,
+  );
+  return new PublishPreparer(maps, topics, backend.remote?.placesBalanced === true);
+}
+
 /** Delivery's identity and bounds from `[gateway]` and `[limits]`. */
 export function deliveryOptions(config: GatewayConfig): DeliveryOptions {
   const l = config.limits;
@@ -67,7 +91,10 @@ export function deliveryOptions(config: GatewayConfig): DeliveryOptions {
     maxSubscriptionsPerClient: l.max_subscriptions_per_client,
     maxTriplesPerSubscription: l.max_triples_per_subscription,
     maxReplayMessages: l.max_replay_messages,
-    hiddenTargets: [{ stream: config.session.store_stream, topic: config.session.store_topic }],
+    hiddenTargets: [
+      { stream: config.session.store_stream, topic: config.session.store_topic },
+      { stream: config.retained.stream, topic: config.retained.topic },
+    ],
     maxTopicBytes: l.max_topic_bytes,
     maxTopicLevels: l.max_topic_levels,
   };
@@ -99,6 +126,39 @@ export function storedSessionOptions(
     sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
     onExpired,
   };
+}
+
+/**
+ * The retained messages of `[retained]` and `[limits]`, in `backend`; its size is a gauge. The
+ * embedded log has no other writer: its topic is read only after this gateway's own sets.
+ */
+export function retainedStore(
+  config: GatewayConfig,
+  backend: LogBackend,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): RetainedStore {
+  const r = config.retained;
+  const l = config.limits;
+  const store = new RetainedStore(backend, {
+    stream: r.stream,
+    topic: r.topic,
+    pollIntervalMs: backend.kind === "embedded" ? 0 : r.poll_interval_ms,
+    maxMessages: l.max_retained_messages,
+    maxBytes: l.max_retained_bytes,
+    maxMessageBytes: l.max_retained_message_bytes,
+  }, logger);
+  metrics.registry.gauge(
+    "mqtt_retained_messages",
+    "Topics with a retained message",
+    () => store.set.size,
+  );
+  metrics.registry.gauge(
+    "mqtt_retained_bytes",
+    "Bytes of the retained messages (topic + headers + payload)",
+    () => store.set.bytes,
+  );
+  return store;
 }
 
 /** The stored sessions of `[session]` and `[limits]`, in `backend`; expiries are counted. */

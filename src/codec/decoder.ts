@@ -322,10 +322,6 @@ function decodePublishTail5(
   packetId: number,
   v5: V5State,
 ): PublishPacket {
-  if (flags & 0x01) {
-    // The CONNACK said Retain Available 0 [MQTT-3.3.1-13]: 0x9A Retain not supported.
-    throw new ProtocolError("MQTT-3.3.1-13", "PUBLISH with RETAIN; retain is not available", 0x9a);
-  }
   const { properties, payloadStart } = readPublishProperties(b, pos, end, v5);
   const resolved = v5.resolveAlias(topic, properties.topicAlias);
   return {

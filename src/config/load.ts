@@ -170,6 +170,7 @@ function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfi
     listeners: table("listeners"),
     mqtt5: table("mqtt5"),
     session: table("session"),
+    retained: table("retained"),
     auth: table("auth"),
     mapping: table("mapping"),
     log: table("log"),

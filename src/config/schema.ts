@@ -202,6 +202,29 @@ export const KEY_SPECS = [
     doc: "Log topic that holds stored sessions' subscriptions, one record per change.",
   },
 
+  // [retained]
+  {
+    key: "retained.stream",
+    type: str,
+    default: "mqtt_gateway",
+    doc:
+      "Stream of the log topic that holds retained messages, one record per set or clear (created when missing).",
+  },
+  {
+    key: "retained.topic",
+    type: str,
+    default: "retained",
+    doc:
+      "Log topic that holds retained messages; every gateway sharing an Iggy reads the same one.",
+  },
+  {
+    key: "retained.poll_interval_ms",
+    type: int(10, 3_600_000),
+    default: 500,
+    doc:
+      "Iggy mode: how often the retained topic is read for other gateways' sets and clears (ms).",
+  },
+
   // [auth]
   {
     key: "auth.allow_anonymous",
@@ -540,6 +563,26 @@ export const KEY_SPECS = [
     default: 100_000,
     doc:
       "Stored sessions (clean session 0) kept; a new one beyond → CONNACK 3 (server unavailable).",
+  },
+  {
+    key: "limits.max_retained_messages",
+    type: int(0, 10_000_000),
+    default: 100_000,
+    doc:
+      "Topics with a retained message; a retained PUBLISH to a new topic beyond → not retained (MQTT 5 QoS 1/2: PUBACK 0x97).",
+  },
+  {
+    key: "limits.max_retained_bytes",
+    type: int(0, MAX_SAFE),
+    default: 67_108_864,
+    doc:
+      "Bytes of all retained messages together (topic + headers + payload; memory and the retained topic); beyond → not retained.",
+  },
+  {
+    key: "limits.max_retained_message_bytes",
+    type: int(0, MAX_I32),
+    default: 1_048_576,
+    doc: "Bytes of one retained message (topic + headers + payload); larger → not retained.",
   },
   {
     key: "limits.max_replay_messages",

@@ -30,6 +30,8 @@ import type { StoredSessions } from "../session/stored_sessions.ts";
 import { H_TOPIC } from "../log/envelope.ts";
 import { ClientQueues } from "./client_queues.ts";
 import { type SubscribeOptions, Subscriptions } from "./subscribe.ts";
+import type { RetainedStore } from "../log/retained/retained_store.ts";
+import { type RetainedOutDeps, sendRetained, wantsRetained } from "./retained_out.ts";
 
 /** Limits and identity of delivery. */
 export interface DeliveryOptions extends SubscribeOptions, QueueLimits {}
@@ -48,6 +50,10 @@ export class Delivery implements DeliveryPort {
   #backend: LogBackend;
   /** Triples wildcard subscriptions are joining while the backend is asked for the offset. */
   #joining = new Set<string>();
+  /** Retained messages at SUBSCRIBE; null without a retained store. */
+  #retained: RetainedOutDeps | null;
+  /** Filters of each client's last SUBSCRIBE owed their retained messages after the SUBACK. */
+  #retainedDue = new Map<ClientQueue, string[]>();
 
   constructor(deps: {
     backend: LogBackend;
@@ -59,6 +65,7 @@ export class Delivery implements DeliveryPort {
     metrics: GatewayMetrics;
     logger: Logger;
     sessions: StoredSessions;
+    retained?: RetainedStore;
   }) {
     this.#backend = deps.backend;
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
@@ -72,6 +79,12 @@ export class Delivery implements DeliveryPort {
       stopping: () => this.#stopping,
     });
     this.readers = this.#subscriptions.readers;
+    this.#retained = deps.retained === undefined ? null : {
+      retained: deps.retained,
+      preparer: deps.preparer,
+      metrics: deps.metrics,
+      evict: (q, why) => clients.evict(q, why),
+    };
     this.#stored = new SessionDelivery({
       ...deps,
       subscriptions: this.#subscriptions,
@@ -85,14 +98,30 @@ export class Delivery implements DeliveryPort {
     if (this.#stopping) return filters.map(() => SUBACK_FAILURE);
     const queue = this.#clients.queueOf(sub);
     const codes: number[] = [];
+    const due: string[] = [];
     for (const f of filters) {
+      const existed = this.registry.get(queue, f.filter) !== undefined;
       const code = await this.#subscriptions.subscribeOne(queue, f);
       codes.push(code);
+      if (code < SUBACK_FAILURE && wantsRetained(f, existed)) due.push(f.filter);
       if (sub.session !== null && code < SUBACK_FAILURE) {
         this.#stored.subscribed(queue, sub.session, f.filter, code as 0 | 1 | 2, f.options);
       }
     }
+    if (this.#retained !== null && due.length > 0) this.#retainedDue.set(queue, due);
     return codes;
+  }
+
+  /** The retained messages owed by the client's last SUBSCRIBE, after its SUBACK. */
+  afterSuback(sub: Subscriber): void {
+    const queue = this.#clients.get(sub);
+    const due = queue === undefined ? undefined : this.#retainedDue.get(queue);
+    if (due === undefined || this.#retained === null) return;
+    this.#retainedDue.delete(queue!);
+    for (const filter of due) {
+      const s = this.registry.get(queue!, filter);
+      if (s !== undefined) sendRetained(this.#retained, s);
+    }
   }
 
   /** A resumed stored session: its subscriptions come back from its stored positions. */
@@ -151,6 +180,7 @@ export class Delivery implements DeliveryPort {
     // A stored session's positions are taken before its copies are struck.
     if (sub.session !== null) this.#stored.detached(queue, sub.session);
     if (!queue) return;
+    this.#retainedDue.delete(queue);
     for (const [, s] of this.registry.removeClient(queue)) this.#subscriptions.release(s);
     // A client closed by the gateway's own stop has not left: its copies are not struck,
     // so the final commit stays before them and a restart delivers them again (at least once).

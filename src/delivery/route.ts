@@ -145,8 +145,9 @@ export function deliverCopies(
     const sc = q.sub.spanContext;
     if (sc !== null) served.add(sc);
     if (qos === 0) {
-      if (props !== null) qos0 = encodePublish(tb, view.payload, 0, 0, false, retain, props);
-      else if (qos0 === null) {
+      if (props !== null || retain) {
+        qos0 = encodePublish(tb, view.payload, 0, 0, false, retain, props);
+      } else if (qos0 === null) {
         qos0 = encodePublish(tb, view.payload, 0, 0, false);
         if (slot !== undefined) slot[1] = qos0;
         else plainQos0 = qos0;

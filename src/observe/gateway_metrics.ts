@@ -180,6 +180,15 @@ const COUNTERS = {
     name: "session_stored_refused_total",
     help: "Stored sessions refused (max_stored_sessions reached, or the log could not answer)",
   },
+  retainedRefused: {
+    name: "mqtt_retained_refused_total",
+    help:
+      "Retained PUBLISHes not retained: over limits.max_retained_* (MQTT 5 QoS 1/2: refused, PUBACK 0x97)",
+  },
+  retainedDelivered: {
+    name: "mqtt_retained_delivered_total",
+    help: "Retained messages sent to new subscriptions",
+  },
   storedSessionsExpired: {
     name: "session_stored_expired_total",
     help: "Stored sessions removed after their expiry offline",

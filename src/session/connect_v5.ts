@@ -1,6 +1,6 @@
 /**
  * MQTT 5 CONNECT and CONNACK: what the gateway refuses before any login
- * (enhanced authentication, retained wills), the session state a v5 connection keeps
+ * (enhanced authentication), the session state a v5 connection keeps
  * (the client's receive maximum and maximum packet size, problem information), and the CONNACK
  * properties, which promise only what the gateway implements.
  *
@@ -29,7 +29,6 @@ export const Connack5 = {
   BAD_AUTHENTICATION_METHOD: 0x8c,
   QUOTA_EXCEEDED: 0x97,
   PAYLOAD_FORMAT_INVALID: 0x99,
-  RETAIN_NOT_SUPPORTED: 0x9a,
   QOS_NOT_SUPPORTED: 0x9b,
   CONNECTION_RATE_EXCEEDED: 0x9f,
 } as const;
@@ -69,12 +68,6 @@ export function refuseConnect5(p: ConnectPacket): ConnackOutcome | null {
     return refuse5(
       Connack5.BAD_AUTHENTICATION_METHOD,
       `authentication method "${props.authenticationMethod}" is not supported`,
-    );
-  }
-  if (p.will?.retain) {
-    return refuse5(
-      Connack5.RETAIN_NOT_SUPPORTED,
-      "retained wills are refused (Retain Available 0)",
     );
   }
   if (p.will?.properties !== undefined) {
@@ -118,7 +111,6 @@ function wantsCoordinates(config: GatewayConfig, p: ConnectPacket): boolean {
     true;
 }
 
-
 /** What the CONNACK of an accepted MQTT 5 CONNECT tells about the session. */
 export interface AcceptedFacts {
   /** The id the gateway assigned to an empty client id, or null. */
@@ -138,7 +130,7 @@ export function connackProperties(config: GatewayConfig, f: AcceptedFacts): Prop
   }
   w.u16(Prop.RECEIVE_MAXIMUM, Math.min(65_535, l.max_inflight_publishes_per_client));
   // No Maximum QoS property: QoS 2 is supported both ways [MQTT-3.2.2.3.4].
-  w.byte(Prop.RETAIN_AVAILABLE, 0);
+  // No Retain Available property: retained messages are supported (1 is its default).
   // Our cap is on the remaining length; a packet of that total size is always under it.
   w.u32(Prop.MAXIMUM_PACKET_SIZE, l.max_packet_bytes);
   if (f.assignedClientId !== null) w.string(Prop.ASSIGNED_CLIENT_ID, f.assignedClientId);

@@ -19,6 +19,7 @@ import type { ConnectionRegistry } from "./registry.ts";
 import type { SourceGuard } from "./source_guard.ts";
 import type { StoredSessions } from "./stored_sessions.ts";
 import type { WillPublisher } from "./will.ts";
+import type { RetainedStore } from "../log/retained/retained_store.ts";
 
 /** Shared services of every connection. */
 export interface SessionContext {
@@ -37,4 +38,6 @@ export interface SessionContext {
   readonly sourceGuard: SourceGuard;
   readonly wills: WillPublisher;
   readonly sessions: StoredSessions;
+  /** Retained messages; absent: RETAIN is stored as a header only (tests that need no store). */
+  readonly retained?: RetainedStore;
 }

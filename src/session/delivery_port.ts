@@ -63,6 +63,11 @@ export interface DeliveryPort {
   unsubscribe(sub: Subscriber, filters: readonly string[]): void | boolean[];
   /** How many subscriptions the client holds, and whether it holds one to `filter`. */
   subscriptionsOf?(sub: Subscriber): { count: number; has(filter: string): boolean };
+  /**
+   * The SUBACK of the client's last SUBSCRIBE is queued: the retained messages its new
+   * subscriptions are owed go out now, after it.
+   */
+  afterSuback?(sub: Subscriber): void;
   /** Wildcard filters are resolved; absent or false: MQTT 5 SUBACK 0xA2 for them. */
   readonly wildcards?: boolean;
   /** A PUBACK from the client settles its ack-ledger entry. */

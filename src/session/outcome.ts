@@ -40,6 +40,8 @@ export interface SubackOutcome {
   readonly kind: "suback";
   readonly packetId: number;
   readonly codes: readonly number[];
+  /** Runs once the SUBACK is queued: the new subscriptions' retained messages follow it. */
+  readonly after?: () => void;
 }
 
 /** Answer an UNSUBSCRIBE (MQTT 5: one reason code per filter, 0 or 0x11). */

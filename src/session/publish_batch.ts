@@ -34,6 +34,7 @@ import { appendAndOffer } from "./append_offer.ts";
 import type { V5Session } from "./v5_session.ts";
 import { type ContentRefusal, Puback5, refuseContent5 } from "./publish_v5.ts";
 import { coordinatesPuback, failureCode, refusalPuback, unknownPubcomp } from "./publish_acks.ts";
+import { keepRetained, type RetainedNotes } from "./publish_retained.ts";
 
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch {
@@ -91,6 +92,7 @@ export class ConnectionPublisher {
   #roomWaiter: (() => void) | null = null;
   /** A graceful stop waits for no appends in flight and no PUBACK owed. */
   #idle: PromiseWithResolvers<void> | null = null;
+  readonly #retainedNotes: RetainedNotes = { refusalLogged: false };
 
   constructor(ctx: SessionContext, site: PublishSite, principal: Principal, clientId: string) {
     this.#ctx = ctx;
@@ -129,12 +131,32 @@ export class ConnectionPublisher {
       if (refusal !== null) return this.#refuseContent(p, refusal);
     }
     const prepared = this.#ctx.preparer.prepare(p, this.#principal, this.#clientId);
+    if (p.retain && this.#ctx.retained !== undefined) return this.#retained(p, prepared);
     if (prepared instanceof Promise) {
       this.flush();
       return prepared.then((r) => this.#collect(p, r));
     }
     this.#collect(p, prepared);
     return undefined;
+  }
+
+  /**
+   * RETAIN (`publish_retained.ts`): what came before is appended first; the retained store is
+   * changed, then the message is appended (the next packet waits: retained sets are rare).
+   */
+  async #retained(p: PublishPacket, pending: Prepared | Promise<Prepared>): Promise<void> {
+    this.flush();
+    this.#inflight++; // a graceful stop waits for it
+    let r = await pending;
+    const ctx = this.#ctx;
+    if (r.kind === "append" && ctx.retained !== undefined) {
+      const deps = { retained: ctx.retained, metrics: ctx.metrics, logger: ctx.logger };
+      const v5 = this.#site.v5 != null;
+      r = await keepRetained(deps, p, r, v5, this.#clientId, this.#retainedNotes);
+    }
+    this.#inflight--;
+    this.#collect(p, r);
+    this.flush();
   }
 
   /** P7, first half: the prepared message joins this read's batch for its partition. */

@@ -26,7 +26,8 @@ export async function handleSubscribe(
     return await handleSubscribe5(ctx, sub, p.packetId, p.subscriptions);
   }
   const codes = await ctx.delivery.subscribe(sub, p.subscriptions);
-  return { kind: "suback", packetId: p.packetId, codes };
+  const after = () => ctx.delivery.afterSuback?.(sub);
+  return { kind: "suback", packetId: p.packetId, codes, after };
 }
 
 /** Removes the client's subscriptions to the filters; the UNSUBACK to send. */

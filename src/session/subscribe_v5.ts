@@ -113,7 +113,7 @@ export async function handleSubscribe5(
       });
     }
   }
-  return { kind: "suback", packetId, codes };
+  return { kind: "suback", packetId, codes, after: () => ctx.delivery.afterSuback?.(sub) };
 }
 
 /** UNSUBSCRIBE of an MQTT 5 client: 0 per removed subscription, 0x11 when none existed. */

@@ -20,6 +20,8 @@ import type { AppendBudget } from "./append_budget.ts";
 import type { DeliveryPort } from "./delivery_port.ts";
 import type { PublishPreparer } from "./publish.ts";
 import { appendAndOffer } from "./append_offer.ts";
+import { keepRetained } from "./publish_retained.ts";
+import type { RetainedStore } from "../log/retained/retained_store.ts";
 
 /**
  * The shared services a will uses: a part of `SessionContext` (context.ts), named here so that
@@ -32,6 +34,7 @@ export interface WillContext {
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   readonly appendBudget: AppendBudget;
+  readonly retained?: RetainedStore;
 }
 
 /** A will accepted at CONNECT. */
@@ -178,6 +181,17 @@ async function publishWill(
     return log(prepared.kind, prepared.reason);
   }
   ctx.metrics.ruleHit(prepared.rule).inc();
+  if (will.retain && ctx.retained !== undefined) {
+    // A retained will sets its topic's retained message [MQTT-3.1.2-17]; over a bound it is
+    // appended, not retained (there is no PUBACK to refuse it with).
+    const p = { ...will, type: "publish", dup: false, packetId: 0 } as const;
+    const deps = { retained: ctx.retained, metrics: ctx.metrics, logger: ctx.logger };
+    const kept = await keepRetained(deps, p, prepared, false, clientId, { refusalLogged: false });
+    if (kept.kind !== "append") {
+      ctx.metrics.outcome[kept.kind].inc();
+      return log(kept.kind, kept.reason);
+    }
+  }
   ctx.appendBudget.add(1);
   try {
     await appendAndOffer(ctx, { address: prepared.address, messages: [prepared.message] });

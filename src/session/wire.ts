@@ -57,6 +57,7 @@ export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined 
       site.outbox.push(
         site.speaks5 ? encodeSuback5(o.packetId, o.codes) : encodeSuback(o.packetId, o.codes),
       );
+      o.after?.();
       return;
     case "unsuback":
       site.outbox.push(

@@ -1,0 +1,76 @@
+/**
+ * Retained messages at SUBSCRIBE [MQTT-3.3.1-9]: a new subscription (MQTT 5: as its Retain
+ * Handling says [MQTT-3.3.1-9..11]) gets every retained message its filter matches, flagged
+ * RETAIN [MQTT-3.3.1-8], at min(QoS published, QoS granted), after the SUBACK. Receiving one
+ * needs the poll right on the target its topic maps to now, as for a live message; No Local,
+ * subscription identifiers, Maximum Packet Size and the Message Expiry left apply as to live
+ * copies (`targets.ts`). A replay (`$replay/…`, `iggy-from`) and a resumed stored session get
+ * none. The copies hold no shared reader's ledger entry: each SUBSCRIBE's copies get a ledger of
+ * their own, so an unacknowledged retained copy holds back no stored position.
+ *
+ * @module
+ */
+import type { SpanContext } from "@opentelemetry/api";
+import { canPoll } from "../access/permissions.ts";
+import { openEnvelope } from "../log/envelope.ts";
+import type { RetainedStore } from "../log/retained/retained_store.ts";
+import { checkResolution } from "../mapping/names.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import type { SubscribeRequest } from "../session/delivery_port.ts";
+import type { PublishPreparer } from "../session/publish.ts";
+import type { ClientQueue } from "./client_queue.ts";
+import { AckLedger } from "./ledger.ts";
+import { expiryLeft } from "./out_v5.ts";
+import type { Subscription } from "./registry.ts";
+import { deliverCopies } from "./route.ts";
+import { finishTargets, targetOf } from "./targets.ts";
+
+/** The key retained copies carry instead of a triple's (no stored position is kept for it). */
+const RETAINED_KEY = "";
+
+/** What sending retained messages needs. */
+export interface RetainedOutDeps {
+  readonly retained: RetainedStore;
+  readonly preparer: PublishPreparer;
+  readonly metrics: GatewayMetrics;
+  readonly evict: (q: ClientQueue, reason: string) => void;
+}
+
+/**
+ * Whether a SUBSCRIBE's filter gets the retained messages: not a replay; MQTT 5 Retain Handling
+ * 0 always, 1 only when the subscription is new, 2 never.
+ */
+export function wantsRetained(f: SubscribeRequest, existed: boolean): boolean {
+  if (f.from !== undefined && f.from.kind !== "latest") return false;
+  if (f.filter.startsWith("$replay/")) return false;
+  const handling = f.options?.retainHandling ?? 0;
+  return handling === 0 || (handling === 1 && !existed);
+}
+
+/** Sends `s` the retained messages its filter matches; how many copies were made. */
+export function sendRetained(deps: RetainedOutDeps, s: Subscription<ClientQueue>): number {
+  const messages = deps.retained.matching(s.match);
+  if (messages.length === 0) return 0;
+  const principal = s.client.sub.principal;
+  const ledger = new AckLedger(-1);
+  const reader = { ledger, key: RETAINED_KEY };
+  const served = new Set<SpanContext>();
+  let sent = 0;
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    const view = openEnvelope(m);
+    if (view === null) continue;
+    const r = deps.preparer.resolve(view.topic);
+    if (checkResolution(r) !== null || !canPoll(principal.permissions, r.stream, r.topic)) continue;
+    const t = targetOf(s, m);
+    if (t === null) continue; // No Local
+    t.retain = true;
+    const targets = finishTargets([t], m, view, expiryLeft(m), deps.metrics);
+    if (targets.length === 0) continue;
+    const entry = ledger.record(i, targets[0].qos > 0 ? 1 : 0);
+    deliverCopies(targets, view, reader, entry, served, deps.metrics, deps.evict);
+    sent++;
+  }
+  if (sent > 0) deps.metrics.retainedDelivered.inc({}, sent);
+  return sent;
+}
