@@ -120,7 +120,7 @@ export class RetainedStore {
       this.#loaded = true;
       return true;
     } catch (err) {
-      this.#logger.warn("Retained messages unavailable", { error: err });
+      this.#logger.limited("warn", "Retained messages unavailable", { error: err });
       return false;
     }
   }
@@ -195,12 +195,19 @@ export class RetainedStore {
   async #ensureTopic(): Promise<void> {
     const { stream, topic } = this.#opts;
     if (await this.#backend.getTopic(stream, topic) !== null) return;
+    // The embedded log: no retention by age (its default would cut a snapshot older than it),
+    // by size above the set's bound plus the changes between two snapshots. Iggy: the server's
+    // defaults (it refuses a topic size under its segment size; its default expiry is none).
+    const embedded = this.#backend.kind === "embedded";
     await this.#backend.createTopic(stream, topic, {
       partitions: 1,
       durable: true,
-      // Bounded by size: above the set's bound plus the changes between two snapshots.
-      maxTopicBytes: 4 * this.#opts.maxBytes + 64 * 1024 * 1024,
-      messageExpiryMicros: this.#backend.kind === "embedded" ? NEVER_MICROS : 0,
+      ...(embedded
+        ? {
+          maxTopicBytes: 4 * this.#opts.maxBytes + 64 * 1024 * 1024,
+          messageExpiryMicros: NEVER_MICROS,
+        }
+        : {}),
     });
   }
 
