@@ -6,6 +6,7 @@
  *   check [--config FILE | --map FILE]          compile config and topic map
  *   explain [--config F | --map F] [--json] T…  print each topic's resolution
  *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--config F]
+ *   read --retained [--filter F] [--json] [--config F]
  *   hash-password                               read a password on stdin, print its hash
  *   --version
  *
@@ -18,7 +19,7 @@ import { loadConfigFile, readOperatorFile, readOwnEnv } from "./src/config/files
 import { ConfigError, OperatorError } from "./src/config/errors.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
-import { compileMap, explainJson, MapError } from "./src/mapping/mod.ts";
+import { compileMap, explainJson, filterProblem, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/access/password.ts";
@@ -27,7 +28,7 @@ import { PROTOCOL_012 } from "./src/log/iggy/v12/wire.ts";
 import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts";
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
-import { readMessages } from "./src/cli/read.ts";
+import { readMessages, readRetained } from "./src/cli/read.ts";
 import { durabilityLines } from "./src/cli/check_durability.ts";
 import { forwardPlanLines } from "./src/cli/check_forward.ts";
 
@@ -86,6 +87,13 @@ async function main(argv: string[]): Promise<number> {
     case "explain":
       return explain(args, await mapFrom(args, config));
     case "read":
+      if (args.flag("retained")) {
+        const filter = args.string("filter");
+        const bad = filter === undefined ? null : filterProblem(filter);
+        if (bad !== null) throw new UsageError(spec, `--filter "${filter}": ${bad}`);
+        await readRetained(await config(), filter, args.flag("json"), console.log);
+        return 0;
+      }
       await readMessages(await config(), {
         stream: args.string("stream")!,
         topic: args.string("topic")!,

@@ -18,6 +18,8 @@ export interface OptionSpec {
   readonly value?: string;
   readonly help: string;
   readonly required?: boolean;
+  /** A required option is not required when this one is given. */
+  readonly unless?: string;
 }
 
 /** A command: its options, its positional arguments (if any) and its usage text. */
@@ -135,7 +137,9 @@ export function parseCommandArgs(spec: CommandSpec, args: readonly string[]): Pa
     values.set(name, checkValue(spec, option, raw));
   }
   for (const o of spec.options) {
-    if (o.required && !values.has(o.name)) throw new UsageError(spec, `--${o.name} is required`);
+    if (o.required && !values.has(o.name) && !(o.unless && values.has(o.unless))) {
+      throw new UsageError(spec, `--${o.name} is required`);
+    }
   }
   for (const [a, b] of spec.exclusive ?? []) {
     if (values.has(a) && values.has(b)) {

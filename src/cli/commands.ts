@@ -45,10 +45,25 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: "read",
-    summary: "Print stored messages of the embedded store (works while the gateway runs).",
+    summary:
+      "Print stored messages (or the retained ones) of the embedded store (works while the gateway runs).",
     options: [
-      { name: "stream", kind: "string", value: "S", help: "stream to read", required: true },
-      { name: "topic", kind: "string", value: "T", help: "topic to read", required: true },
+      {
+        name: "stream",
+        kind: "string",
+        value: "S",
+        help: "stream to read",
+        required: true,
+        unless: "retained",
+      },
+      {
+        name: "topic",
+        kind: "string",
+        value: "T",
+        help: "topic to read",
+        required: true,
+        unless: "retained",
+      },
       {
         name: "partition",
         kind: "offset",
@@ -62,9 +77,17 @@ export const COMMANDS: readonly CommandSpec[] = [
         value: "N",
         help: "at most N messages per partition (default 100)",
       },
+      { name: "retained", kind: "boolean", help: "print the retained messages instead, by topic" },
+      {
+        name: "filter",
+        kind: "string",
+        value: "F",
+        help: "with --retained: only topics the MQTT filter F matches (e.g. 'home/+/state')",
+      },
       JSON_LINES,
       CONFIG,
     ],
+    exclusive: [["retained", "partition"], ["retained", "from"]],
   },
   {
     name: "hash-password",

@@ -10,7 +10,11 @@ import { fileAccessError, fileExists } from "../config/files.ts";
 import type { GatewayConfig } from "../config/types.ts";
 import { EmbeddedBackend } from "../log/embedded/mod.ts";
 import type { PartitionAddress } from "../log/port.ts";
-import { formatRead } from "./read_format.ts";
+import { formatRead, formatRetained } from "./read_format.ts";
+import { filterMatches } from "../mapping/filter.ts";
+import { messageOf } from "../log/retained/retained_set.ts";
+import { Logger } from "../observe/logger.ts";
+import { RetainedStore } from "../log/retained/retained_store.ts";
 
 /** What to read; `partition` null means every partition of the topic. */
 export interface ReadRequest {
@@ -56,6 +60,44 @@ export async function readMessages(
     for (const partition of partitions) {
       await printPartition(backend, { stream: r.stream, topic: r.topic, partition }, r, print);
     }
+  } finally {
+    await backend.close();
+  }
+}
+
+/**
+ * Prints the retained set (`read --retained`), topics in order, only those `filter` matches
+ * when given; nothing when no message was ever retained.
+ */
+export async function readRetained(
+  config: GatewayConfig,
+  filter: string | undefined,
+  json: boolean,
+  print: (line: string) => void,
+): Promise<void> {
+  const backend = await openStore(config);
+  try {
+    const r = config.retained;
+    if (await backend.getTopic(r.stream, r.topic) === null) return;
+    const l = config.limits;
+    const store = new RetainedStore(backend, {
+      stream: r.stream,
+      topic: r.topic,
+      pollIntervalMs: 0,
+      maxMessages: l.max_retained_messages,
+      maxBytes: l.max_retained_bytes,
+      maxMessageBytes: l.max_retained_message_bytes,
+    }, new Logger("error", () => {}));
+    if (!(await store.load())) {
+      throw new OperatorError(
+        "invalid_file",
+        `read: the retained topic ${r.stream}/${r.topic} in "${config.embedded.path}" could not be read`,
+      );
+    }
+    const entries = [...store.set.entries()]
+      .filter((e) => filter === undefined || filterMatches(filter, e.topic))
+      .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
+    for (const e of entries) print(formatRetained(messageOf(e), json));
   } finally {
     await backend.close();
   }

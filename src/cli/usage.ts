@@ -35,7 +35,7 @@ export function synopsis(spec: CommandSpec): string {
 export function commandUsage(spec: CommandSpec): string {
   const rows: [string, string][] = spec.options.map((o) => [
     optionLabel(o),
-    o.required ? `${o.help} (required)` : o.help,
+    o.required ? `${o.help} (required${o.unless ? ` without --${o.unless}` : ""})` : o.help,
   ]);
   if (spec.positionals) rows.push([`${spec.positionals.value}…`, spec.positionals.help]);
   rows.push(["-h, --help", "print this help"]);

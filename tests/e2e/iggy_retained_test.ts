@@ -45,7 +45,9 @@ async function retainedOf(gw: TestGateway, filter: string, expect: number): Prom
     if (packet.retain) got.push(`${t}=${new TextDecoder().decode(p)}`);
   });
   await c.subscribeAsync(filter, { qos: 1 });
-  await waitFor(() => got.length >= expect, 3000, `${expect} retained of ${filter}`).catch(() => {});
+  await waitFor(() => got.length >= expect, 3000, `${expect} retained of ${filter}`).catch(
+    () => {},
+  );
   await new Promise((r) => setTimeout(r, 300));
   await c.endAsync();
   return got.sort();

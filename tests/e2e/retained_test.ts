@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { cli, ROOT } from "../helpers/cli.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -260,6 +261,44 @@ send_messages = true
       await anon.c.endAsync();
     } finally {
       await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "read --retained [--filter F] lists the retained set beside a running gateway; a bad filter exits 2 naming it",
+  ...opts,
+  async fn() {
+    await Deno.mkdir(`${ROOT}data`, { recursive: true });
+    const db = `data/retained-${crypto.randomUUID()}.db`;
+    const gw = await startGateway({ env: { IGGY_MQTT_EMBEDDED_PATH: `${ROOT}${db}` } });
+    try {
+      const pub = await client(gw);
+      await pub.c.publishAsync("home/b/state", "off", { qos: 1, retain: true });
+      await pub.c.publishAsync("home/a/state", "on", { qos: 1, retain: true });
+      await pub.c.publishAsync("garage/door", "shut", { qos: 1, retain: true });
+      await pub.c.publishAsync("garage/door", "", { qos: 1, retain: true });
+      await pub.c.endAsync();
+      const env = { IGGY_MQTT_EMBEDDED_PATH: db };
+      const all = await cli(["read", "--retained"], { env });
+      assert.equal(all.code, 0, all.stderr);
+      assert.deepEqual(all.stdout.trim().split("\n"), ["home/a/state on", "home/b/state off"]);
+      const some = await cli(["read", "--retained", "--filter", "home/a/+", "--json"], { env });
+      assert.equal(some.code, 0, some.stderr);
+      const m = JSON.parse(some.stdout.trim());
+      assert.equal(m.topic, "home/a/state");
+      assert.equal(m.payload, "on");
+      assert.equal(m.headers["mqtt.retain"], "true");
+      const bad = await cli(["read", "--retained", "--filter", "a/#/b"], { env });
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /--filter "a\/#\/b"/);
+    } finally {
+      await gw.stop();
+      await Deno.remove(`${ROOT}${db}`).catch(() => {});
+      for (const ext of ["-wal", "-shm", "-log"]) {
+        await Deno.remove(`${ROOT}${db}${ext}`, { recursive: true }).catch(() => {});
+      }
     }
   },
 });
