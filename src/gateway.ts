@@ -31,6 +31,7 @@ import {
   bindTcp,
   bindTls,
   deliveryOptions,
+  dropUnmapped,
   loadMap,
   publishPreparer,
   readTlsMaterial,
@@ -318,6 +319,7 @@ export class Gateway {
     this.maps.current = map;
     await this.#checkDurability(map);
     const moved = await this.delivery.reresolve(previous);
+    await dropUnmapped(this.retained, this.#ctx.preparer, this.logger);
     this.logger.info("Configuration reloaded", {
       rules: map.rules.length,
       map: map.source,

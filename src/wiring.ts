@@ -161,6 +161,23 @@ export function retainedStore(
   return store;
 }
 
+/**
+ * A reload: clears the retained messages whose topics no longer map to a valid target (the
+ * rest are kept) and names the first 20 of them.
+ */
+export async function dropUnmapped(
+  retained: RetainedStore,
+  preparer: PublishPreparer,
+  logger: Logger,
+): Promise<void> {
+  const dropped = await retained.dropWhere((t) => !preparer.maps(t));
+  if (dropped.length === 0) return;
+  logger.warn("Retained messages dropped: their topics no longer map", {
+    count: dropped.length,
+    topics: dropped.slice(0, 20),
+  });
+}
+
 /** The stored sessions of `[session]` and `[limits]`, in `backend`; expiries are counted. */
 export function storedSessions(
   config: GatewayConfig,

@@ -2,8 +2,8 @@
  * The status page for people: `GET /` serves one self-contained HTML page (inline
  * CSS and JS, no external assets; its Content-Security-Policy forbids any) that polls
  * `GET /status.json` every second and shows connections, publish outcomes per second
- * (computed in the browser from counter deltas), reader lag per triple and the loaded topic
- * map with per-rule hit counts.
+ * (computed in the browser from counter deltas), the retained set's topics and bytes, reader lag
+ * per triple and the loaded topic map with per-rule hit counts.
  *
  * `statusJson()` is a plain function of a {@link StatusSource}, which the `Gateway` satisfies
  * structurally, so it is tested without sockets.
@@ -53,6 +53,8 @@ export interface StatusSource {
     readonly connectionsAccepted: CounterReading;
   };
   readonly delivery: { readerStats(): readonly ReaderReading[] };
+  /** The retained set: topics and bytes (topic + headers + payload). */
+  readonly retained?: { readonly set: { readonly size: number; readonly bytes: number } };
   /** Iggy resend counts, when the backend keeps them. */
   readonly backend?: { readonly remote?: { resendCounters(): ResendReading } };
   readonly maps: {
@@ -110,6 +112,9 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
     deliveries_total: sum(m.delivered),
     deliveries_dropped_total: sum(m.droppedQos0),
     evictions_total: sum(m.evictions),
+    ...(g.retained
+      ? { retained: { topics: g.retained.set.size, bytes: g.retained.set.bytes } }
+      : {}),
     ...resendsJson(g.backend?.remote?.resendCounters()),
     readers: g.delivery.readerStats().map((s) => ({
       stream: s.triple.stream,
@@ -229,6 +234,8 @@ code { font: .9em ui-monospace, monospace; }
 <div class="tile"><div class="v" id="rate-denied">–</div><div class="l">denied/s</div></div>
 <div class="tile"><div class="v" id="rate-failed">–</div><div class="l">failed/s</div></div>
 <div class="tile"><div class="v" id="rate-deliveries">–</div><div class="l">deliveries/s</div></div>
+<div class="tile"><div class="v" id="retained-topics">–</div><div class="l">retained topics</div></div>
+<div class="tile"><div class="v" id="retained-bytes">–</div><div class="l">retained bytes</div></div>
 </div>
 <section><h2>Publishes since start</h2><table><thead><tr><th class="n">appended</th>
 <th class="n">acked</th><th class="n">rejected</th><th class="n">denied</th><th class="n">failed</th>
@@ -269,6 +276,8 @@ function render(s) {
   $("state").className = s.ready ? (warned ? "warn" : "ok") : "bad";
   $("updated").textContent = "updated " + new Date(s.time_ms).toLocaleTimeString();
   $("connections").textContent = fmt(s.connections);
+  $("retained-topics").textContent = fmt(s.retained?.topics);
+  $("retained-bytes").textContent = fmt(s.retained?.bytes);
   const dt = prev ? (s.time_ms - prev.time_ms) / 1000 : 0;
   for (const o of OUTCOMES) {
     const v = dt > 0 ? (s.publishes_total[o] - prev.publishes_total[o]) / dt : NaN;

@@ -7,7 +7,8 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { startGateway, testEnv, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { loadConfig } from "../../src/config/load.ts";
 import { cli, ROOT } from "../helpers/cli.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -84,6 +85,9 @@ Deno.test({
       assert.deepEqual(byTopic(late.got), ["home/hall/temp=19 (retained) q0"]);
       const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
       assert.match(metrics, /^mqtt_retained_messages 1$/m);
+      const status = await (await fetch(`http://127.0.0.1:${gw.httpPort}/status.json`)).json();
+      assert.equal(status.retained.topics, 1);
+      assert.ok(status.retained.bytes > "home/hall/temp".length + 2);
       for (const x of [pub, sub, low, late]) await x.c.endAsync();
     } finally {
       await gw.stop();
@@ -299,6 +303,43 @@ Deno.test({
       for (const ext of ["-wal", "-shm", "-log"]) {
         await Deno.remove(`${ROOT}${db}${ext}`, { recursive: true }).catch(() => {});
       }
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "retained: a reload keeps retained messages whose topics still map and clears (and names) those that no longer do",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const mapFile = `${gw.dir}/map.toml`;
+    try {
+      const pub = await client(gw);
+      await pub.c.publishAsync("dead/", "gone after the reload", { qos: 1, retain: true });
+      await pub.c.publishAsync("alive/1", "kept", { qos: 1, retain: true });
+      await pub.c.endAsync();
+      // The new map sends dead/<x> to stream <x>: "dead/" would go to stream "", not a name.
+      await Deno.writeTextFile(
+        mapFile,
+        `default_stream = "sensors"\ndefault_topic = "messages_default"\n` +
+          `[[rule]]\nmqtt_topic = 'dead/([^/]*)'\nstream = '$1'\ntopic = 't'\n`,
+      );
+      const next = loadConfig({
+        text: "",
+        source: "test.toml",
+        env: testEnv(gw.dir, { IGGY_MQTT_MAPPING_MAP_FILE: mapFile }),
+      });
+      await gw.gateway.reload(next);
+      assert.ok(gw.logs.some((l) => l.includes("no longer map") && l.includes('"dead/"')));
+      const sub = await client(gw);
+      await sub.c.subscribeAsync("#", { qos: 1 });
+      await waitFor(() => sub.got.length >= 1, 3000, "kept one");
+      await settle();
+      assert.deepEqual(byTopic(sub.got), ["alive/1=kept (retained) q1"]);
+      await sub.c.endAsync();
+    } finally {
+      await gw.stop();
     }
   },
 });

@@ -261,6 +261,7 @@ Deno.test(
         assert.ok(Number(acked.replaceAll(",", "")) > 0, `acked/s > 0, got "${acked}"`);
         assert.equal(await text("state"), "ready");
         assert.equal(await text("connections"), "2");
+        assert.equal(await text("retained-topics"), "0");
         assert.equal(await text("gw"), "gateway-1 · embedded backend");
         assert.equal(await text("rate-failed"), "0.0");
         const dom = await browser.evaluate<string>("document.documentElement.outerHTML");

@@ -21,7 +21,7 @@
  */
 import { coalesced } from "../../base/coalesced.ts";
 import type { Logger } from "../../observe/logger.ts";
-import { H_EMPTY } from "../envelope.ts";
+import { envelope, H_EMPTY } from "../envelope.ts";
 import { storedExpiry } from "../envelope_v5.ts";
 import {
   type LogBackend,
@@ -167,6 +167,21 @@ export class RetainedStore {
     await this.sync();
     this.#maybeSnapshot();
     return null;
+  }
+
+  /**
+   * Clears the retained messages whose topic `gone` says no longer maps (a reload's new map),
+   * with a clear record each, so a restart does not bring them back; their topics.
+   */
+  async dropWhere(gone: (topic: string) => boolean): Promise<string[]> {
+    const topics = [...this.set.entries()].map((e) => e.topic).filter(gone);
+    const clears = topics.map((t) => envelope(t, new Uint8Array(0), 0, "", 0, true));
+    for (let i = 0; i < clears.length; i += SNAPSHOT_BATCH) {
+      const messages = clears.slice(i, i + SNAPSHOT_BATCH);
+      await this.#backend.append({ ...this.#address, messages });
+    }
+    if (clears.length > 0) await this.sync();
+    return topics;
   }
 
   /** The retained messages `filter` matches that have not expired, as stored messages. */
