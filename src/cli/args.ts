@@ -136,11 +136,7 @@ export function parseCommandArgs(spec: CommandSpec, args: readonly string[]): Pa
     }
     values.set(name, checkValue(spec, option, raw));
   }
-  for (const o of spec.options) {
-    if (o.required && !values.has(o.name) && !(o.unless && values.has(o.unless))) {
-      throw new UsageError(spec, `--${o.name} is required`);
-    }
-  }
+  checkRequired(spec, values);
   for (const [a, b] of spec.exclusive ?? []) {
     if (values.has(a) && values.has(b)) {
       throw new UsageError(spec, `--${a} and --${b} cannot be given together`);
@@ -168,4 +164,13 @@ function checkValue(spec: CommandSpec, option: OptionSpec, raw: string): string 
     throw new UsageError(spec, `--${option.name} must be ${want}, got "${raw}"`);
   }
   return n;
+}
+
+/** Every required option is there (unless the option that waives it is). */
+function checkRequired(spec: CommandSpec, values: ReadonlyMap<string, unknown>): void {
+  for (const o of spec.options) {
+    if (o.required && !values.has(o.name) && !(o.unless && values.has(o.unless))) {
+      throw new UsageError(spec, `--${o.name} is required`);
+    }
+  }
 }
