@@ -12,7 +12,9 @@
  *                                   ("store": the gateway's RSS on a small and a large store,
  *                                   see _store_scenario.ts; "forward": forward mode's backlog
  *                                   drain and live QoS 1 with and without it, see
- *                                   _forward_scenario.ts; run only when named)
+ *                                   _forward_scenario.ts; "retained": 10,000 retained topics:
+ *                                   start-up, memory and delivery, see _retained_scenario.ts;
+ *                                   run only when named)
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
  *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
  *   --backend=iggy                  QoS 0 and QoS 1 through a real Iggy server (IGGY_TEST_ADDRESS,
@@ -51,6 +53,7 @@ import {
 } from "./_iggy.ts";
 import { storeScenario } from "./_store_scenario.ts";
 import { forwardScenario } from "./_forward_scenario.ts";
+import { retainedScenario } from "./_retained_scenario.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -206,7 +209,8 @@ try {
     );
   }
   for (const id of scenarioIds) {
-    if (id === "store" || id === "forward") continue; // after the others, on their own gateways
+    // After the others, on their own gateways.
+    if (id === "store" || id === "forward" || id === "retained") continue;
     results[id] = {};
     for (const name of serverNames) {
       // A fresh process per scenario: what ran before (10,000 closed connections, a grown
@@ -238,6 +242,20 @@ try {
           f.serverCpuWithout.toFixed(0)
         }% without; ` +
         `load generator CPU ${f.loadgenCpu.toFixed(0)}%`,
+    );
+  }
+  if (scenarioIds.includes("retained") && serverNames.includes("gateway")) {
+    for (const s of Object.values(servers)) await s.stop();
+    const r = await retainedScenario(dataDir, gwFlags, launch, SMOKE);
+    results.retained = { gateway: r };
+    console.log(
+      `retained: ${r.receivedBySubscriber} of ${r.retainedTopics} received by a new '#' subscriber; ` +
+        `start ${r.readyEmptyMs.toFixed(0)} ms empty, ${
+          r.readyRetainedMs.toFixed(0)
+        } ms with them ` +
+        `(+${r.startExtraMs.toFixed(0)} ms); beyond the payload: heap ${
+          r.heapPerMessageBytes.toFixed(0)
+        } B/message, RSS ${r.rssPerMessageBytes.toFixed(0)} B/message`,
     );
   }
   if (scenarioIds.includes("store") && serverNames.includes("gateway")) {

@@ -1,9 +1,12 @@
 /**
  * The retained set in memory: per MQTT topic, its last retained message, as the retained
- * record topic (`retained_store.ts`) says it is. One entry is the message's stored form in one
- * array (its header blob, `header_blob.ts`, then its payload) and the time it was set; headers
- * are decoded only when a subscription asks for the message, so an entry costs its bytes plus a
- * small object and a map slot (measured by `deno task bench`, docs/BENCHMARKS.md).
+ * record topic (`retained_store.ts`) says it is. One entry is the message's stored form (its
+ * header blob, `header_blob.ts`, then its payload) and the time it was set; headers are decoded
+ * only when a subscription asks for the message. The stored form is kept as a one-byte string,
+ * a char per byte: a string costs its length plus 16 bytes of heap, where a Uint8Array of its
+ * own costs about 200 more (the typed array, its buffer, the buffer's backing store), which was
+ * most of an entry's cost. An entry is then a map slot, the topic, a small object and that
+ * string (`deno task bench --scenarios=retained` measures it, docs/BENCHMARKS.md).
  *
  * Bounded: at most `maxMessages` topics and `maxBytes` stored bytes (topic + blob + payload);
  * {@link RetainedSet.room} says whether a new or larger message fits.
@@ -12,14 +15,15 @@
  */
 import { filterMatches, isWildcardFilter } from "../../mapping/filter.ts";
 import { decodeHeaders, encodeHeaders } from "../header_blob.ts";
+import { H_PACKET_ID } from "../envelope.ts";
 import type { OutgoingMessage, StoredMessage } from "../port.ts";
 import { utf8Length } from "../../base/utf8.ts";
 
 /** One retained message. */
 export interface RetainedEntry {
   readonly topic: string;
-  /** Header blob, then payload. */
-  readonly stored: Uint8Array;
+  /** Header blob, then payload, a char per byte ({@link messageOf} reads it back). */
+  readonly stored: string;
   /** Where the payload starts in `stored`. */
   readonly payloadAt: number;
   /** When it was set (append time of the set), µs since the epoch: Message Expiry counts from it. */
@@ -45,10 +49,13 @@ export type RetainedRoom =
 
 /** The entry of `message` (an envelope) under `topic`, set at `atMicros`. */
 export function entryOf(topic: string, message: OutgoingMessage, atMicros: number): RetainedEntry {
-  const blob = encodeHeaders(message.headers);
-  const stored = new Uint8Array(blob.length + message.payload.length);
-  stored.set(blob, 0);
-  stored.set(message.payload, blob.length);
+  const headers = new Map(message.headers);
+  headers.delete(H_PACKET_ID); // the publisher's, of no use to a subscriber
+  const blob = encodeHeaders(headers);
+  const both = new Uint8Array(blob.length + message.payload.length);
+  both.set(blob, 0);
+  both.set(message.payload, blob.length);
+  const stored = byteString(both); // one string, not a concatenation of two (20 bytes more)
   return {
     topic,
     stored,
@@ -60,13 +67,29 @@ export function entryOf(topic: string, message: OutgoingMessage, atMicros: numbe
 
 /** The entry as a stored message (headers decoded), for routing it to a subscriber. */
 export function messageOf(e: RetainedEntry): StoredMessage {
+  const s = e.stored;
+  const bytes = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
   return {
     partition: 0,
     offset: 0,
     timestampMicros: e.atMicros,
-    payload: e.stored.subarray(e.payloadAt),
-    headers: decodeHeaders(e.stored, 0, e.payloadAt),
+    payload: bytes.subarray(e.payloadAt),
+    headers: decodeHeaders(bytes, 0, e.payloadAt),
   };
+}
+
+/**
+ * Bytes as a string of one char per byte: a flat one-byte string, its length in memory, up to
+ * 8 KiB (longer ones are joined from 8 KiB pieces: a few dozen bytes more per piece).
+ */
+function byteString(b: Uint8Array): string {
+  if (b.length <= 8192) return String.fromCharCode(...b);
+  let s = "";
+  for (let i = 0; i < b.length; i += 8192) {
+    s += String.fromCharCode(...b.subarray(i, Math.min(b.length, i + 8192)));
+  }
+  return s;
 }
 
 /** Topic → retained message, bounded. */

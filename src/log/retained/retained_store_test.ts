@@ -160,3 +160,17 @@ Deno.test("RetainedStore: Message Expiry is honoured on retained messages", asyn
     assert.equal(s.set.size, 0);
   });
 });
+
+Deno.test("RetainedStore: every byte value of a payload comes back as it was set", async () => {
+  await withBackend(async (b) => {
+    const s = store(b);
+    await s.load();
+    const all = Uint8Array.from({ length: 20_000 }, (_, i) => (i * 7) % 256);
+    await s.put("bin", envelope("bin", all, 1, "dev", 1, true));
+    assert.deepEqual(s.matching("bin")[0].payload, all);
+    const again = store(b);
+    await again.load();
+    assert.deepEqual(again.matching("bin")[0].payload, all);
+    assert.equal(again.matching("bin")[0].headers.get("mqtt.packet_id"), undefined);
+  });
+});
