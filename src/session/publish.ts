@@ -139,12 +139,12 @@ export class PublishPreparer {
     );
   }
 
-  /** `checkResolution(r)`, remembered while `r` is cached. */
   /** Whether `topic` maps to a valid target under the current map (a reload's retained check). */
   maps(topic: string): boolean {
     return !topic.startsWith("$SYS") && this.#invalidOf(this.resolve(topic)) === null;
   }
 
+  /** `checkResolution(r)`, remembered while `r` is cached. */
   #invalidOf(r: Resolution): string | null {
     let invalid = this.#invalid.get(r);
     if (invalid === undefined) {

@@ -343,3 +343,27 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "retained: a retained will sets its topic's retained message when it is published",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const dev = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        reconnectPeriod: 0,
+        protocolVersion: 5,
+        will: { topic: "dev/7/status", payload: Buffer.from("offline"), qos: 1, retain: true },
+      });
+      dev.stream.destroy(); // gone without a DISCONNECT: the will goes out
+      await waitFor(() => gw.gateway.retained.set.size === 1, 3000, "will retained");
+      const sub = await client(gw);
+      await sub.c.subscribeAsync("dev/+/status", { qos: 1 });
+      await waitFor(() => sub.got.length === 1, 3000, "retained will");
+      assert.deepEqual(byTopic(sub.got), ["dev/7/status=offline (retained) q1"]);
+      await sub.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
