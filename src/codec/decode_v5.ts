@@ -158,6 +158,9 @@ function subscriptions5(r: Reader, props: PropertyBag): Subscription[] {
     if (retainHandling === 3) {
       throw new ProtocolError("MQTT-3.8.3-4", "SUBSCRIBE Retain Handling 3", 0x82);
     }
+    if ((o & 0x04) !== 0 && filter.startsWith("$share/")) {
+      throw new ProtocolError("MQTT-3.8.3-4", "No Local on a shared subscription", 0x82);
+    }
     const options: SubscriptionOptions = {
       noLocal: (o & 0x04) !== 0,
       retainAsPublished: (o & 0x08) !== 0,

@@ -19,6 +19,9 @@ import type { Subscriber } from "../session/delivery_port.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import { copyAt, type Qos2Out } from "../session/qos2_out.ts";
+import type { MqttView } from "../log/envelope.ts";
+import type { StoredMessage } from "../log/port.ts";
+import type { ShareGroup } from "./registry.ts";
 
 /** A QoS 1 or 2 copy awaiting a window slot or a PUBACK (QoS 2: a PUBREC). */
 export interface Copy {
@@ -34,6 +37,15 @@ export interface Copy {
   readonly retain?: boolean;
   /** Triple key of the message (a stored session's position per triple). */
   readonly key: string;
+  /** A shared subscription's copy: what another member needs if this one goes away. */
+  readonly shared?: SharedCopy;
+}
+
+/** The group and message of a shared subscription's copy (`share_groups.ts`). */
+export interface SharedCopy {
+  readonly group: ShareGroup<ClientQueue>;
+  readonly m: StoredMessage;
+  readonly view: MqttView;
 }
 
 /** Limits of a client queue. */
@@ -90,6 +102,11 @@ export class ClientQueue implements DeadlineOwner {
 
   get paused(): boolean {
     return this.timeoutMs > 0;
+  }
+
+  /** No window slot free, or paused: a share group passes this member over (`share_groups.ts`). */
+  get full(): boolean {
+    return this.paused || this.inflight >= this.#maxInflight;
   }
 
   /** Packet ids taken: copies awaiting a PUBACK or PUBREC, and PUBRELs awaiting a PUBCOMP. */
@@ -215,14 +232,20 @@ export class ClientQueue implements DeadlineOwner {
   }
 
   /**
-   * Strikes every pending copy (client gone or evicted) so offsets can move again. With
+   * Strikes every pending copy (client gone or evicted) so offsets can move again, but a
+   * shared subscription's copy that `reoffer` hands to another member of its group. With
    * `settle` false (the gateway stops) the copies are only dropped: their ledger entries
    * stay unsettled, so the stored offset stays before them and a restart delivers them again.
    */
-  strikeAll(settle = true): void {
+  strikeAll(settle = true, reoffer?: (copy: Copy) => boolean): void {
     if (settle) {
-      for (const copy of this.#inflight.values()) copy.ledger.settle(copy.entry);
-      for (const copy of this.#waiting) copy.ledger.settle(copy.entry);
+      // A shared subscription's copy goes to another member when there is one (`reoffer`).
+      for (const copy of this.#inflight.values()) {
+        if (copy.shared === undefined || reoffer?.(copy) !== true) copy.ledger.settle(copy.entry);
+      }
+      for (const copy of this.#waiting) {
+        if (copy.shared === undefined || reoffer?.(copy) !== true) copy.ledger.settle(copy.entry);
+      }
     }
     this.#budget.bytes -= this.#waitingBytes;
     this.#inflight.clear();

@@ -20,10 +20,12 @@ import type {
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { PublishPreparer } from "../session/publish.ts";
 import type { Clock } from "../base/clock.ts";
-import type { ClientQueue, QueueLimits } from "./client_queue.ts";
+import type { ClientQueue, Copy, QueueLimits } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import { type Subscription, SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
-import { Router } from "./route.ts";
+import { deliverCopies, Router, sharedTarget } from "./route.ts";
+import { finishTargets } from "./targets.ts";
+import { expiryLeft } from "./out_v5.ts";
 import { joinAt, reresolve } from "./reresolve.ts";
 import { SessionDelivery } from "./session_delivery.ts";
 import type { StoredSessions } from "../session/stored_sessions.ts";
@@ -48,6 +50,7 @@ export class Delivery implements DeliveryPort {
   #subscriptions: Subscriptions;
   #stored: SessionDelivery;
   #backend: LogBackend;
+  #metrics: GatewayMetrics;
   /** Triples wildcard subscriptions are joining while the backend is asked for the offset. */
   #joining = new Set<string>();
   /** Retained messages at SUBSCRIBE; null without a retained store. */
@@ -68,6 +71,7 @@ export class Delivery implements DeliveryPort {
     retained?: RetainedStore;
   }) {
     this.#backend = deps.backend;
+    this.#metrics = deps.metrics;
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
     const router = new Router(this.registry, deps.metrics, (q, why) => clients.evict(q, why));
@@ -184,7 +188,30 @@ export class Delivery implements DeliveryPort {
     for (const [, s] of this.registry.removeClient(queue)) this.#subscriptions.release(s);
     // A client closed by the gateway's own stop has not left: its copies are not struck,
     // so the final commit stays before them and a restart delivers them again (at least once).
-    queue.strikeAll(!this.#stopping);
+    queue.strikeAll(!this.#stopping, (copy) => this.#reoffer(copy));
+  }
+
+  /**
+   * A shared subscription's copy its member left unacknowledged goes to another connected member
+   * of the group [MQTT-4.8.2]; false when there is none (the copy is struck).
+   */
+  #reoffer(copy: Copy): boolean {
+    const { group, m, view } = copy.shared!;
+    const members = group.members.filter((s) => this.#clients.get(s.client.sub) === s.client);
+    if (members.length === 0) return false;
+    const t = finishTargets(
+      [sharedTarget(group, members, m)],
+      m,
+      view,
+      expiryLeft(m),
+      this.#metrics,
+    );
+    if (t.length === 0) return false;
+    const reader = { ledger: copy.ledger, key: copy.key };
+    const evict = (q: ClientQueue, why: string) => this.#clients.evict(q, why);
+    deliverCopies(t, view, reader, copy.entry, new Set(), this.#metrics, evict, m);
+    if (t[0].qos === 0) copy.ledger.settle(copy.entry); // a QoS 0 copy is done once queued
+    return true;
   }
 
   /**

@@ -44,6 +44,17 @@ export interface Subscription<C> {
   readonly prefix: string;
   /** `match` has a `+` or `#` level. */
   readonly wildcard: boolean;
+  /** A shared subscription (`$share/<group>/<filter>`): its group (`share_groups.ts`). */
+  share?: ShareGroup<C>;
+}
+
+/** The members of one shared subscription, a (group, filter) [MQTT-4.8.2]. */
+export interface ShareGroup<C> {
+  /** `<group>/<filter>`, as the `$share/` filter names them. */
+  readonly key: string;
+  readonly members: Subscription<C>[];
+  /** Round robin: the member tried first for the next message. */
+  next: number;
 }
 
 /** Registry of subscriptions: exact filters hashed, wildcard filters in a topic trie. */

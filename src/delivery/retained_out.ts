@@ -43,6 +43,7 @@ export interface RetainedOutDeps {
 export function wantsRetained(f: SubscribeRequest, existed: boolean): boolean {
   if (f.from !== undefined && f.from.kind !== "latest") return false;
   if (f.filter.startsWith("$replay/")) return false;
+  if (f.filter.startsWith("$share/")) return false; // not to shared subscriptions [MQTT-3.8.4]
   const handling = f.options?.retainHandling ?? 0;
   return handling === 0 || (handling === 1 && !existed);
 }

@@ -8,7 +8,7 @@
  */
 import { encodePublish } from "../codec/encoder.ts";
 import { utf8 } from "../base/utf8.ts";
-import { openEnvelope } from "../log/envelope.ts";
+import { type MqttView, openEnvelope } from "../log/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { startDeliverySpan } from "../observe/tracing.ts";
@@ -17,7 +17,8 @@ import type { ClientQueue } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import { expiryLeft } from "./out_v5.ts";
-import type { SubscriptionRegistry } from "./registry.ts";
+import type { ShareGroup, Subscription, SubscriptionRegistry } from "./registry.ts";
+import { pickMember } from "./share_groups.ts";
 import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
 
 export type { Target };
@@ -78,7 +79,7 @@ export class Router {
     const entry = reader.ledger.record(m.offset, qos1);
     if (targets.length === 0) return;
     this.#metrics.routed.inc();
-    deliverCopies(targets, view, reader, entry, served, this.#metrics, this.#evict);
+    deliverCopies(targets, view, reader, entry, served, this.#metrics, this.#evict, m);
   }
 
   /**
@@ -92,25 +93,61 @@ export class Router {
     if (exact === undefined && !wild) return null;
     const offset = m.offset;
     const out: Target[] = [];
+    let shared: SharedHits | null = null;
     if (exact !== undefined) {
       for (const s of exact) {
         const start = s.startOffsets.get(key);
         if (start === undefined || offset < start) continue; // subscribed after this message
-        const t = targetOf(s, m);
-        if (t !== null) out.push(t);
+        if (s.share !== undefined) shared = addShared(shared, s);
+        else {
+          const t = targetOf(s, m);
+          if (t !== null) out.push(t);
+        }
       }
     }
-    if (!wild) return out.length > 0 ? out : null;
     const exactCount = out.length;
-    this.#registry.matchWildcards(topic, (s) => {
-      const start = s.startOffsets.get(key);
-      if (start === undefined || offset < start) return;
-      const t = targetOf(s, m);
-      if (t !== null) out.push(t);
-    });
+    if (wild) {
+      this.#registry.matchWildcards(topic, (s) => {
+        const start = s.startOffsets.get(key);
+        if (start === undefined || offset < start) return;
+        if (s.share !== undefined) shared = addShared(shared, s);
+        else {
+          const t = targetOf(s, m);
+          if (t !== null) out.push(t);
+        }
+      });
+    }
     // Exact filters are unique per (client, prefix); only wildcard hits can overlap.
-    return out.length > exactCount ? dedupe(out) : out.length > 0 ? out : null;
+    const found = out.length > exactCount ? dedupe(out) : out;
+    if (shared !== null) {
+      for (const [g, members] of shared) found.push(sharedTarget(g, members, m));
+    }
+    return found.length > 0 ? found : null;
   }
+}
+
+/** The share groups a message matched, each with its members that may have it. */
+type SharedHits = Map<ShareGroup<ClientQueue>, Subscription<ClientQueue>[]>;
+
+function addShared(hits: SharedHits | null, s: Subscription<ClientQueue>): SharedHits {
+  const out = hits ?? new Map();
+  const members = out.get(s.share!);
+  if (members === undefined) out.set(s.share!, [s]);
+  else if (!members.includes(s)) members.push(s);
+  return out;
+}
+
+/** The copy of a shared subscription: one member of the group, its turn [MQTT-4.8.2]. */
+export function sharedTarget(
+  g: ShareGroup<ClientQueue>,
+  members: readonly Subscription<ClientQueue>[],
+  m: StoredMessage,
+): Target {
+  const s = pickMember(g, members);
+  // No Local is refused on shared subscriptions [MQTT-3.8.3-4]: targetOf gives a target.
+  const t = targetOf(s, m)!;
+  t.share = g;
+  return t;
 }
 
 /**
@@ -120,17 +157,18 @@ export class Router {
  */
 export function deliverCopies(
   targets: readonly Target[],
-  view: { readonly topic: string; readonly payload: Uint8Array },
+  view: MqttView,
   reader: { readonly ledger: AckLedger; readonly key: string },
   entry: LedgerEntry | null,
   served: Set<SpanContext>,
   metrics: GatewayMetrics,
   evict: (q: ClientQueue, reason: string) => void,
+  m?: StoredMessage,
 ): void {
   let plainBytes: Uint8Array | null = null;
   let plainQos0: Uint8Array | null = null;
   let prefixed: Map<string, [Uint8Array, Uint8Array | null]> | null = null;
-  for (const { client: q, qos, prefix, props, retain } of targets) {
+  for (const { client: q, qos, prefix, props, retain, share } of targets) {
     let tb: Uint8Array;
     let qos0: Uint8Array | null;
     let slot: [Uint8Array, Uint8Array | null] | undefined;
@@ -167,6 +205,7 @@ export function deliverCopies(
       key: reader.key,
       props,
       retain,
+      ...(share !== undefined && m !== undefined ? { shared: { group: share, m, view } } : {}),
     });
     if (offer === "evict") {
       reader.ledger.settle(entry!); // this copy is struck with the client

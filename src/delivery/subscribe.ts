@@ -20,6 +20,7 @@ import type { ClientQueue } from "./client_queue.ts";
 import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
 import type { ReaderOptions, SharedReader } from "./reader.ts";
 import { ReaderPool } from "./reader_pool.ts";
+import { parseShare, ShareGroups } from "./share_groups.ts";
 import {
   type Subscription,
   type SubscriptionRegistry,
@@ -65,6 +66,22 @@ export interface Resume {
   permanent?: boolean;
 }
 
+/** A filter's `$share/<group>/` or `$replay/<from>/` prefix, read; why it is malformed. */
+function prefixesOf(filter: string) {
+  const s = parseShare(filter);
+  const r = s === null ? parseReplayFilter(filter) : null;
+  const problem = s !== null && "problem" in s
+    ? s.problem
+    : r !== null && "problem" in r
+    ? r.problem
+    : undefined;
+  return {
+    share: s !== null && "group" in s ? s : null,
+    replay: r !== null && "filter" in r ? r : null,
+    problem,
+  };
+}
+
 /** S1: why a topic filter is refused, or null when it is acceptable. */
 function checkFilter(topic: string, opts: SubscribeOptions): string | null {
   // Same limits as PUBLISH topics; wildcards only as whole levels, "#" last.
@@ -84,6 +101,8 @@ export class Subscriptions {
   /** Catch-ups running, per client (a stored session's position covers them). */
   readonly catchUps = new Map<ClientQueue, Set<CatchUp>>();
   readonly registry: SubscriptionRegistry<ClientQueue>;
+  /** Shared subscriptions' groups (`$share/<group>/<filter>`). */
+  readonly shares = new ShareGroups<ClientQueue>();
   readonly tripleDeps: FilterTripleDeps;
   readonly opts: SubscribeOptions;
   readonly logger: Logger;
@@ -136,12 +155,10 @@ export class Subscriptions {
    */
   async subscribeOne(queue: ClientQueue, f: SubscribeRequest, resume?: Resume): Promise<number> {
     const filter = f.filter;
-    const replay = parseReplayFilter(filter);
+    const { share, replay, problem } = prefixesOf(filter);
     if (resume) resume.permanent = true; // until past the checks of the filter itself
-    if (replay !== null && "problem" in replay) {
-      return this.refuse(queue, filter, replay.problem, INVALID_FILTER);
-    }
-    const match = replay?.filter ?? filter;
+    if (problem !== undefined) return this.refuse(queue, filter, problem, INVALID_FILTER);
+    const match = share?.filter ?? replay?.filter ?? filter;
     const bad = checkFilter(match, this.opts);
     if (bad !== null) return this.refuse(queue, filter, bad, INVALID_FILTER);
     if (resume) resume.permanent = false;
@@ -179,6 +196,11 @@ export class Subscriptions {
       wildcard: isWildcardFilter(match),
     };
     if (f.options !== undefined) s.options = f.options; // MQTT 5, kept for routing
+    if (share !== null) {
+      // A member starts live: the group's messages are not one member's to catch up on.
+      const key = `${share.group}/${share.filter}`;
+      return await this.#attach(s, filter, resolved.triples, undefined, undefined, key);
+    }
     const from = replay?.from ?? f.from;
     const startAt = resume?.startAt ??
       (from === undefined || from.kind === "latest"
@@ -197,6 +219,7 @@ export class Subscriptions {
     triples: Triple[],
     startAt: StartAt | undefined,
     pending: PendingCatchUps | undefined,
+    shareKey?: string,
   ): Promise<number> {
     const queue = s.client;
     // Readers created here start polling only once the subscription is in the registry:
@@ -231,6 +254,7 @@ export class Subscriptions {
       this.#giveBack(s, fresh);
       return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
+    if (shareKey !== undefined) s.share = this.shares.join(shareKey, s);
     this.registry.upsert(s, filter);
     this.pool.start(fresh);
     if (pending === undefined) this.launch(queue, behind, { left: this.opts.maxReplayMessages });
@@ -276,6 +300,7 @@ export class Subscriptions {
 
   /** A subscription ends: every reader it held loses a subscriber and stops at none. */
   release(s: Subscription<ClientQueue>): void {
+    if (s.share !== undefined) this.shares.leave(s.share, s);
     for (const k of s.startOffsets.keys()) this.pool.release(k);
     s.startOffsets.clear(); // a catch-up still running sees it ended
   }

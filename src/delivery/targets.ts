@@ -15,7 +15,7 @@ import type { StoredMessage } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { ClientQueue } from "./client_queue.ts";
 import { isOwnMessage, OutboundProperties, retainOf } from "./out_v5.ts";
-import type { Subscription } from "./registry.ts";
+import type { ShareGroup, Subscription } from "./registry.ts";
 
 /** A copy to make: for one client, under one topic prefix. */
 export interface Target {
@@ -28,6 +28,8 @@ export interface Target {
   retain: boolean;
   /** MQTT 5 property block, made by {@link finishTargets}; null for a 3.1.1 client. */
   props: Uint8Array | null;
+  /** A shared subscription's copy: its group (a member's own copy is another target). */
+  share?: ShareGroup<ClientQueue>;
 }
 
 /** The target of one matching subscription; null when No Local leaves it out. */
@@ -47,7 +49,7 @@ export function dedupe(targets: Target[]): Target[] {
   const seen = new Map<ClientQueue, Target[]>();
   const out: Target[] = [];
   for (const t of targets) {
-    const same = seen.get(t.client)?.find((x) => x.prefix === t.prefix);
+    const same = seen.get(t.client)?.find((x) => x.prefix === t.prefix && x.share === t.share);
     if (same !== undefined) {
       merge(same, t);
       continue;

@@ -137,7 +137,7 @@ export function connackProperties(config: GatewayConfig, f: AcceptedFacts): Prop
   w.u16(Prop.TOPIC_ALIAS_MAXIMUM, l.max_topic_aliases);
   w.byte(Prop.WILDCARD_SUB_AVAILABLE, WILDCARDS_AVAILABLE ? 1 : 0);
   w.byte(Prop.SUB_ID_AVAILABLE, 1);
-  w.byte(Prop.SHARED_SUB_AVAILABLE, 0);
+  // No Shared Subscription Available property: shared subscriptions are supported (default 1).
   if (f.serverKeepAlive !== null) w.u16(Prop.SERVER_KEEP_ALIVE, f.serverKeepAlive);
   return w;
 }

@@ -1,7 +1,7 @@
 /**
  * MQTT 5 SUBSCRIBE and UNSUBSCRIBE: a reason code per filter instead of
  * 3.1.1's bare 0x80. The refusals the session can tell apart are decided here, before the
- * delivery is asked: 0x9E shared subscriptions, 0xA2 wildcards (when the delivery does not
+ * delivery is asked: 0xA2 wildcards (when the delivery does not
  * resolve them: `DeliveryPort.wildcards`), 0x87 `$SYS`, 0x97 quota exceeded past
  * `limits.max_subscriptions_per_client`; with a delivery that does not resolve filters itself,
  * 0x8F a filter the gateway cannot map and 0x87 no poll right. UNSUBACK: 0x11 when no
@@ -29,7 +29,6 @@ export const Suback5 = {
   NOT_AUTHORIZED: 0x87,
   TOPIC_FILTER_INVALID: 0x8f,
   QUOTA_EXCEEDED: 0x97,
-  SHARED_NOT_SUPPORTED: 0x9e,
   WILDCARDS_NOT_SUPPORTED: 0xa2,
   NO_SUBSCRIPTION_EXISTED: 0x11,
   IMPLEMENTATION_SPECIFIC_ERROR: 0x83,
@@ -51,7 +50,6 @@ export function replayFromOf(f: Subscription): ReplayFrom | undefined | null {
 /** The reason code that refuses `f` before the delivery is asked, or null. */
 function precheck(ctx: SessionContext, sub: Subscriber, f: Subscription): number | null {
   const filter = f.filter;
-  if (filter.startsWith("$share/")) return Suback5.SHARED_NOT_SUPPORTED;
   if ((filter.includes("#") || filter.includes("+")) && ctx.delivery.wildcards !== true) {
     return Suback5.WILDCARDS_NOT_SUPPORTED;
   }

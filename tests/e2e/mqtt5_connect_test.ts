@@ -57,7 +57,7 @@ Deno.test({
           topicAliasMaximum: 16,
           wildcardSubscriptionAvailable: true,
           subscriptionIdentifiersAvailable: true,
-          sharedSubscriptionAvailable: false,
+          sharedSubscriptionAvailable: undefined, // absent: 1
           serverKeepAlive: 120,
         },
       );

@@ -1,0 +1,136 @@
+/**
+ * Shared subscriptions `$share/<group>/<filter>` inside one gateway (issue 39, embedded log):
+ * each matching message goes to one member of the group; the members split the work; a member
+ * that goes away with unacknowledged QoS 1 copies has them delivered to the other members; a
+ * malformed share name is refused; No Local on a shared subscription is a protocol error.
+ * Real clients: MQTT.js (3.1.1 and 5) and raw sockets.
+ */
+import assert from "node:assert/strict";
+import mqtt from "mqtt";
+import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { opts, rawSubscriber, receive } from "./_subscribe_helpers.ts";
+
+const SHARE = "$share/workers/jobs/+";
+
+/** An MQTT.js member that records the payloads it receives. */
+async function member(gw: TestGateway, v5 = false) {
+  const got: string[] = [];
+  const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+    reconnectPeriod: 0,
+    protocolVersion: v5 ? 5 : 4,
+  });
+  c.on("message", (_t, p) => got.push(new TextDecoder().decode(p)));
+  await c.subscribeAsync(SHARE, { qos: 1 });
+  return { c, got };
+}
+
+async function publishMany(gw: TestGateway, n: number): Promise<string[]> {
+  const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
+  const sent: string[] = [];
+  for (let i = 0; i < n; i += 100) {
+    const batch = [];
+    for (let j = i; j < Math.min(n, i + 100); j++) {
+      sent.push(`m${j}`);
+      batch.push(c.publishAsync(`jobs/${j % 7}`, `m${j}`, { qos: 1 }));
+    }
+    await Promise.all(batch);
+  }
+  await c.endAsync();
+  return sent;
+}
+
+Deno.test({
+  name:
+    "shared subscription: three members split 3,000 QoS 1 messages, each 20-46%, all delivered, none twice; a plain subscriber still gets all",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const members = [await member(gw), await member(gw, true), await member(gw)];
+      const plain: string[] = [];
+      const p = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
+      p.on("message", (_t, b) => plain.push(new TextDecoder().decode(b)));
+      await p.subscribeAsync("jobs/+", { qos: 1 });
+      const sent = await publishMany(gw, 3000);
+      const total = () => members.reduce((n, m) => n + m.got.length, 0);
+      await waitFor(() => total() >= 3000 && plain.length >= 3000, 15_000, "all delivered");
+      await new Promise((r) => setTimeout(r, 300));
+      const all = members.flatMap((m) => m.got);
+      assert.equal(all.length, 3000, "no message twice");
+      assert.deepEqual(new Set(all), new Set(sent));
+      for (const m of members) {
+        assert.ok(m.got.length >= 600 && m.got.length <= 1380, `share ${m.got.length} of 3000`);
+      }
+      assert.equal(plain.length, 3000);
+      for (const m of members) await m.c.endAsync();
+      await p.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "shared subscription: a member that goes away with unacknowledged QoS 1 copies has them delivered to the other members",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_INFLIGHT_PER_CLIENT: "8" } });
+    try {
+      const good = [await member(gw), await member(gw)];
+      const silent = await rawSubscriber(gw.port, "silent", [[SHARE, 1]]);
+      const sent = await publishMany(gw, 300);
+      // The silent member holds its window (8) unacknowledged and is passed over after that.
+      const held = await receive(silent, 8, { ack: false });
+      assert.equal(held.length, 8);
+      silent.close();
+      const all = () => good.flatMap((m) => m.got);
+      await waitFor(() => new Set(all()).size === 300, 10_000, "every message reached a member");
+      assert.deepEqual(new Set(all()), new Set(sent));
+      for (const m of good) await m.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "shared subscription: a $share filter without a name or a filter gets SUBACK 0x8F (MQTT 5) / 0x80 (3.1.1); No Local on one is DISCONNECT 0x82",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const v5 = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        reconnectPeriod: 0,
+        protocolVersion: 5,
+      });
+      const subacks: number[][] = [];
+      v5.on("packetreceive", (p) => {
+        if (p.cmd === "suback") subacks.push(p.granted as number[]);
+      });
+      const code = async (filter: string, c: mqtt.MqttClient) => {
+        const before = subacks.length;
+        await c.subscribeAsync(filter, { qos: 1 }).catch(() => {});
+        await waitFor(() => subacks.length > before, 3000, "SUBACK");
+        return subacks[before][0];
+      };
+      assert.equal(await code("$share/onlyname", v5), 0x8f); // no filter after the name
+      assert.equal(await code("$share//x", v5), 0x8f); // an empty name
+      const v3 = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
+      const granted = await v3.subscribeAsync("$share/onlyname", { qos: 1 }).catch(() => [{
+        qos: 128,
+      }]);
+      assert.equal(granted[0].qos, 128);
+      await v3.endAsync();
+      const closed = new Promise<number | undefined>((resolve) => {
+        v5.on("disconnect", (p) => resolve(p.reasonCode));
+      });
+      v5.subscribe("$share/g/x", { qos: 1, nl: true });
+      assert.equal(await closed, 0x82);
+      v5.end(true);
+    } finally {
+      await gw.stop();
+    }
+  },
+});
