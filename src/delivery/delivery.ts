@@ -185,10 +185,33 @@ export class Delivery implements DeliveryPort {
     if (sub.session !== null) this.#stored.detached(queue, sub.session);
     if (!queue) return;
     this.#retainedDue.delete(queue);
+    const parking = sub.session !== null ? this.#lastMembers(queue) : [];
     for (const [, s] of this.registry.removeClient(queue)) this.#subscriptions.release(s);
+    for (const [key, at] of parking) this.#subscriptions.shares.park(key, at);
     // A client closed by the gateway's own stop has not left: its copies are not struck,
     // so the final commit stays before them and a restart delivers them again (at least once).
     queue.strikeAll(!this.#stopping, (copy) => this.#reoffer(copy));
+  }
+
+  /**
+   * The share groups whose last connected member `queue` is (its session stored): each group's
+   * position per triple, the first offset this member has not settled there.
+   */
+  #lastMembers(queue: ClientQueue): [string, Map<string, number>][] {
+    const out: [string, Map<string, number>][] = [];
+    let positions: Map<string, number> | undefined;
+    for (const s of this.registry.ofClient(queue)?.values() ?? []) {
+      const g = s.share;
+      if (g === undefined || g.members.length !== 1 || g.members[0] !== s) continue;
+      positions ??= this.#stored.positions(queue);
+      const at = new Map<string, number>();
+      for (const k of s.startOffsets.keys()) {
+        const p = positions.get(k);
+        if (p !== undefined) at.set(k, p);
+      }
+      out.push([g.key, at]);
+    }
+    return out;
   }
 
   /**

@@ -42,9 +42,38 @@ export interface MemberClient {
 /** Every share group of the gateway. */
 export class ShareGroups<C extends MemberClient> {
   readonly #groups = new Map<string, ShareGroup<C>>();
+  /**
+   * Groups with no member connected whose last member's session is stored: the group's position
+   * per triple key (the first offset it has not settled), for the first member back [MQTT-4.8.2].
+   */
+  readonly #parked = new Map<string, Map<string, number>>();
 
+  /** Groups with members connected. */
   get size(): number {
     return this.#groups.size;
+  }
+
+  /** Groups waiting, with their position, for a member to come back. */
+  get parked(): number {
+    return this.#parked.size;
+  }
+
+  /** Whether a group of this key exists (connected or parked). */
+  has(key: string): boolean {
+    return this.#groups.has(key) || this.#parked.has(key);
+  }
+
+  /** The group's last member left with a stored session: keep its position. */
+  park(key: string, positions: Map<string, number>): void {
+    if (!this.#groups.has(key)) this.#parked.set(key, positions);
+  }
+
+  /** A member joins a group with none connected: the position it was parked at, if any. */
+  unpark(key: string): Map<string, number> | undefined {
+    if (this.#groups.has(key)) return undefined;
+    const p = this.#parked.get(key);
+    this.#parked.delete(key);
+    return p;
   }
 
   /** Adds `s` to the group `key` (made when it is the first member). */

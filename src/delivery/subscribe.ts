@@ -197,9 +197,13 @@ export class Subscriptions {
     };
     if (f.options !== undefined) s.options = f.options; // MQTT 5, kept for routing
     if (share !== null) {
-      // A member starts live: the group's messages are not one member's to catch up on.
+      // A member starts live, the group's messages not being one member's to catch up on,
+      // unless the group was parked (its last member left with a stored session): then the
+      // first member back starts at the group's position.
       const key = `${share.group}/${share.filter}`;
-      return await this.#attach(s, filter, resolved.triples, undefined, undefined, key);
+      const parked = this.shares.unpark(key);
+      const startAt = parked && (async (_t: Triple, k: string) => await parked.get(k) ?? null);
+      return await this.#attach(s, filter, resolved.triples, startAt, resume?.pending, key);
     }
     const from = replay?.from ?? f.from;
     const startAt = resume?.startAt ??

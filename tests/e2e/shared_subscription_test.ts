@@ -134,3 +134,37 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "shared subscription: a group whose last member left with a stored session keeps its position; the member back gets everything published meanwhile",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const clean = await member(gw);
+      const stored = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        reconnectPeriod: 0,
+        clientId: "worker-1",
+        clean: false,
+      });
+      await stored.subscribeAsync(SHARE, { qos: 1 });
+      await clean.c.endAsync();
+      await stored.endAsync(); // the last member: its session is stored, the group parked
+      const sent = await publishMany(gw, 50);
+      const got: string[] = [];
+      // The handler is there before the CONNACK: the backlog follows it at once.
+      const back = mqtt.connect(`mqtt://127.0.0.1:${gw.port}`, {
+        reconnectPeriod: 0,
+        clientId: "worker-1",
+        clean: false,
+      });
+      back.on("message", (_t, p) => got.push(new TextDecoder().decode(p)));
+      await waitFor(() => got.length >= 50, 10_000, "the group's backlog");
+      assert.deepEqual(new Set(got), new Set(sent));
+      await back.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
