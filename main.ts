@@ -29,6 +29,7 @@ import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages, readRetained } from "./src/cli/read.ts";
+import { parseShare } from "./src/delivery/share_groups.ts";
 import { durabilityLines } from "./src/cli/check_durability.ts";
 import { forwardPlanLines } from "./src/cli/check_forward.ts";
 
@@ -116,11 +117,16 @@ async function main(argv: string[]): Promise<number> {
 
 function explain(args: ParsedArgs, map: CompiledMap): number {
   for (const t of args.positionals) {
-    const e = explainJson(map, t);
-    if (args.flag("json")) console.log(JSON.stringify(e));
+    // A shared subscription's filter reads the topic after its $share/<group>/ prefix.
+    const share = parseShare(t);
+    const e = explainJson(map, share !== null && "filter" in share ? share.filter : t);
+    const group = share !== null && "group" in share ? share.group : null;
+    if (args.flag("json")) console.log(JSON.stringify(group === null ? e : { ...e, share: group }));
     else {
       console.log(
-        `${t} → stream "${e.stream}", topic "${e.iggy_topic}", key ${
+        `${t} → ${
+          group === null ? "" : `share group "${group}": `
+        }stream "${e.stream}", topic "${e.iggy_topic}", key ${
           e.partition_key === null ? "(none: balanced)" : `"${e.partition_key}"`
         } (${e.rule === null ? "default" : `rule ${e.rule}`})`,
       );

@@ -91,6 +91,8 @@ export function deliveryOptions(config: GatewayConfig): DeliveryOptions {
     maxSubscriptionsPerClient: l.max_subscriptions_per_client,
     maxTriplesPerSubscription: l.max_triples_per_subscription,
     maxReplayMessages: l.max_replay_messages,
+    maxShareGroups: l.max_share_groups,
+    maxShareMembers: l.max_share_members,
     hiddenTargets: [
       { stream: config.session.store_stream, topic: config.session.store_topic },
       { stream: config.retained.stream, topic: config.retained.topic },

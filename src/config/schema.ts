@@ -585,6 +585,19 @@ export const KEY_SPECS = [
     doc: "Bytes of one retained message (topic + headers + payload); larger → not retained.",
   },
   {
+    key: "limits.max_share_groups",
+    type: int(0, 1_000_000),
+    default: 10_000,
+    doc:
+      "Shared subscription groups ($share/<group>/<filter>), connected or waiting for a member; a new one beyond → SUBACK 0x97 (3.1.1: 0x80).",
+  },
+  {
+    key: "limits.max_share_members",
+    type: int(1, 1_000_000),
+    default: 1_000,
+    doc: "Members of one shared subscription group; one more → SUBACK 0x97 (3.1.1: 0x80).",
+  },
+  {
     key: "limits.max_replay_messages",
     type: int(0, MAX_I32),
     default: 10_000,

@@ -83,6 +83,12 @@ export class Delivery implements DeliveryPort {
       stopping: () => this.#stopping,
     });
     this.readers = this.#subscriptions.readers;
+    const shares = this.#subscriptions.shares;
+    deps.metrics.registry.gauge(
+      "mqtt_share_groups",
+      "Shared subscription groups: with members connected, and waiting for one (parked)",
+      () => [[{ state: "connected" }, shares.size], [{ state: "parked" }, shares.parked]],
+    );
     this.#retained = deps.retained === undefined ? null : {
       retained: deps.retained,
       preparer: deps.preparer,

@@ -63,6 +63,17 @@ export class ShareGroups<C extends MemberClient> {
     return this.#groups.has(key) || this.#parked.has(key);
   }
 
+  /** Members connected to the group `key`. */
+  membersOf(key: string): number {
+    return this.#groups.get(key)?.members.length ?? 0;
+  }
+
+  /** Which bound one more member of `key` would pass, or null. */
+  full(key: string, maxGroups = Infinity, maxMembers = Infinity): string | null {
+    if (!this.has(key)) return this.size + this.parked >= maxGroups ? "max_share_groups" : null;
+    return this.membersOf(key) >= maxMembers ? "max_share_members" : null;
+  }
+
   /** The group's last member left with a stored session: keep its position. */
   park(key: string, positions: Map<string, number>): void {
     if (!this.#groups.has(key)) this.#parked.set(key, positions);

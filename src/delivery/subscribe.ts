@@ -42,6 +42,10 @@ export interface SubscribeOptions extends ReaderOptions {
   readonly maxTriplesPerSubscription: number;
   /** Messages one replay subscription replays; beyond → skipped to live. */
   readonly maxReplayMessages: number;
+  /** Shared subscription groups (connected or parked); a new one beyond → 0x97. */
+  readonly maxShareGroups?: number;
+  /** Members of one shared subscription group; one more → 0x97. */
+  readonly maxShareMembers?: number;
   /** Targets wildcard filters never resolve to (the stored sessions' record topic). */
   readonly hiddenTargets?: readonly { readonly stream: string; readonly topic: string }[];
 }
@@ -201,6 +205,8 @@ export class Subscriptions {
       // unless the group was parked (its last member left with a stored session): then the
       // first member back starts at the group's position.
       const key = `${share.group}/${share.filter}`;
+      const full = this.shares.full(key, this.opts.maxShareGroups, this.opts.maxShareMembers);
+      if (full !== null) return this.refuse(queue, filter, `${full} reached`, 0x97);
       const parked = this.shares.unpark(key);
       const startAt = parked && (async (_t: Triple, k: string) => await parked.get(k) ?? null);
       return await this.#attach(s, filter, resolved.triples, startAt, resume?.pending, key);

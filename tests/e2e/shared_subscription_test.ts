@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
 import { opts, rawSubscriber, receive } from "./_subscribe_helpers.ts";
+import { cli } from "../helpers/cli.ts";
 
 const SHARE = "$share/workers/jobs/+";
 
@@ -167,4 +168,52 @@ Deno.test({
       await gw.stop();
     }
   },
+});
+
+Deno.test({
+  name:
+    "shared subscription bounds: a group beyond limits.max_share_groups and a member beyond limits.max_share_members get SUBACK 0x97; /metrics counts the groups",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: { IGGY_MQTT_LIMITS_MAX_SHARE_GROUPS: "1", IGGY_MQTT_LIMITS_MAX_SHARE_MEMBERS: "2" },
+    });
+    try {
+      const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        reconnectPeriod: 0,
+        protocolVersion: 5,
+      });
+      const subacks: number[][] = [];
+      c.on("packetreceive", (p) => {
+        if (p.cmd === "suback") subacks.push(p.granted as number[]);
+      });
+      await c.subscribeAsync({ "$share/a/x": { qos: 1 }, "$share/b/x": { qos: 1 } }).catch(
+        () => {},
+      );
+      await waitFor(() => subacks.length === 1, 3000, "SUBACK");
+      assert.deepEqual(subacks[0], [1, 0x97]); // a second group: over max_share_groups
+      const m2 = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
+      assert.equal((await m2.subscribeAsync("$share/a/x", { qos: 1 }))[0].qos, 1); // member 2
+      const m3 = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        reconnectPeriod: 0,
+        protocolVersion: 5,
+      });
+      const third = await m3.subscribeAsync("$share/a/x", { qos: 1 }).then(
+        (g) => g[0].qos,
+        () => 0x97,
+      );
+      assert.equal(third, 0x97); // member 3 of a group of at most 2
+      const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+      assert.match(metrics, /^mqtt_share_groups\{state="connected"\} 1$/m);
+      for (const x of [c, m2, m3]) await x.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test("explain reads a $share/<group>/ filter's topic and names the group", async () => {
+  const r = await cli(["explain", "--map", "config/topic-map.toml", "$share/w/sensors/s1/data"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /share group "w": stream "sensors", topic "sensor_data", key "sensor_s1"/);
 });
