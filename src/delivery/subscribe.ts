@@ -200,23 +200,33 @@ export class Subscriptions {
       wildcard: isWildcardFilter(match),
     };
     if (f.options !== undefined) s.options = f.options; // MQTT 5, kept for routing
-    if (share !== null) {
-      // A member starts live, the group's messages not being one member's to catch up on,
-      // unless the group was parked (its last member left with a stored session): then the
-      // first member back starts at the group's position.
-      const key = `${share.group}/${share.filter}`;
-      const full = this.shares.full(key, this.opts.maxShareGroups, this.opts.maxShareMembers);
-      if (full !== null) return this.refuse(queue, filter, `${full} reached`, 0x97);
-      const parked = this.shares.unpark(key);
-      const startAt = parked && (async (_t: Triple, k: string) => await parked.get(k) ?? null);
-      return await this.#attach(s, filter, resolved.triples, startAt, resume?.pending, key);
-    }
+    if (share !== null) return await this.#join(s, filter, share, resolved.triples, resume);
     const from = replay?.from ?? f.from;
     const startAt = resume?.startAt ??
       (from === undefined || from.kind === "latest"
         ? undefined
         : (t: Triple) => replayStartOffset(this.#backend, t, from));
     return await this.#attach(s, filter, resolved.triples, startAt, resume?.pending);
+  }
+
+  /**
+   * A shared subscription's member joins its group. It starts live, the group's messages not
+   * being one member's to catch up on, unless the group was parked (its last member left with a
+   * stored session): then the first member back starts at the group's position.
+   */
+  async #join(
+    s: Subscription<ClientQueue>,
+    filter: string,
+    share: { readonly group: string; readonly filter: string },
+    triples: Triple[],
+    resume: Resume | undefined,
+  ): Promise<number> {
+    const key = `${share.group}/${share.filter}`;
+    const full = this.shares.full(key, this.opts.maxShareGroups, this.opts.maxShareMembers);
+    if (full !== null) return this.refuse(s.client, filter, `${full} reached`, 0x97);
+    const parked = this.shares.unpark(key);
+    const startAt = parked && (async (_t: Triple, k: string) => await parked.get(k) ?? null);
+    return await this.#attach(s, filter, triples, startAt, resume?.pending, key);
   }
 
   /**
