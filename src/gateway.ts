@@ -30,6 +30,7 @@ import { SourceGuard } from "./session/source_guard.ts";
 import {
   bindTcp,
   bindTls,
+  bindWs,
   deliveryOptions,
   dropUnmapped,
   loadMap,
@@ -63,6 +64,7 @@ export interface BoundPorts {
   readonly tcp: number | null;
   readonly tls: number | null;
   readonly http: number | null;
+  readonly ws?: number | null;
 }
 
 export { loadMap } from "./wiring.ts";
@@ -207,9 +209,11 @@ export class Gateway {
       this.#listeners.push(l);
       tls = l.port;
     }
+    if (c.listeners.ws !== "") this.#listeners.push(await bindWs(c, this.metrics, accept));
     this.#deadlines.start();
     this.#started = true;
-    const ports = { tcp, tls, http: this.#http?.port ?? null };
+    const ws = this.#listeners.find((l) => l.kind === "ws")?.port ?? null;
+    const ports = { tcp, tls, ws, http: this.#http?.port ?? null };
     this.logger.info("Gateway started", {
       gateway_id: c.gateway.id,
       backend: this.backend.kind,

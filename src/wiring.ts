@@ -26,6 +26,7 @@ import {
   type TlsMaterial,
 } from "./net/listeners.ts";
 import { listenTls, type TlsRefusal } from "./net/tls_listener.ts";
+import { listenWs } from "./net/ws_listener.ts";
 import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
 
@@ -209,6 +210,21 @@ export function bindTcp(
       metrics.connectionsRefused.inc({ reason: "fd_limit" });
       logger.limited("warn", "Connection refused: out of file descriptors", {});
     },
+  }, accept);
+}
+
+/** Binds the WebSocket listener of `listeners.ws`; refused upgrades are counted. */
+export function bindWs(
+  config: GatewayConfig,
+  metrics: GatewayMetrics,
+  accept: AcceptHandler,
+): Promise<MqttListener> {
+  const l = config.listeners;
+  const a = parseAddress("listeners.ws", l.ws);
+  return listenWs(a.hostname, a.port, {
+    path: l.ws_path,
+    allowedOrigins: l.ws_allowed_origins,
+    onRefused: () => metrics.connectionsRefused.inc({ reason: "ws_upgrade" }),
   }, accept);
 }
 

@@ -149,6 +149,26 @@ export const KEY_SPECS = [
     default: "127.0.0.1:8080",
     doc: "Health, readiness and metrics HTTP, host:port; empty disables it.",
   },
+  {
+    key: "listeners.ws",
+    type: optAddr,
+    default: "",
+    doc:
+      "MQTT over WebSocket (browsers, dashboards), host:port; empty disables it. Same auth, limits and connection cap as TCP.",
+  },
+  {
+    key: "listeners.ws_path",
+    type: str,
+    default: "/mqtt",
+    doc: "Path the WebSocket listener answers upgrades on (subprotocol mqtt).",
+  },
+  {
+    key: "listeners.ws_allowed_origins",
+    type: list,
+    default: [],
+    doc:
+      "Origins a browser may open a WebSocket from; empty: every origin is accepted (and clients that send none).",
+  },
 
   // [mqtt5]
   {

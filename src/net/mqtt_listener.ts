@@ -19,9 +19,12 @@ export interface TlsMaterial {
 
 /** A bound MQTT listener. */
 export interface MqttListener {
-  readonly kind: "tcp" | "tls";
-  /** What drives its sockets: `epoll` (libc via FFI) or `node` (node:net / node:tls). */
-  readonly layer: "epoll" | "node";
+  readonly kind: "tcp" | "tls" | "ws";
+  /**
+   * What drives its sockets: `epoll` (libc via FFI), `node` (node:net / node:tls) or `deno`
+   * (Deno's HTTP server, WebSocket).
+   */
+  readonly layer: "epoll" | "node" | "deno";
   readonly hostname: string;
   readonly port: number;
   /** Stops accepting; open connections are not affected. */

@@ -36,6 +36,8 @@ export interface TestGateway {
   readonly config: GatewayConfig;
   readonly port: number;
   readonly httpPort: number;
+  /** The WebSocket listener's port (`listeners.ws` set), else null. */
+  readonly wsPort: number | null;
   readonly dir: string;
   readonly logs: string[];
   stop(): Promise<void>;
@@ -91,6 +93,7 @@ export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
     config,
     port: ports.tcp ?? ports.tls!,
     httpPort: ports.http!,
+    wsPort: ports.ws ?? null,
     dir,
     logs,
     async stop() {

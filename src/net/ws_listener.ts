@@ -1,0 +1,172 @@
+/**
+ * MQTT over WebSocket (`listeners.ws`): Deno's own HTTP server answers the upgrade on
+ * `listeners.ws_path` with the subprotocol `mqtt` and hands each WebSocket to the gateway as a
+ * {@link Transport}, so a browser dashboard gets the same auth, ACL, limits, keep-alive and wills
+ * as a TCP client. Binary frames carry the MQTT byte stream: a packet may span frames and a frame
+ * may hold several packets (the decoder sees one stream). A text frame closes the connection
+ * (MQTT over WebSocket is binary only [MQTT-6.0.0-1]).
+ *
+ * A WebSocket cannot be paused: frames that arrive while the connection is paused are held, up
+ * to {@link MAX_HELD_BYTES}; a client that sends more while its connection waits is closed.
+ *
+ * @module
+ */
+import type { Transport, TransportSink } from "../session/transport.ts";
+import type { AcceptHandler, MqttListener } from "./mqtt_listener.ts";
+import { bindError } from "./bind_error.ts";
+
+/** Bytes held for a paused connection before it is closed. */
+export const MAX_HELD_BYTES = 4 * 1024 * 1024;
+
+/** What the WebSocket listener is configured with. */
+export interface WsListenOptions {
+  readonly path: string;
+  /** Origins a browser may connect from; empty: every origin (and clients sending none). */
+  readonly allowedOrigins: readonly string[];
+  /** An upgrade was refused (wrong path, no `mqtt` subprotocol, origin not allowed). */
+  readonly onRefused?: (reason: string) => void;
+}
+
+/** One WebSocket as a transport. */
+export class WsTransport implements Transport {
+  readonly remoteAddress: string;
+  readonly #socket: WebSocket;
+  #sink: TransportSink | null = null;
+  #paused = false;
+  #held: Uint8Array[] = [];
+  #heldBytes = 0;
+  #ended = false;
+
+  constructor(socket: WebSocket, remoteAddress: string) {
+    this.#socket = socket;
+    this.remoteAddress = remoteAddress;
+    socket.binaryType = "arraybuffer";
+    socket.onmessage = (e) => this.#message(e.data);
+    socket.onclose = () => this.#end();
+    socket.onerror = (e) => this.#end((e as ErrorEvent).error ?? new Error("WebSocket error"));
+  }
+
+  start(sink: TransportSink): void {
+    this.#sink = sink;
+    this.#flush();
+  }
+
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#flush();
+  }
+
+  write(bytes: Uint8Array): Promise<number> {
+    // send() copies the bytes into its frame; a closed socket drops them (the close is coming).
+    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(bytes);
+    return Promise.resolve(bytes.length);
+  }
+
+  close(): void {
+    try {
+      this.#socket.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  #message(data: unknown): void {
+    if (this.#ended) return;
+    if (!(data instanceof ArrayBuffer)) {
+      this.#socket.close(1003, "binary frames only"); // before the connection closes it plainly
+      this.#end(new Error("text frame: MQTT over WebSocket is binary only [MQTT-6.0.0-1]"));
+      return;
+    }
+    const chunk = new Uint8Array(data);
+    if (this.#sink !== null && !this.#paused && this.#held.length === 0) {
+      this.#sink.data(chunk);
+      return;
+    }
+    this.#heldBytes += chunk.length;
+    if (this.#heldBytes > MAX_HELD_BYTES) {
+      this.#socket.close(1008, "too much data while held back");
+      this.#end(new Error("sent more than 4 MiB while its connection was held back"));
+      return;
+    }
+    this.#held.push(chunk);
+  }
+
+  #flush(): void {
+    while (this.#sink !== null && !this.#paused && this.#held.length > 0) {
+      const chunk = this.#held.shift()!;
+      this.#heldBytes -= chunk.length;
+      this.#sink.data(chunk);
+    }
+  }
+
+  #end(error?: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#held = [];
+    this.#heldBytes = 0;
+    this.#sink?.end(error);
+  }
+}
+
+/** Why an upgrade request is refused (status and text), or null to accept it. */
+export function refusal(req: Request, o: WsListenOptions): [number, string] | null {
+  const url = new URL(req.url);
+  if (url.pathname !== o.path) return [404, `MQTT over WebSocket is served on ${o.path}`];
+  if (req.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+    return [426, "MQTT over WebSocket: this path takes WebSocket upgrades only"];
+  }
+  const protocols = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) =>
+    p.trim()
+  );
+  if (!protocols.includes("mqtt")) {
+    return [400, 'MQTT over WebSocket needs the subprotocol "mqtt" (Sec-WebSocket-Protocol)'];
+  }
+  const origin = req.headers.get("origin");
+  if (o.allowedOrigins.length > 0 && (origin === null || !o.allowedOrigins.includes(origin))) {
+    return [403, `origin ${origin ?? "(none)"} is not in listeners.ws_allowed_origins`];
+  }
+  return null;
+}
+
+/** Binds the WebSocket listener; rejects with an OperatorError naming the address. */
+export async function listenWs(
+  hostname: string,
+  port: number,
+  o: WsListenOptions,
+  onAccept: AcceptHandler,
+): Promise<MqttListener> {
+  const ready = Promise.withResolvers<number>();
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({
+      hostname,
+      port,
+      onListen: (a) => ready.resolve(a.port),
+    }, (req, info) => {
+      const refused = refusal(req, o);
+      if (refused !== null) {
+        o.onRefused?.(refused[1]);
+        return new Response(refused[1] + "\n", { status: refused[0] });
+      }
+      const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
+      const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
+      const t = new WsTransport(socket, remote);
+      socket.addEventListener("open", () => onAccept(t), { once: true });
+      return response;
+    });
+  } catch (err) {
+    throw bindError("listeners.ws", hostname, port, err);
+  }
+  const bound = await ready.promise;
+  return {
+    kind: "ws",
+    layer: "deno",
+    hostname,
+    port: bound,
+    close: () => void server.shutdown(),
+  };
+}
