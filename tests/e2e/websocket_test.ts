@@ -7,7 +7,15 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { HAS_MOSQUITTO_CLIENTS, run, startGateway, waitFor } from "../helpers/gateway.ts";
+import {
+  connectPacket,
+  HAS_MOSQUITTO_CLIENTS,
+  publishPacket,
+  run,
+  startGateway,
+  waitFor,
+} from "../helpers/gateway.ts";
+import { BROWSER, Browser } from "../helpers/browser.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const WS_ENV = { IGGY_MQTT_LISTENERS_WS: "127.0.0.1:0" };
@@ -101,6 +109,132 @@ Deno.test({
       const closed = new Promise<number>((resolve) => ws.onclose = (e) => resolve(e.code));
       ws.send("not binary");
       assert.equal(await closed, 1003);
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+/** MQTT.js's browser build from Deno's npm cache (the version deno.json pins). */
+async function mqttBrowserBuild(): Promise<string> {
+  const info = JSON.parse(
+    new TextDecoder().decode(
+      (await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output()).stdout,
+    ),
+  );
+  const pinned = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)))
+    .imports.mqtt as string; // npm:mqtt@x.y.z
+  const version = pinned.split("@").at(-1);
+  const path = `${info.npmCache}/registry.npmjs.org/mqtt/${version}/dist/mqtt.min.js`;
+  return await Deno.readTextFile(path);
+}
+
+Deno.test({
+  name:
+    "WebSocket (headless Chromium, MQTT.js browser build over ws://): subscribes, publishes QoS 0 and 1, receives its own and a mosquitto_pub message" +
+    (BROWSER === null ? " [SKIPPED: chromium not installed]" : ""),
+  ignore: BROWSER === null,
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: WS_ENV });
+    const lib = await mqttBrowserBuild();
+    const page = `<!doctype html><meta charset="utf-8"><title>ws test</title>
+<script src="/mqtt.min.js"></script>
+<script>
+window.result = { got: [], subscribed: false, error: null };
+const c = mqtt.connect("ws://127.0.0.1:${gw.wsPort}/mqtt", { reconnectPeriod: 0 });
+c.on("error", (e) => window.result.error = String(e));
+c.on("message", (t, p) => window.result.got.push(t + "=" + new TextDecoder().decode(p)));
+c.on("connect", () => c.subscribe("sensors/+/data", { qos: 1 }, () => {
+  window.result.subscribed = true;
+  c.publish("sensors/browser/data", "q0", { qos: 0 });
+  c.publish("sensors/browser/data", "q1", { qos: 1 });
+}));
+</script>`;
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      (req) =>
+        new URL(req.url).pathname === "/mqtt.min.js"
+          ? new Response(lib, { headers: { "content-type": "text/javascript" } })
+          : new Response(page, { headers: { "content-type": "text/html" } }),
+    );
+    const browser = await Browser.open(`http://127.0.0.1:${server.addr.port}/`);
+    try {
+      type Result = { got: string[]; subscribed: boolean; error: string | null };
+      const result = () => browser.evaluate<Result>("window.result");
+      await waitFor(
+        async () => (await result())?.subscribed === true,
+        15_000,
+        "browser subscribed",
+      );
+      if (HAS_MOSQUITTO_CLIENTS) {
+        const r = await run("mosquitto_pub", [
+          "-p",
+          String(gw.port),
+          "-t",
+          "sensors/tcp/data",
+          "-m",
+          "from tcp",
+          "-q",
+          "1",
+        ]);
+        assert.equal(r.code, 0, r.stderr);
+      }
+      const want = [
+        "sensors/browser/data=q0",
+        "sensors/browser/data=q1",
+        ...(HAS_MOSQUITTO_CLIENTS ? ["sensors/tcp/data=from tcp"] : []),
+      ];
+      await waitFor(async () => (await result()).got.length >= want.length, 10_000, "messages");
+      const r = await result();
+      assert.equal(r.error, null);
+      assert.deepEqual(r.got.sort(), want);
+    } finally {
+      await browser.close();
+      await server.shutdown();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "WebSocket: a PUBLISH split over three frames, and two packets in one frame, arrive whole",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: { ...WS_ENV, IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "200000" },
+    });
+    try {
+      const sub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
+      const got: Uint8Array[] = [];
+      sub.on("message", (_t, p) => got.push(p));
+      await sub.subscribeAsync("sensors/+/data", { qos: 0 });
+      const ws = new WebSocket(`ws://127.0.0.1:${gw.wsPort}/mqtt`, "mqtt");
+      ws.binaryType = "arraybuffer";
+      const frames: Uint8Array[] = [];
+      ws.onmessage = (e) => frames.push(new Uint8Array(e.data));
+      await new Promise((resolve, reject) => {
+        ws.onopen = resolve;
+        ws.onerror = reject;
+      });
+      const big = new Uint8Array(100_000).map((_, i) => (i * 7) % 256);
+      const connect = connectPacket("ws-raw");
+      const publish = publishPacket("sensors/raw/data", big, 0, 0);
+      const small = publishPacket("sensors/raw/data", new TextEncoder().encode("tail"), 0, 0);
+      ws.send(connect.subarray(0, 5)); // CONNECT over two frames
+      ws.send(connect.subarray(5));
+      await waitFor(() => frames.length > 0, 3000, "CONNACK");
+      ws.send(publish.subarray(0, 30_000)); // the PUBLISH over three frames
+      ws.send(publish.subarray(30_000, 70_000));
+      const last = new Uint8Array(publish.length - 70_000 + small.length);
+      last.set(publish.subarray(70_000));
+      last.set(small, publish.length - 70_000); // its end and another PUBLISH in one frame
+      ws.send(last);
+      await waitFor(() => got.length === 2, 5000, "both PUBLISHes");
+      assert.deepEqual([...got[0]], [...big]);
+      assert.equal(new TextDecoder().decode(got[1]), "tail");
+      ws.close();
+      await sub.endAsync();
     } finally {
       await gw.stop();
     }

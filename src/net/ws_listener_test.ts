@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { MAX_HELD_BYTES, refusal, WsTransport } from "./ws_listener.ts";
+
+/** What WsTransport uses of a WebSocket, driven by the test. */
+class FakeSocket {
+  binaryType = "blob";
+  readyState = 1;
+  onmessage: ((e: { data: unknown }) => void) | null = null;
+  onclose: (() => void) | null = null;
+  onerror: ((e: unknown) => void) | null = null;
+  sent: Uint8Array[] = [];
+  closedWith: number | undefined | null = null;
+  send(b: Uint8Array) {
+    this.sent.push(b);
+  }
+  close(code?: number) {
+    this.closedWith ??= code;
+    this.readyState = 3;
+  }
+  frame(data: unknown) {
+    this.onmessage!({ data });
+  }
+}
+
+function transport() {
+  const s = new FakeSocket();
+  const t = new WsTransport(s as unknown as WebSocket, "10.0.0.1");
+  const got: number[] = [];
+  let ended: unknown = "no";
+  t.start({ data: (c) => got.push(...c), end: (e) => ended = e });
+  return { s, t, got, ended: () => ended };
+}
+
+Deno.test("WsTransport: binary frames are one stream; held while paused, delivered in order on resume", () => {
+  const { s, t, got } = transport();
+  assert.equal(s.binaryType, "arraybuffer");
+  s.frame(new Uint8Array([1, 2]).buffer);
+  t.pause();
+  s.frame(new Uint8Array([3]).buffer);
+  s.frame(new Uint8Array([4, 5]).buffer);
+  assert.deepEqual(got, [1, 2]);
+  t.resume();
+  assert.deepEqual(got, [1, 2, 3, 4, 5]);
+});
+
+Deno.test("WsTransport: more than 4 MiB held while paused closes the connection (1008); a text frame closes it (1003)", () => {
+  const a = transport();
+  a.t.pause();
+  const mib = new Uint8Array(1024 * 1024).buffer;
+  for (let i = 0; i < MAX_HELD_BYTES / (1024 * 1024); i++) a.s.frame(mib);
+  assert.equal(a.s.closedWith, null); // exactly at the bound: still open
+  a.s.frame(new Uint8Array(1).buffer);
+  assert.equal(a.s.closedWith, 1008);
+  assert.match(String(a.ended()), /4 MiB/);
+  const b = transport();
+  b.s.frame("CONNECT as text");
+  assert.equal(b.s.closedWith, 1003);
+  assert.match(String(b.ended()), /binary only/);
+});
+
+Deno.test("ws refusal(): path, upgrade, subprotocol and origin", () => {
+  const o = { path: "/mqtt", allowedOrigins: ["https://a.example"] };
+  const req = (path: string, h: Record<string, string>) =>
+    new Request(`http://x${path}`, { headers: h });
+  const up = { upgrade: "websocket", "sec-websocket-protocol": "mqttv3.1, mqtt" };
+  assert.equal(refusal(req("/x", up), o)?.[0], 404);
+  assert.equal(refusal(req("/mqtt", {}), o)?.[0], 426);
+  assert.equal(refusal(req("/mqtt", { upgrade: "websocket" }), o)?.[0], 400);
+  assert.equal(refusal(req("/mqtt", up), o)?.[0], 403); // no origin, origins configured
+  assert.equal(refusal(req("/mqtt", { ...up, origin: "https://a.example" }), o), null);
+  assert.equal(refusal(req("/mqtt", up), { ...o, allowedOrigins: [] }), null);
+});
