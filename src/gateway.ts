@@ -65,6 +65,7 @@ export interface BoundPorts {
   readonly tls: number | null;
   readonly http: number | null;
   readonly ws?: number | null;
+  readonly wss?: number | null;
 }
 
 export { loadMap } from "./wiring.ts";
@@ -202,18 +203,13 @@ export class Gateway {
     if (c.listeners.tcp !== "") {
       this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept));
     }
-    const tcp = this.#listeners[0]?.port ?? null;
-    let tls: number | null = null;
-    if (c.listeners.tls !== "") {
-      const l = await bindTls(c, this.metrics, accept);
-      this.#listeners.push(l);
-      tls = l.port;
-    }
-    if (c.listeners.ws !== "") this.#listeners.push(await bindWs(c, this.metrics, accept));
+    if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.metrics, accept));
+    this.#listeners.push(...await bindWs(c, this.metrics, accept));
     this.#deadlines.start();
     this.#started = true;
-    const ws = this.#listeners.find((l) => l.kind === "ws")?.port ?? null;
-    const ports = { tcp, tls, ws, http: this.#http?.port ?? null };
+    const port = (k: string) => this.#listeners.find((l) => l.kind === k)?.port ?? null;
+    const [tcp, tls, ws, wss] = [port("tcp"), port("tls"), port("ws"), port("wss")];
+    const ports = { tcp, tls, ws, wss, http: this.#http?.port ?? null };
     this.logger.info("Gateway started", {
       gateway_id: c.gateway.id,
       backend: this.backend.kind,

@@ -213,19 +213,33 @@ export function bindTcp(
   }, accept);
 }
 
-/** Binds the WebSocket listener of `listeners.ws`; refused upgrades are counted. */
-export function bindWs(
+/**
+ * Binds the WebSocket listeners of `listeners.ws` and `listeners.wss` (the latter with the TLS
+ * listener's certificate and key); refused upgrades are counted.
+ */
+export async function bindWs(
   config: GatewayConfig,
   metrics: GatewayMetrics,
   accept: AcceptHandler,
-): Promise<MqttListener> {
+): Promise<MqttListener[]> {
   const l = config.listeners;
-  const a = parseAddress("listeners.ws", l.ws);
-  return listenWs(a.hostname, a.port, {
+  const out: MqttListener[] = [];
+  const o = {
     path: l.ws_path,
     allowedOrigins: l.ws_allowed_origins,
     onRefused: () => metrics.connectionsRefused.inc({ reason: "ws_upgrade" }),
-  }, accept);
+  };
+  if (l.ws !== "") {
+    const a = parseAddress("listeners.ws", l.ws);
+    out.push(await listenWs(a.hostname, a.port, o, accept));
+  }
+  if (l.wss !== "") {
+    const a = parseAddress("listeners.wss", l.wss);
+    const cert = await readOperatorFile("listeners.tls_cert_file", l.tls_cert_file);
+    const key = await readOperatorFile("listeners.tls_key_file", l.tls_key_file);
+    out.push(await listenWs(a.hostname, a.port, { ...o, tls: { cert, key } }, accept));
+  }
+  return out;
 }
 
 /**

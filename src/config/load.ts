@@ -196,6 +196,13 @@ function crossCheck(c: GatewayConfig): void {
       `must list "3.1.1", "5" or both, got ${JSON.stringify(versions)}`,
     );
   }
+  if (c.listeners.wss !== "" && c.listeners.tls === "") {
+    for (const k of ["tls_cert_file", "tls_key_file"] as const) {
+      if (c.listeners[k] === "") {
+        throw new ConfigError(`listeners.${k}`, "is required when listeners.wss is set");
+      }
+    }
+  }
   if (c.listeners.tls !== "") {
     if (c.listeners.tls_cert_file === "") {
       throw new ConfigError("listeners.tls_cert_file", "is required when listeners.tls is set");

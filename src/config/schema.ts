@@ -157,6 +157,13 @@ export const KEY_SPECS = [
       "MQTT over WebSocket (browsers, dashboards), host:port; empty disables it. Same auth, limits and connection cap as TCP.",
   },
   {
+    key: "listeners.wss",
+    type: optAddr,
+    default: "",
+    doc:
+      "MQTT over secure WebSocket, host:port; empty disables it. Uses listeners.tls_cert_file and tls_key_file (read at start: a SIGHUP does not swap them here).",
+  },
+  {
     key: "listeners.ws_path",
     type: str,
     default: "/mqtt",

@@ -19,7 +19,7 @@ export interface TlsMaterial {
 
 /** A bound MQTT listener. */
 export interface MqttListener {
-  readonly kind: "tcp" | "tls" | "ws";
+  readonly kind: "tcp" | "tls" | "ws" | "wss";
   /**
    * What drives its sockets: `epoll` (libc via FFI), `node` (node:net / node:tls) or `deno`
    * (Deno's HTTP server, WebSocket).

@@ -25,6 +25,8 @@ export interface WsListenOptions {
   readonly allowedOrigins: readonly string[];
   /** An upgrade was refused (wrong path, no `mqtt` subprotocol, origin not allowed). */
   readonly onRefused?: (reason: string) => void;
+  /** Serve `wss` with this certificate and key (PEM). */
+  readonly tls?: { readonly cert: string; readonly key: string };
 }
 
 /** One WebSocket as a transport. */
@@ -146,6 +148,7 @@ export async function listenWs(
       hostname,
       port,
       onListen: (a) => ready.resolve(a.port),
+      ...(o.tls ?? {}),
     }, (req, info) => {
       const refused = refusal(req, o);
       if (refused !== null) {
@@ -159,11 +162,11 @@ export async function listenWs(
       return response;
     });
   } catch (err) {
-    throw bindError("listeners.ws", hostname, port, err);
+    throw bindError(o.tls ? "listeners.wss" : "listeners.ws", hostname, port, err);
   }
   const bound = await ready.promise;
   return {
-    kind: "ws",
+    kind: o.tls ? "wss" : "ws",
     layer: "deno",
     hostname,
     port: bound,

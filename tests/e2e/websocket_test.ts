@@ -240,3 +240,63 @@ Deno.test({
     }
   },
 });
+
+const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
+const HAS_PAHO = new Deno.Command("python3", { args: ["-c", "import paho.mqtt"], stderr: "null" })
+  .outputSync().success;
+
+Deno.test({
+  name:
+    "secure WebSocket (listeners.wss, the TLS listener's certificate): MQTT.js over wss:// and paho-mqtt with transport=websockets publish and receive" +
+    (HAS_PAHO ? "" : " [paho part SKIPPED: python3 -m pip install paho-mqtt]"),
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: {
+        IGGY_MQTT_LISTENERS_WSS: "127.0.0.1:0",
+        IGGY_MQTT_LISTENERS_TLS_CERT_FILE: `${FIX}server.crt`,
+        IGGY_MQTT_LISTENERS_TLS_KEY_FILE: `${FIX}server.key`,
+      },
+    });
+    try {
+      const ca = await Deno.readTextFile(`${FIX}server.crt`);
+      const c = await mqtt.connectAsync(`wss://localhost:${gw.wssPort}/mqtt`, {
+        reconnectPeriod: 0,
+        ca,
+      });
+      const got: string[] = [];
+      c.on("message", (t, p) => got.push(`${t}=${new TextDecoder().decode(p)}`));
+      await c.subscribeAsync("sensors/+/data", { qos: 1 });
+      await c.publishAsync("sensors/wss/data", "secure", { qos: 1 });
+      await waitFor(() => got.length === 1, 5000, "own message over wss");
+      assert.deepEqual(got, ["sensors/wss/data=secure"]);
+      if (HAS_PAHO) {
+        const script = `
+import sys, time, ssl
+import paho.mqtt.client as mqtt
+got = []
+c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="paho-wss", transport="websockets")
+c.tls_set(ca_certs=sys.argv[2])
+c.ws_set_options(path="/mqtt")
+c.on_message = lambda c, u, m: got.append(m.payload.decode())
+c.on_connect = lambda c, u, f, rc, p: c.subscribe("sensors/+/data", qos=1)
+c.connect("localhost", int(sys.argv[1]))
+c.loop_start()
+time.sleep(0.5)
+c.publish("sensors/paho/data", b"over wss", qos=1).wait_for_publish(5)
+deadline = time.time() + 5
+while "over wss" not in got and time.time() < deadline: time.sleep(0.05)
+print(",".join(got))
+c.loop_stop()
+`;
+        const r = await run("python3", ["-c", script, String(gw.wssPort), `${FIX}server.crt`]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /over wss/);
+        await waitFor(() => got.length === 2, 5000, "paho's message reaches MQTT.js");
+      }
+      await c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});

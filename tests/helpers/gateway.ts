@@ -38,6 +38,8 @@ export interface TestGateway {
   readonly httpPort: number;
   /** The WebSocket listener's port (`listeners.ws` set), else null. */
   readonly wsPort: number | null;
+  /** The secure WebSocket listener's port (`listeners.wss` set), else null. */
+  readonly wssPort: number | null;
   readonly dir: string;
   readonly logs: string[];
   stop(): Promise<void>;
@@ -94,6 +96,7 @@ export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
     port: ports.tcp ?? ports.tls!,
     httpPort: ports.http!,
     wsPort: ports.ws ?? null,
+    wssPort: ports.wss ?? null,
     dir,
     logs,
     async stop() {
