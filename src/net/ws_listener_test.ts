@@ -27,20 +27,28 @@ function transport() {
   const t = new WsTransport(s as unknown as WebSocket, "10.0.0.1");
   const got: number[] = [];
   let ended: unknown = "no";
-  t.start({ data: (c) => got.push(...c), end: (e) => ended = e });
-  return { s, t, got, ended: () => ended };
+  let reads = 0;
+  t.start({ data: (c) => (reads++, got.push(...c)), end: (e) => ended = e });
+  return { s, t, got, ended: () => ended, reads: () => reads };
 }
 
-Deno.test("WsTransport: binary frames are one stream; held while paused, delivered in order on resume", () => {
-  const { s, t, got } = transport();
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+Deno.test("WsTransport: the frames of one tick are one read; frames held while paused come on resume, in order", async () => {
+  const { s, t, got, reads } = transport();
   assert.equal(s.binaryType, "arraybuffer");
   s.frame(new Uint8Array([1, 2]).buffer);
-  t.pause();
   s.frame(new Uint8Array([3]).buffer);
-  s.frame(new Uint8Array([4, 5]).buffer);
-  assert.deepEqual(got, [1, 2]);
+  await tick();
+  assert.deepEqual(got, [1, 2, 3]);
+  assert.equal(reads(), 1);
+  t.pause();
+  s.frame(new Uint8Array([4]).buffer);
+  s.frame(new Uint8Array([5, 6]).buffer);
+  await tick();
+  assert.deepEqual(got, [1, 2, 3]);
   t.resume();
-  assert.deepEqual(got, [1, 2, 3, 4, 5]);
+  assert.deepEqual(got, [1, 2, 3, 4, 5, 6]);
 });
 
 Deno.test("WsTransport: more than 4 MiB held while paused closes the connection (1008); a text frame closes it (1003)", () => {

@@ -14,6 +14,8 @@
  *                                   drain and live QoS 1 with and without it, see
  *                                   _forward_scenario.ts; "retained": 10,000 retained topics:
  *                                   start-up, memory and delivery, see _retained_scenario.ts;
+ *                                   "ws": MQTT over WebSocket against TCP, idle memory and
+ *                                   QoS 1 ingest, see _ws_scenario.ts;
  *                                   run only when named)
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
  *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
@@ -54,6 +56,7 @@ import {
 import { storeScenario } from "./_store_scenario.ts";
 import { forwardScenario } from "./_forward_scenario.ts";
 import { retainedScenario } from "./_retained_scenario.ts";
+import { wsScenario } from "./_ws_scenario.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -210,7 +213,7 @@ try {
   }
   for (const id of scenarioIds) {
     // After the others, on their own gateways.
-    if (id === "store" || id === "forward" || id === "retained") continue;
+    if (id === "store" || id === "forward" || id === "retained" || id === "ws") continue;
     results[id] = {};
     for (const name of serverNames) {
       // A fresh process per scenario: what ran before (10,000 closed connections, a grown
@@ -256,6 +259,21 @@ try {
         `(+${r.startExtraMs.toFixed(0)} ms); beyond the payload: heap ${
           r.heapPerMessageBytes.toFixed(0)
         } B/message, RSS ${r.rssPerMessageBytes.toFixed(0)} B/message`,
+    );
+  }
+  if (scenarioIds.includes("ws") && serverNames.includes("gateway")) {
+    for (const s of Object.values(servers)) await s.stop();
+    const w = await wsScenario(dataDir, gwFlags, launch, SMOKE);
+    results.ws = { gateway: w };
+    const k = (x: number) => (x / 1000).toFixed(0) + "k";
+    console.log(
+      `ws: idle ${w.idleBytesPerConnWs.toFixed(0)} B/connection over WebSocket, ${
+        w.idleBytesPerConnTcp.toFixed(0)
+      } over TCP; QoS 1 ingest 10x20 over WebSocket ${w.ingestWs.map(k).join(", ")} msg/s, ` +
+        `over TCP ${w.ingestTcp.map(k).join(", ")}: ${w.wsOverTcp.toFixed(2)}x ` +
+        `(load CPU ${w.loadCpuWs.map((c) => c.toFixed(0)).join(", ")}% / ${
+          w.loadCpuTcp.map((c) => c.toFixed(0)).join(", ")
+        }%)`,
     );
   }
   if (scenarioIds.includes("store") && serverNames.includes("gateway")) {
