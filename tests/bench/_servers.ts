@@ -176,6 +176,7 @@ export function gatewayServer(
       const env = {
         IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
         IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${http}`,
+        IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
         IGGY_MQTT_EMBEDDED_PATH: `${store}/gateway.db`,
         IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
         IGGY_MQTT_LOG_AUTO_CREATE: "true",

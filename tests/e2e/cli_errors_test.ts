@@ -183,6 +183,7 @@ Deno.test("run with the HTTP port in use exits 1 with one line naming the HTTP l
       const r = await cli(["run"], {
         env: {
           IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${port}`,
+          IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
           IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
           IGGY_MQTT_EMBEDDED_PATH: db,
         },
@@ -201,6 +202,7 @@ Deno.test("run with the MQTT port in use exits 1 with one line naming the MQTT l
       const r = await cli(["run"], {
         env: {
           IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+          IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
           IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
           IGGY_MQTT_EMBEDDED_PATH: db,
         },
@@ -253,6 +255,7 @@ Deno.test("files outside the permission set exit 1 with one line naming the read
       env: {
         IGGY_MQTT_LISTENERS_TCP: "",
         IGGY_MQTT_LISTENERS_HTTP: "",
+        IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
         IGGY_MQTT_LISTENERS_TLS: "127.0.0.1:0",
         IGGY_MQTT_LISTENERS_TLS_CERT_FILE: `${dir}/cert.pem`,
         IGGY_MQTT_LISTENERS_TLS_KEY_FILE: `${dir}/key.pem`,
@@ -271,6 +274,7 @@ Deno.test("files outside the permission set exit 1 with one line naming the read
       env: {
         IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
         IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+        IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
         IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,
       },
     });
@@ -298,6 +302,7 @@ Deno.test("a TLS certificate that is not PEM exits 1 with one line naming the li
       env: {
         IGGY_MQTT_LISTENERS_TCP: "",
         IGGY_MQTT_LISTENERS_HTTP: "",
+        IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
         IGGY_MQTT_LISTENERS_TLS: "127.0.0.1:0",
         IGGY_MQTT_LISTENERS_TLS_CERT_FILE: rel,
         IGGY_MQTT_LISTENERS_TLS_KEY_FILE: rel,

@@ -181,6 +181,7 @@ Deno.test({
     const env = {
       IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
       IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+      IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
       IGGY_MQTT_EMBEDDED_PATH: db,
     };
     const child = new Deno.Command(DENO, {

@@ -109,7 +109,11 @@ async function startGateway(line: string, cwd: string) {
   const child = new Deno.Command("setsid", {
     args: ["bash", "-c", line],
     cwd,
-    env: { IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0", IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0" },
+    env: {
+      IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
+      IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+      IGGY_MQTT_LISTENERS_WS: "127.0.0.1:0",
+    },
     stdout: "piped",
     stderr: "piped",
   }).spawn();

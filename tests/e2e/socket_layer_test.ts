@@ -140,6 +140,7 @@ function gatewayEnv(store: string, extra: Record<string, string> = {}): Record<s
   return {
     IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
     IGGY_MQTT_LISTENERS_HTTP: "",
+    IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
     IGGY_MQTT_EMBEDDED_PATH: store,
     IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
     IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
@@ -229,6 +230,7 @@ Deno.test({
       env: gatewayEnv(store, {
         IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "epoll",
         IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+        IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
       }),
       stdout: "piped",
       stderr: "null",

@@ -77,6 +77,7 @@ const child = new Deno.Command(Deno.execPath(), {
   env: {
     IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${mqttPort}`,
     IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${httpPort}`,
+    IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
     IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
     IGGY_MQTT_LOG_AUTO_CREATE: "true",
     IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,

@@ -36,6 +36,7 @@ function startGateway(
     env: {
       IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
       IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${http}`,
+      IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
       IGGY_MQTT_EMBEDDED_PATH: db,
       IGGY_MQTT_GATEWAY_LOG_LEVEL: "error",
       IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",

@@ -34,6 +34,7 @@ export async function spawnGateway(
     env: {
       IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
       IGGY_MQTT_LISTENERS_HTTP: "127.0.0.1:0",
+      IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
       IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
       ...env,
     },

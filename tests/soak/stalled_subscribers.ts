@@ -403,6 +403,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${mqttPort}`,
       IGGY_MQTT_LISTENERS_TLS: "",
       IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${httpPort}`,
+      IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
       IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
       IGGY_MQTT_LOG_AUTO_CREATE: "true",
       IGGY_MQTT_GATEWAY_BACKEND: "embedded",
