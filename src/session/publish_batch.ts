@@ -126,6 +126,9 @@ export class ConnectionPublisher {
       if (seen === "appended") this.#acks.settle(this.#acks.take(p.packetId, true), "ack");
       if (seen !== "new") return undefined;
     }
+    if (p.qos > 0 && this.#site.v5 != null && this.#pastReceiveMaximum()) {
+      return this.#receiveMaximumExceeded();
+    }
     if (p.properties !== undefined) {
       const refusal = refuseContent5(p);
       if (refusal !== null) return this.#refuseContent(p, refusal);
@@ -157,6 +160,25 @@ export class ConnectionPublisher {
     this.#inflight--;
     this.#collect(p, r);
     this.flush();
+  }
+
+  /**
+   * MQTT 5: the client has as many QoS 1 and 2 PUBLISHes unanswered (no PUBACK, or no PUBCOMP)
+   * as the Receive Maximum our CONNACK gave it, and sent one more [MQTT-3.3.4-9].
+   */
+  #pastReceiveMaximum(): boolean {
+    const max = Math.min(65_535, this.#ctx.config.limits.max_inflight_publishes_per_client);
+    return this.#acks.pending + (this.#qos2Ids?.awaitingRelease ?? 0) >= max;
+  }
+
+  /** DISCONNECT 0x93 Receive Maximum exceeded, after what came before is appended. */
+  #receiveMaximumExceeded(): undefined {
+    const reason = "more QoS 1/2 PUBLISHes unanswered than the Receive Maximum";
+    this.#ctx.metrics.outcome.rejected.inc();
+    this.#ctx.logger.limited("warn", "Publish rejected", { client_id: this.#clientId, reason });
+    this.flush();
+    this.#site.disconnect?.(0x93, reason);
+    return undefined;
   }
 
   /** P7, first half: the prepared message joins this read's batch for its partition. */

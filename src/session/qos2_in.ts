@@ -43,6 +43,11 @@ export class Qos2Inbound {
     this.#appending.delete(id);
   }
 
+  /** Ids PUBRECed whose PUBREL has not come (their PUBCOMP is owed). */
+  get awaitingRelease(): number {
+    return this.#appended.size;
+  }
+
   /** PUBREL: the id is free again; false when it was not held. */
   released(id: number): boolean {
     return this.#appended.delete(id);

@@ -350,3 +350,33 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5: one QoS 2 PUBLISH more than the Receive Maximum unanswered (PUBRECed, no PUBREL) gets DISCONNECT 0x93; up to it is fine",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: { IGGY_MQTT_LIMITS_MAX_INFLIGHT_PUBLISHES_PER_CLIENT: "4" },
+    });
+    try {
+      const c = await connectRaw5(gw, "rm-client");
+      const publish = (id: number) =>
+        packet(0x34, [...str("sensors/rm/data"), id >> 8, id & 0xff, 0, 0x78]);
+      for (let id = 1; id <= 4; id++) await c.send(publish(id)); // no PUBREL: all 4 held
+      const recs: number[] = [];
+      while (recs.length < 4) {
+        const p = await c.readPacket();
+        assert.ok(p !== null && p[0] === 0x50, `PUBREC expected, got ${p && [...p]}`);
+        recs.push((p[2] << 8) | p[3]);
+      }
+      await c.send(publish(5));
+      const d = disconnectOf(await c.readPacket());
+      assert.equal(d.code, 0x93, d.reason);
+      assert.ok(await c.closedByPeer(), "closed after the DISCONNECT");
+      c.close();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
