@@ -641,7 +641,8 @@ export const KEY_SPECS = [
     key: "limits.max_inflight_publishes_per_client",
     type: int(1, 65_535),
     default: 64,
-    doc: "Inbound QoS 1 publishes awaiting append per client; beyond → the socket is not read.",
+    doc:
+      "Inbound QoS 1 publishes awaiting append per client; beyond → the socket is not read. MQTT 5: the CONNACK's Receive Maximum; one more QoS 1/2 PUBLISH unanswered → DISCONNECT 0x93.",
   },
   {
     key: "limits.max_pending_appends",
