@@ -426,6 +426,7 @@ Deno.test({
         username: USER,
         password: PASS,
         reconnectPeriod: 0,
+        properties: { userProperties: { "iggy-coordinates": "1" } }, // asks for them
       });
       // deno-lint-ignore no-explicit-any
       const pubacks: any[] = [];
