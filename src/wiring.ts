@@ -16,7 +16,7 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
-import { RetainedStore } from "./log/retained/retained_store.ts";
+import { retainedOptionsOf, RetainedStore } from "./log/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
 import {
@@ -131,26 +131,14 @@ export function storedSessionOptions(
   };
 }
 
-/**
- * The retained messages of `[retained]` and `[limits]`, in `backend`; its size is a gauge. The
- * embedded log has no other writer: its topic is read only after this gateway's own sets.
- */
+/** The retained messages of `[retained]` and `[limits]`, in `backend`; its size is a gauge. */
 export function retainedStore(
   config: GatewayConfig,
   backend: LogBackend,
   metrics: GatewayMetrics,
   logger: Logger,
 ): RetainedStore {
-  const r = config.retained;
-  const l = config.limits;
-  const store = new RetainedStore(backend, {
-    stream: r.stream,
-    topic: r.topic,
-    pollIntervalMs: backend.kind === "embedded" ? 0 : r.poll_interval_ms,
-    maxMessages: l.max_retained_messages,
-    maxBytes: l.max_retained_bytes,
-    maxMessageBytes: l.max_retained_message_bytes,
-  }, logger);
+  const store = new RetainedStore(backend, retainedOptionsOf(config, backend.kind), logger);
   metrics.registry.gauge(
     "mqtt_retained_messages",
     "Topics with a retained message",

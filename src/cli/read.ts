@@ -14,7 +14,7 @@ import { formatRead, formatRetained } from "./read_format.ts";
 import { filterMatches } from "../mapping/filter.ts";
 import { messageOf } from "../log/retained/retained_set.ts";
 import { Logger } from "../observe/logger.ts";
-import { RetainedStore } from "../log/retained/retained_store.ts";
+import { retainedOptionsOf, RetainedStore } from "../log/retained/retained_store.ts";
 
 /** What to read; `partition` null means every partition of the topic. */
 export interface ReadRequest {
@@ -79,15 +79,8 @@ export async function readRetained(
   try {
     const r = config.retained;
     if (await backend.getTopic(r.stream, r.topic) === null) return;
-    const l = config.limits;
-    const store = new RetainedStore(backend, {
-      stream: r.stream,
-      topic: r.topic,
-      pollIntervalMs: 0,
-      maxMessages: l.max_retained_messages,
-      maxBytes: l.max_retained_bytes,
-      maxMessageBytes: l.max_retained_message_bytes,
-    }, new Logger("error", () => {}));
+    const quiet = new Logger("error", () => {});
+    const store = new RetainedStore(backend, retainedOptionsOf(config, "embedded"), quiet);
     if (!(await store.load())) {
       throw new OperatorError(
         "invalid_file",

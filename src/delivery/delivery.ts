@@ -51,6 +51,8 @@ export class Delivery implements DeliveryPort {
   #stored: SessionDelivery;
   #backend: LogBackend;
   #metrics: GatewayMetrics;
+  /** Closes a slow consumer (its queue's hard cap reached). */
+  #evict: (q: ClientQueue, why: string) => void;
   /** Triples wildcard subscriptions are joining while the backend is asked for the offset. */
   #joining = new Set<string>();
   /** Retained messages at SUBSCRIBE; null without a retained store. */
@@ -74,7 +76,8 @@ export class Delivery implements DeliveryPort {
     this.#metrics = deps.metrics;
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
-    const router = new Router(this.registry, deps.metrics, (q, why) => clients.evict(q, why));
+    const evict = this.#evict = (q: ClientQueue, why: string) => clients.evict(q, why);
+    const router = new Router(this.registry, deps.metrics, evict);
     this.#subscriptions = new Subscriptions({
       ...deps,
       registry: this.registry,
@@ -93,7 +96,7 @@ export class Delivery implements DeliveryPort {
       retained: deps.retained,
       preparer: deps.preparer,
       metrics: deps.metrics,
-      evict: (q, why) => clients.evict(q, why),
+      evict,
     };
     this.#stored = new SessionDelivery({
       ...deps,
@@ -237,8 +240,7 @@ export class Delivery implements DeliveryPort {
     );
     if (t.length === 0) return false;
     const reader = { ledger: copy.ledger, key: copy.key };
-    const evict = (q: ClientQueue, why: string) => this.#clients.evict(q, why);
-    deliverCopies(t, view, reader, copy.entry, new Set(), this.#metrics, evict, m);
+    deliverCopies(t, view, reader, copy.entry, new Set(), this.#metrics, this.#evict, m);
     if (t[0].qos === 0) copy.ledger.settle(copy.entry); // a QoS 0 copy is done once queued
     return true;
   }

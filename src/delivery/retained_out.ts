@@ -14,7 +14,6 @@ import type { SpanContext } from "@opentelemetry/api";
 import { canPoll } from "../access/permissions.ts";
 import { openEnvelope } from "../log/envelope.ts";
 import type { RetainedStore } from "../log/retained/retained_store.ts";
-import { checkResolution } from "../mapping/names.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { SubscribeRequest } from "../session/delivery_port.ts";
 import type { PublishPreparer } from "../session/publish.ts";
@@ -61,8 +60,9 @@ export function sendRetained(deps: RetainedOutDeps, s: Subscription<ClientQueue>
     const m = messages[i];
     const view = openEnvelope(m);
     if (view === null) continue;
-    const r = deps.preparer.resolve(view.topic);
-    if (checkResolution(r) !== null || !canPoll(principal.permissions, r.stream, r.topic)) continue;
+    if (!deps.preparer.maps(view.topic)) continue;
+    const r = deps.preparer.resolve(view.topic); // cached by maps()
+    if (!canPoll(principal.permissions, r.stream, r.topic)) continue;
     const t = targetOf(s, m);
     if (t === null) continue; // No Local
     t.retain = true;

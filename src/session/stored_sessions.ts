@@ -15,12 +15,8 @@
 import { utf8Length } from "../base/utf8.ts";
 import { xxh3_64 } from "../base/xxhash.ts";
 import { coalesced } from "../base/coalesced.ts";
-import {
-  type LogBackend,
-  NO_WAIT,
-  type PartitionAddress,
-  type StoredMessage,
-} from "../log/port.ts";
+import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
+import { readToEnd } from "../log/read_to_end.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { StoredOptions } from "./stored_options.ts";
 import { parseSessionRecord, SESSION_TOMBSTONE, sessionRecordOf } from "./session_record.ts";
@@ -333,20 +329,16 @@ export class StoredSessions {
   }
 
   async #readTail(): Promise<void> {
-    for (;;) {
-      // No wait at the end: a CONNECT waits on this read (0.12 would hold a caught-up poll).
-      const batch = await this.#backend.poll(this.#address, this.#readFrom, LOAD_BATCH, NO_WAIT);
-      if (batch.length === 0) return;
-      for (const m of batch) {
-        // One bad record must not stop the reading: it would be read (and fail) forever.
-        try {
-          this.#apply(m);
-        } catch (err) {
-          this.#skipMalformed(m, err);
-        }
-        this.#readFrom = m.offset + 1;
+    // Each record read moves #readFrom on at once: a failed poll resumes after it.
+    await readToEnd(this.#backend, this.#address, this.#readFrom, LOAD_BATCH, (m) => {
+      // One bad record must not stop the reading: it would be read (and fail) forever.
+      try {
+        this.#apply(m);
+      } catch (err) {
+        this.#skipMalformed(m, err);
       }
-    }
+      this.#readFrom = m.offset + 1;
+    });
   }
 
   #skipMalformed(m: StoredMessage, err?: unknown): void {

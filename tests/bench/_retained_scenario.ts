@@ -12,27 +12,9 @@
  */
 import mqtt from "mqtt";
 import { gatewayServer, type LaunchOptions, ROOT, type Running } from "./_servers.ts";
-import { rssBytes } from "./_stats.ts";
+import { rssOn } from "./_store_scenario.ts";
 
 const PAYLOAD = new Uint8Array(32).fill(0x61);
-
-/** RSS (bytes) and start-to-ready (ms) of the gateway on `path`: the lower of two starts. */
-async function startTwice(path: string, dataDir: string, flags: string[], launch: LaunchOptions) {
-  let rss = Infinity;
-  let readyMs = Infinity;
-  for (let i = 0; i < 2; i++) {
-    const def = gatewayServer(dataDir, flags, "gateway", { IGGY_MQTT_EMBEDDED_PATH: path });
-    const s = await def.start(launch);
-    try {
-      await new Promise((r) => setTimeout(r, 500));
-      rss = Math.min(rss, rssBytes(s.pid));
-      readyMs = Math.min(readyMs, s.readyMs);
-    } finally {
-      await s.stop();
-    }
-  }
-  return { rss, readyMs };
-}
 
 /** Sets `count` retained messages from 10 clients, QoS 1, 100 in flight each. */
 async function setRetained(s: Running, count: number): Promise<void> {
@@ -97,7 +79,7 @@ export async function retainedScenario(
   const count = smoke ? 500 : 10_000;
   const path = `${dataDir}/retained/gateway.db`;
   await Deno.mkdir(`${ROOT}${dataDir}/retained`, { recursive: true });
-  const empty = await startTwice(path, dataDir, flags, launch);
+  const empty = await rssOn(path, dataDir, flags, launch);
   const s = await gatewayServer(dataDir, flags, "gateway", { IGGY_MQTT_EMBEDDED_PATH: path })
     .start(launch);
   let received = 0;
@@ -107,14 +89,14 @@ export async function retainedScenario(
   } finally {
     await s.stop();
   }
-  const full = await startTwice(path, dataDir, flags, launch);
+  const full = await rssOn(path, dataDir, flags, launch);
   return {
     retainedTopics: count,
     receivedBySubscriber: received,
     readyEmptyMs: empty.readyMs,
     readyRetainedMs: full.readyMs,
     startExtraMs: full.readyMs - empty.readyMs,
-    rssPerMessageBytes: (full.rss - empty.rss) / count - PAYLOAD.length,
+    rssPerMessageBytes: (full.rss - empty.rss) * 1024 * 1024 / count - PAYLOAD.length,
     heapPerMessageBytes: await heapPerMessage(`${ROOT}${path}`) - PAYLOAD.length,
   };
 }

@@ -27,7 +27,7 @@ async function buildStore(path: string, bytes: number): Promise<number> {
 }
 
 /** RSS (MB) and start-to-ready (ms) of the gateway on `path`: the lower of two starts. */
-async function rssOn(path: string, dataDir: string, flags: string[], launch: LaunchOptions) {
+export async function rssOn(path: string, dataDir: string, flags: string[], launch: LaunchOptions) {
   let rss = Infinity;
   let readyMs = Infinity;
   for (let i = 0; i < 2; i++) {

@@ -6,25 +6,14 @@
  *
  * @module
  */
-import { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
+import { openStoreReadOnly } from "../helpers/store.ts";
 import { RetainedStore } from "../../src/log/retained/retained_store.ts";
 import { Logger } from "../../src/observe/logger.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with --v8-flags=--expose-gc");
 const path = Deno.args[0];
-const backend = new EmbeddedBackend({
-  path,
-  users: [],
-  maxStoreBytes: 1 << 30,
-  retentionMaxAgeSeconds: 0,
-  retentionMaxTopicBytes: 0,
-  retentionIntervalMs: 86_400_000,
-  maxAppendBatch: 1,
-  readOnly: true,
-  writerThread: "in-process",
-});
-await backend.open();
+const backend = await openStoreReadOnly(path);
 const held = () => {
   gc();
   const m = Deno.memoryUsage();

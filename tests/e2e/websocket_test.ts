@@ -18,6 +18,13 @@ import {
 import { BROWSER, Browser } from "../helpers/browser.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
+
+/** mosquitto_pub, over TCP: "from tcp" to sensors/tcp/data at QoS 1. */
+async function tcpPublish(port: number): Promise<void> {
+  const args = ["-p", String(port), "-t", "sensors/tcp/data", "-m", "from tcp", "-q", "1"];
+  const r = await run("mosquitto_pub", args);
+  assert.equal(r.code, 0, r.stderr);
+}
 const WS_ENV = { IGGY_MQTT_LISTENERS_WS: "127.0.0.1:0" };
 
 Deno.test({
@@ -43,17 +50,7 @@ Deno.test({
       const big = new Uint8Array(100_000).map((_, i) => (i * 31) % 256);
       await c.publishAsync("sensors/big/data", Buffer.from(big), { qos: 1 });
       if (HAS_MOSQUITTO_CLIENTS) {
-        const r = await run("mosquitto_pub", [
-          "-p",
-          String(gw.port),
-          "-t",
-          "sensors/tcp/data",
-          "-m",
-          "from tcp",
-          "-q",
-          "1",
-        ]);
-        assert.equal(r.code, 0, r.stderr);
+        await tcpPublish(gw.port);
       }
       const expect = HAS_MOSQUITTO_CLIENTS ? 4 : 3;
       await waitFor(() => got.length >= expect, 5000, "messages over ws");
@@ -168,17 +165,7 @@ c.on("connect", () => c.subscribe("sensors/+/data", { qos: 1 }, () => {
         "browser subscribed",
       );
       if (HAS_MOSQUITTO_CLIENTS) {
-        const r = await run("mosquitto_pub", [
-          "-p",
-          String(gw.port),
-          "-t",
-          "sensors/tcp/data",
-          "-m",
-          "from tcp",
-          "-q",
-          "1",
-        ]);
-        assert.equal(r.code, 0, r.stderr);
+        await tcpPublish(gw.port);
       }
       const want = [
         "sensors/browser/data=q0",

@@ -20,9 +20,11 @@
  * @module
  */
 import { coalesced } from "../../base/coalesced.ts";
+import type { GatewayConfig } from "../../config/types.ts";
 import type { Logger } from "../../observe/logger.ts";
 import { envelope, H_EMPTY } from "../envelope.ts";
 import { storedExpiry } from "../envelope_v5.ts";
+import { readToEnd } from "../read_to_end.ts";
 import {
   type LogBackend,
   NO_WAIT,
@@ -64,6 +66,25 @@ export interface RetainedStoreOptions extends RetainedBounds {
   readonly now?: () => number;
 }
 
+/**
+ * The options of `[retained]` and `[limits]`. The embedded log has no other writer: its topic
+ * is read only after this gateway's own sets (no poll interval).
+ */
+export function retainedOptionsOf(
+  config: GatewayConfig,
+  backendKind: string,
+): RetainedStoreOptions {
+  const l = config.limits;
+  return {
+    stream: config.retained.stream,
+    topic: config.retained.topic,
+    pollIntervalMs: backendKind === "embedded" ? 0 : config.retained.poll_interval_ms,
+    maxMessages: l.max_retained_messages,
+    maxBytes: l.max_retained_bytes,
+    maxMessageBytes: l.max_retained_message_bytes,
+  };
+}
+
 /** What happened to records that could not be kept. */
 export interface RetainedCounters {
   /** Records read that were not retained records (skipped). */
@@ -91,6 +112,8 @@ export class RetainedStore {
   /** The snapshot this gateway is writing: its marker's id, and its offset once read back. */
   #writing: { id: string; marker: number | null } | null = null;
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** The snapshot being written, if any (a stop waits for it). */
+  #snapshotting: Promise<void> = Promise.resolve();
 
   constructor(backend: LogBackend, opts: RetainedStoreOptions, logger: Logger) {
     this.#backend = backend;
@@ -140,7 +163,7 @@ export class RetainedStore {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
-    await this.#snapshot.running;
+    await this.#snapshotting;
   }
 
   /**
@@ -175,12 +198,8 @@ export class RetainedStore {
    */
   async dropWhere(gone: (topic: string) => boolean): Promise<string[]> {
     const topics = [...this.set.entries()].map((e) => e.topic).filter(gone);
-    const clears = topics.map((t) => envelope(t, new Uint8Array(0), 0, "", 0, true));
-    for (let i = 0; i < clears.length; i += SNAPSHOT_BATCH) {
-      const messages = clears.slice(i, i + SNAPSHOT_BATCH);
-      await this.#backend.append({ ...this.#address, messages });
-    }
-    if (clears.length > 0) await this.sync();
+    await this.#appendAll(topics.map((t) => envelope(t, new Uint8Array(0), 0, "", 0, true)));
+    if (topics.length > 0) await this.sync();
     return topics;
   }
 
@@ -272,13 +291,19 @@ export class RetainedStore {
   }
 
   async #read(visit: (m: StoredMessage) => void): Promise<void> {
-    for (;;) {
-      const batch = await this.#backend.poll(this.#address, this.#readFrom, READ_BATCH, NO_WAIT);
-      if (batch.length === 0) return;
-      for (const m of batch) {
-        visit(m);
-        this.#readFrom = m.offset + 1;
-      }
+    await readToEnd(this.#backend, this.#address, this.#readFrom, READ_BATCH, (m) => {
+      visit(m);
+      this.#readFrom = m.offset + 1; // a failed poll resumes after what was applied
+    });
+  }
+
+  /** Appends `messages` to the record topic in batches, in order. */
+  async #appendAll(messages: OutgoingMessage[]): Promise<void> {
+    for (let i = 0; i < messages.length; i += SNAPSHOT_BATCH) {
+      await this.#backend.append({
+        ...this.#address,
+        messages: messages.slice(i, i + SNAPSHOT_BATCH),
+      });
     }
   }
 
@@ -319,14 +344,24 @@ export class RetainedStore {
     this.#logger.limited("warn", "Skipping a malformed retained record", { offset: m.offset });
   }
 
-  #maybeSnapshot(): void {
-    const due = this.#changesSinceSnapshot > Math.max(SNAPSHOT_MIN_CHANGES, this.set.size) ||
-      (this.set.size > 0 && this.#now() - this.#snapshotAtMs > SNAPSHOT_MAX_AGE_MS);
-    if (due && this.#loaded) void this.#snapshot.run();
+  #due(): boolean {
+    return this.#loaded && (
+      this.#changesSinceSnapshot > Math.max(SNAPSHOT_MIN_CHANGES, this.set.size) ||
+      (this.set.size > 0 && this.#now() - this.#snapshotAtMs > SNAPSHOT_MAX_AGE_MS)
+    );
   }
 
-  /** Writes one snapshot at a time. */
-  readonly #snapshot = oneAtATime(async () => {
+  #maybeSnapshot(): void {
+    if (this.#due()) this.#snapshotting = this.#snapshot();
+  }
+
+  /**
+   * Writes a snapshot when one is due, one at a time ({@link coalesced}: a call while one is
+   * written runs once more after it, and finds none due, the marker read back having reset
+   * the count).
+   */
+  readonly #snapshot = coalesced(async () => {
+    if (!this.#due()) return;
     try {
       await this.#writeSnapshot();
     } catch (err) {
@@ -348,10 +383,7 @@ export class RetainedStore {
     this.#writing = { id, marker: null };
     const marker = markerRecord({ id, base, count: restated.length });
     const receipt = await this.#backend.append({ ...this.#address, messages: [marker] });
-    for (let i = 0; i < restated.length; i += SNAPSHOT_BATCH) {
-      const messages = restated.slice(i, i + SNAPSHOT_BATCH);
-      await this.#backend.append({ ...this.#address, messages });
-    }
+    await this.#appendAll(restated);
     await this.sync();
     const at = receipt.baseOffset ?? this.#writing.marker;
     if (at === null) throw new Error("the snapshot's marker was not read back");
@@ -364,19 +396,4 @@ export class RetainedStore {
 function expired(m: StoredMessage, nowMicros: number): boolean {
   const interval = storedExpiry(m.headers);
   return interval !== null && m.timestampMicros + interval * 1_000_000 <= nowMicros;
-}
-
-/** A job run at most once at a time; a call while it runs is dropped. */
-function oneAtATime(job: () => Promise<void>): { run(): Promise<void>; running: Promise<void> } {
-  const self = {
-    running: Promise.resolve(),
-    busy: false,
-    run(): Promise<void> {
-      if (self.busy) return self.running;
-      self.busy = true;
-      self.running = job().finally(() => self.busy = false);
-      return self.running;
-    },
-  };
-  return self;
 }

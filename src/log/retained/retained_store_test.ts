@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { EmbeddedBackend } from "../embedded/mod.ts";
+import type { EmbeddedBackend } from "../embedded/mod.ts";
+import { openTestStore } from "../../../tests/helpers/embedded_store.ts";
 import { envelope } from "../envelope.ts";
 import { Logger } from "../../observe/logger.ts";
 import { RetainedStore, type RetainedStoreOptions, SNAPSHOT_CONSUMER } from "./retained_store.ts";
@@ -8,24 +9,8 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 async function withBackend(fn: (b: EmbeddedBackend) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "retained_store_test_" });
-  const backend = new EmbeddedBackend({
-    path: `${dir}/store.db`,
-    users: [],
-    maxStoreBytes: 64 << 20,
-    retentionMaxAgeSeconds: 0,
-    retentionMaxTopicBytes: 0,
-    retentionIntervalMs: 3_600_000,
-    maxAppendBatch: 1000,
-    writerThread: "in-process",
-  });
-  await backend.open();
-  try {
-    await fn(backend);
-  } finally {
-    await backend.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await using t = await openTestStore({ writerThread: "in-process" });
+  await fn(t.backend);
 }
 
 function store(b: EmbeddedBackend, o: Partial<RetainedStoreOptions> = {}): RetainedStore {
