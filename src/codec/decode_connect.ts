@@ -40,6 +40,24 @@ export function decodeConnect(
     }
     throw new ProtocolError("MQTT-3.1.2-1", `Unknown protocol name "${protocolName}"`);
   }
+  if (!v5) return readConnectRest(r, protocolName, level, false, limits);
+  try {
+    return readConnectRest(r, protocolName, level, true, limits);
+  } catch (err) {
+    // Read far enough to know it is MQTT 5: the client is told with a CONNACK [MQTT-4.13.1].
+    if (err instanceof ProtocolError) err.inV5Connect = true;
+    throw err;
+  }
+}
+
+/** A CONNECT after its protocol name and level. */
+function readConnectRest(
+  r: Reader,
+  protocolName: string,
+  level: number,
+  v5: boolean,
+  limits: DecoderLimits,
+): ClientPacket {
   const flags = r.u8();
   if (flags & 0x01) throw new ProtocolError("MQTT-3.1.2-3", "CONNECT reserved flag is set");
   const cleanSession = (flags & 0x02) !== 0;

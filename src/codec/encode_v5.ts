@@ -112,6 +112,11 @@ export function encodeConnack5(
   return packet(0x20, [[sessionPresent ? 1 : 0, reasonCode], block(props.bytes())]);
 }
 
+/** CONNACK refusing a CONNECT with `reasonCode` and no properties (a malformed CONNECT). */
+export function encodeRefusal5(reasonCode: number): Uint8Array {
+  return encodeConnack5(false, reasonCode, new PropertyWriter());
+}
+
 /**
  * PUBACK [MQTT-3.4.2]. Reason 0 without properties is the short 4-byte form (as 3.1.1's).
  */

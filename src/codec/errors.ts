@@ -16,6 +16,8 @@ export class ProtocolError extends Error {
   packetType = 0;
   /** MQTT 5 DISCONNECT reason code for this violation. */
   readonly reasonCode: number;
+  /** Raised reading an MQTT 5 CONNECT: answered with CONNACK `reasonCode` [MQTT-4.13.1]. */
+  inV5Connect = false;
   /** The message without the rule, for the DISCONNECT reason string. */
   readonly reason: string;
   constructor(rule: string, message: string, reasonCode = REASON_MALFORMED) {

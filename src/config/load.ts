@@ -15,7 +15,8 @@ const ENV_NAMES: ReadonlyMap<string, string> = new Map(
   KEY_SPECS.map((s) => [envNameOf(s.key), s.key]),
 );
 import type { GatewayConfig, UserConfig } from "./types.ts";
-import { checkClientIdPattern, parseUsers } from "./users.ts";
+import { checkClientIdPattern, parseAnonymous, parseUsers } from "./users.ts";
+import type { Permissions } from "../access/permissions.ts";
 
 type Scalar = number | boolean | string | readonly string[];
 
@@ -43,9 +44,14 @@ export function loadConfig(input: LoadInput): GatewayConfig {
   }
   const values = new Map<string, Scalar>();
   let usersRaw: unknown = [];
+  let anonymousRaw: unknown = null;
   for (const [table, body] of Object.entries(doc)) {
     if (table === "users") {
       usersRaw = body;
+      continue;
+    }
+    if (table === "anonymous") {
+      anonymousRaw = body;
       continue;
     }
     if (table === "mqtt") {
@@ -81,9 +87,22 @@ export function loadConfig(input: LoadInput): GatewayConfig {
     }
   }
   const get = (key: string): Scalar => values.get(key) ?? KEY_SPEC_BY_KEY.get(key)!.default;
-  const config = assemble(get, parseUsers(usersRaw));
+  const anonymous = anonymousOf(anonymousRaw, values.has("auth.anonymous_permissions"));
+  const config = assemble(get, parseUsers(usersRaw), anonymous);
   crossCheck(config);
   return deepFreeze(config);
+}
+
+/** `[anonymous.permissions]`, if given; refused beside `auth.anonymous_permissions`. */
+function anonymousOf(raw: unknown, rightsSet: boolean): Permissions | null {
+  if (raw === null) return null;
+  if (rightsSet) {
+    throw new ConfigError(
+      "auth.anonymous_permissions",
+      "is replaced by [anonymous.permissions]; set one of them",
+    );
+  }
+  return parseAnonymous(raw);
 }
 
 function fromEnv(spec: KeySpec, raw: string, envName: string): unknown {
@@ -155,9 +174,14 @@ export function parseAddress(key: string, value: string): HostPort {
   return address;
 }
 
-function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfig {
+function assemble(
+  get: (k: string) => Scalar,
+  users: UserConfig[],
+  anonymous: Permissions | null,
+): GatewayConfig {
   /** One table of the config: each of its keys from the schema, with its checked value. */
-  const table = <T extends Exclude<keyof GatewayConfig, "users">>(name: T): GatewayConfig[T] => {
+  type Name = Exclude<keyof GatewayConfig, "users" | "anonymous_permissions">;
+  const table = <T extends Name>(name: T): GatewayConfig[T] => {
     const out: Record<string, Scalar> = {};
     for (const spec of KEY_SPECS) {
       const [t, k] = spec.key.split(".");
@@ -179,6 +203,7 @@ function assemble(get: (k: string) => Scalar, users: UserConfig[]): GatewayConfi
     forward: table("forward"),
     limits: table("limits"),
     users,
+    anonymous_permissions: anonymous,
   };
 }
 

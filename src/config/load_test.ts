@@ -74,6 +74,26 @@ Deno.test("loadConfig() parses users with Iggy-shaped permissions and refuses ba
   );
 });
 
+Deno.test("[anonymous.permissions] gives anonymous clients per-topic rights; with auth.anonymous_permissions it is refused", () => {
+  const c = load(
+    `[anonymous.permissions.streams.paho.topics.nosubscribe]\nsend_messages = true\n`,
+  );
+  const t = c.anonymous_permissions!.streams.get("paho")!.topics.get("nosubscribe")!;
+  assert.deepEqual([t.send_messages, t.poll_messages], [true, false]);
+  assert.equal(load("").anonymous_permissions, null);
+  refuses(`[anonymous]\nrights = 1\n`, {}, "anonymous.rights");
+  refuses(
+    `[anonymous.permissions.streams.s]\nfly = true\n`,
+    {},
+    "anonymous.permissions.streams.s.fly",
+  );
+  refuses(
+    `[auth]\nanonymous_permissions = "send"\n[anonymous.permissions.global]\nsend_messages = true\n`,
+    {},
+    "auth.anonymous_permissions",
+  );
+});
+
 Deno.test("config/gateway.toml documents every key with its default and environment variable, and loads", async () => {
   const text = await Deno.readTextFile(new URL("../../config/gateway.toml", import.meta.url));
   for (const s of KEY_SPECS) {
@@ -84,6 +104,16 @@ Deno.test("config/gateway.toml documents every key with its default and environm
   }
   const c = load(text);
   assert.equal(c.auth.allow_anonymous, true); // quick start
+});
+
+Deno.test("config/examples/paho.toml (the Paho suites' config) loads with its anonymous table", async () => {
+  const text = await Deno.readTextFile(new URL("../../config/examples/paho.toml", import.meta.url));
+  const c = load(text);
+  assert.equal(c.limits.max_keep_alive_s, 60);
+  assert.equal(c.mqtt5.subscribe_refusal, "unspecified");
+  const paho = c.anonymous_permissions!.streams.get("paho")!;
+  assert.equal(paho.topics.get("nosubscribe")!.poll_messages, false);
+  assert.equal(paho.topics.get("messages")!.poll_messages, true);
 });
 
 Deno.test("iggy.address takes several comma-separated nodes and names the key for a bad one", () => {

@@ -161,7 +161,7 @@ export const KEY_SPECS = [
     type: optAddr,
     default: "",
     doc:
-      "MQTT over secure WebSocket, host:port; empty disables it. Uses listeners.tls_cert_file and tls_key_file (read at start: a SIGHUP does not swap them here).",
+      "MQTT over secure WebSocket, host:port; empty disables it. Uses listeners.tls_cert_file and tls_key_file; a SIGHUP swaps them (closing the open wss connections: clients reconnect).",
   },
   {
     key: "listeners.ws_path",
@@ -184,6 +184,13 @@ export const KEY_SPECS = [
     default: "on_request",
     doc:
       "A successful MQTT 5 QoS 1 PUBACK (QoS 2: PUBREC) carries the log coordinates as user properties iggy.stream, iggy.topic, iggy.partition, iggy.offset: to clients whose CONNECT has the user property iggy-coordinates = 1 (on_request), to every client (always), or never; never to a client that sent Request Problem Information 0.",
+  },
+  {
+    key: "mqtt5.subscribe_refusal",
+    type: oneOf("specific", "unspecified"),
+    default: "specific",
+    doc:
+      'SUBACK of a refused MQTT 5 subscription: "specific" gives the reason (0x87 not authorized, 0x8F filter invalid, 0x97 quota, …); "unspecified" always 0x80, for clients that accept no other code (the Paho test client).',
   },
   {
     key: "mqtt5.max_will_delay_s",
@@ -269,7 +276,8 @@ export const KEY_SPECS = [
     key: "auth.anonymous_permissions",
     type: oneOf("send_poll", "send", "poll"),
     default: "send_poll",
-    doc: "Rights of anonymous clients, on every stream and topic.",
+    doc:
+      "Rights of anonymous clients, on every stream and topic. An [anonymous.permissions] table (a [[users]] entry's form) replaces it with rights per stream and topic.",
   },
   {
     key: "auth.pat_username",
@@ -571,6 +579,13 @@ export const KEY_SPECS = [
     type: int(0, 65_535),
     default: 16,
     doc: "MQTT 5 inbound topic aliases per connection (CONNACK Topic Alias Maximum); 0 = none.",
+  },
+  {
+    key: "limits.max_topic_aliases_out",
+    type: int(0, 65_535),
+    default: 16,
+    doc:
+      "MQTT 5 topic aliases the gateway uses toward one client (at most the client's Topic Alias Maximum; the least recently used is rebound when all are taken); 0 = always the full topic.",
   },
   {
     key: "limits.max_subscriptions_per_client",

@@ -44,4 +44,8 @@ type Table<T extends TableName> = {
  */
 export type GatewayConfig =
   & { readonly [T in TableName]: Table<T> }
-  & { readonly users: readonly UserConfig[] };
+  & {
+    readonly users: readonly UserConfig[];
+    /** `[anonymous.permissions]`: anonymous clients' rights per stream/topic; null = none. */
+    readonly anonymous_permissions: Permissions | null;
+  };

@@ -81,6 +81,16 @@ export function checkClientIdPattern(key: string, pattern: string): void {
   }
 }
 
+/**
+ * Parses the `[anonymous]` table: `permissions`, in a user's form, are the rights of anonymous
+ * clients (per stream and topic, where `auth.anonymous_permissions` grants on every one).
+ */
+export function parseAnonymous(raw: unknown): Permissions {
+  const o = asTable(raw, "anonymous");
+  onlyKeys(o, "anonymous", ["permissions"]);
+  return parsePermissions(o.permissions ?? {}, "anonymous.permissions");
+}
+
 /** Parses a permissions table (also used for tests and the anonymous principal). */
 export function parsePermissions(raw: unknown, at: string): Permissions {
   const o = asTable(raw, at);

@@ -28,10 +28,10 @@ function anonymousPermissions(mode: GatewayConfig["auth"]["anonymous_permissions
   };
 }
 
-function anonymousPrincipal(auth: GatewayConfig["auth"]): Principal {
+function anonymousPrincipal(auth: GatewayConfig["auth"], table: Permissions | null): Principal {
   return Object.freeze({
     username: "",
-    permissions: anonymousPermissions(auth.anonymous_permissions),
+    permissions: table ?? anonymousPermissions(auth.anonymous_permissions),
   });
 }
 
@@ -47,17 +47,29 @@ export class Authenticator {
   /** Which certificate name is the principal (`listeners.tls_identity`), for messages. */
   readonly #identity: string;
 
-  constructor(auth: GatewayConfig["auth"], backend: LogBackend, identity = "cn") {
+  /** @param anonymous `[anonymous.permissions]`, replacing `auth.anonymous_permissions`. */
+  constructor(
+    auth: GatewayConfig["auth"],
+    backend: LogBackend,
+    identity = "cn",
+    anonymous: Permissions | null = null,
+  ) {
     this.#auth = auth;
     this.#backend = backend;
-    this.#anonymous = anonymousPrincipal(auth);
+    this.#anonymous = anonymousPrincipal(auth, anonymous);
     this.#identity = identity;
   }
 
+  /** The authenticator of `config`: its auth keys, anonymous rights and certificate name. */
+  static of(config: GatewayConfig, backend: LogBackend): Authenticator {
+    const l = config.listeners;
+    return new Authenticator(config.auth, backend, l.tls_identity, config.anonymous_permissions);
+  }
+
   /** Swaps the auth config (hot reload). */
-  reload(auth: GatewayConfig["auth"]): void {
+  reload(auth: GatewayConfig["auth"], anonymous: Permissions | null = null): void {
     this.#auth = auth;
-    this.#anonymous = anonymousPrincipal(auth);
+    this.#anonymous = anonymousPrincipal(auth, anonymous);
   }
 
   /**

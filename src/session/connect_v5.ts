@@ -93,6 +93,7 @@ export function v5SessionOf(config: GatewayConfig, p: ConnectPacket): V5Session 
     // The coordinates are user properties, which a PUBACK may carry only when the client
     // asked for problem information [MQTT-3.1.2-29].
     pubackCoordinates: problemInformation && wantsCoordinates(config, p),
+    topicAliasesOut: Math.min(props.topicAliasMaximum ?? 0, config.limits.max_topic_aliases_out),
   };
 }
 

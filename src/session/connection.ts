@@ -8,7 +8,7 @@
  * @module
  */
 import type { PacketDecoder } from "../codec/decoder.ts";
-import { encodeDisconnect5 } from "../codec/encode_v5.ts";
+import { OutboundTopicAliases } from "../codec/topic_alias_out.ts";
 import { ProtocolError } from "../codec/errors.ts";
 import type { ClientPacket } from "../codec/packets.ts";
 import type { Principal } from "../log/port.ts";
@@ -24,9 +24,9 @@ import type { StoredSession } from "./stored_sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { ConnectionPublisher, type PublishSite, readGate } from "./publish_batch.ts";
 import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
-import type { Transport, TransportSink } from "./transport.ts";
-import { type HeldWill, willDelayMs } from "./will.ts";
-import { act, type WireSite } from "./wire.ts";
+import { closeQuietly, lingerThenClose, type Transport, type TransportSink } from "./transport.ts";
+import { type HeldWill, publishOnClose } from "./will.ts";
+import { act, lastWord, type WireSite } from "./wire.ts";
 import { claimClientId, type ClaimedClientId } from "./client_id_owner.ts";
 import type { Span, SpanContext } from "@opentelemetry/api";
 
@@ -135,6 +135,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
 
   /** End of stream or read error (TransportSink). */
   end(error?: unknown): void {
+    if (this.#closed) return closeQuietly(this.#transport); // the peer ended a linger
     if (error !== undefined) this.#onError(error);
     this.#eof = true;
     if (!this.#busy) this.#finish();
@@ -153,7 +154,9 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
       this.#packets = NO_PACKETS;
       this.#next = 0;
       this.#publisher?.flush();
-      if (err instanceof ProtocolError) this.disconnect(err.reasonCode, err.reason);
+      if (err instanceof ProtocolError) {
+        this.disconnect(err.reasonCode, err.reason, err.inV5Connect);
+      }
       this.#finish();
     }
   }
@@ -250,37 +253,34 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   }
 
   /**
-   * Closes; a connected MQTT 5 client is told why first [MQTT-4.13.2-1], written straight to
-   * the transport, not waited for: a peer that does not read cannot hold the close up.
+   * Closes; an MQTT 5 client is told why first ({@link lastWord}), written straight to the
+   * transport, not waited for: a peer that does not read cannot hold the close up.
    */
-  disconnect(reasonCode: number, reason: string): void {
+  disconnect(reasonCode: number, reason: string, inConnect = false): void {
     if (this.#closed) return;
-    if (this.#v5 !== null) {
-      this.#transport.write(encodeDisconnect5(reasonCode, reason, this.#v5.maximumPacketSize))
-        .catch(() => {});
-    }
-    this.close(reason);
+    const packet = lastWord(this.#v5, inConnect, reasonCode, reason);
+    if (packet !== null) this.#transport.write(packet).catch(() => {});
+    this.close(reason, packet !== null);
   }
 
-  /** Closes at once: pending output is dropped. Idempotent. */
-  close(reason: string): void {
+  /** Closes at once, dropping pending output; idempotent. `linger`: see `lingerThenClose`. */
+  close(reason: string, linger = false): void {
     if (this.#closed) return;
     this.#closed = true;
     const ctx = this.#ctx;
     ctx.deadlines.remove(this);
     this.outbox.close();
-    try {
-      this.#transport.close();
-    } catch { /* already closed */ }
+    if (linger) lingerThenClose(this.#transport);
+    else closeQuietly(this.#transport);
     ctx.registry.release(this, this.#clientId);
     this.#span?.end();
     if (this.#principal !== null) ctx.delivery.detach(this);
     // Ended without DISCONNECT (keep-alive, error, takeover, stop) or by 0x04 (expiry may be 0).
-    if (this.#will !== null) {
+    const will = this.#will;
+    this.#will = null;
+    if (will !== null) {
       const expiry = this.session?.expiryS ?? this.#v5?.sessionExpiry;
-      const delay = willDelayMs(this.#will, expiry, ctx.config.mqtt5.max_will_delay_s);
-      ctx.wills.publish(ctx, this.#will, this.#principal!, this.#clientId!, delay);
-      this.#will = null;
+      publishOnClose(ctx, will, this.#principal!, this.#clientId!, expiry);
     }
     this.#publisher?.wake();
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
@@ -290,8 +290,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
 
   /** AckQueue: the PUBACK (or PUBREC: `type`) of `packetId`, or `packet`, may go now. */
   pubackReady(packetId: number, packet: Uint8Array | undefined, type: number): void {
-    if (packet === undefined) this.outbox.pushPuback(packetId, type);
-    else this.outbox.push(packet);
+    packet === undefined ? this.outbox.pushPuback(packetId, type) : this.outbox.push(packet);
   }
 
   /** AckQueue: a QoS 1 publish gets no PUBACK, so the connection must close. */
@@ -371,6 +370,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.ownerName = s.principal.username;
     this.#clientId = s.clientId;
     this.#v5 = s.v5;
+    this.outbox.aliases = OutboundTopicAliases.upTo(s.v5?.topicAliasesOut ?? 0);
     this.#span = startConnectionSpan(s.clientId, this.#transport.remoteAddress);
     this.session = opened.session;
     this.timeoutMs = s.timeoutMs;

@@ -9,6 +9,7 @@
  */
 import { concatBytes } from "../base/bytes.ts";
 import { nextTick } from "../base/tick.ts";
+import type { OutboundTopicAliases } from "../codec/topic_alias_out.ts";
 import { type Transport, writeAll } from "./transport.ts";
 
 /** Shared byte accounting across every outbox (the global cap), and the bytes-out counter. */
@@ -57,6 +58,8 @@ export class Outbox {
   onWritten: () => void = NOOP;
   /** Bytes written in total (metrics). */
   written = 0;
+  /** MQTT 5 topic aliases toward the client, when it allowed them; null: full topics. */
+  aliases: OutboundTopicAliases | null = null;
 
   /**
    * @param owner closed ("write failed") when a write fails. No closures per outbox: memory
@@ -77,6 +80,8 @@ export class Outbox {
   push(bytes: Uint8Array): void {
     if (this.#closed) return;
     this.#queueAcks(); // PUBACKs staged before these bytes leave before them
+    // In queue order, which is write order: the client learns an alias before its bare use.
+    if (this.aliases !== null && (bytes[0] & 0xf0) === 0x30) bytes = this.aliases.apply(bytes);
     this.#pending.push(bytes);
     this.#queued(bytes.length);
   }

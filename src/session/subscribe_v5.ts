@@ -102,6 +102,7 @@ export async function handleSubscribe5(
   const granted = asked.length > 0 ? await ctx.delivery.subscribe(sub, asked) : [];
   let next = 0;
   for (let i = 0; i < codes.length; i++) if (codes[i] < 0) codes[i] = granted[next++];
+  const unspecified = ctx.config.mqtt5.subscribe_refusal === "unspecified";
   for (const [i, f] of subscriptions.entries()) {
     if (codes[i] >= 0x80) {
       ctx.logger.limited("info", "Subscription refused", {
@@ -109,6 +110,7 @@ export async function handleSubscribe5(
         filter: f.filter,
         reason_code: codes[i],
       });
+      if (unspecified) codes[i] = Suback5.UNSPECIFIED_ERROR;
     }
   }
   return { kind: "suback", packetId, codes, after: () => ctx.delivery.afterSuback?.(sub) };

@@ -49,3 +49,23 @@ export async function writeAll(t: Transport, bytes: Uint8Array): Promise<void> {
   let off = 0;
   while (off < bytes.length) off += await t.write(off === 0 ? bytes : bytes.subarray(off));
 }
+
+/** How long a connection closed with a DISCONNECT (or refusing CONNACK) reads on (ms). */
+export const LINGER_MS = 500;
+
+/** Closes `t`, which may be closed already. */
+export function closeQuietly(t: Transport): void {
+  try {
+    t.close();
+  } catch { /* already closed */ }
+}
+
+/**
+ * Reads on (the connection drops what comes) until the peer closes or {@link LINGER_MS} pass:
+ * a socket closed with unread input resets the connection, and the peer may lose the last
+ * packet written to it.
+ */
+export function lingerThenClose(t: Transport): void {
+  t.resume();
+  setTimeout(closeQuietly, LINGER_MS, t);
+}

@@ -17,4 +17,6 @@ export interface V5Session {
   readonly sessionExpiry: number;
   /** `mqtt5.puback_coordinates`, and the client asked for problem information [MQTT-3.1.2-29]. */
   readonly pubackCoordinates: boolean;
+  /** Topic aliases toward the client: min(its Topic Alias Maximum, our bound); 0 = none. */
+  readonly topicAliasesOut: number;
 }

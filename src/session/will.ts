@@ -61,6 +61,21 @@ export function willDelayMs(
   return Math.min(asked, sessionExpiry ?? 0, maxSeconds) * 1000;
 }
 
+/** Publishes the will of a connection ended without DISCONNECT, after {@link willDelayMs}. */
+export function publishOnClose(
+  ctx: WillContext & {
+    readonly wills: WillPublisher;
+    readonly config: { readonly mqtt5: { readonly max_will_delay_s: number } };
+  },
+  will: HeldWill,
+  principal: Principal,
+  clientId: string,
+  sessionExpiry: number | undefined,
+): void {
+  const delay = willDelayMs(will, sessionExpiry, ctx.config.mqtt5.max_will_delay_s);
+  ctx.wills.publish(ctx, will, principal, clientId, delay);
+}
+
 /**
  * The CONNECT-time check: the topic maps to a valid target the principal may send to.
  * Returns the refusal reason, or null when the will is accepted. Makes no backend call.

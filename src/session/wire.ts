@@ -18,6 +18,8 @@ import {
 } from "../codec/encoder.ts";
 import {
   encodeConnack5,
+  encodeDisconnect5,
+  encodeRefusal5,
   encodeSuback5,
   encodeUnsuback5,
   PropertyWriter,
@@ -27,6 +29,7 @@ import { connackReason5 } from "./connect_v5.ts";
 import type { SessionContext } from "./context.ts";
 import type { ConnackOutcome, Outcome } from "./outcome.ts";
 import type { Outbox } from "./outbox.ts";
+import type { V5Session } from "./v5_session.ts";
 
 /** What acting needs of a connection. */
 export interface WireSite {
@@ -103,4 +106,18 @@ function countRefusal(ctx: SessionContext, site: WireSite, o: ConnackOutcome): v
     reason: o.reason,
     remote: site.remoteAddress,
   });
+}
+
+/**
+ * What a closing connection tells its client last: an MQTT 5 DISCONNECT with the reason once
+ * connected, a CONNACK refusal for a malformed MQTT 5 CONNECT [MQTT-4.13.1], else nothing.
+ */
+export function lastWord(
+  v5: V5Session | null,
+  inConnect: boolean,
+  reasonCode: number,
+  reason: string,
+): Uint8Array | null {
+  if (v5 !== null) return encodeDisconnect5(reasonCode, reason, v5.maximumPacketSize);
+  return inConnect ? encodeRefusal5(reasonCode) : null;
 }

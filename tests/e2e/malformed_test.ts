@@ -28,6 +28,8 @@ type Expect =
   | { readonly closed: string }
   /** CONNACK with this return code, then close. */
   | { readonly connack: number }
+  /** An MQTT 5 CONNACK with this reason code, then close; counted under `rule` [MQTT-4.13.1]. */
+  | { readonly connack5: number; readonly rule: string }
   /** SUBACK with these codes; the connection stays open. */
   | { readonly suback: readonly number[] };
 
@@ -90,7 +92,9 @@ const CASES: Case[] = [
   { name: "CONNECT reserved flag bit 0 set [MQTT-3.1.2-3]", first: true, bytes: connect(0x03, str("c")), expect: closed("MQTT-3.1.2-3") },
   { name: "CONNECT protocol name MQTX [MQTT-3.1.2-1]", first: true, bytes: connect(2, str("c"), "MQTX"), expect: closed("MQTT-3.1.2-1") },
   { name: "CONNECT MQIsdp level 3 gets CONNACK 1 [MQTT-3.1.2-2]", first: true, bytes: connect(2, str("c"), "MQIsdp", 3), expect: { connack: 1 } },
-  { name: "CONNECT MQTT level 5 without its property length [MQTT-2.2.3]", first: true, bytes: connect(2, str("c"), "MQTT", 5), expect: closed("MQTT-2.2.3") },
+  { name: "CONNECT MQTT level 5 without its property length gets CONNACK 0x81 [MQTT-4.13.1]", first: true, bytes: connect(2, str("c"), "MQTT", 5), expect: { connack5: 0x81, rule: "MQTT-2.2.3" } },
+  { name: "CONNECT MQTT 5 with Receive Maximum twice gets CONNACK 0x82 [MQTT-2.2.2-2]", first: true, bytes: connect(2, [6, 0x21, 0, 1, 0x21, 0, 2, ...str("c")], "MQTT", 5), expect: { connack5: 0x82, rule: "MQTT-2.2.2-2" } },
+  { name: "CONNECT MQTT 5 will QoS 3 gets CONNACK 0x81 [MQTT-3.1.2-14]", first: true, bytes: connect(0x1e, [0, ...str("c"), 0, ...str("w"), ...str("x")], "MQTT", 5), expect: { connack5: 0x81, rule: "MQTT-3.1.2-14" } },
   { name: "CONNECT MQTT level 6 gets CONNACK 1 [MQTT-3.1.2-2]", first: true, bytes: connect(2, str("c"), "MQTT", 6), expect: { connack: 1 } },
   { name: "CONNECT will QoS 1 without will flag [MQTT-3.1.2-11]", first: true, bytes: connect(0x0a, str("c")), expect: closed("MQTT-3.1.2-11") },
   { name: "CONNECT will retain without will flag [MQTT-3.1.2-11]", first: true, bytes: connect(0x22, str("c")), expect: closed("MQTT-3.1.2-11") },
@@ -282,7 +286,12 @@ class Witness {
 async function runCase(gw: TestGateway, witness: Witness, c: Case, n: number): Promise<void> {
   const m = gw.gateway.metrics;
   const errorsBefore = total(m.protocolErrors.values);
-  const ruleBefore = "closed" in c.expect ? m.protocolErrors.get({ rule: c.expect.closed }) : 0;
+  const e0 = c.expect;
+  const ruleBefore = "closed" in e0
+    ? m.protocolErrors.get({ rule: e0.closed })
+    : "connack5" in e0
+    ? m.protocolErrors.get({ rule: e0.rule })
+    : 0;
   const refusedBefore = total(m.connectionsRefused.values);
   const rejectedBefore = m.publishes.get({ outcome: "rejected" });
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: gw.port });
@@ -305,11 +314,13 @@ async function runCase(gw: TestGateway, witness: Witness, c: Case, n: number): P
         assert.deepEqual(r.bytes, [0x20, 2, 0, e.connack]);
         assert.equal(total(m.connectionsRefused.values), refusedBefore + 1, "counted as refused");
       } else {
-        assert.deepEqual(r.bytes, [], "no reply before the close");
+        const rule = "connack5" in e ? e.rule : e.closed;
+        const reply = "connack5" in e ? [0x20, 3, 0, e.connack5, 0] : [];
+        assert.deepEqual(r.bytes, reply, "the reply before the close");
         assert.equal(
-          m.protocolErrors.get({ rule: e.closed }),
+          m.protocolErrors.get({ rule }),
           ruleBefore + 1,
-          `counted under ${e.closed}`,
+          `counted under ${rule}`,
         );
         assert.equal(
           total(m.protocolErrors.values),

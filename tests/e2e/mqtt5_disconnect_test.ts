@@ -380,3 +380,46 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "MQTT 5: a client still writing (PUBRELs) after the gateway's DISCONNECT 0x93 reads every PUBREC and the DISCONNECT, not a reset",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: { IGGY_MQTT_LIMITS_MAX_INFLIGHT_PUBLISHES_PER_CLIENT: "4" },
+    });
+    try {
+      const c = await connectRaw5(gw, "linger-client");
+      const publish = (id: number) =>
+        packet(0x34, [...str("sensors/rm/data"), id >> 8, id & 0xff, 0, 0x78]);
+      const pubrel = (id: number) => new Uint8Array([0x62, 2, id >> 8, id & 0xff]);
+      // As Paho's test client does: it publishes all five, then reads and answers PUBRECs.
+      for (let id = 1; id <= 5; id++) {
+        await c.send(publish(id));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await new Promise((r) => setTimeout(r, 200)); // the DISCONNECT is written by now
+      for (let id = 1; id <= 4; id++) {
+        // Paho's client failed here ("Connection reset by peer") when the socket was closed.
+        await c.send(pubrel(id));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const got: number[] = [];
+      for (;;) {
+        const p = await c.readPacket();
+        assert.ok(p !== null, `the connection reset before the DISCONNECT (got ${got})`);
+        got.push(p[0]);
+        if (p[0] === 0xe0) {
+          assert.equal(disconnectOf(p).code, 0x93);
+          break;
+        }
+      }
+      assert.deepEqual(got, [0x50, 0x50, 0x50, 0x50, 0xe0]);
+      assert.ok(await c.closedByPeer(), "closed after the DISCONNECT");
+      c.close();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
