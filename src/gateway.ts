@@ -136,7 +136,7 @@ export class Gateway {
     this.#ctx = {
       config,
       backend: this.backend,
-      authenticator: new Authenticator(config.auth, this.backend, config.listeners.tls_identity),
+      authenticator: Authenticator.of(config, this.backend),
       preparer,
       registry: this.registry,
       delivery: this.delivery,
@@ -199,11 +199,11 @@ export class Gateway {
     this.retained.start();
     await this.forwarder?.start();
     await this.#checkDurability(this.maps.current);
-    const accept = (t: Transport) => this.#accept(t);
+    const accept = (listener: string) => (t: Transport) => this.#accept(t, listener);
     if (c.listeners.tcp !== "") {
-      this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept));
+      this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept("tcp")));
     }
-    if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.metrics, accept));
+    if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.metrics, accept("tls")));
     this.#listeners.push(...await bindWs(c, this.metrics, accept));
     this.#deadlines.start();
     this.#started = true;
@@ -221,7 +221,7 @@ export class Gateway {
     if (c.auth.allow_anonymous) {
       this.logger.warn("Anonymous MQTT clients are allowed", {
         from: c.auth.anonymous_sources,
-        rights: c.auth.anonymous_permissions,
+        rights: c.anonymous_permissions === null ? c.auth.anonymous_permissions : "[anonymous]",
       });
     }
     return ports;
@@ -275,9 +275,9 @@ export class Gateway {
     this.#accept(t);
   }
 
-  /** Accepts one transport (listeners and in-memory tests). */
-  #accept(t: Transport): void {
-    this.metrics.connectionsAccepted.inc();
+  /** Accepts one transport (listeners and in-memory tests) from `listener` (a metrics label). */
+  #accept(t: Transport, listener = "tcp"): void {
+    this.metrics.connectionsAccepted.inc({ listener });
     if (!this.#ctx.sourceGuard.admit(t.remoteAddress)) {
       this.metrics.connectionsRefused.inc({ reason: "rate_per_source" });
       this.logger.limited("warn", "Connection refused: connection rate from source exceeded", {
@@ -308,13 +308,11 @@ export class Gateway {
    */
   async reload(next: GatewayConfig): Promise<void> {
     const map = await loadMap(next);
-    const tlsListener = this.#listeners.find((l) => l.kind === "tls");
-    const tls = next.listeners.tls !== "" && tlsListener?.reloadTls
-      ? await readTlsMaterial(next.listeners)
-      : null;
-    if (tls) await tlsListener!.reloadTls!(tls);
+    const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
+    const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;
+    for (const l of secure) await l.reloadTls!(tls!);
     this.backend.setUsers?.(next.users);
-    this.#ctx.authenticator.reload(next.auth);
+    this.#ctx.authenticator.reload(next.auth, next.anonymous_permissions);
     const previous = this.maps.current;
     this.maps.current = map;
     await this.#checkDurability(map);

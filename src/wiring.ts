@@ -208,24 +208,26 @@ export function bindTcp(
 export async function bindWs(
   config: GatewayConfig,
   metrics: GatewayMetrics,
-  accept: AcceptHandler,
+  accept: (listener: "ws" | "wss") => AcceptHandler,
 ): Promise<MqttListener[]> {
   const l = config.listeners;
   const out: MqttListener[] = [];
-  const o = {
+  const o = (listener: "ws" | "wss") => ({
     path: l.ws_path,
     allowedOrigins: l.ws_allowed_origins,
-    onRefused: () => metrics.connectionsRefused.inc({ reason: "ws_upgrade" }),
-  };
+    onRefused: () => metrics.connectionsRefused.inc({ reason: "ws_upgrade", listener }),
+  });
   if (l.ws !== "") {
     const a = parseAddress("listeners.ws", l.ws);
-    out.push(await listenWs(a.hostname, a.port, o, accept));
+    out.push(await listenWs(a.hostname, a.port, o("ws"), accept("ws")));
   }
   if (l.wss !== "") {
     const a = parseAddress("listeners.wss", l.wss);
     const cert = await readOperatorFile("listeners.tls_cert_file", l.tls_cert_file);
     const key = await readOperatorFile("listeners.tls_key_file", l.tls_key_file);
-    out.push(await listenWs(a.hostname, a.port, { ...o, tls: { cert, key } }, accept));
+    out.push(
+      await listenWs(a.hostname, a.port, { ...o("wss"), tls: { cert, key } }, accept("wss")),
+    );
   }
   return out;
 }

@@ -13,7 +13,7 @@
  * @module
  */
 import type { Transport, TransportSink } from "../session/transport.ts";
-import type { AcceptHandler, MqttListener } from "./mqtt_listener.ts";
+import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 import { bindError } from "./bind_error.ts";
 import { nextTick } from "../base/tick.ts";
 
@@ -154,42 +154,77 @@ export function refusal(req: Request, o: WsListenOptions): [number, string] | nu
   return null;
 }
 
-/** Binds the WebSocket listener; rejects with an OperatorError naming the address. */
+/**
+ * Binds the WebSocket listener; rejects with an OperatorError naming the address. A `wss`
+ * listener reloads its certificate and key with the TLS listener, but Deno's HTTP server can
+ * neither swap them nor stop accepting without closing its upgraded WebSockets (and shares a
+ * port only under `--unstable-net`): a reload proves the new pair, stops the old server, which
+ * closes the open `wss` connections (their clients reconnect, stored sessions resume), and binds
+ * the port again with the new pair. A pair that does not load is refused, the old server untouched.
+ */
 export async function listenWs(
   hostname: string,
   port: number,
   o: WsListenOptions,
   onAccept: AcceptHandler,
 ): Promise<MqttListener> {
-  const ready = Promise.withResolvers<number>();
+  const kind = o.tls ? "wss" : "ws";
   let server: Deno.HttpServer<Deno.NetAddr>;
+  let bound: number;
   try {
-    server = Deno.serve({
-      hostname,
-      port,
-      onListen: (a) => ready.resolve(a.port),
-      ...(o.tls ?? {}),
-    }, (req, info) => {
-      const refused = refusal(req, o);
-      if (refused !== null) {
-        o.onRefused?.(refused[1]);
-        return new Response(refused[1] + "\n", { status: refused[0] });
-      }
-      const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
-      const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
-      const t = new WsTransport(socket, remote);
-      socket.addEventListener("open", () => onAccept(t), { once: true });
-      return response;
-    });
+    [server, bound] = await serveWs(hostname, port, o, onAccept);
   } catch (err) {
     throw bindError(o.tls ? "listeners.wss" : "listeners.ws", hostname, port, err);
   }
-  const bound = await ready.promise;
-  return {
-    kind: o.tls ? "wss" : "ws",
+  const listener: MqttListener = {
+    kind,
     layer: "deno",
     hostname,
     port: bound,
     close: () => void server.shutdown(),
   };
+  if (!o.tls) return listener;
+  return {
+    ...listener,
+    async reloadTls(next: TlsMaterial) {
+      const tls = { cert: next.cert, key: next.key };
+      Deno.listenTls({ hostname: "127.0.0.1", port: 0, ...tls }).close(); // throws on a bad pair
+      await server.shutdown();
+      try {
+        [server] = await serveWs(hostname, bound, { ...o, tls }, onAccept);
+      } catch (err) {
+        // The port was taken in between: serve on with the old pair if it still binds.
+        [server] = await serveWs(hostname, bound, o, onAccept);
+        throw err;
+      }
+    },
+  };
+}
+
+/** One Deno HTTP server answering MQTT upgrades, and the port it bound. */
+async function serveWs(
+  hostname: string,
+  port: number,
+  o: WsListenOptions,
+  onAccept: AcceptHandler,
+): Promise<[Deno.HttpServer<Deno.NetAddr>, number]> {
+  const ready = Promise.withResolvers<number>();
+  const server = Deno.serve({
+    hostname,
+    port,
+    onListen: (a) => ready.resolve(a.port),
+    ...(o.tls ?? {}),
+  }, (req, info) => {
+    const refused = refusal(req, o);
+    if (refused !== null) {
+      o.onRefused?.(refused[1]);
+      return new Response(refused[1] + "\n", { status: refused[0] });
+    }
+    const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
+    const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
+    const t = new WsTransport(socket, remote);
+    socket.addEventListener("open", () => onAccept(t), { once: true });
+    return response;
+  });
+  return [server, await ready.promise];
 }

@@ -87,7 +87,7 @@ const COUNTERS = {
   },
   connectionsAccepted: {
     name: "mqtt_connections_accepted_total",
-    help: "Sockets accepted",
+    help: "Sockets accepted, by listener (tcp, tls, ws, wss)",
   },
   connectionsRefused: {
     name: "mqtt_connections_refused_total",

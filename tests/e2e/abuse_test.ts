@@ -19,7 +19,7 @@ Deno.test({
       const clients: RawClient[] = [];
       for (let i = 0; i < 30; i++) clients.push(await RawClient.connect(gw.port));
       await waitFor(
-        () => gw.gateway.metrics.connectionsAccepted.get() >= 30,
+        () => gw.gateway.metrics.connectionsAccepted.get({ listener: "tcp" }) >= 30,
         5000,
         "the gateway to take in all 30 sockets",
       );

@@ -13,6 +13,7 @@ import {
   publishPacket,
   run,
   startGateway,
+  testEnv,
   waitFor,
 } from "../helpers/gateway.ts";
 import { BROWSER, Browser } from "../helpers/browser.ts";
@@ -283,6 +284,55 @@ c.loop_stop()
       }
       await c.endAsync();
     } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "secure WebSocket reload: new connections get the new certificate (open wss connections are closed, their clients reconnect), a bad pair is refused and the current one keeps serving; accepts count per listener",
+  ...opts,
+  async fn() {
+    const env = (cert: string, key: string) => ({
+      IGGY_MQTT_LISTENERS_WSS: "127.0.0.1:0",
+      IGGY_MQTT_LISTENERS_TLS_CERT_FILE: `${FIX}${cert}`,
+      IGGY_MQTT_LISTENERS_TLS_KEY_FILE: `${FIX}${key}`,
+    });
+    const gw = await startGateway({ env: env("server.crt", "server.key") });
+    const oldCa = await Deno.readTextFile(`${FIX}server.crt`);
+    const newCa = await Deno.readTextFile(`${FIX}server2.crt`);
+    const url = `wss://localhost:${gw.wssPort}/mqtt`;
+    const before = await mqtt.connectAsync(url, { ca: oldCa, reconnectPeriod: 0 });
+    let closed = false;
+    before.on("close", () => closed = true);
+    const { loadConfig } = await import("../../src/config/load.ts");
+    const reloadWith = (cert: string, key: string) =>
+      gw.gateway.reload(loadConfig({
+        text: "",
+        source: "reload",
+        env: { ...testEnv(gw.dir), ...env(cert, key), IGGY_MQTT_LISTENERS_WSS: "127.0.0.1:0" },
+      }));
+    try {
+      await reloadWith("server2.crt", "server2.key");
+      await waitFor(() => closed, 3000, "the open wss connection closed by the reload");
+      const withNew = await mqtt.connectAsync(url, { ca: newCa, reconnectPeriod: 0 });
+      await withNew.endAsync();
+      const withOld = await mqtt.connectAsync(url, {
+        ca: oldCa,
+        reconnectPeriod: 0,
+        connectTimeout: 3000,
+      }).then(() => "connected", (e) => String(e));
+      assert.notEqual(withOld, "connected", "the old certificate is gone for new connections");
+      await assert.rejects(reloadWith("README.txt", "server2.key"));
+      const still = await mqtt.connectAsync(url, { ca: newCa, reconnectPeriod: 0 });
+      await still.endAsync();
+      const m = gw.gateway.metrics.connectionsAccepted;
+      assert.equal(m.get({ listener: "wss" }), 3, "before, withNew, still");
+      await reloadWith("server2.crt", "server2.key"); // a bad pair did not stop the listener
+      assert.equal(m.get({ listener: "tcp" }), 0);
+    } finally {
+      await before.endAsync();
       await gw.stop();
     }
   },
