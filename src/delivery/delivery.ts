@@ -92,6 +92,11 @@ export class Delivery implements DeliveryPort {
       "Shared subscription groups: with members connected, and waiting for one (parked)",
       () => [[{ state: "connected" }, shares.size], [{ state: "parked" }, shares.parked]],
     );
+    deps.metrics.registry.gauge(
+      "mqtt_share_partitions_owned",
+      "Iggy mode: partitions the log's consumer groups give this gateway's share groups",
+      () => this.sharePartitionsOwned,
+    );
     this.#retained = deps.retained === undefined ? null : {
       retained: deps.retained,
       preparer: deps.preparer,
@@ -329,6 +334,7 @@ export class Delivery implements DeliveryPort {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#clients.stop();
+    await this.#subscriptions.spread?.stop(); // positions stored while the readers still stand
     for (const r of this.readers.values()) r.stop(true);
     await Promise.all([...this.readers.values()].map((r) => r.done));
     await this.#stored.stop();
@@ -341,6 +347,11 @@ export class Delivery implements DeliveryPort {
    */
   reresolve(previous: CompiledMap): Promise<number> {
     return reresolve(this.#subscriptions, previous);
+  }
+
+  /** Partitions this gateway deals to its share groups (split with other gateways). */
+  get sharePartitionsOwned(): number {
+    return this.#subscriptions.spread?.owned() ?? 0;
   }
 
   /** Figures for metrics and the status page. */

@@ -55,6 +55,11 @@ export interface ShareGroup<C> {
   readonly members: Subscription<C>[];
   /** Round robin: the member tried first for the next message. */
   next: number;
+  /**
+   * Triple keys this gateway deals to the group (the log's consumer group split them between
+   * gateways, `share_spread.ts`); absent: every one.
+   */
+  owned?: Set<string>;
 }
 
 /** Registry of subscriptions: exact filters hashed, wildcard filters in a topic trie. */

@@ -120,7 +120,9 @@ export class Router {
     // Exact filters are unique per (client, prefix); only wildcard hits can overlap.
     const found = out.length > exactCount ? dedupe(out) : out;
     if (shared !== null) {
-      for (const [g, members] of shared) found.push(sharedTarget(g, members, m));
+      for (const [g, members] of shared) {
+        if (g.owned === undefined || g.owned.has(key)) found.push(sharedTarget(g, members, m));
+      }
     }
     return found.length > 0 ? found : null;
   }

@@ -21,6 +21,7 @@ import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
 import type { ReaderOptions, SharedReader } from "./reader.ts";
 import { ReaderPool } from "./reader_pool.ts";
 import { parseShare, ShareGroups } from "./share_groups.ts";
+import { ShareSpread } from "./share_spread.ts";
 import {
   type Subscription,
   type SubscriptionRegistry,
@@ -107,6 +108,8 @@ export class Subscriptions {
   readonly registry: SubscriptionRegistry<ClientQueue>;
   /** Shared subscriptions' groups (`$share/<group>/<filter>`). */
   readonly shares = new ShareGroups<ClientQueue>();
+  /** Share groups split with other gateways by the log's consumer groups (Iggy); else null. */
+  readonly spread: ShareSpread | null;
   readonly tripleDeps: FilterTripleDeps;
   readonly opts: SubscribeOptions;
   readonly logger: Logger;
@@ -150,6 +153,12 @@ export class Subscriptions {
       live: (q) => !this.stopping() && this.#clients.get(q.sub) === q,
       evict: (q, why) => this.#clients.evict(q, why),
     };
+    const groups = deps.backend.groups;
+    this.spread = groups === undefined ? null : new ShareSpread({
+      ...this.#catchUpDeps,
+      groups,
+      handedOver: (n) => deps.metrics.shareHandover.inc({}, n),
+    });
   }
 
   /**
@@ -225,8 +234,15 @@ export class Subscriptions {
     const full = this.shares.full(key, this.opts.maxShareGroups, this.opts.maxShareMembers);
     if (full !== null) return this.refuse(s.client, filter, `${full} reached`, 0x97);
     const parked = this.shares.unpark(key);
-    const startAt = parked && (async (_t: Triple, k: string) => await parked.get(k) ?? null);
-    return await this.#attach(s, filter, triples, startAt, resume?.pending, key);
+    // Split between gateways, the group starts from its position in the log (`share_spread`).
+    const startAt = this.spread === null && parked &&
+      (async (_t: Triple, k: string) => await parked.get(k) ?? null);
+    const code = await this.#attach(s, filter, triples, startAt || undefined, resume?.pending, key);
+    const g = s.share;
+    if (this.spread !== null && g !== undefined && g.members.length === 1 && g.members[0] === s) {
+      await this.spread.start(g, triples, parked !== undefined || resume !== undefined);
+    }
+    return code;
   }
 
   /**
@@ -320,7 +336,10 @@ export class Subscriptions {
 
   /** A subscription ends: every reader it held loses a subscriber and stops at none. */
   release(s: Subscription<ClientQueue>): void {
-    if (s.share !== undefined) this.shares.leave(s.share, s);
+    const g = s.share;
+    // The last member here: the group's position is taken while its copies still count.
+    if (g !== undefined && g.members.length === 1 && g.members[0] === s) void this.spread?.end(g);
+    if (g !== undefined) this.shares.leave(g, s);
     for (const k of s.startOffsets.keys()) this.pool.release(k);
     s.startOffsets.clear(); // a catch-up still running sees it ended
   }

@@ -229,12 +229,29 @@ export interface RemoteTuning {
   watchSends(observe: SendObserver): void;
 }
 
+/**
+ * A log's consumer groups, as the split of a topic's partitions between gateways that serve one
+ * shared subscription (Iggy; absent on the embedded log, where one gateway has them all).
+ */
+export interface GroupMembership {
+  /** Members the group has now, over every gateway (0 when it does not exist). */
+  members(stream: string, topic: string, group: string): Promise<number>;
+  /** Joins the group `group` of stream/topic, making it when it does not exist. */
+  join(stream: string, topic: string, group: string): Promise<void>;
+  /** The partitions the group gives this gateway now; null when it is not (or no longer) a member. */
+  assigned(stream: string, topic: string, group: string): Promise<number[] | null>;
+  /** Leaves the group (its partitions go to the other members at once). */
+  leave(stream: string, topic: string, group: string): Promise<void>;
+}
+
 /** The backend port. Every method may reject with {@link BackendError}. */
 export interface LogBackend {
   /** "embedded" or "iggy". */
   readonly kind: string;
   /** What a backend that sends to a server does differently; absent on the embedded log. */
   readonly remote?: RemoteTuning;
+  /** Consumer groups across gateways (Iggy); absent: this gateway serves every partition. */
+  readonly groups?: GroupMembership;
   /** Opens files/connections. Resolves when usable; rejects with a clear error otherwise. */
   open(): Promise<void>;
   /** Flushes what is pending and releases every resource. Idempotent. */

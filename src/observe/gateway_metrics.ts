@@ -172,6 +172,12 @@ const COUNTERS = {
     name: "session_retention_gap_messages_total",
     help: "Messages a stored session or replay skipped because retention had removed them",
   },
+  /** Messages a gateway given a share group's partition dealt from the group's position. */
+  shareHandover: {
+    name: "mqtt_share_handover_messages_total",
+    help:
+      "Shared subscriptions: messages dealt again from the group's stored position after a partition moved between gateways (at least once)",
+  },
   replaySkipped: {
     name: "replay_skipped_messages_total",
     help: "Matching messages a replay passed over after limits.max_replay_messages",

@@ -12,7 +12,7 @@ import { decodeSendReply, type PollReply, storedMessagesOf } from "./batch.ts";
 import { AppendBatcher } from "./batcher.ts";
 import { Code, IggyError, Status } from "./codes.ts";
 import * as cmd from "./request_bodies.ts";
-import { clusterDialers, type Dialer } from "./dial.ts";
+import { clusterDialers, type IggyBackendDeps } from "./dial.ts";
 import { toBackendError } from "./errors.ts";
 import { loadHashes } from "../../base/xxhash.ts";
 import type { Credentials } from "./login.ts";
@@ -25,23 +25,11 @@ import { SendEncoder, type SendItem, wireSizeOf } from "./send_encoder.ts";
 import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
 import type { PartitionOps, PartitionOpsDeps } from "./partition_ops.ts";
-import type { Logger } from "../../observe/logger.ts";
 import { describeServer } from "./server_info.ts";
+import { IggyGroups } from "./consumer_groups.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
 export const POLL_CONSUMER = "mqtt-gateway-poll";
-
-/** Injection points for tests. */
-export interface IggyBackendDeps {
-  /** Opens the byte stream to Iggy (default: TCP/TLS to `config.address`). */
-  readonly dial?: Dialer;
-  /** One dialer per cluster node (tests); wins over `dial`. */
-  readonly dials?: readonly Dialer[];
-  /** Jitter source for reconnect back-off, in [0, 1) (default Math.random). */
-  readonly random?: () => number;
-  /** Where the client's warnings go (a fenced 0.12 producer). */
-  readonly logger?: Logger;
-}
 
 /**
  * The Iggy backend. `config` is `[iggy]` of the gateway config; `auth.patUsername` is the
@@ -76,6 +64,8 @@ export class IggyBackend implements port.LogBackend {
     consumer: POLL_CONSUMER,
     nextOffset: async (a) => nextOffsetIn(await this.#fetchTopic(a.stream, a.topic), a),
   });
+  /** Consumer groups: the split of shared subscriptions between gateways (own login). */
+  readonly groups: IggyGroups;
   /** Told of each confirmed send (`/metrics`: `iggy_send_seconds`, `iggy_send_messages`). */
   #onSend: port.SendObserver | undefined;
 
@@ -118,6 +108,9 @@ export class IggyBackend implements port.LogBackend {
       config.metadata_refresh_ms,
     );
     this.#opsDeps = this.#partitionOpsDeps(config.request_timeout_ms, deps.logger);
+    this.groups = new IggyGroups(() =>
+      this.#chooser.connect(this.#pool.dial, credentials, { ...connectOptions, label: "groups" })
+    );
     this.#principals = new PrincipalAuthenticator({
       connect: (c) => this.#chooser.connect(this.#pool.dial, c, connectOptions),
       dialect: () => this.#dialect,
@@ -127,7 +120,7 @@ export class IggyBackend implements port.LogBackend {
     });
   }
 
-  #partitionOpsDeps(timeoutMs: number, logger?: Logger): PartitionOpsDeps {
+  #partitionOpsDeps(timeoutMs: number, logger?: IggyBackendDeps["logger"]): PartitionOpsDeps {
     return {
       request: (code, body, framed, o) => this.#pool.request(code, body, framed, o),
       session: () => this.#pool.registration?.session,
@@ -162,6 +155,7 @@ export class IggyBackend implements port.LogBackend {
     this.#state = "closed";
     await this.#batcher.flush();
     for (const ops of this.#opsByDialect.values()) ops.cancelAll();
+    await this.groups.close();
     await this.#pool.close();
   }
 

@@ -27,6 +27,11 @@ export const Code = Object.freeze({
   DELETE_STREAM: 203,
   GET_TOPIC: 300,
   CREATE_TOPIC: 302,
+  GET_CONSUMER_GROUP: 600,
+  CREATE_CONSUMER_GROUP: 602,
+  JOIN_CONSUMER_GROUP: 604,
+  LEAVE_CONSUMER_GROUP: 605,
+  SYNC_CONSUMER_GROUP: 606,
 });
 
 /** Operation byte of a request header (`consensus/operation.rs`). */
@@ -41,6 +46,9 @@ export const Operation = Object.freeze({
   DELETE_USER: 143,
   CREATE_PAT: 146,
   DELETE_PAT: 147,
+  CREATE_CONSUMER_GROUP: 139,
+  JOIN_CONSUMER_GROUP: 148,
+  LEAVE_CONSUMER_GROUP: 149,
   SEND_MESSAGES: 160,
   STORE_CONSUMER_OFFSET: 161,
   DELETE_CONSUMER_OFFSET: 162,
@@ -60,6 +68,9 @@ const OPERATION_OF: ReadonlyMap<number, number> = new Map<number, number>([
   [Code.DELETE_USER, Operation.DELETE_USER],
   [Code.CREATE_PAT, Operation.CREATE_PAT],
   [Code.DELETE_PAT, Operation.DELETE_PAT],
+  [Code.CREATE_CONSUMER_GROUP, Operation.CREATE_CONSUMER_GROUP],
+  [Code.JOIN_CONSUMER_GROUP, Operation.JOIN_CONSUMER_GROUP],
+  [Code.LEAVE_CONSUMER_GROUP, Operation.LEAVE_CONSUMER_GROUP],
   [Code.SEND_MESSAGES, Operation.SEND_MESSAGES],
   [Code.STORE_CONSUMER_OFFSET, Operation.STORE_CONSUMER_OFFSET],
 ]);

@@ -8,6 +8,7 @@
 import { type HostPort, splitHostPort } from "../../base/address.ts";
 import type { GatewayConfig } from "../../config/types.ts";
 import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
+import type { Logger } from "../../observe/logger.ts";
 
 /** A bidirectional byte stream. */
 export interface Transport {
@@ -115,4 +116,16 @@ export function clusterDialers(
       connectTimeoutMs: config.request_timeout_ms,
     })
   );
+}
+
+/** Injection points for tests. */
+export interface IggyBackendDeps {
+  /** Opens the byte stream to Iggy (default: TCP/TLS to `config.address`). */
+  readonly dial?: Dialer;
+  /** One dialer per cluster node (tests); wins over `dial`. */
+  readonly dials?: readonly Dialer[];
+  /** Jitter source for reconnect back-off, in [0, 1) (default Math.random). */
+  readonly random?: () => number;
+  /** Where the client's warnings go (a fenced 0.12 producer). */
+  readonly logger?: Logger;
 }

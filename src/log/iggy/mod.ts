@@ -6,7 +6,8 @@
  * @module
  */
 
-export { IggyBackend, type IggyBackendDeps, POLL_CONSUMER } from "./backend.ts";
+export { IggyBackend, POLL_CONSUMER } from "./backend.ts";
+export type { IggyBackendDeps } from "./dial.ts";
 export type { Dialer, Transport } from "./dial.ts";
 export {
   formatVersion,

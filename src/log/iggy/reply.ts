@@ -31,6 +31,11 @@ const COMMAND_NAMES: Record<number, string> = {
   203: "delete stream",
   300: "get topic",
   302: "create topic",
+  600: "get consumer group",
+  602: "create consumer group",
+  604: "join consumer group",
+  605: "leave consumer group",
+  606: "sync consumer group",
 };
 
 /** Human name of a command code. */
