@@ -374,6 +374,13 @@ export const KEY_SPECS = [
       "SQLite catalog file of the embedded log (created if missing); messages go to segment files in the directory <path>-log beside it.",
   },
   {
+    key: "embedded.qos0_sync_ms",
+    type: int(0, 1000),
+    default: 5,
+    doc:
+      "A commit of QoS 0 messages only is readable at once and synced by the next commit someone waits for (QoS 1/2, wills, positions) or within this many ms; a crash loses at most these QoS 0 messages, never a PUBACKed one. 0 = sync every commit.",
+  },
+  {
     key: "embedded.writer_thread",
     type: oneOf("in-process", "worker"),
     default: "in-process",

@@ -35,6 +35,7 @@ export async function createBackend(
     retentionMaxTopicBytes: config.log.retention_max_topic_bytes,
     retentionIntervalMs: config.log.retention_interval_ms,
     maxAppendBatch: config.limits.max_append_batch,
+    qos0SyncMs: config.embedded.qos0_sync_ms,
     writerThread: config.embedded.writer_thread,
     forward,
   });

@@ -43,6 +43,12 @@ export interface AppendRequest extends PartitionAddress {
    * without that distinction never calls it.
    */
   readonly onCommitted?: (baseOffset: number) => void;
+  /**
+   * Nobody waits for these messages to be durable (QoS 0 publishes): a backend that syncs to
+   * disk may confirm them once readable and sync them a little later (embedded:
+   * `embedded.qos0_sync_ms`), with the next commit someone waits for or within that interval.
+   */
+  readonly syncLater?: boolean;
 }
 
 /**

@@ -32,14 +32,26 @@ export interface OfferedAppend {
   messages: OutgoingMessage[];
 }
 
-/** Appends `a.messages` to `a.address` and offers them to live subscribers (see above). */
-export function appendAndOffer(ctx: AppendContext, a: OfferedAppend): Promise<AppendReceipt> {
+/**
+ * Appends `a.messages` to `a.address` and offers them to live subscribers (see above);
+ * `syncLater`: only QoS 0 messages, nobody waits for their sync (`AppendRequest.syncLater`).
+ */
+export function appendAndOffer(
+  ctx: AppendContext,
+  a: OfferedAppend,
+  syncLater = false,
+): Promise<AppendReceipt> {
   let offered = false;
   const onCommitted = (baseOffset: number) => {
     offered = true;
     ctx.delivery.notifyAppended(a.address, baseOffset, a.messages);
   };
-  const appended = ctx.backend.append({ ...a.address, messages: a.messages, onCommitted });
+  const appended = ctx.backend.append({
+    ...a.address,
+    messages: a.messages,
+    onCommitted,
+    syncLater,
+  });
   // On the Iggy path: held until the receipt, every message in flight survives the scavenges of
   // a whole send; dropped here, they die young and the GC's share of the gateway's busy time
   // drops (see docs/BENCHMARKS.md, 'Figures behind the code').

@@ -263,7 +263,8 @@ export class ConnectionPublisher {
     const { stream, topic, partition } = b.address;
     const span = startAppendSpan(this.#site.spanContext, stream, topic, partition, n);
     // Live subscribers get the messages once committed; the PUBACKs wait for the disk.
-    appendAndOffer(ctx, b).then(
+    // QoS 0 only: nobody waits for the disk (the embedded log syncs it a little later).
+    appendAndOffer(ctx, b, b.qos1 === 0).then(
       (receipt) => {
         const at = placedAt(b.address, receipt.partition);
         this.#confirmed(b, at, n, started, span, receipt.baseOffset);

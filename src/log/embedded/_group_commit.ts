@@ -9,6 +9,12 @@
  * A transaction is readable as soon as it is written (the commit hook and each append's
  * `onCommitted`), before that fsync.
  *
+ * A transaction of appends nobody waits for (QoS 0 only, `syncLater`) resolves once written,
+ * and its fsync is left to the next transaction someone waits for (an fsync covers every write
+ * before it) or to a timer of `lazySyncMs`: a stream of QoS 0 readings costs one fsync per
+ * interval, not one per reading. A crash loses at most those; never an append that resolved
+ * after its fsync.
+ *
  * Consumer offsets go to the catalog's writer (_writer.ts), one transaction at a time beside
  * the log's, each acknowledged after the catalog's WAL is on disk.
  *
@@ -29,6 +35,8 @@ export interface PendingAppend {
   readonly messages: readonly OutgoingMessage[];
   /** Runs after the write, before the fsync (see AppendRequest.onCommitted). */
   readonly onCommitted?: (baseOffset: number) => void;
+  /** Nobody waits for its fsync (AppendRequest.syncLater). */
+  readonly syncLater?: boolean;
   readonly resolve: (baseOffset: number) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -80,6 +88,11 @@ export class GroupCommit {
   #offsetsInFlight = false;
   /** Transactions written whose fsync has not finished yet. */
   #unsynced = 0;
+  /** Interval of the deferred fsync of `syncLater` transactions (ms); 0 = none deferred. */
+  readonly #lazySyncMs: number;
+  /** A `syncLater` transaction was written and no fsync started since. */
+  #lazyDirty = false;
+  #lazyTimer: ReturnType<typeof setTimeout> | undefined;
   #idle: (() => void)[] = [];
 
   /** @param onError maps a failed transaction's error to what each append rejects with. */
@@ -90,7 +103,9 @@ export class GroupCommit {
     now: () => number,
     onError: (e: unknown) => unknown,
     onDurable: () => void = () => {},
+    lazySyncMs = 0,
   ) {
+    this.#lazySyncMs = lazySyncMs;
     this.#link = link;
     this.#log = log;
     this.#maxBatch = Math.max(1, maxBatch);
@@ -120,6 +135,7 @@ export class GroupCommit {
 
   /** Resolves once everything queued so far has been committed (or failed). */
   drain(): Promise<void> {
+    if (this.#lazyTimer !== undefined) this.#syncLazy(); // now, not after the interval
     if (this.#isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
@@ -166,8 +182,11 @@ export class GroupCommit {
     const timestampMicros = this.#now();
     const { data, logRuns, messages } = this.#encode(batch, runs, timestampMicros);
     this.#inFlight = true;
+    const lazy = this.#lazySyncMs > 0 && batch.every((a) => a.syncLater === true);
     this.#log.append(data, logRuns, timestampMicros).then(
       (bases) => {
+        if (lazy) return this.#writtenLazy(batch, runs, bases, messages);
+        this.#lazyDirty = false; // the fsync below covers every earlier write
         this.#unsynced++;
         this.#visible(runs, bases);
         // Durable only after the fsync, which runs off the event loop; meanwhile the next
@@ -189,6 +208,32 @@ export class GroupCommit {
       this.#inFlight = false;
       // Everything that arrived during the write goes now, in one transaction.
       this.#send();
+    });
+  }
+
+  /** A `syncLater` transaction is written: readable, confirmed, its fsync deferred. */
+  #writtenLazy(batch: PendingAppend[], runs: Run[], bases: number[], messages: number): void {
+    this.#visible(runs, bases);
+    this.#committed(runs, bases, messages, false);
+    batch.length = 0;
+    runs.length = 0;
+    this.#lazyDirty = true;
+    this.#lazyTimer ??= setTimeout(() => this.#syncLazy(), this.#lazySyncMs);
+  }
+
+  /** The deferred fsync, unless a transaction someone waited for synced them meanwhile. */
+  #syncLazy(): void {
+    if (this.#lazyTimer !== undefined) clearTimeout(this.#lazyTimer);
+    this.#lazyTimer = undefined;
+    if (!this.#lazyDirty) return;
+    this.#lazyDirty = false;
+    this.#unsynced++;
+    this.#log.sync().then(
+      () => this.#onDurable(),
+      (e) => this.#onError(e), // counted and logged; nobody waits to be rejected
+    ).finally(() => {
+      this.#unsynced--;
+      this.#wakeIdle();
     });
   }
 
@@ -275,8 +320,8 @@ export class GroupCommit {
     }
   }
 
-  /** After the fsync: the appends resolve (PUBACKs go out). */
-  #committed(runs: Run[], bases: number[], messages: number): void {
+  /** After the fsync (a `syncLater` one: after the write): the appends resolve. */
+  #committed(runs: Run[], bases: number[], messages: number, durable = true): void {
     this.stats.commits++;
     this.stats.appended += messages;
     for (let r = 0; r < runs.length; r++) {
@@ -286,7 +331,7 @@ export class GroupCommit {
         base += a.messages.length;
       }
     }
-    this.#onDurable();
+    if (durable) this.#onDurable();
   }
 
   #failed(batch: PendingAppend[], e: unknown): void {

@@ -1,106 +1,108 @@
+/**
+ * Group commit's deferred fsync (`embedded.qos0_sync_ms`): a transaction of QoS 0 appends only
+ * is confirmed once written and synced by the next transaction someone waits for, or by the
+ * interval's timer; one with anything acknowledged on disk waits for its own fsync.
+ */
 import assert from "node:assert/strict";
-import { BackendError } from "../port.ts";
-import { openTestStore, sizedMessage, textMessage } from "../../../tests/helpers/embedded_store.ts";
+import { GroupCommit, type PendingAppend } from "./_group_commit.ts";
+import type { MessageLog } from "./_message_log.ts";
+import type { TopicState } from "./_catalog.ts";
+import type { WriterLink } from "./_writer_link.ts";
 
-const address = { stream: "s", topic: "t", partition: 0 };
+/** A message log that writes nothing and counts its fsyncs (each held until released). */
+function fakeLog() {
+  let next = 0;
+  const held: (() => void)[] = [];
+  const log = {
+    syncs: 0,
+    append: (_d: Uint8Array, runs: { count: number }[]) =>
+      Promise.resolve(runs.map((r) => (next += r.count) - r.count)),
+    sync: () => {
+      log.syncs++;
+      return new Promise<void>((r) => held.push(r));
+    },
+    release: () => held.splice(0).forEach((r) => r()),
+  };
+  return log;
+}
 
-Deno.test("append() calls made together share one transaction", async () => {
-  await using store = await openTestStore();
-  const { backend } = store;
-  await backend.createTopic("s", "t", { partitions: 2 });
-  const before = backend.stats().commits;
-  const receipts = await Promise.all(
-    Array.from(
-      { length: 200 },
-      (_, i) => backend.append({ ...address, partition: i % 2, messages: [textMessage(`${i}`)] }),
-    ),
+const STATE = { id: 1 } as unknown as TopicState;
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+function append(commit: GroupCommit, syncLater: boolean) {
+  const out = { done: false };
+  commit.enqueue({
+    state: STATE,
+    partition: 0,
+    messages: [{ payload: new Uint8Array(1), headers: new Map() }],
+    syncLater,
+    resolve: () => out.done = true,
+    reject: (e: unknown) => assert.fail(String(e)),
+  } as unknown as PendingAppend);
+  return out;
+}
+
+function commitOver(log: ReturnType<typeof fakeLog>, lazyMs: number) {
+  return new GroupCommit(
+    {} as WriterLink,
+    log as unknown as MessageLog,
+    100,
+    () => 0,
+    (e) => e,
+    () => {},
+    lazyMs,
   );
-  assert.equal(backend.stats().commits - before, 1);
-  assert.equal(backend.stats().appended, 200);
-  assert.deepEqual(receipts.filter((_, i) => i % 2 === 0).map((r) => r.baseOffset), [
-    ...Array(100).keys(),
-  ]);
+}
+
+Deno.test("GroupCommit: QoS 0 transactions resolve when written; one fsync per interval covers them", async () => {
+  const log = fakeLog();
+  const commit = commitOver(log, 30);
+  const a = append(commit, true);
+  await tick();
+  const b = append(commit, true);
+  await tick();
+  assert.deepEqual([a.done, b.done, log.syncs], [true, true, 0], "confirmed, not synced yet");
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(log.syncs, 1, "one fsync for both, within the interval");
+  log.release();
+  await commit.drain();
 });
 
-Deno.test("append() splits a burst into transactions of at most maxAppendBatch messages", async () => {
-  await using store = await openTestStore({ maxAppendBatch: 100 });
-  const { backend } = store;
-  await backend.createTopic("s", "t", { partitions: 1 });
-  const before = backend.stats().commits;
-  await Promise.all(
-    Array.from({ length: 250 }, () => backend.append({ ...address, messages: [sizedMessage(10)] })),
-  );
-  assert.equal(backend.stats().commits - before, 3);
-  assert.equal(await backend.nextOffset(address), 250);
+Deno.test("GroupCommit: a transaction someone waits for syncs (covering earlier QoS 0 writes); no timer fsync after", async () => {
+  const log = fakeLog();
+  const commit = commitOver(log, 30);
+  append(commit, true);
+  await tick();
+  const q1 = append(commit, false);
+  await tick();
+  assert.deepEqual([q1.done, log.syncs], [false, 1], "waits for its fsync");
+  log.release();
+  await tick();
+  assert.equal(q1.done, true);
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(log.syncs, 1, "the QoS 0 write was covered: no second fsync");
+  await commit.drain();
 });
 
-Deno.test("append() of one batch larger than maxAppendBatch commits it whole, alone", async () => {
-  await using store = await openTestStore({ maxAppendBatch: 10 });
-  const { backend } = store;
-  await backend.createTopic("s", "t", { partitions: 1 });
-  const before = backend.stats().commits;
-  const [small, big] = await Promise.all([
-    backend.append({ ...address, messages: [textMessage("a")] }),
-    backend.append({ ...address, messages: Array.from({ length: 25 }, () => sizedMessage(5)) }),
-  ]);
-  assert.deepEqual([small.baseOffset, big.baseOffset], [0, 1]);
-  assert.equal(backend.stats().commits - before, 2);
+Deno.test("GroupCommit with qos0_sync_ms 0: every transaction waits for its own fsync (as before)", async () => {
+  const log = fakeLog();
+  const commit = commitOver(log, 0);
+  const a = append(commit, true);
+  await tick();
+  assert.deepEqual([a.done, log.syncs], [false, 1]);
+  log.release();
+  await tick();
+  assert.equal(a.done, true);
+  await commit.drain();
 });
 
-Deno.test("append() resolves only after the group commit that holds it", async () => {
-  await using store = await openTestStore();
-  const { backend } = store;
-  await backend.createTopic("s", "t", { partitions: 1 });
-  const before = backend.stats().commits;
-  let committedWhenResolved = -1;
-  await backend.append({ ...address, messages: [textMessage("x")] }).then(() => {
-    committedWhenResolved = backend.stats().commits - before;
-  });
-  assert.equal(committedWhenResolved, 1);
-});
-
-Deno.test("append() keeps offsets contiguous per partition when many appends share transactions", async () => {
-  await using store = await openTestStore();
-  const { backend } = store;
-  await backend.createTopic("s", "t", { partitions: 3 });
-  await Promise.all(Array.from({ length: 301 }, (_, i) =>
-    backend.append({
-      ...address,
-      partition: i % 3,
-      messages: [textMessage(`${i}`, { n: `${i}` }), textMessage(`${i}b`)],
-    })));
-  for (let p = 0; p < 3; p++) {
-    const polled = await backend.poll({ ...address, partition: p }, 0, 1000);
-    assert.deepEqual(polled.map((m) => m.offset), [...Array(polled.length).keys()]);
-    for (let k = 0; k < polled.length; k += 2) {
-      const i = Number(polled[k].headers.get("n"));
-      assert.equal(i % 3, p);
-      assert.equal(new TextDecoder().decode(polled[k + 1].payload), `${i}b`);
-    }
-  }
-});
-
-Deno.test("append() rejects an empty batch or payload as invalid without queueing it", async () => {
-  await using store = await openTestStore();
-  const { backend } = store;
-  await backend.createTopic("s", "t", { partitions: 1 });
-  for (const messages of [[], [{ payload: new Uint8Array(0), headers: new Map() }]]) {
-    await assert.rejects(
-      backend.append({ ...address, messages }),
-      (e: unknown) => e instanceof BackendError && e.code === "invalid",
-    );
-  }
-  assert.equal(await backend.nextOffset(address), 0);
-});
-
-Deno.test("close() commits appends still queued; they resolve", async () => {
-  await using store = await openTestStore();
-  const { backend } = store;
-  await backend.createTopic("s", "t", { partitions: 1 });
-  const pending = backend.append({ ...address, messages: [textMessage("late")] });
-  await backend.close();
-  assert.deepEqual(await pending, { baseOffset: 0 });
-  const reopened = store.reopen();
-  await reopened.open();
-  assert.equal(await reopened.nextOffset(address), 1);
+Deno.test("GroupCommit.drain() syncs deferred QoS 0 writes at once", async () => {
+  const log = fakeLog();
+  const commit = commitOver(log, 10_000);
+  append(commit, true);
+  await tick();
+  const drained = commit.drain();
+  assert.equal(log.syncs, 1, "not after 10 s: now");
+  log.release();
+  await drained;
 });

@@ -54,6 +54,7 @@ export function openWriteSide(
       hooks.durable();
       if (retention.needsRoom) retention.soon();
     },
+    options.qos0SyncMs ?? 0,
   );
   const { retentionMaxAgeSeconds, retentionMaxTopicBytes, retentionIntervalMs } = options;
   const retention = new RetentionRunner(

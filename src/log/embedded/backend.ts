@@ -204,6 +204,7 @@ export class EmbeddedBackend implements LogBackend {
         partition: request.partition,
         messages,
         onCommitted: request.onCommitted,
+        syncLater: request.syncLater === true,
         resolve: (baseOffset) => resolve({ baseOffset }),
         reject,
       });

@@ -41,6 +41,11 @@ export interface EmbeddedOptions {
   readonly retentionIntervalMs: number;
   /** At most this many messages per transaction. */
   readonly maxAppendBatch: number;
+  /**
+   * A transaction of appends nobody waits for (`syncLater`) is confirmed once written and
+   * synced by the next one someone waits for or within this many ms; 0 (or absent) syncs each.
+   */
+  readonly qos0SyncMs?: number;
   /** Opens the file read-only (the `read` CLI beside a running gateway; WAL allows it). */
   readonly readOnly?: boolean;
   /**
