@@ -62,6 +62,11 @@ export class IdleBurst {
     this.#got = new Uint8Array(o.count);
   }
 
+  /** The connections opened (each connected; the fleet scenario drives them on). */
+  get sockets(): readonly RawSocket[] {
+    return this.#socks;
+  }
+
   /**
    * Opens every connection, `inFlight` at a time; returns the time to the last CONNACK and the
    * CPU over it. Throws when one is refused or closed, or when the burst outlasts

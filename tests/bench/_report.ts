@@ -14,7 +14,7 @@ const at = (r: Raw, path: string): number | null => {
 
 /** A floor: a ratio to mosquitto, or an absolute bound on the gateway's figure. */
 export interface Floor {
-  readonly kind: "ratio>=" | "max<=";
+  readonly kind: "ratio>=" | "ratio<=" | "max<=";
   readonly floor: number;
   readonly goal: number;
 }
@@ -78,6 +78,21 @@ export const FIGURES: Figure[] = [
     floor: { kind: "max<=", floor: 5, goal: 2 },
   },
   {
+    id: "qos1_10x2",
+    scenario: "qos1_10x2",
+    label: "QoS 1 ingest 10×2 (msg/s)",
+    path: "msgsPerSec",
+    floor: { kind: "ratio>=", floor: 0.9, goal: 1.0 },
+  },
+  {
+    id: "qos1_10x2_p99",
+    scenario: "qos1_10x2",
+    label: "QoS 1 10×2 PUBACK p99 (ms)",
+    path: "puback.p99",
+  },
+  ...fleetFigures(1),
+  ...fleetFigures(0),
+  {
     id: "idle_rss",
     scenario: "idle",
     label: "RSS per idle connection (KB)",
@@ -131,7 +146,51 @@ export const FIGURES: Figure[] = [
   },
 ];
 
-const CPU_SCENARIOS = ["qos0_1", "qos0_10", "qos1", "fanout", "e2e", "idle", "stored_sessions"];
+const CPU_SCENARIOS = [
+  "qos0_1",
+  "qos0_10",
+  "qos1",
+  "qos1_10x2",
+  "fanout",
+  "e2e",
+  "fleet_qos1",
+  "fleet_qos0",
+  "idle",
+  "stored_sessions",
+];
+
+/**
+ * The fleet scenario's figures (issue 41): 10,000 devices, one reading each every 10 s. CPU within
+ * 2× Mosquitto's; PUBACK p99 within the disk's fdatasync p99 + 1 ms (here ≈ 0.4 ms: 1.4 ms).
+ */
+function fleetFigures(qos: 0 | 1): Figure[] {
+  const scenario = `fleet_qos${qos}`;
+  const name = `fleet QoS ${qos} (10,000 devices × 1 per 10 s)`;
+  return [
+    {
+      id: `${scenario}_cpu`,
+      scenario,
+      label: `${name}: server CPU %`,
+      path: "serverCpuPct",
+      floor: { kind: "ratio<=", floor: 2, goal: 1.5 },
+    },
+    ...(qos === 1
+      ? [
+        { id: `${scenario}_p50`, scenario, label: `${name}: PUBACK p50 (ms)`, path: "puback.p50" },
+        {
+          id: `${scenario}_p99`,
+          scenario,
+          label: `${name}: PUBACK p99 (ms)`,
+          path: "puback.p99",
+          floor: { kind: "max<=" as const, floor: 1.4, goal: 1 },
+        },
+      ]
+      : []),
+    { id: `${scenario}_d50`, scenario, label: `${name}: delivery p50 (ms)`, path: "latency.p50" },
+    { id: `${scenario}_d99`, scenario, label: `${name}: delivery p99 (ms)`, path: "latency.p99" },
+    { id: `${scenario}_rss`, scenario, label: `${name}: server RSS (MB)`, path: "serverRssMb" },
+  ];
+}
 
 /**
  * Above this share of its core (%) the load generator, not the server, may have set a
@@ -206,6 +265,7 @@ export function figureRows(
       : [];
     const judge = (bound: number) => {
       if (!f.floor) return null;
+      if (f.floor.kind === "ratio<=") return rm === null ? null : rm <= bound;
       if (f.floor.kind === "ratio>=") {
         if (rm === null) return null;
         // A client-bound figure is never a win: only a bound that misses the floor judges.
@@ -246,6 +306,8 @@ export function renderTable(rows: Row[], servers: string[]): string {
       ? ""
       : r.floor.kind === "ratio>="
       ? `≥ ${r.floor.floor}× (${r.floor.goal}×)`
+      : r.floor.kind === "ratio<="
+      ? `≤ ${r.floor.floor}× (${r.floor.goal}×)`
       : `≤ ${r.floor.floor} (${r.floor.goal})`;
     const bound = r.clientBound.length > 0 ? `client-bound (${r.clientBound.join(", ")})` : "";
     const met = r.floorMet === null

@@ -32,7 +32,7 @@ Deno.test({
         ],
         stdout: "piped",
         stderr: "piped",
-        signal: AbortSignal.timeout(85_000),
+        signal: AbortSignal.timeout(150_000),
       }).output();
       const stderr = new TextDecoder().decode(r.stderr);
       assert.equal(r.code, 0, `run.ts --smoke failed:\n${stderr.slice(-3000)}`);
@@ -52,7 +52,7 @@ Deno.test({
       }
       // Throughput and delivery scenarios run over raw sockets (one epoll loop), and the
       // delivery ones received what they sent: every copy, stamped.
-      for (const scenario of ["qos0_1", "qos0_10", "qos1", "fanout", "e2e"]) {
+      for (const scenario of ["qos0_1", "qos0_10", "qos1", "qos1_10x2", "fanout", "e2e"]) {
         for (const [server, r] of Object.entries(report.raw[scenario] ?? {})) {
           const run = r as { io?: string; deliveries?: number; missing?: number };
           assert.equal(run.io, "libc-epoll", `${scenario} on ${server}: not over raw sockets`);
@@ -69,6 +69,16 @@ Deno.test({
         assert.ok((run.connectsPerSec ?? 0) > 0, `idle on ${server}: no connects/s`);
       }
       assert.ok(report.raw.idle, "idle did not run");
+      // The fleet: every device's readings reached the subscriber; QoS 1 ones were PUBACKed.
+      for (const scenario of ["fleet_qos1", "fleet_qos0"]) {
+        assert.ok(report.raw[scenario], `${scenario} did not run`);
+        for (const [server, r] of Object.entries(report.raw[scenario])) {
+          const run = r as { deliveries?: number; missing?: number; pubacks?: number };
+          assert.ok((run.deliveries ?? 0) > 0, `${scenario} on ${server}: no deliveries`);
+          assert.equal(run.missing, 0, `${scenario} on ${server}: readings missing`);
+          if (scenario === "fleet_qos1") assert.ok((run.pubacks ?? 0) > 0, `${server}: no PUBACKs`);
+        }
+      }
     } finally {
       await Deno.remove(out).catch(() => {});
     }

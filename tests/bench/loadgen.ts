@@ -8,7 +8,9 @@
  *
  * Scenarios: qos0 (ingest, --conns publishers), qos1 (ingest, --conns × --inflight), fanout
  * (1 publisher → --subs subscribers, window-bounded), e2e (1:1 at --rate msg/s), idle
- * (--count idle connections: RSS per connection and connects/s), stored_sessions (--count
+ * (--count idle connections: RSS per connection and connects/s), fleet (--count devices, one
+ * --qos reading every --interval-ms each, one subscriber: CPU, RSS, PUBACK and delivery
+ * latency; `_raw_fleet.ts`), stored_sessions (--count
  * clean-session-0 clients each subscribe to one keyed topic and disconnect: RSS per offline
  * stored session).
  *
@@ -28,6 +30,7 @@ import { parseArgs } from "node:util";
 import { connectMqtt, DISCONNECT, encodeSubscribe, writeAll } from "./_mqtt.ts";
 import { type DeliveryOptions, e2eRaw, fanoutRaw } from "./_raw_delivery.ts";
 import { IdleBurst } from "./_raw_idle.ts";
+import { fleetRaw } from "./_raw_fleet.ts";
 import { type IngestOptions, qos0Raw, qos1Raw } from "./_raw_load.ts";
 import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
 
@@ -48,6 +51,8 @@ const { values: a } = parseArgs({
     "settle-ms": { type: "string", default: "40000" },
     "max-msgs": { type: "string", default: "50000000" },
     "payload-bytes": { type: "string", default: "100" },
+    "interval-ms": { type: "string", default: "10000" },
+    qos: { type: "string", default: "1" },
     "coalesce-us": { type: "string", default: "100" },
     "max-coalesce-us": { type: "string", default: "10000" },
   },
@@ -244,6 +249,18 @@ async function main(): Promise<unknown> {
       return e2eRaw({ ...delivery(), rate: Number(a.rate) });
     case "idle":
       return await idle(Number(a.count));
+    case "fleet":
+      return fleetRaw({
+        port: PORT,
+        serverPid: SERVER_PID,
+        count: Number(a.count),
+        intervalMs: Number(a["interval-ms"]),
+        qos: Number(a.qos) === 1 ? 1 : 0,
+        warmupMs: WARMUP,
+        durationMs: DURATION,
+        payload: PAYLOAD,
+        cpuWindow,
+      });
     case "stored_sessions":
       return await storedSessions(Number(a.count), Number(a["settle-ms"]));
   }

@@ -74,12 +74,26 @@ const SMOKE = a.smoke;
 const WARMUP_MS = SMOKE ? 200 : 2000;
 const DURATION_MS = SMOKE ? 1000 : 10_000;
 
+/** The fleet scenario's arguments (`_raw_fleet.ts`); small in smoke mode. */
+function fleet(qos: 0 | 1): string[] {
+  return [
+    "--scenario=fleet",
+    `--count=${SMOKE ? 200 : 10_000}`,
+    `--interval-ms=${SMOKE ? 1000 : 10_000}`,
+    `--qos=${qos}`,
+  ];
+}
+
 /** Scenario id → load generator arguments. */
 const SCENARIOS: Record<string, string[]> = {
   idle: ["--scenario=idle", `--count=${SMOKE ? 200 : 10_000}`],
   e2e: ["--scenario=e2e", "--rate=1000"],
   fanout: ["--scenario=fanout", `--subs=${SMOKE ? 10 : 100}`, "--window=200"],
   qos1: ["--scenario=qos1", "--conns=10", "--inflight=20"],
+  qos1_10x2: ["--scenario=qos1", "--conns=10", "--inflight=2"],
+  // A fleet of slow devices: 10,000 connected, each one 100-byte reading every 10 s.
+  fleet_qos1: fleet(1),
+  fleet_qos0: fleet(0),
   qos0_1: ["--scenario=qos0", "--conns=1"],
   qos0_10: ["--scenario=qos0", "--conns=10"],
   // Last: the sessions it leaves stored stay in the servers' memory.
