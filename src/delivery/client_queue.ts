@@ -131,6 +131,14 @@ export class ClientQueue implements DeadlineOwner {
     return out;
   }
 
+  /** QoS 1/2 copies of share group `g` this client holds unsettled (in flight or waiting). */
+  unsettledOf(g: ShareGroup<ClientQueue>): number {
+    let n = 0;
+    for (const c of this.#inflight.values()) if (c.shared?.group === g) n++;
+    for (const c of this.#waiting) if (c.shared?.group === g) n++;
+    return n;
+  }
+
   /** Offers a QoS 0 copy (already encoded, shared between subscribers). */
   offerQos0(packet: Uint8Array): Offer {
     if (this.#overCap(packet.length)) return "dropped";

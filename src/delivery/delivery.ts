@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { type ShareGroupStats, shareGroupStats } from "./share_stats.ts";
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { CompiledMap } from "../mapping/mod.ts";
 import type { LogBackend, OutgoingMessage, PartitionAddress } from "../log/port.ts";
@@ -91,6 +92,16 @@ export class Delivery implements DeliveryPort {
       "mqtt_share_groups",
       "Shared subscription groups: with members connected, and waiting for one (parked)",
       () => [[{ state: "connected" }, shares.size], [{ state: "parked" }, shares.parked]],
+    );
+    deps.metrics.registry.gauge(
+      "mqtt_share_group_lag_messages",
+      "Per share group with members connected: copies dealt and not yet acknowledged, plus what a hand-over's catch-up still has to deal",
+      () => this.shareStats().map((g) => [{ group: g.group }, g.lag]),
+    );
+    deps.metrics.registry.gauge(
+      "mqtt_share_members",
+      "Members (subscriptions) of share groups with members connected",
+      () => this.shareStats().reduce((n, g) => n + g.members, 0),
     );
     deps.metrics.registry.gauge(
       "mqtt_share_partitions_owned",
@@ -347,6 +358,16 @@ export class Delivery implements DeliveryPort {
    */
   reresolve(previous: CompiledMap): Promise<number> {
     return reresolve(this.#subscriptions, previous);
+  }
+
+  /** Share groups with members connected: members, lag, partitions dealt here. */
+  shareStats(): ShareGroupStats[] {
+    return shareGroupStats(this.#subscriptions.shares, this.#subscriptions.spread);
+  }
+
+  /** Share groups waiting for a member (their last one left with a stored session). */
+  get parkedShareGroups(): number {
+    return this.#subscriptions.shares.parked;
   }
 
   /** Partitions this gateway deals to its share groups (split with other gateways). */

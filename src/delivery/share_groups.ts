@@ -58,6 +58,11 @@ export class ShareGroups<C extends MemberClient> {
     return this.#parked.size;
   }
 
+  /** The groups with members connected. */
+  connected(): IterableIterator<ShareGroup<C>> {
+    return this.#groups.values();
+  }
+
   /** Whether a group of this key exists (connected or parked). */
   has(key: string): boolean {
     return this.#groups.has(key) || this.#parked.has(key);

@@ -71,6 +71,16 @@ export class ShareSpread {
     this.#deps = deps;
   }
 
+  /** Messages a group's catch-ups still have to deal before the reader takes over. */
+  behind(group: ShareGroup<ClientQueue>): number {
+    const sp = this.#spreads.get(group);
+    let n = 0;
+    for (const c of sp?.catchUps.values() ?? []) {
+      n += Math.max(0, (this.#deps.reader(c.key)?.position ?? c.position) - c.position);
+    }
+    return n;
+  }
+
   /** Partitions dealt to groups here (metrics). */
   owned(): number {
     let n = 0;
@@ -83,7 +93,7 @@ export class ShareSpread {
    * are this gateway's; `resume`: a member resumed a stored session or the group was parked.
    */
   async start(group: ShareGroup<ClientQueue>, triples: readonly Triple[], resume: boolean) {
-    group.owned = new Set();
+    group.owned ??= new Set();
     const name = groupLogName(group.key);
     const sp: Spread = {
       group,

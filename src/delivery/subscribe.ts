@@ -290,7 +290,11 @@ export class Subscriptions {
       this.#giveBack(s, fresh);
       return SUBACK_FAILURE; // client went away (or the gateway began to stop) meanwhile
     }
-    if (shareKey !== undefined) s.share = this.shares.join(shareKey, s);
+    if (shareKey !== undefined) {
+      s.share = this.shares.join(shareKey, s);
+      // Split between gateways: nothing dealt until the log says which partitions are ours.
+      if (this.spread !== null) s.share.owned ??= new Set();
+    }
     this.registry.upsert(s, filter);
     this.pool.start(fresh);
     if (pending === undefined) this.launch(queue, behind, { left: this.opts.maxReplayMessages });

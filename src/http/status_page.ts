@@ -52,7 +52,12 @@ export interface StatusSource {
     readonly authFailures: CounterReading;
     readonly connectionsAccepted: CounterReading;
   };
-  readonly delivery: { readerStats(): readonly ReaderReading[] };
+  readonly delivery: {
+    readerStats(): readonly ReaderReading[];
+    /** Share groups with members connected (`delivery/share_stats.ts`). */
+    shareStats?(): readonly ShareReading[];
+    readonly parkedShareGroups?: number;
+  };
   /** The retained set: topics and bytes (topic + headers + payload). */
   readonly retained?: { readonly set: { readonly size: number; readonly bytes: number } };
   /** Iggy resend counts, when the backend keeps them. */
@@ -77,6 +82,29 @@ export interface StatusSource {
     readonly warnings: readonly string[];
     readonly backend?: string;
     readonly uplink?: string;
+  };
+}
+
+/** One share group as `Delivery.shareStats()` reports it. */
+export interface ShareReading {
+  readonly group: string;
+  readonly members: number;
+  readonly lag: number;
+  readonly partitions: number | null;
+}
+
+/** Share groups listed on the page at most (the most lagging first); the counts cover all. */
+const SHARE_GROUPS_LISTED = 100;
+
+/** The share groups' part of `/status.json`. */
+function sharesJson(g: StatusSource) {
+  const groups = [...(g.delivery.shareStats?.() ?? [])].sort((x, y) => y.lag - x.lag);
+  return {
+    connected: groups.length,
+    parked: g.delivery.parkedShareGroups ?? 0,
+    members: groups.reduce((n, x) => n + x.members, 0),
+    lag: groups.reduce((n, x) => n + x.lag, 0),
+    groups: groups.slice(0, SHARE_GROUPS_LISTED),
   };
 }
 
@@ -116,6 +144,7 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
       ? { retained: { topics: g.retained.set.size, bytes: g.retained.set.bytes } }
       : {}),
     ...resendsJson(g.backend?.remote?.resendCounters()),
+    share_groups: sharesJson(g),
     readers: g.delivery.readerStats().map((s) => ({
       stream: s.triple.stream,
       topic: s.triple.topic,
@@ -236,6 +265,8 @@ code { font: .9em ui-monospace, monospace; }
 <div class="tile"><div class="v" id="rate-deliveries">–</div><div class="l">deliveries/s</div></div>
 <div class="tile"><div class="v" id="retained-topics">–</div><div class="l">retained topics</div></div>
 <div class="tile"><div class="v" id="retained-bytes">–</div><div class="l">retained bytes</div></div>
+<div class="tile"><div class="v" id="share-groups">–</div><div class="l">share groups (members)</div></div>
+<div class="tile"><div class="v" id="share-lag">–</div><div class="l">share groups' lag</div></div>
 </div>
 <section><h2>Publishes since start</h2><table><thead><tr><th class="n">appended</th>
 <th class="n">acked</th><th class="n">rejected</th><th class="n">denied</th><th class="n">failed</th>
@@ -278,6 +309,10 @@ function render(s) {
   $("connections").textContent = fmt(s.connections);
   $("retained-topics").textContent = fmt(s.retained?.topics);
   $("retained-bytes").textContent = fmt(s.retained?.bytes);
+  const sg = s.share_groups;
+  $("share-groups").textContent = fmt(sg.connected) + " (" + fmt(sg.members) + ")" +
+    (sg.parked > 0 ? " +" + fmt(sg.parked) + " parked" : "");
+  $("share-lag").textContent = fmt(sg.lag);
   const dt = prev ? (s.time_ms - prev.time_ms) / 1000 : 0;
   for (const o of OUTCOMES) {
     const v = dt > 0 ? (s.publishes_total[o] - prev.publishes_total[o]) / dt : NaN;

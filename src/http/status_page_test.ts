@@ -27,6 +27,11 @@ function fakeSource(): StatusSource & { metrics: GatewayMetrics } {
         unsettled: 6,
         subscribers: 2,
       }],
+      shareStats: () => [
+        { group: "workers/jobs/+", members: 2, lag: 1, partitions: null },
+        { group: "audit/#", members: 1, lag: 7, partitions: 2 },
+      ],
+      parkedShareGroups: 1,
     },
     maps: {
       current: {
@@ -62,7 +67,7 @@ Deno.test("renderStatusPage() polls every second and its inline script parses", 
   assert.doesNotThrow(() => new Function(scripts[0]));
 });
 
-Deno.test("statusJson() reports connections, outcome totals, readers and rule hits", () => {
+Deno.test("statusJson() reports connections, outcome totals, share groups, readers and rule hits", () => {
   const g = fakeSource();
   g.metrics.publishes.inc({ outcome: "acked" }, 5);
   g.metrics.publishes.inc({ outcome: "denied" });
@@ -84,6 +89,16 @@ Deno.test("statusJson() reports connections, outcome totals, readers and rule hi
     deliveries_total: 7,
     deliveries_dropped_total: 0,
     evictions_total: 0,
+    share_groups: {
+      connected: 2,
+      parked: 1,
+      members: 3,
+      lag: 8,
+      groups: [ // the most lagging first
+        { group: "audit/#", members: 1, lag: 7, partitions: 2 },
+        { group: "workers/jobs/+", members: 2, lag: 1, partitions: null },
+      ],
+    },
     readers: [{
       stream: "sensors",
       topic: "sensor_data",

@@ -217,3 +217,40 @@ Deno.test("explain reads a $share/<group>/ filter's topic and names the group", 
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /share group "w": stream "sensors", topic "sensor_data", key "sensor_s1"/);
 });
+
+Deno.test({
+  name:
+    "shared subscription lag: copies a member holds unacknowledged show in mqtt_share_group_lag_messages and on /status.json, and go once the member they move to acknowledges them",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      // A raw member that reads but never sends a PUBACK: what it gets stays unsettled.
+      const silent = await rawSubscriber(gw.port, "silent", [[SHARE, 1]]);
+      await publishMany(gw, 5);
+      const lag = async () => {
+        const text = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+        const m = text.match(/^mqtt_share_group_lag_messages\{group="workers\/jobs\/\+"\} (\d+)$/m);
+        return m === null ? -1 : Number(m[1]);
+      };
+      let seen = -1;
+      await waitFor(async () => (seen = await lag()) === 5, 5000, "a lag of 5").catch(() => {
+        throw new Error(`lag ${seen}`);
+      });
+      const status = await (await fetch(`http://127.0.0.1:${gw.httpPort}/status.json`)).json();
+      assert.deepEqual(status.share_groups.groups, [
+        { group: "workers/jobs/+", members: 1, lag: 5, partitions: null },
+      ]);
+      assert.equal(status.share_groups.members, 1);
+      const next = await member(gw);
+      silent.close(); // its copies go to the other member, which acknowledges them
+      await waitFor(() => next.got.length >= 5, 5000, "the silent member's copies");
+      await waitFor(async () => (seen = await lag()) === 0, 5000, "no lag").catch(() => {
+        throw new Error(`lag ${seen}`);
+      });
+      await next.c.endAsync();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
