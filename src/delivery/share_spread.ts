@@ -47,6 +47,8 @@ interface Spread {
   /** Start live, not from a stored position (a group that was nowhere). */
   fresh: boolean;
   ended: boolean;
+  /** A sync is under way (the start's and the timer's must not both gain a partition). */
+  syncing: boolean;
 }
 
 /** The log name of a share group: `mqtt-share/<group>/<filter>`, hashed when too long. */
@@ -103,6 +105,7 @@ export class ShareSpread {
       stored: new Map(),
       fresh: !resume,
       ended: false,
+      syncing: false,
     };
     this.#spreads.set(group, sp);
     this.#timer ??= setInterval(() => void this.#syncAll(), SYNC_MS);
@@ -166,6 +169,16 @@ export class ShareSpread {
 
   /** Asks which partitions are this gateway's, follows the change, stores the position. */
   async #sync(sp: Spread): Promise<void> {
+    if (sp.syncing) return;
+    sp.syncing = true;
+    try {
+      await this.#follow(sp);
+    } finally {
+      sp.syncing = false;
+    }
+  }
+
+  async #follow(sp: Spread): Promise<void> {
     const g = this.#deps.groups;
     const mine = new Set<string>();
     for (const [stream, topic] of topicsOf(sp.triples)) {
