@@ -25,14 +25,14 @@ async function member(gw: TestGateway, v5 = false) {
   return { c, got };
 }
 
-async function publishMany(gw: TestGateway, n: number): Promise<string[]> {
+async function publishMany(gw: TestGateway, n: number, prefix = "m"): Promise<string[]> {
   const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
   const sent: string[] = [];
   for (let i = 0; i < n; i += 100) {
     const batch = [];
     for (let j = i; j < Math.min(n, i + 100); j++) {
-      sent.push(`m${j}`);
-      batch.push(c.publishAsync(`jobs/${j % 7}`, `m${j}`, { qos: 1 }));
+      sent.push(`${prefix}${j}`);
+      batch.push(c.publishAsync(`jobs/${j % 7}`, `${prefix}${j}`, { qos: 1 }));
     }
     await Promise.all(batch);
   }
@@ -251,6 +251,49 @@ Deno.test({
       await next.c.endAsync();
     } finally {
       await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "shared subscription: after a gateway restart, the parked group's member back (its stored session's positions) gets what was published before and after the restart, not what it had",
+  ...opts,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-share-restart-" });
+    const env = { IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`, IGGY_MQTT_GATEWAY_ID: "share-gw" };
+    const options = { reconnectPeriod: 0, clientId: "worker-r", clean: false };
+    const want: string[] = [];
+    try {
+      const gw1 = await startGateway({ env });
+      try {
+        const stored = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw1.port}`, options);
+        const early: string[] = [];
+        stored.on("message", (_t, p) => early.push(new TextDecoder().decode(p)));
+        await stored.subscribeAsync(SHARE, { qos: 1 });
+        await publishMany(gw1, 5, "a"); // delivered and acknowledged: not again
+        await waitFor(() => early.length === 5, 5000, "the first 5");
+        await stored.endAsync(); // the last member, its session stored: the group is parked
+        want.push(...await publishMany(gw1, 20, "b"));
+      } finally {
+        await gw1.stop();
+      }
+      const gw2 = await startGateway({ env });
+      try {
+        want.push(...await publishMany(gw2, 10, "c"));
+        const got: string[] = [];
+        const back = mqtt.connect(`mqtt://127.0.0.1:${gw2.port}`, options);
+        back.on("message", (_t, p) => got.push(new TextDecoder().decode(p)));
+        await waitFor(() => new Set(got).size >= 30, 10_000, "20 before the restart, 10 after")
+          .catch(() => {});
+        await new Promise((r) => setTimeout(r, 300));
+        await back.endAsync();
+        assert.deepEqual([...new Set(got)].sort(), want.sort());
+      } finally {
+        await gw2.stop();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
 });
