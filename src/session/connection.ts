@@ -259,8 +259,8 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   disconnect(reasonCode: number, reason: string, inConnect = false): void {
     if (this.#closed) return;
     const packet = lastWord(this.#v5, inConnect, reasonCode, reason);
+    this.close(reason, packet !== null); // first: a write failing at once finds it closed
     if (packet !== null) this.#transport.write(packet).catch(() => {});
-    this.close(reason, packet !== null);
   }
 
   /** Closes at once, dropping pending output; idempotent. `linger`: see `lingerThenClose`. */

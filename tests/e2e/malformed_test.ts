@@ -261,7 +261,7 @@ async function readN(conn: Deno.Conn, n: number): Promise<number[]> {
 function swallowedErrors(gw: TestGateway): string[] {
   return gw.logs.splice(0).filter((l) =>
     l.includes("Connection read failed") &&
-    !/os error|reset|broken pipe|Bad resource|closed/i.test(l)
+    !/os error|reset|broken pipe|EPIPE|Bad resource|closed/i.test(l)
   );
 }
 

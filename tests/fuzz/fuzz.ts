@@ -619,7 +619,7 @@ async function sendInput(port: number, input: Uint8Array, r: Rand): Promise<void
 function scanLogs(logs: string[], report: FuzzReport): void {
   for (const line of logs.splice(0)) {
     if (!line.includes("Connection read failed") && !line.includes('"level":"error"')) continue;
-    if (/os error|reset|broken pipe|Bad resource|closed|interrupted/i.test(line)) continue;
+    if (/os error|reset|broken pipe|EPIPE|Bad resource|closed|interrupted/i.test(line)) continue;
     report.crashes++;
     let signature = line;
     try {
