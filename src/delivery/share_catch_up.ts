@@ -67,14 +67,21 @@ export class GroupCatchUp {
     this.#cancelled = true;
   }
 
-  /** Deals until it reaches the shared reader; true when it did (and may hand over). */
+  /**
+   * Deals until it reaches the shared reader, then hands the partition to it (the group owns it
+   * from there) in the same turn: a batch the reader routed in between would go to nobody.
+   * True when it did.
+   */
   async run(): Promise<boolean> {
     const d = this.#deps;
     let backoff = WAIT_MS;
     while (!this.#cancelled && this.#group.members.length > 0) {
       const reader = d.reader(this.key);
       if (reader === undefined) return false;
-      if (this.position >= reader.position) return true;
+      if (this.position >= reader.position) {
+        this.#group.owned?.add(this.key);
+        return true;
+      }
       if (!this.#hasRoom()) {
         await sleep(WAIT_MS);
         continue;

@@ -225,10 +225,9 @@ export class ShareSpread {
     }
     const c = new GroupCatchUp(sp.group, t, from, this.#deps);
     sp.catchUps.set(key, c);
-    c.run().then((reached) => {
-      if (sp.catchUps.get(key) !== c) return;
-      sp.catchUps.delete(key);
-      if (reached && !sp.ended) sp.group.owned!.add(key); // the reader deals from here on
+    // Reaching the reader, the catch-up itself hands the partition over (`owned`).
+    c.run().then(() => {
+      if (sp.catchUps.get(key) === c) sp.catchUps.delete(key);
     }, (err) => this.#deps.logger.warn("Share group catch-up failed", { key, error: err }))
       .finally(() => this.#deps.handedOver(c.dealt));
   }
