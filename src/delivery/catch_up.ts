@@ -27,7 +27,8 @@ import { expiryLeft } from "./out_v5.ts";
 import { deliverCopies } from "./route.ts";
 import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
 
-const WAIT_MS = 10;
+/** How long a catch-up waits for room in its client's queue (ms). */
+export const WAIT_MS = 10;
 
 /** Messages a subscription may still replay (shared by its catch-ups on every triple). */
 export interface ReplayBudget {
@@ -86,7 +87,7 @@ export class CatchUp {
   /** Reads and delivers until it reaches the shared reader, then hands over. */
   async run(): Promise<void> {
     const d = this.#deps;
-    let backoff = WAIT_MS;
+    const polls = new BehindPolls(d, this.#triple, this.key, "Catch-up poll failed");
     while (d.live(this.#queue)) {
       const reader = d.reader(this.key);
       if (reader === undefined || !this.#subs.some((s) => s.startOffsets.has(this.key))) return;
@@ -100,16 +101,8 @@ export class CatchUp {
         continue;
       }
       const n = Math.min(d.pollBatch, reader.position - this.position);
-      let batch: StoredMessage[];
-      try {
-        batch = await d.backend.poll(this.#triple, this.position, n);
-        backoff = WAIT_MS;
-      } catch (err) {
-        d.logger.limited("warn", "Catch-up poll failed", { key: this.key, error: err });
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 2000);
-        continue;
-      }
+      const batch = await polls.next(this.position, n);
+      if (batch === null) continue;
       if (!d.live(this.#queue)) return;
       const first = batch.length > 0 ? batch[0].offset : reader.position;
       if (first > this.position) this.#gap(first - this.position);
@@ -199,6 +192,35 @@ export class CatchUp {
   }
 }
 
-function sleep(ms: number): Promise<void> {
+/**
+ * The polls of one catch-up behind a shared reader: a failed poll is logged (rate-limited) and
+ * answered with null once a back-off has passed, doubling up to 2 s until a poll succeeds.
+ */
+export class BehindPolls {
+  #backoff = WAIT_MS;
+
+  constructor(
+    private readonly deps: { readonly backend: LogBackend; readonly logger: Logger },
+    private readonly triple: Triple,
+    private readonly key: string,
+    private readonly failure: string,
+  ) {}
+
+  /** Up to `n` messages from `from`; null after a failure (retry then). */
+  async next(from: number, n: number): Promise<StoredMessage[] | null> {
+    try {
+      const batch = await this.deps.backend.poll(this.triple, from, n);
+      this.#backoff = WAIT_MS;
+      return batch;
+    } catch (err) {
+      this.deps.logger.limited("warn", this.failure, { key: this.key, error: err });
+      await sleep(this.#backoff);
+      this.#backoff = Math.min(this.#backoff * 2, 2000);
+      return null;
+    }
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

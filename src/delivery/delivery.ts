@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type ShareGroupStats, shareGroupStats } from "./share_stats.ts";
+import { shareGauges, type ShareGroupStats, shareGroupStats } from "./share_stats.ts";
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { CompiledMap } from "../mapping/mod.ts";
 import type { LogBackend, OutgoingMessage, PartitionAddress } from "../log/port.ts";
@@ -87,27 +87,7 @@ export class Delivery implements DeliveryPort {
       stopping: () => this.#stopping,
     });
     this.readers = this.#subscriptions.readers;
-    const shares = this.#subscriptions.shares;
-    deps.metrics.registry.gauge(
-      "mqtt_share_groups",
-      "Shared subscription groups: with members connected, and waiting for one (parked)",
-      () => [[{ state: "connected" }, shares.size], [{ state: "parked" }, shares.parked]],
-    );
-    deps.metrics.registry.gauge(
-      "mqtt_share_group_lag_messages",
-      "Per share group with members connected: copies dealt and not yet acknowledged, plus what a hand-over's catch-up still has to deal",
-      () => this.shareStats().map((g) => [{ group: g.group }, g.lag]),
-    );
-    deps.metrics.registry.gauge(
-      "mqtt_share_members",
-      "Members (subscriptions) of share groups with members connected",
-      () => this.shareStats().reduce((n, g) => n + g.members, 0),
-    );
-    deps.metrics.registry.gauge(
-      "mqtt_share_partitions_owned",
-      "Iggy mode: partitions the log's consumer groups give this gateway's share groups",
-      () => this.sharePartitionsOwned,
-    );
+    shareGauges(deps.metrics.registry, this.#subscriptions.shares, this.#subscriptions.spread);
     this.#retained = deps.retained === undefined ? null : {
       retained: deps.retained,
       preparer: deps.preparer,

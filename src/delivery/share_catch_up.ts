@@ -20,8 +20,7 @@ import { type ShareGroup, type Triple, tripleKey } from "./registry.ts";
 import { expiryLeft } from "./out_v5.ts";
 import { deliverCopies, sharedTarget } from "./route.ts";
 import { finishTargets } from "./targets.ts";
-
-const WAIT_MS = 10;
+import { BehindPolls, sleep, WAIT_MS } from "./catch_up.ts";
 
 /** What a group catch-up needs of delivery. */
 export interface GroupCatchUpDeps {
@@ -74,7 +73,7 @@ export class GroupCatchUp {
    */
   async run(): Promise<boolean> {
     const d = this.#deps;
-    let backoff = WAIT_MS;
+    const polls = new BehindPolls(d, this.#triple, this.key, "Share group catch-up poll failed");
     while (!this.#cancelled && this.#group.members.length > 0) {
       const reader = d.reader(this.key);
       if (reader === undefined) return false;
@@ -87,16 +86,8 @@ export class GroupCatchUp {
         continue;
       }
       const n = Math.min(d.pollBatch, reader.position - this.position);
-      let batch: StoredMessage[];
-      try {
-        batch = await d.backend.poll(this.#triple, this.position, n);
-        backoff = WAIT_MS;
-      } catch (err) {
-        d.logger.limited("warn", "Share group catch-up poll failed", { key: this.key, error: err });
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 2000);
-        continue;
-      }
+      const batch = await polls.next(this.position, n);
+      if (batch === null) continue;
       if (this.#cancelled) return false;
       if (batch.length === 0) {
         this.position = reader.position; // removed by retention meanwhile
@@ -144,8 +135,4 @@ export class GroupCatchUp {
     deliverCopies(targets, view!, this, entry, this.#served, d.metrics, d.evict, m);
     this.#served.clear();
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -1,5 +1,5 @@
 /**
- * Shared subscriptions across gateways on one Iggy [issue 39]: each gateway with members of a
+ * Shared subscriptions across gateways on one Iggy: each gateway with members of a
  * group joins the log's consumer group of every topic the filter reads, and deals to its members
  * only the partitions the log gives it; the others' members get the rest. When a gateway joins,
  * leaves or stops, the log deals the partitions again; a gateway given a partition starts the
@@ -19,6 +19,7 @@ import type { Logger } from "../observe/logger.ts";
 import type { ClientQueue } from "./client_queue.ts";
 import type { ShareGroup, Triple } from "./registry.ts";
 import { tripleKey } from "./registry.ts";
+import { utf8Length } from "../base/utf8.ts";
 import { GroupCatchUp, type GroupCatchUpDeps } from "./share_catch_up.ts";
 
 /** How often each group's partitions are asked for and its position stored (ms). */
@@ -54,7 +55,7 @@ interface Spread {
 /** The log name of a share group: `mqtt-share/<group>/<filter>`, hashed when too long. */
 export function groupLogName(key: string): string {
   const name = `mqtt-share/${key}`;
-  if (new TextEncoder().encode(name).length <= MAX_NAME_BYTES) return name;
+  if (utf8Length(name) <= MAX_NAME_BYTES) return name;
   let h = 0x811c9dc5; // FNV-1a: a stable short name for a long filter
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
   return `mqtt-share/${key.slice(0, 200)}#${(h >>> 0).toString(16)}`;

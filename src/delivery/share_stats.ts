@@ -10,6 +10,7 @@
 import type { ClientQueue } from "./client_queue.ts";
 import type { ShareGroups } from "./share_groups.ts";
 import type { ShareSpread } from "./share_spread.ts";
+import type { Metrics } from "../observe/metrics.ts";
 
 /** One connected share group's figures. */
 export interface ShareGroupStats {
@@ -38,4 +39,36 @@ export function shareGroupStats(
     });
   }
   return out;
+}
+
+/** The share groups' gauges on `/metrics` (read at each scrape). */
+export function shareGauges(
+  registry: Metrics,
+  shares: ShareGroups<ClientQueue>,
+  spread: ShareSpread | null,
+): void {
+  registry.gauge(
+    "mqtt_share_groups",
+    "Shared subscription groups: with members connected, and waiting for one (parked)",
+    () => [[{ state: "connected" }, shares.size], [{ state: "parked" }, shares.parked]],
+  );
+  registry.gauge(
+    "mqtt_share_group_lag_messages",
+    "Per share group with members connected: copies dealt and not yet acknowledged, plus what a hand-over's catch-up still has to deal",
+    () => shareGroupStats(shares, spread).map((g) => [{ group: g.group }, g.lag]),
+  );
+  registry.gauge(
+    "mqtt_share_members",
+    "Members (subscriptions) of share groups with members connected",
+    () => {
+      let n = 0; // the members alone: no lag walk over their windows
+      for (const g of shares.connected()) n += g.members.length;
+      return n;
+    },
+  );
+  registry.gauge(
+    "mqtt_share_partitions_owned",
+    "Iggy mode: partitions the log's consumer groups give this gateway's share groups",
+    () => spread?.owned() ?? 0,
+  );
 }
