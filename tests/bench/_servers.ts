@@ -73,6 +73,8 @@ export interface ServerDef {
   readonly name: string;
   /** What runs it, when not the binary itself (aedes: node or deno). */
   readonly runtime?: string;
+  /** The only scenarios it can run, when not every one (the floor has no sessions). */
+  readonly scenarios?: readonly string[];
   start(o: LaunchOptions): Promise<Running>;
 }
 
@@ -233,6 +235,42 @@ export function mosquittoServer(dir: string): ServerDef {
       );
       const argv = launchArgv(o, 0, ["/usr/sbin/mosquitto", "-c", conf]);
       return spawnUntilReady("mosquitto", argv, port, connackReady(port));
+    },
+  };
+}
+
+/** What the floor can run: its subscribers get every message, and it keeps no sessions. */
+export const FLOOR_SCENARIOS = [
+  "fleet_qos1",
+  "fleet_qos0",
+  "e2e",
+  "fanout",
+  "qos1",
+  "qos1_10x2",
+  "qos0_1",
+  "qos0_10",
+];
+
+/**
+ * The floor (`floor_server.ts`): the least a durable MQTT server costs on Deno, with the
+ * gateway's runtime flags and socket layer; its log file in `dir`.
+ */
+export function floorServer(dir: string): ServerDef {
+  return {
+    name: "deno-floor",
+    scenarios: FLOOR_SCENARIOS,
+    async start(o) {
+      const port = freePort();
+      const cmd = [
+        Deno.execPath(),
+        "run",
+        "-A",
+        ...startTaskFlags().filter((f) => f.startsWith("--v8-flags")),
+        `${ROOT}tests/bench/floor_server.ts`,
+        `--port=${port}`,
+        `--file=${dir}/floor-${port}.log`,
+      ];
+      return await spawnUntilReady("deno-floor", launchArgv(o, 0, cmd), port, connackReady(port));
     },
   };
 }

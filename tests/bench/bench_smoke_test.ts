@@ -84,3 +84,35 @@ Deno.test({
     }
   },
 });
+
+Deno.test("bench floor server: PUBACKs after its fsync, and every subscriber gets every message", async () => {
+  const out = await Deno.makeTempFile({ prefix: "bench-floor-", suffix: ".json" });
+  try {
+    const r = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("./run.ts", import.meta.url).pathname,
+        "--smoke",
+        "--servers=deno-floor",
+        "--scenarios=fleet_qos1,e2e,qos1_10x2,idle",
+        `--out=${out}`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(90_000),
+    }).output();
+    const stderr = new TextDecoder().decode(r.stderr);
+    assert.equal(r.code, 0, `run.ts --smoke failed:\n${stderr.slice(-3000)}`);
+    const raw = JSON.parse(await Deno.readTextFile(out)).raw;
+    const fleet = raw.fleet_qos1["deno-floor"];
+    assert.ok(fleet.pubacks > 0 && fleet.deliveries > 0, "fleet: no PUBACKs or deliveries");
+    assert.equal(fleet.missing, 0, "fleet: readings missing");
+    assert.equal(raw.e2e["deno-floor"].missing, 0, "1:1: copies missing");
+    assert.ok(raw.qos1_10x2["deno-floor"].msgs > 0, "10×2: nothing PUBACKed");
+    // idle is not among the scenarios the floor lists: skipped, and not counted as missing.
+    assert.equal(raw.idle?.["deno-floor"], undefined, "ran a scenario it does not list");
+  } finally {
+    await Deno.remove(out).catch(() => {});
+  }
+});

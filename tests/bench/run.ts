@@ -7,7 +7,9 @@
  *   deno task bench                 full run (each scenario 2 s warm-up + 10 s measured)
  *   deno task bench --smoke         ~1 s per scenario, tiny counts; checks only that every
  *                                   scenario produced figures, exits 1 when one did not
- *   --servers=gateway,mosquitto     subset of gateway, gateway-epoll, mosquitto, aedes
+ *   --servers=gateway,mosquitto     subset of gateway, gateway-epoll, mosquitto, aedes; or
+ *                                   deno-floor (floor_server.ts: what Deno itself costs a
+ *                                   durable server; only the scenarios it lists)
  *   --scenarios=qos1,qos0_10        subset of scenarios
  *                                   ("store": the gateway's RSS on a small and a large store,
  *                                   see _store_scenario.ts; "forward": forward mode's backlog
@@ -34,6 +36,7 @@ import { parseArgs } from "node:util";
 import { dirname } from "node:path";
 import {
   aedesServer,
+  floorServer,
   gatewayServer,
   has,
   launchArgv,
@@ -133,6 +136,8 @@ const defs: Record<string, ServerDef> = {
   }, "gateway-epoll"),
   mosquitto: mosquittoServer(tmpDir),
   aedes: aedesServer(),
+  // What Deno itself costs a durable server (floor_server.ts): for the fleet, 1:1 and fan-out.
+  "deno-floor": floorServer(tmpDir),
   ...(IGGY ? await iggyGateways(dataDir, gwFlags, stamp) : {}),
 };
 const serverNames = IGGY
@@ -230,6 +235,7 @@ try {
     if (id === "store" || id === "forward" || id === "retained" || id === "ws") continue;
     results[id] = {};
     for (const name of serverNames) {
+      if (defs[name].scenarios && !defs[name].scenarios.includes(id)) continue;
       // A fresh process per scenario: what ran before (10,000 closed connections, a grown
       // heap, a store of millions of messages) shows in neither memory nor latency.
       await servers[name].stop();
@@ -335,9 +341,9 @@ const missing = rows.filter((r) =>
   FIGURES.some((f) => f.id === r.id) && scenarioIds.concat("start")
     .includes(r.scenario)
 ).flatMap((r) =>
-  serverNames.filter((n) => r.scenario !== "store" || n === "gateway").filter((n) =>
-    typeof r.values[n] !== "number" || !Number.isFinite(r.values[n])
-  )
+  serverNames.filter((n) => r.scenario !== "store" || n === "gateway")
+    .filter((n) => r.scenario === "start" || (defs[n].scenarios?.includes(r.scenario) ?? true))
+    .filter((n) => typeof r.values[n] !== "number" || !Number.isFinite(r.values[n]))
     .map((n) => `${r.label} on ${n}`)
 );
 if (missing.length > 0) {
