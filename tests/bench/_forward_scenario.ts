@@ -4,7 +4,9 @@
  *   forwarded by a gateway started on it; the figure is messages per second from ready until
  *   `forward_lag_messages` is 0, into topics the forwarder creates (fsync-enforced);
  * - live: QoS 1 10×20 ingest (the qos1 load) into the gateway without forwarding and with it,
- *   back to back, and the forward lag sampled every 100 ms during the forwarding run (p99).
+ *   back to back, in `rounds` pairs whose order alternates (a shared machine's speed drifts
+ *   between runs: the median of the pairs' ratios is the figure, and every pair's is kept),
+ *   and the forward lag sampled every 100 ms during the forwarding runs (p99).
  * The upstream is the Iggy at `IGGY_TEST_ADDRESS` (`IGGY_TEST_USERNAME`/`IGGY_TEST_PASSWORD`,
  * `IGGY_TEST_PROTOCOL`), or else the fake Iggy in a process of its own (labelled: its speed
  * says nothing about Iggy's).
@@ -18,9 +20,12 @@ export interface ForwardFigures {
   readonly upstream: string;
   readonly drainMessages: number;
   readonly drainMsgPerSec: number;
+  /** Medians over the rounds. */
   readonly liveWithout: number;
   readonly liveWith: number;
   readonly liveRatio: number;
+  /** Each round's with / without. */
+  readonly liveRatios: readonly number[];
   readonly lagP99Messages: number;
   readonly lagP99Seconds: number;
   readonly loadgenCpu: number;
@@ -70,6 +75,13 @@ async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(url)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));
   return line ? Number(line.slice(name.length + 1)) : NaN;
+}
+
+function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((x, y) => x - y);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function p99(xs: number[]): number {
@@ -134,42 +146,61 @@ export async function forwardScenario(
   launch: LaunchOptions,
   smoke: boolean,
   loadgen: Loadgen,
+  rounds = 1,
 ): Promise<ForwardFigures> {
   const up = await upstream(smoke);
   try {
     const env = forwardEnv(up.address);
     const messages = smoke ? 20_000 : 1_000_000;
     const drainMsgPerSec = await drain(dataDir, flags, launch, env, messages);
-    const plain = await gatewayServer(dataDir, flags, "gateway").start(launch);
-    const without = await loadgen(plain, "qos1").finally(() => plain.stop());
-    const fwd = await gatewayServer(dataDir, flags, "gateway-forward", env).start(launch);
+    const rate = (r: Record<string, unknown> | null) => Number(r?.msgsPerSec ?? NaN);
+    const cpu = (r: Record<string, unknown> | null) => Number(r?.serverCpuPct ?? NaN);
     const lags: number[] = [];
     const lagSeconds: number[] = [];
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        lags.push(await metric(fwd.metricsUrl!, "forward_lag_messages").catch(() => NaN));
-        lagSeconds.push(await metric(fwd.metricsUrl!, "forward_lag_seconds").catch(() => NaN));
-        await new Promise((r) => setTimeout(r, 100));
+    const without: (Record<string, unknown> | null)[] = [];
+    const withFwd: (Record<string, unknown> | null)[] = [];
+    const runWithout = async () => {
+      const plain = await gatewayServer(dataDir, flags, "gateway").start(launch);
+      without.push(await loadgen(plain, "qos1").finally(() => plain.stop()));
+    };
+    const runWith = async () => {
+      const fwd = await gatewayServer(dataDir, flags, "gateway-forward", env).start(launch);
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          lags.push(await metric(fwd.metricsUrl!, "forward_lag_messages").catch(() => NaN));
+          lagSeconds.push(await metric(fwd.metricsUrl!, "forward_lag_seconds").catch(() => NaN));
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      })();
+      withFwd.push(await loadgen(fwd, "qos1"));
+      sampling = false;
+      await sampler;
+      await fwd.stop();
+    };
+    for (let round = 0; round < rounds; round++) {
+      if (round % 2 === 0) {
+        await runWithout();
+        await runWith();
+      } else {
+        await runWith();
+        await runWithout();
       }
-    })();
-    const withFwd = await loadgen(fwd, "qos1");
-    sampling = false;
-    await sampler;
-    await fwd.stop();
-    const rate = (r: Record<string, unknown> | null) => Number(r?.msgsPerSec ?? NaN);
+    }
+    const ratios = withFwd.map((w, i) => rate(w) / rate(without[i]));
     return {
       upstream: up.label,
       drainMessages: messages,
       drainMsgPerSec: Math.round(drainMsgPerSec),
-      liveWithout: rate(without),
-      liveWith: rate(withFwd),
-      liveRatio: rate(withFwd) / rate(without),
+      liveWith: median(withFwd.map(rate)),
+      liveWithout: median(without.map(rate)),
+      liveRatio: median(ratios),
+      liveRatios: ratios,
       lagP99Messages: p99(lags.filter(Number.isFinite)),
       lagP99Seconds: p99(lagSeconds.filter(Number.isFinite)),
-      loadgenCpu: Number(withFwd?.loadgenCpuPct ?? NaN),
-      serverCpuWithout: Number(without?.serverCpuPct ?? NaN),
-      serverCpuWith: Number(withFwd?.serverCpuPct ?? NaN),
+      loadgenCpu: Math.max(...withFwd.map((w) => Number(w?.loadgenCpuPct ?? NaN))),
+      serverCpuWithout: median(without.map(cpu)),
+      serverCpuWith: median(withFwd.map(cpu)),
     };
   } finally {
     await up.stop();

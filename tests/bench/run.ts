@@ -74,6 +74,8 @@ const { values: a } = parseArgs({
   },
 });
 const SMOKE = a.smoke;
+/** Pairs of live runs, without and with forwarding, in the forward scenario (full mode). */
+const FORWARD_ROUNDS = 3;
 const WARMUP_MS = SMOKE ? 200 : 2000;
 const DURATION_MS = SMOKE ? 1000 : 10_000;
 
@@ -251,16 +253,17 @@ try {
   }
   if (scenarioIds.includes("forward")) {
     for (const s of Object.values(servers)) await s.stop();
-    const f = await forwardScenario(dataDir, gwFlags, launch, SMOKE, runLoadgen);
+    const rounds = SMOKE ? 1 : FORWARD_ROUNDS;
+    const f = await forwardScenario(dataDir, gwFlags, launch, SMOKE, runLoadgen, rounds);
     results.forward = { gateway: { ...f } };
     console.log(
       `forward (${f.upstream}): backlog of ${f.drainMessages} drained at ${f.drainMsgPerSec} msg/s; ` +
         `live QoS 1 10x20 ${f.liveWith.toFixed(0)} msg/s with forwarding, ${
           f.liveWithout.toFixed(0)
         } without: ` +
-        `${f.liveRatio.toFixed(2)}x; forward lag p99 ${f.lagP99Messages} messages, ${
-          f.lagP99Seconds.toFixed(3)
-        } s; ` +
+        `${f.liveRatio.toFixed(2)}x (median of ${rounds} alternating round(s): ${
+          f.liveRatios.map((r) => r.toFixed(2)).join(", ")
+        }); forward lag p99 ${f.lagP99Messages} messages, ${f.lagP99Seconds.toFixed(3)} s; ` +
         `gateway CPU ${f.serverCpuWith.toFixed(0)}% with, ${
           f.serverCpuWithout.toFixed(0)
         }% without; ` +
