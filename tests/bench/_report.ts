@@ -212,6 +212,8 @@ export interface Row {
   readonly values: Record<string, number | null>;
   readonly ratioMosquitto: number | null;
   readonly ratioAedes: number | null;
+  /** Gateway / deno-floor (floor_server.ts), when the floor ran. */
+  readonly ratioFloor: number | null;
   /**
    * Servers whose figure the load generator may have capped (its CPU over
    * {@link CLIENT_BOUND_PCT} in their run): a peer's figure is then a lower bound, so the
@@ -282,6 +284,7 @@ export function figureRows(
       values,
       ratioMosquitto: rm,
       ratioAedes: ratio("aedes"),
+      ratioFloor: ratio(FLOOR_SERVER),
       clientBound,
       floor: f.floor,
       floorMet: f.floor ? judge(f.floor.floor) : null,
@@ -297,9 +300,19 @@ function fmt(v: number | null): string {
   return v.toFixed(2);
 }
 
+/** The bench's floor server's name: with it in the run, the table gains a gw/floor column. */
+export const FLOOR_SERVER = "deno-floor";
+
 /** Markdown table: figure, one column per server, ratios, floor and whether it is met. */
 export function renderTable(rows: Row[], servers: string[]): string {
-  const head = ["figure", ...servers, "gw/mosquitto", "gw/aedes", "floor (goal)", "floor met"];
+  const peers = ["mosquitto", "aedes", ...servers.includes(FLOOR_SERVER) ? [FLOOR_SERVER] : []];
+  const head = [
+    "figure",
+    ...servers,
+    ...peers.map((p) => p === FLOOR_SERVER ? "gw/floor" : `gw/${p}`),
+    "floor (goal)",
+    "floor met",
+  ];
   const lines = [`| ${head.join(" | ")} |`, `|${head.map(() => " --- ").join("|")}|`];
   for (const r of rows) {
     const floor = !r.floor
@@ -317,8 +330,12 @@ export function renderTable(rows: Row[], servers: string[]): string {
       : bound === ""
       ? "**no**"
       : `**no**, ${bound}`;
-    const ratios = (["mosquitto", "aedes"] as const).map((peer) => {
-      const x = peer === "mosquitto" ? r.ratioMosquitto : r.ratioAedes;
+    const ratios = peers.map((peer) => {
+      const x = peer === "mosquitto"
+        ? r.ratioMosquitto
+        : peer === "aedes"
+        ? r.ratioAedes
+        : r.ratioFloor;
       return x === null ? "—" : `${boundPrefix(r.clientBound, peer)}${x.toFixed(2)}×`;
     });
     lines.push(

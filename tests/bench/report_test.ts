@@ -75,3 +75,15 @@ Deno.test("bench report: connects/s of the idle scenario is marked client-bound;
   // Memory is not a rate the client's CPU caps: never marked.
   assert.deepEqual(rows.find((r) => r.id === "idle_rss")!.clientBound, []);
 });
+
+Deno.test("bench report: with the floor server in the run, a gw/floor column beside the peers", () => {
+  const results = qos1(20_000, 50_000, {}) as Record<string, Record<string, unknown>>;
+  results.qos1["deno-floor"] = { msgsPerSec: 25_000, loadgenCpuPct: 20 };
+  const servers = [...SERVERS, "deno-floor"];
+  const table = renderTable(figureRows(results, servers), servers).split("\n");
+  assert.match(table[0], /\| gw\/mosquitto \| gw\/aedes \| gw\/floor \| floor \(goal\) \|/);
+  const line = table.find((l) => l.startsWith("| QoS 1 ingest"))!;
+  assert.match(line, /\| 0\.40× \| 2\.00× \| 0\.80× \|/);
+  // Without it, no such column.
+  assert.doesNotMatch(renderTable(figureRows(qos1(1, 1, {}), SERVERS), SERVERS), /gw\/floor/);
+});
