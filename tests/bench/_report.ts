@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { FLOOR_SERVER } from "./_servers.ts";
 
 type Raw = Record<string, unknown> | null | undefined;
 const at = (r: Raw, path: string): number | null => {
@@ -299,9 +300,6 @@ function fmt(v: number | null): string {
   if (Math.abs(v) >= 10) return v.toFixed(1);
   return v.toFixed(2);
 }
-
-/** The bench's floor server's name: with it in the run, the table gains a gw/floor column. */
-export const FLOOR_SERVER = "deno-floor";
 
 /** Markdown table: figure, one column per server, ratios, floor and whether it is met. */
 export function renderTable(rows: Row[], servers: string[]): string {

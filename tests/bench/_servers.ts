@@ -239,6 +239,9 @@ export function mosquittoServer(dir: string): ServerDef {
   };
 }
 
+/** The floor server's name in `--servers` and in the report (its gw/floor column). */
+export const FLOOR_SERVER = "deno-floor";
+
 /** What the floor can run: its subscribers get every message, and it keeps no sessions. */
 export const FLOOR_SCENARIOS = [
   "fleet_qos1",
@@ -257,7 +260,7 @@ export const FLOOR_SCENARIOS = [
  */
 export function floorServer(dir: string): ServerDef {
   return {
-    name: "deno-floor",
+    name: FLOOR_SERVER,
     scenarios: FLOOR_SCENARIOS,
     async start(o) {
       const port = freePort();
@@ -270,7 +273,7 @@ export function floorServer(dir: string): ServerDef {
         `--port=${port}`,
         `--file=${dir}/floor-${port}.log`,
       ];
-      return await spawnUntilReady("deno-floor", launchArgv(o, 0, cmd), port, connackReady(port));
+      return await spawnUntilReady(FLOOR_SERVER, launchArgv(o, 0, cmd), port, connackReady(port));
     },
   };
 }
