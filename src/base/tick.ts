@@ -1,7 +1,6 @@
 /**
- * "Once per tick" scheduling. Work queued during one turn of the event loop (all packets of a
- * read, all appends confirmed by one commit) runs together right after it, so each socket gets
- * one write per tick and the log one commit per tick.
+ * "Once per tick" scheduling. Work queued during one turn of the event loop (the appends of
+ * every read of that turn) runs together right after it, so the log gets one commit per tick.
  *
  * `setImmediate` is used because nested `setTimeout(fn, 0)` timers are clamped to a minimum
  * delay, far longer than a tick (see docs/BENCHMARKS.md, 'Figures behind the code').

@@ -1,6 +1,9 @@
 /**
- * A connection's outbound byte queue. Packets pushed during a tick are written together in
- * one `write`: every socket write has a fixed cost however small it is, so coalescing matters.
+ * A connection's outbound byte queue. Packets pushed during one run of JavaScript (the packets
+ * of one read, the deliveries of one commit, the PUBACKs of one fsync) are written together in
+ * one `write`, in a microtask queued by the first of them: every socket write has a fixed cost
+ * however small it is, so coalescing matters, and a microtask keeps a lone delivery from waiting
+ * for the next turn of the event loop (see docs/BENCHMARKS.md, 'Figures behind the code').
  *
  * Bytes queued here count against the client's and the global outbound caps; a client whose
  * socket does not drain keeps its bytes here, which is how slow consumers are detected.
@@ -8,7 +11,6 @@
  * @module
  */
 import { concatBytes } from "../base/bytes.ts";
-import { nextTick } from "../base/tick.ts";
 import type { OutboundTopicAliases } from "../codec/topic_alias_out.ts";
 import { type Transport, writeAll } from "./transport.ts";
 
@@ -120,7 +122,7 @@ export class Outbox {
     this.#budget.bytes += n;
     if (!this.#scheduled && !this.#writing) {
       this.#scheduled = true;
-      nextTick(() => this.#flush());
+      queueMicrotask(() => this.#flush());
     }
   }
 
