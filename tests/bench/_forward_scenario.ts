@@ -9,7 +9,11 @@
  *   and the forward lag sampled every 100 ms during the forwarding runs (p99).
  * The upstream is the Iggy at `IGGY_TEST_ADDRESS` (`IGGY_TEST_USERNAME`/`IGGY_TEST_PASSWORD`,
  * `IGGY_TEST_PROTOCOL`), or else the fake Iggy in a process of its own (labelled: its speed
- * says nothing about Iggy's).
+ * says nothing about Iggy's). Start Iggy off the gateway's core: `taskset -c 1` with
+ * `IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1` (one shard, bound within the allowed cores). Iggy
+ * 0.9's default allocation binds a shard to every core whatever the `taskset` mask, so one of
+ * them shares core 0 with the gateway (docs/BENCHMARKS.md, "Iggy's shards and the gateway's
+ * core").
  *
  * @module
  */

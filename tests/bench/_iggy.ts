@@ -5,8 +5,10 @@
  * stream (a map file per variant in the bench's data directory), so their topics differ.
  *
  * The gateways run pinned to core 0 like every server under test; the Iggy server is the
- * operator's to start, on the other core (`taskset -c 1`), where the load generator runs too:
- * on a 2-core machine nothing else is free, so the load generator's CPU is printed beside.
+ * operator's to start, on the other core (`taskset -c 1` and
+ * `IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1`: Iggy's default binds a shard to every core, core 0
+ * included, whatever the mask), where the load generator runs too: on a 2-core machine nothing
+ * else is free, so the load generator's CPU is printed beside.
  *
  * @module
  */
