@@ -39,7 +39,7 @@ Deno.test("Outbox: staged PUBACKs and pushed packets leave in the order they wer
   assert.equal(o.queuedBytes, 14);
   assert.equal(budget.bytes, 14);
   await o.drained();
-  assert.equal(r.writes.length, 1, "one write per tick");
+  assert.equal(r.writes.length, 1, "one write for what one run of JavaScript pushed");
   const expected = [encodePuback(1), encodePuback(0x0203), encodePingresp(), encodePuback(0xfffe)]
     .flatMap((b) => [...b]);
   assert.deepEqual(r.wire(), expected);
