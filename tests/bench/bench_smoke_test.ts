@@ -107,3 +107,27 @@ Deno.test("bench floor server: PUBACKs after its fsync, and every subscriber get
   // idle is not among the scenarios the floor lists: skipped, and not counted as missing.
   assert.equal(raw.idle?.["deno-floor"], undefined, "ran a scenario it does not list");
 });
+
+Deno.test("bench: an unknown scenario or server is refused in one line, before any server starts", async () => {
+  for (
+    const [args, says] of [
+      [["--scenarios=e2e,nope"], "[bench] --scenarios: unknown nope (known: idle, e2e,"],
+      [
+        ["--servers=gateway,gatway", "--scenarios=e2e"],
+        "[bench] --servers: unknown gatway (known:",
+      ],
+    ] as const
+  ) {
+    const r = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./run.ts", import.meta.url).pathname, "--smoke", ...args],
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(30_000),
+    }).output();
+    const stderr = new TextDecoder().decode(r.stderr).trim();
+    assert.equal(r.code, 2, stderr);
+    assert.equal(stderr.split("\n").length, 1, `one line, got:\n${stderr}`);
+    assert.ok(stderr.startsWith(says), stderr);
+    assert.ok(!stderr.includes("    at "), "no stack trace");
+  }
+});

@@ -120,6 +120,19 @@ const scenarioIds = a.scenarios
   : IGGY
   ? ["qos1", "qos0_10"]
   : [...Object.keys(SCENARIOS), "store"];
+/** Scenarios run on gateways of their own, after the others. */
+const OWN_GATEWAY_SCENARIOS = ["store", "forward", "retained", "ws"];
+const unknownScenarios = scenarioIds.filter((id) =>
+  !(id in SCENARIOS) && !OWN_GATEWAY_SCENARIOS.includes(id)
+);
+if (unknownScenarios.length > 0) {
+  console.error(
+    `[bench] --scenarios: unknown ${unknownScenarios.join(", ")} (known: ${
+      [...Object.keys(SCENARIOS), ...OWN_GATEWAY_SCENARIOS].join(", ")
+    }; start-up time and RSS at ready are measured in every run)`,
+  );
+  Deno.exit(2);
+}
 
 const launch: LaunchOptions = {
   taskset: has("taskset", ["-c", "0", "true"]),
@@ -142,9 +155,18 @@ const defs: Record<string, ServerDef> = {
   "deno-floor": floorServer(tmpDir),
   ...(IGGY ? await iggyGateways(dataDir, gwFlags, stamp) : {}),
 };
-const serverNames = IGGY
-  ? ["gateway", ...IGGY_VARIANTS.map((v) => v.name)]
-  : a.servers.split(",").filter((n) => n in defs);
+const unknownServers = a.servers.split(",").filter((n) => !(n in defs));
+if (!IGGY && unknownServers.length > 0) {
+  console.error(
+    `[bench] --servers: unknown ${unknownServers.join(", ")} (known: ${
+      Object.keys(defs).join(", ")
+    })`,
+  );
+  await Deno.remove(`${ROOT}${dataDir}`, { recursive: true });
+  await Deno.remove(tmpDir, { recursive: true });
+  Deno.exit(2);
+}
+const serverNames = IGGY ? ["gateway", ...IGGY_VARIANTS.map((v) => v.name)] : a.servers.split(",");
 
 /** Runs one scenario's load generator against one server; null (and a message) on failure. */
 async function runLoadgen(s: Running, id: string): Promise<Record<string, unknown> | null> {
@@ -234,7 +256,7 @@ try {
   }
   for (const id of scenarioIds) {
     // After the others, on their own gateways.
-    if (id === "store" || id === "forward" || id === "retained" || id === "ws") continue;
+    if (OWN_GATEWAY_SCENARIOS.includes(id)) continue;
     results[id] = {};
     for (const name of serverNames) {
       if (defs[name].scenarios && !defs[name].scenarios.includes(id)) continue;
