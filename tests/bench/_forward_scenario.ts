@@ -18,6 +18,7 @@
  * @module
  */
 import { gatewayServer, type LaunchOptions, ROOT, type Running } from "./_servers.ts";
+import { median } from "./_stats.ts";
 
 /** What the scenario measured. */
 export interface ForwardFigures {
@@ -79,13 +80,6 @@ async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(url)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));
   return line ? Number(line.slice(name.length + 1)) : NaN;
-}
-
-function median(xs: number[]): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((x, y) => x - y);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function p99(xs: number[]): number {

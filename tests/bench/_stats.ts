@@ -1,6 +1,6 @@
 /**
- * Measurement helpers: a log-linear latency histogram (≈0.1% precision, fixed memory) and
- * readers of a process's CPU ticks and RSS from /proc.
+ * Measurement helpers: a log-linear latency histogram (≈0.1% precision, fixed memory), the
+ * median of a few runs, and readers of a process's CPU ticks and RSS from /proc.
  *
  * @module
  */
@@ -62,6 +62,14 @@ export class Histogram {
       max: this.count ? this.max / 1000 : null,
     };
   }
+}
+
+/** The median of `xs` (the mean of the middle two when even); NaN when empty. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((x, y) => x - y);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** utime+stime of a process in clock ticks (USER_HZ = 100 on Linux). */

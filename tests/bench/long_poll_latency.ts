@@ -14,16 +14,12 @@
 import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 import { startGateway } from "../helpers/gateway.ts";
+import { median } from "./_stats.ts";
 
 const COUNT = Number(Deno.args[0] ?? 100);
 const GAP_MS = 60;
 /** The envelope headers the gateway reads (`src/log/envelope.ts`): an MQTT message from elsewhere. */
 const HEADERS = new Map([["mqtt.topic", "sensors/x/data"], ["mqtt.qos", "0"]]);
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 async function measure(dialect: "0.11" | "0.12"): Promise<number[]> {
   const store = new FakeStore();

@@ -47,7 +47,7 @@ import {
   type ServerDef,
 } from "./_servers.ts";
 import { figureRows, FIGURES, machine, renderTable } from "./_report.ts";
-import { cpuPercent, cpuTicks, rssBytes } from "./_stats.ts";
+import { cpuPercent, cpuTicks, median, rssBytes } from "./_stats.ts";
 import {
   IGGY_FIGURES,
   IGGY_VARIANTS,
@@ -168,6 +168,11 @@ if (!IGGY && unknownServers.length > 0) {
 }
 const serverNames = IGGY ? ["gateway", ...IGGY_VARIANTS.map((v) => v.name)] : a.servers.split(",");
 
+/** Whether server `name` runs scenario `id` (the floor lists the few it can). */
+function runsScenario(name: string, id: string): boolean {
+  return defs[name].scenarios?.includes(id) ?? true;
+}
+
 /** Runs one scenario's load generator against one server; null (and a message) on failure. */
 async function runLoadgen(s: Running, id: string): Promise<Record<string, unknown> | null> {
   const argv = launchArgv(launch, 1, [
@@ -242,7 +247,6 @@ try {
       await new Promise((r) => setTimeout(r, 500));
       rss.push(rssBytes(servers[name].pid) / 1024 / 1024);
     }
-    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
     results.start ??= {};
     results.start[name] = {
       readyMs: median(startMs[name]),
@@ -259,7 +263,7 @@ try {
     if (OWN_GATEWAY_SCENARIOS.includes(id)) continue;
     results[id] = {};
     for (const name of serverNames) {
-      if (defs[name].scenarios && !defs[name].scenarios.includes(id)) continue;
+      if (!runsScenario(name, id)) continue;
       // A fresh process per scenario: what ran before (10,000 closed connections, a grown
       // heap, a store of millions of messages) shows in neither memory nor latency.
       await servers[name].stop();
@@ -367,7 +371,7 @@ const missing = rows.filter((r) =>
     .includes(r.scenario)
 ).flatMap((r) =>
   serverNames.filter((n) => r.scenario !== "store" || n === "gateway")
-    .filter((n) => r.scenario === "start" || (defs[n].scenarios?.includes(r.scenario) ?? true))
+    .filter((n) => r.scenario === "start" || runsScenario(n, r.scenario))
     .filter((n) => typeof r.values[n] !== "number" || !Number.isFinite(r.values[n]))
     .map((n) => `${r.label} on ${n}`)
 );

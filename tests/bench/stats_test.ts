@@ -3,7 +3,7 @@
  * range (its bucket arithmetic is integer bit operations up to 2^30 µs, floating point beyond).
  */
 import assert from "node:assert/strict";
-import { Histogram } from "./_stats.ts";
+import { Histogram, median } from "./_stats.ts";
 
 /** The value a reference (floating-point) log-linear bucketing maps `us` to, in µs. */
 function reference(us: number): number {
@@ -39,4 +39,10 @@ Deno.test("Histogram.quantileMs() orders a spread of latencies across the linear
   assert.ok(Math.abs(p50 - 250) / 250 < 0.001, `p50 ${p50}`);
   assert.ok(Math.abs(p99 - 495) / 495 < 0.001, `p99 ${p99}`);
   assert.equal(h.summary().max, 500);
+});
+
+Deno.test("median: the middle value, the mean of the middle two, NaN for none", () => {
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  assert.ok(Number.isNaN(median([])));
 });
