@@ -25,7 +25,8 @@ import {
   type MqttListener,
   type TlsMaterial,
 } from "./net/listeners.ts";
-import type { TlsRefusal } from "./net/tls_listener.ts";
+import { listenTls, type TlsRefusal } from "./net/tls_listener.ts";
+import { listenWs } from "./net/ws_listener.ts";
 import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
 
@@ -211,10 +212,6 @@ export async function bindWs(
 ): Promise<MqttListener[]> {
   const l = config.listeners;
   const out: MqttListener[] = [];
-  if (l.ws === "" && l.wss === "") return out;
-  // Loaded only when configured, like the TLS listener: modules a gateway never uses are RSS
-  // at ready (see docs/BENCHMARKS.md, 'Figures behind the code').
-  const { listenWs } = await import("./net/ws_listener.ts");
   const o = (listener: "ws" | "wss") => ({
     path: l.ws_path,
     allowedOrigins: l.ws_allowed_origins,
@@ -266,7 +263,6 @@ export async function bindTls(
   const l = config.listeners;
   const a = parseAddress("listeners.tls", l.tls);
   const material = await readTlsMaterial(l);
-  const { listenTls } = await import("./net/tls_listener.ts");
   return await listenTls(a.hostname, a.port, material, {
     handshakeTimeoutMs: config.limits.connect_timeout_ms,
     maxConnections: config.limits.max_connections,

@@ -122,9 +122,7 @@ export class Outbox {
     this.#budget.bytes += n;
     if (!this.#scheduled && !this.#writing) {
       this.#scheduled = true;
-      // A promise reaction, not queueMicrotask (the same microtask queue, in the same order):
-      // the gateway measured less RSS at ready so (docs/BENCHMARKS.md, 'Figures behind the code').
-      Promise.resolve().then(() => this.#flush());
+      queueMicrotask(() => this.#flush());
     }
   }
 
