@@ -19,8 +19,8 @@ const EMPTY_HEADERS: ReadonlyMap<string, string> = new Map();
 
 /**
  * Encodes messages into one growing buffer for one transaction. {@link BatchEncoder.take} hands
- * the buffer over (the log writes it, and in forward mode its tail cache keeps it: nothing
- * writes it again), so a new one starts the next batch.
+ * the buffer over (the log writes it, and in forward mode its tail cache copies it), so a new
+ * one starts the next batch.
  */
 export class BatchEncoder {
   #buf = new Uint8Array(0);

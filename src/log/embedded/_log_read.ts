@@ -42,15 +42,16 @@ export function readEncoded(
 ): EncodedMessages | null {
   if (!(limit > 0)) return null;
   const run = new EncodedRun(Math.floor(limit), maxBytes);
-  log.readBatches(topicId, partition, fromOffset, (data, base, n, from, stable) => {
-    return run.add(data, base, n, from, stable);
+  log.readBatches(topicId, partition, fromOffset, (data, base, n, from) => {
+    return run.add(data, base, n, from);
   });
   return run.result();
 }
 
 /**
- * An encoded read being gathered: each stored batch's wanted records are one piece, a view of
- * the batch when it is stable (the tail cache's) or else a copy; the spans skip the records'
+ * An encoded read being gathered: each stored batch's wanted records are one piece, a copy
+ * (the batch is a view of a shared buffer: a file chunk or the tail cache's ring, which later
+ * writes reuse while the piece is still on its way upstream); the spans skip the records'
  * fixed parts.
  */
 class EncodedRun {
@@ -70,7 +71,7 @@ class EncodedRun {
   }
 
   /** Takes what is wanted of one stored batch; false once full. */
-  add(data: Uint8Array, baseOffset: number, n: number, from: number, stable: boolean): boolean {
+  add(data: Uint8Array, baseOffset: number, n: number, from: number): boolean {
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     const piece = this.#pieces.length;
     if (4 * (this.#count + n) > this.#spans.length) this.#growSpans(this.#count + n);
@@ -107,7 +108,7 @@ class EncodedRun {
       pos = end;
     }
     if (copyFrom >= 0) {
-      this.#pieces.push(stable ? data.subarray(copyFrom, copyTo) : data.slice(copyFrom, copyTo));
+      this.#pieces.push(data.slice(copyFrom, copyTo));
     }
     return !stopped && this.#count < this.#limit;
   }

@@ -209,7 +209,7 @@ export class MessageLog {
       p.noteRecord(at, recordBytes, bases[r], run.count, run.size);
       active.partitions.set(p, at + recordBytes);
     }
-    this.#tail?.add(buffer, tailRecords(buffer, runs, parts, bases));
+    this.#tail?.add(tailRecords(buffer, runs, parts, bases));
     return bases;
   }
 
@@ -234,7 +234,7 @@ export class MessageLog {
       if (header.baseOffset + header.count <= from) return true;
       const start = at + LOG_RECORD_HEADER_BYTES;
       const data = buf.subarray(start, start + header.dataBytes);
-      return visit(data, header.baseOffset, header.count, from, false);
+      return visit(data, header.baseOffset, header.count, from);
     }, true);
   }
 

@@ -1,13 +1,15 @@
 /**
  * The tail cache against the file: two logs given the same random transactions (1–3
  * partitions each, mostly small, now and then one over the cache's bound), one with a tail
- * cache of a few sizes and one without, must answer every read the same, decoded or encoded.
+ * cache of a few sizes and one without, must answer every read the same, decoded or encoded,
+ * and an encoded read must hold what it read after later writes wrap the cache's ring.
  */
 import assert from "node:assert/strict";
 import { BatchEncoder, decodeEncoded } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import { type LogRun, MessageLog } from "./_message_log.ts";
 import { readEncoded, readMessages } from "./_log_read.ts";
+import type { EncodedMessages } from "../port.ts";
 import { textMessage } from "../../../tests/helpers/embedded_store.ts";
 
 /** A seeded generator: every run draws the same transactions and reads. */
@@ -50,6 +52,9 @@ for (const bound of [600, 2000, 5000]) {
     const file = await open(0);
     try {
       let n = 0;
+      // An encoded read kept while later transactions are written (the forwarder's send in
+      // flight): its pieces must still hold what was read, though the ring is written over.
+      let kept: { read: EncodedMessages; plain: string[] } | undefined;
       for (let t = 0; t < 400; t++) {
         const runs = [0, 1, 2].filter(() => r.next() < 0.6).map((p): [number, string[]] => {
           const count = 1 + r.int(r.next() < 0.05 ? 60 : 6);
@@ -57,6 +62,7 @@ for (const bound of [600, 2000, 5000]) {
         });
         if (runs.length === 0) continue;
         assert.deepEqual(await append(cached, runs), await append(file, runs));
+        if (kept) assert.deepEqual(plain(decodeEncoded(kept.read)), kept.plain);
         for (let q = 0; q < 5; q++) {
           const p = r.int(3);
           const from = Math.max(0, cached.partition(1, p).next - r.int(80));
@@ -74,6 +80,7 @@ for (const bound of [600, 2000, 5000]) {
             b.payloadBytes,
           ]);
           assert.deepEqual(plain(decodeEncoded(a)), plain(decodeEncoded(b)));
+          kept = { read: a, plain: plain(decodeEncoded(b)) };
         }
       }
     } finally {
