@@ -67,6 +67,8 @@ export class ForwardLane {
   #run: Promise<void> | undefined;
   /** The last send failed: the next one resends (what the resolve did not find upstream). */
   #resending = false;
+  /** The lane waited a linger since its last send: what is ready now goes, full or not. */
+  #lingered = false;
 
   constructor(address: PartitionAddress, ctx: LaneContext) {
     this.address = address;
@@ -110,6 +112,7 @@ export class ForwardLane {
         ctx.failed(e, this.address);
         await this.#observeLocal(true).catch(() => {}); // the lag grows meanwhile
         await ctx.backOff(++failures);
+        this.#lingered = true; // what waited through the back-off goes at once
       }
     }
   }
@@ -125,6 +128,7 @@ export class ForwardLane {
       await this.#observeLocal(true);
       if (await Promise.race([waiting, ctx.linger().then(() => false)])) break;
     }
+    this.#lingered = true; // what waited for the uplink goes at once
     return up;
   }
 
@@ -142,7 +146,10 @@ export class ForwardLane {
     }
   }
 
-  /** One round: resolve if needed, then forward one batch or wait for new messages. */
+  /**
+   * One round: resolve if needed, then forward one batch, or wait one linger: for new messages
+   * when there are none, for more when fewer than a full send are ready.
+   */
   async #step(upstream: ForwardTarget): Promise<void> {
     const ctx = this.#ctx;
     const { stream, topic, partition } = this.address;
@@ -150,9 +157,14 @@ export class ForwardLane {
     const target = { stream, topic, partition: partition % count };
     if (!this.#resolved) await this.#resolve(upstream, target);
     await this.#observeLocal();
-    if (this.#localEnd <= this.#next) return ctx.linger();
+    const ready = this.#localEnd - this.#next;
+    if (ready <= 0 || (!this.#lingered && !this.#fullBatch(ready))) {
+      this.#lingered = true; // what comes meanwhile waits at most this one linger
+      return ctx.linger();
+    }
     const run = await this.#read();
     if (run === null) return ctx.linger();
+    this.#lingered = false;
     this.#oldestMicros = run.firstTimestampMicros;
     await upstream.appendEncoded({ ...target, messages: { ...run, stamp: this.#stamp } });
     this.#next = run.firstOffset + run.count;
@@ -163,6 +175,19 @@ export class ForwardLane {
     this.#resending = false;
     // The position is stored by the forwarder's next flush ({@link flushPosition}).
     if (++this.#sendsSinceMark >= MARK.everySends) await this.#moveMark(upstream, target);
+  }
+
+  /**
+   * Whether `ready` messages fill a send, by count or by bytes (estimated from the mean size
+   * sent so far). Less waits one linger first: a send has a fixed cost (reads, frame, seals,
+   * the write and the reply) that, paid per 90 messages under a steady stream, was nearly half
+   * of what forwarding cost the gateway (docs/BENCHMARKS.md, "Forward sends wait one linger").
+   */
+  #fullBatch(ready: number): boolean {
+    const { options, counters } = this.#ctx;
+    if (ready >= options.batchMaxMessages) return true;
+    return counters.sent > 0 &&
+      ready * (counters.sentBytes / counters.sent) >= options.batchMaxBytes;
   }
 
   /** The next batch from the local log, within the bounds; reports a retention gap. */

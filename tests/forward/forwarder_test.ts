@@ -143,3 +143,46 @@ Deno.test("a restart between the upstream's store and the local position: no dup
   assert.deepEqual(second.counters.foundUpstream, 300);
   await second.stop();
 });
+
+Deno.test("a stream slower than a full send goes in a send per linger, not per round trip", async () => {
+  await using local = await openTestStore();
+  await using upstream = await openTestStore();
+  await local.backend.createTopic("plant", "readings", { partitions: 1 });
+  const faulty = new FaultyUpstream(upstream.backend);
+  faulty.faults.sendMs = 20; // a WAN round trip
+  const options = testForwarderOptions({ batchMaxMessages: 1000, lingerMs: 250 });
+  const fw = new Forwarder(local.backend, () => faulty.open(), options, quiet());
+  await fw.start();
+  const at = { stream: "plant", topic: "readings", partition: 0 };
+  const one = (i: number) => textMessage(`m${i}`, { "mqtt.topic": "plant/0" });
+  // 1 s of a message every 5 ms: sent as it came, that is a send per round trip (about 50).
+  for (let i = 0; i < 200; i++) {
+    await local.backend.append({ ...at, messages: [one(i)] });
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await waitFor(() => fw.counters.sent === 200, 5_000, "200 sent");
+  assert.ok(faulty.appends <= 12, `${faulty.appends} sends for 200 messages`);
+  assert.deepEqual(
+    (await upstreamPayloads(upstream.backend, 1))[0],
+    Array.from({ length: 200 }, (_, i) => `m${i}`),
+  );
+  await fw.stop();
+});
+
+Deno.test("a backlog goes in full sends back to back, without a linger between them", async () => {
+  await using local = await openTestStore();
+  await using upstream = await openTestStore();
+  const faulty = new FaultyUpstream(upstream.backend);
+  faulty.faults.down = true;
+  await appendMany(local.backend, 1, 1000);
+  // A linger of 2 s: ten sends with a linger between them would take 18 s or more.
+  const options = testForwarderOptions({ batchMaxMessages: 100, lingerMs: 2_000 });
+  const fw = new Forwarder(local.backend, () => faulty.open(), options, quiet());
+  await fw.start();
+  await waitFor(() => fw.counters.failures > 0 || fw.status().lagMessages === 1000, 5_000, "lag");
+  faulty.faults.down = false;
+  await waitFor(() => fw.counters.sent === 1000, 8_000, "1000 sent within 8 s");
+  assert.equal(faulty.appends, 10);
+  assert.deepEqual(await upstreamPayloads(upstream.backend, 1), expected(1, 1000));
+  await fw.stop();
+});

@@ -16,11 +16,18 @@ export interface Faults {
   cutAfterStoreEvery: number;
   /** Cut one append in `every` before it reaches the upstream. */
   cutBeforeStoreEvery: number;
+  /** Each append takes at least this long (a WAN round trip), ms. */
+  sendMs: number;
 }
 
 /** The switchable upstream and what it saw. */
 export class FaultyUpstream {
-  readonly faults: Faults = { down: false, cutAfterStoreEvery: 0, cutBeforeStoreEvery: 0 };
+  readonly faults: Faults = {
+    down: false,
+    cutAfterStoreEvery: 0,
+    cutBeforeStoreEvery: 0,
+    sendMs: 0,
+  };
   appends = 0;
   cutAfter = 0;
   cutBefore = 0;
@@ -66,6 +73,7 @@ export class FaultyUpstream {
       this.cutBefore++;
       throw new BackendError("unavailable", "connection reset before the send (test)");
     }
+    if (this.faults.sendMs > 0) await new Promise((r) => setTimeout(r, this.faults.sendMs));
     const receipt = await store();
     if (after > 0 && n % after === 0) {
       this.cutAfter++;
