@@ -22,3 +22,8 @@ export interface ForwardCounters {
   /** Reports local offsets `[from, to)` of a partition that went before they were forwarded. */
   gap(address: PartitionAddress, from: number, to: number): void;
 }
+
+/** Mean payload bytes of the messages sent so far (0 before the first): what sizes the lag. */
+export function meanSentBytes(c: ForwardCounters): number {
+  return c.sent > 0 ? c.sentBytes / c.sent : 0;
+}

@@ -8,7 +8,7 @@
  */
 import type { PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
-import type { ForwardCounters } from "./counters.ts";
+import { type ForwardCounters, meanSentBytes } from "./counters.ts";
 import { ForwardLane, type ForwardSource, type ForwardTarget, type LaneContext } from "./lane.ts";
 import type { ForwarderOptions } from "./options.ts";
 
@@ -126,7 +126,7 @@ export class Forwarder {
       up,
       detail: up ? (health?.detail ?? this.#o.upstreamName) : this.#lastFailure,
       lagMessages: lag,
-      lagBytes: Math.round(lag * (c.sentBytes / Math.max(1, c.sent))),
+      lagBytes: Math.round(lag * meanSentBytes(c)),
       lagSeconds: oldest === Infinity ? 0 : Math.max(0, (nowMicros - oldest) / 1e6),
       partitions: this.#lanes.size,
     };

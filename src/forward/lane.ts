@@ -10,7 +10,7 @@
  */
 import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
 import { originOffset, originStamp } from "./origin.ts";
-import type { ForwardCounters } from "./counters.ts";
+import { type ForwardCounters, meanSentBytes } from "./counters.ts";
 import type { ForwarderOptions } from "./options.ts";
 import { settled } from "../base/settled.ts";
 
@@ -186,8 +186,7 @@ export class ForwardLane {
   #fullBatch(ready: number): boolean {
     const { options, counters } = this.#ctx;
     if (ready >= options.batchMaxMessages) return true;
-    return counters.sent > 0 &&
-      ready * (counters.sentBytes / counters.sent) >= options.batchMaxBytes;
+    return ready * meanSentBytes(counters) >= options.batchMaxBytes;
   }
 
   /** The next batch from the local log, within the bounds; reports a retention gap. */
