@@ -1,12 +1,13 @@
 /**
  * Counters and gauges of the gateway, kept in-process for `/metrics` (Prometheus text) and
  * mirrored to OpenTelemetry instruments from `@opentelemetry/api`, which Deno exports when
- * `OTEL_DENO=true`. One registry per gateway instance (no globals for tests to clear).
+ * `OTEL_DENO=true` (without it there are no instruments: `otel.ts`). One registry per gateway
+ * instance (no globals for tests to clear).
  *
  * @module
  */
-import { metrics as otelMetrics } from "@opentelemetry/api";
 import type { Counter as OtelCounter, Histogram as OtelHistogram } from "@opentelemetry/api";
+import { otel } from "./otel.ts";
 
 /** Label names to values of one series. */
 export type Labels = Readonly<Record<string, string>>;
@@ -23,14 +24,14 @@ function escapeLabel(v: string): string {
 /** A monotonically increasing counter with optional labels. */
 export class Counter {
   readonly values = new Map<string, number>();
-  #otel: OtelCounter;
-  constructor(readonly name: string, readonly help: string, otel: OtelCounter) {
+  #otel: OtelCounter | null;
+  constructor(readonly name: string, readonly help: string, otel: OtelCounter | null) {
     this.#otel = otel;
   }
   inc(labels: Labels = {}, by = 1): void {
     const k = labelKey(labels);
     this.values.set(k, (this.values.get(k) ?? 0) + by);
-    this.#otel.add(by, labels);
+    this.#otel?.add(by, labels);
   }
   get(labels: Labels = {}): number {
     return this.values.get(labelKey(labels)) ?? 0;
@@ -45,7 +46,7 @@ export class Counter {
     return {
       inc: (by = 1) => {
         this.values.set(key, (this.values.get(key) ?? 0) + by);
-        this.#otel.add(by, frozen);
+        this.#otel?.add(by, frozen);
       },
     };
   }
@@ -70,12 +71,12 @@ export class Histogram {
   readonly counts: number[];
   sum = 0;
   count = 0;
-  #otel: OtelHistogram;
+  #otel: OtelHistogram | null;
   constructor(
     readonly name: string,
     readonly help: string,
     readonly buckets: readonly number[],
-    otel: OtelHistogram,
+    otel: OtelHistogram | null,
   ) {
     this.counts = new Array(buckets.length).fill(0);
     this.#otel = otel;
@@ -84,7 +85,7 @@ export class Histogram {
     for (let i = 0; i < this.buckets.length; i++) if (v <= this.buckets[i]) this.counts[i]++;
     this.sum += v;
     this.count++;
-    this.#otel.record(v);
+    this.#otel?.record(v);
   }
 }
 
@@ -93,10 +94,14 @@ export class Metrics {
   readonly #counters: Counter[] = [];
   readonly #gauges: Gauge[] = [];
   readonly #histograms: Histogram[] = [];
-  readonly #meter = otelMetrics.getMeter("iggy-mqtt-gateway");
+  readonly #meter = otel?.metrics.getMeter("iggy-mqtt-gateway") ?? null;
 
   counter(name: string, help: string): Counter {
-    const c = new Counter(name, help, this.#meter.createCounter(name, { description: help }));
+    const c = new Counter(
+      name,
+      help,
+      this.#meter?.createCounter(name, { description: help }) ?? null,
+    );
     this.#counters.push(c);
     return c;
   }
@@ -104,8 +109,8 @@ export class Metrics {
   gauge(name: string, help: string, read: Gauge["read"]): Gauge {
     const g = new Gauge(name, help, read);
     this.#gauges.push(g);
-    const og = this.#meter.createObservableGauge(name, { description: help });
-    og.addCallback((result) => {
+    const og = this.#meter?.createObservableGauge(name, { description: help });
+    og?.addCallback((result) => {
       const v = read();
       if (typeof v === "number") result.observe(v);
       else for (const [labels, n] of v) result.observe(n, labels);
@@ -118,7 +123,7 @@ export class Metrics {
       name,
       help,
       buckets,
-      this.#meter.createHistogram(name, { description: help }),
+      this.#meter?.createHistogram(name, { description: help }) ?? null,
     );
     this.#histograms.push(h);
     return h;

@@ -1,13 +1,24 @@
 /**
- * Traces through `@opentelemetry/api` (exported by Deno when `OTEL_DENO=true`; no-ops
- * otherwise): a span per connection, one span per append batch and per delivery batch, each
- * linked to the connection(s) it served.
+ * Traces through `@opentelemetry/api` (exported by Deno when `OTEL_DENO=true`): a span per
+ * connection, one span per append batch and per delivery batch, each linked to the
+ * connection(s) it served. With the export off the API is not loaded (`otel.ts`) and every
+ * span is {@link NO_SPAN}: no options object or span is built per batch.
  *
  * @module
  */
-import { type Link, type Span, type SpanContext, trace } from "@opentelemetry/api";
+import type { Link, Span, SpanContext } from "@opentelemetry/api";
+import { otel } from "./otel.ts";
 
-const tracer = trace.getTracer("iggy-mqtt-gateway");
+const tracer = otel?.trace.getTracer("iggy-mqtt-gateway") ?? null;
+
+function noop(): void {}
+
+/** The span of every batch while traces are not exported: all its methods do nothing. */
+const NO_SPAN = {
+  end: noop,
+  setStatus: () => NO_SPAN,
+  addLink: () => NO_SPAN,
+} as unknown as Span;
 
 /** At most this many connection links per delivery batch span (bounded). */
 const MAX_LINKS = 16;
@@ -17,6 +28,7 @@ const MAX_LINKS = 16;
  * exporter: the API's no-op span), so an idle connection holds no span object for nothing.
  */
 export function startConnectionSpan(clientId: string, remote: string): Span | null {
+  if (tracer === null) return null;
   const span = tracer.startSpan("mqtt.connection", {
     attributes: { "mqtt.client_id": clientId, "net.peer.ip": remote },
   });
@@ -31,6 +43,7 @@ export function startAppendSpan(
   partition: number,
   messages: number,
 ): Span {
+  if (tracer === null) return NO_SPAN;
   return tracer.startSpan("log.append", {
     links: connection ? [{ context: connection }] : [],
     attributes: {
@@ -50,6 +63,7 @@ export function startDeliverySpan(
   messages: number,
   connections: Iterable<SpanContext>,
 ): Span {
+  if (tracer === null) return NO_SPAN;
   const links: Link[] = [];
   for (const c of connections) {
     if (links.length >= MAX_LINKS) break;

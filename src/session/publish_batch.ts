@@ -22,8 +22,9 @@ import { AckType } from "../codec/encoder.ts";
 import type { PublishPacket } from "../codec/packets.ts";
 import type { OutgoingMessage, PartitionAddress } from "../log/port.ts";
 import type { Principal } from "../log/port.ts";
-import { type Span, type SpanContext, SpanStatusCode } from "@opentelemetry/api";
+import type { Span, SpanContext } from "@opentelemetry/api";
 import { startAppendSpan } from "../observe/tracing.ts";
+import { SPAN_STATUS_ERROR } from "../observe/otel.ts";
 import { type AckOwner, AckQueue } from "./ack_queue.ts";
 import type { SessionContext } from "./context.ts";
 import type { Outbox } from "./outbox.ts";
@@ -320,7 +321,7 @@ export class ConnectionPublisher {
       error: err,
     });
     const message = String((err as Error)?.message ?? err);
-    span.setStatus({ code: SpanStatusCode.ERROR, message });
+    span.setStatus({ code: SPAN_STATUS_ERROR, message });
     span.end();
     const v5 = this.#site.v5;
     for (const slot of b.slots) {
