@@ -7,6 +7,7 @@
 import type { GatewayConfig } from "../config/types.ts";
 import type { ForwardRetention } from "../log/embedded/options.ts";
 import type { LogBackend } from "../log/port.ts";
+import { loadIggy } from "../log/load_iggy.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { Metrics } from "../observe/metrics.ts";
 import {
@@ -71,7 +72,7 @@ export async function openIggy(
   auth: { readonly patUsername: string; readonly cacheTtlMs: number },
   logger?: Logger,
 ): Promise<ForwardTarget> {
-  const { IggyBackend } = await import("../log/iggy/mod.ts");
+  const { IggyBackend } = await loadIggy();
   const upstream = new IggyBackend(iggy, auth, { logger });
   try {
     await upstream.open();

@@ -8,12 +8,13 @@ import { EmbeddedBackend } from "./embedded/mod.ts";
 import type { ForwardRetention } from "./embedded/options.ts";
 import type { LogBackend } from "./port.ts";
 import type { Logger } from "../observe/logger.ts";
+import { loadIggy } from "./load_iggy.ts";
 
 /**
  * The backend `gateway.backend` names (`forward`: what the embedded log keeps for the
- * forwarder). The Iggy client is imported only in Iggy mode: its
- * module graph (and the XXH3 WebAssembly it seals frames with) is memory an embedded gateway
- * would carry for nothing.
+ * forwarder). The Iggy client is loaded only in Iggy mode (`load_iggy.ts`): its module graph
+ * (and the XXH3 WebAssembly it seals frames with) is memory an embedded gateway would carry for
+ * nothing.
  */
 export async function createBackend(
   config: GatewayConfig,
@@ -21,7 +22,7 @@ export async function createBackend(
   forward?: ForwardRetention,
 ): Promise<LogBackend> {
   if (config.gateway.backend === "iggy") {
-    const { IggyBackend } = await import("./iggy/mod.ts");
+    const { IggyBackend } = await loadIggy();
     return new IggyBackend(config.iggy, {
       patUsername: config.auth.pat_username,
       cacheTtlMs: config.auth.cache_ttl_ms,

@@ -1,0 +1,32 @@
+/**
+ * Loads the Iggy client (Iggy mode, and forward mode's upstream) from a URL built at run time.
+ * `deno run` reads every module a literal `import("…")` names when the process starts, used or
+ * not, and keeps its source for the life of the process (a type-only import too): the client's
+ * ~250 KB of source cost an embedded gateway about 0.8 MB of RSS at ready (docs/BENCHMARKS.md,
+ * "What a gateway loads at start"). So its type is declared here, not imported; `load_iggy_test.ts`
+ * checks the real module against it, and the compile tasks `--include` the module, which a
+ * compiled binary would otherwise lack. `deno run` needs read access to `./src/log` for it (the
+ * `gateway` permission sets grant it).
+ *
+ * @module
+ */
+import type { GatewayConfig } from "../config/types.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { LogBackend } from "./port.ts";
+
+/** An Iggy backend: it can also take messages still encoded (forward mode). */
+export type IggyBackendLike = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
+
+/** What this loader uses of `iggy/mod.ts`. */
+export interface IggyModule {
+  readonly IggyBackend: new (
+    config: GatewayConfig["iggy"],
+    auth: { patUsername: string; cacheTtlMs: number },
+    deps?: { logger?: Logger },
+  ) => IggyBackendLike;
+}
+
+/** The Iggy client's module, loaded on first call. */
+export function loadIggy(): Promise<IggyModule> {
+  return import(new URL("./iggy/mod.ts", import.meta.url).href);
+}
