@@ -79,13 +79,19 @@ const FORWARD_ROUNDS = 3;
 const WARMUP_MS = SMOKE ? 200 : 2000;
 const DURATION_MS = SMOKE ? 1000 : 10_000;
 
-/** The fleet scenario's arguments (`_raw_fleet.ts`); small in smoke mode. */
+/**
+ * The fleet scenario's arguments (`_raw_fleet.ts`); small in smoke mode. Its warm-up is one whole
+ * interval: a fleet's steady state is devices whose topics the server has seen, and with the
+ * common 2 s warm-up 80% of the measured readings were a topic's first.
+ */
 function fleet(qos: 0 | 1): string[] {
+  const intervalMs = SMOKE ? 1000 : 10_000;
   return [
     "--scenario=fleet",
     `--count=${SMOKE ? 200 : 10_000}`,
-    `--interval-ms=${SMOKE ? 1000 : 10_000}`,
+    `--interval-ms=${intervalMs}`,
     `--qos=${qos}`,
+    `--warmup-ms=${intervalMs + 1000}`, // after the common --warmup-ms: this one counts
   ];
 }
 
