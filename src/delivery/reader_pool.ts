@@ -1,8 +1,11 @@
 /**
  * The shared readers (S5): one per triple, however many subscriptions read it. A
  * reader counts the subscriptions that reference its triple and stops at none; a new one starts
- * after this gateway's stored offset the first time since start (recovery), later at the next
- * offset.
+ * at its partition's next offset, whether or not the gateway just started: a new subscription
+ * sees what is appended after its SUBACK, never older messages. What a live subscriber had not settled
+ * before a restart has no one to go to (a clean session ended with its connection; a stored
+ * session and a parked `$share` group resume from positions of their own), so the gateway's
+ * stored consumer offset is never a start.
  *
  * @module
  */
@@ -12,8 +15,6 @@ import { type Triple, tripleKey } from "./registry.ts";
 /** Shared readers by triple key. */
 export class ReaderPool {
   readonly readers = new Map<string, SharedReader>();
-  /** Triples whose first reader since start resumed from the stored offset (recovery). */
-  #recovered = new Set<string>();
   /** Handed on to every reader. */
   readonly #deps: ReaderDeps;
 
@@ -40,7 +41,7 @@ export class ReaderPool {
           throw err;
         }
       }
-      const start = await this.#startOffset(triple, key);
+      const start = await this.#deps.backend.nextOffset(triple);
       if (this.#live(key) !== undefined) continue; // raced with another subscribe: join it
       fresh.push(this.#create(triple, start));
       return start;
@@ -58,7 +59,6 @@ export class ReaderPool {
       existing.subscribers++;
       return;
     }
-    this.#recovered.add(key);
     this.start([this.#create(triple, offset)]);
   }
 
@@ -92,17 +92,5 @@ export class ReaderPool {
     reader.subscribers = 1; // reserved for the subscription being prepared
     this.readers.set(reader.key, reader);
     return reader;
-  }
-
-  /** Where a new reader of the triple starts. */
-  async #startOffset(triple: Triple, key: string): Promise<number> {
-    const { backend, options } = this.#deps;
-    if (this.#recovered.has(key)) return await backend.nextOffset(triple);
-    // First reader since start: resume after the stored offset so unsettled messages
-    // from before a crash are delivered again (at least once).
-    const stored = await backend.getOffset(options.consumer, triple);
-    const start = stored === null ? await backend.nextOffset(triple) : stored + 1;
-    this.#recovered.add(key);
-    return start;
   }
 }

@@ -221,7 +221,9 @@ export class Subscriptions {
   /**
    * A shared subscription's member joins its group. It starts live, the group's messages not
    * being one member's to catch up on, unless the group was parked (its last member left with a
-   * stored session): then the first member back starts at the group's position.
+   * stored session): then the first member back starts at the group's position. After a
+   * restart no group is parked: a first member resuming its stored session starts at that
+   * session's positions.
    */
   async #join(
     s: Subscription<ClientQueue>,
@@ -233,11 +235,15 @@ export class Subscriptions {
     const key = `${share.group}/${share.filter}`;
     const full = this.shares.full(key, this.opts.maxShareGroups, this.opts.maxShareMembers);
     if (full !== null) return this.refuse(s.client, filter, `${full} reached`, 0x97);
+    const first = this.shares.membersOf(key) === 0;
     const parked = this.shares.unpark(key);
     // Split between gateways, the group starts from its position in the log (`share_spread`).
-    const startAt = this.spread === null && parked &&
-      (async (_t: Triple, k: string) => await parked.get(k) ?? null);
-    const code = await this.#attach(s, filter, triples, startAt || undefined, resume?.pending, key);
+    // Here, a parked group starts where it was parked; one with no member since a restart
+    // starts where the stored session of its first member back had settled.
+    let startAt: StartAt | undefined;
+    if (this.spread === null && parked) startAt = async (_t, k) => await parked.get(k) ?? null;
+    else if (this.spread === null && first) startAt = resume?.startAt;
+    const code = await this.#attach(s, filter, triples, startAt, resume?.pending, key);
     const g = s.share;
     if (this.spread !== null && g !== undefined && g.members.length === 1 && g.members[0] === s) {
       await this.spread.start(g, triples, parked !== undefined || resume !== undefined);
@@ -258,9 +264,9 @@ export class Subscriptions {
     shareKey?: string,
   ): Promise<number> {
     const queue = s.client;
-    // Readers created here start polling only once the subscription is in the registry:
-    // a reader resuming after the stored offset would otherwise route (and settle, with no
-    // copies) the very messages a restart must deliver again. Every reader reserved here
+    // Readers created here start polling only once the subscription is in the registry: a
+    // reader would otherwise route (and settle, with no copies) what is appended during the
+    // awaits below, from the start this subscription was given. Every reader reserved here
     // counts this subscription, so it cannot stop while the other triples are prepared.
     const fresh: SharedReader[] = [];
     const behind: PendingCatchUps = pending ?? new Map();

@@ -1,79 +1,164 @@
 /**
- * Restart (DESIGN §4 "POLL ≠ ACK"): a reader resumes after the stored offset, so messages
- * that were polled but not settled when the gateway stopped are delivered again.
+ * Restart: a new subscription starts at the end of the log, whether or not the gateway just
+ * started (a device subscribed to a command topic must not run old commands again after an
+ * upgrade); only a stored session resuming gets what was published while it was away, and what
+ * it had not acknowledged when the gateway stopped (its own positions, not the gateway's).
+ * Both stops an operator sees: SIGTERM (systemd) and SIGKILL (a crash), on the gateway process.
  */
 import assert from "node:assert/strict";
-import { connectRaw, startGateway, waitFor } from "../helpers/gateway.ts";
-import {
-  opts,
-  publishAll,
-  publishesBefore,
-  rawSubscriber,
-  receive,
-  storedOffset,
-  tripleOf,
-} from "./_subscribe_helpers.ts";
+import { connectPacket, RawClient } from "../helpers/gateway.ts";
+import { type GatewayProcess, spawnGateway } from "../helpers/process.ts";
+import { removeStore } from "../helpers/store.ts";
+import { opts, publishAll, publishesBefore, receive, subscribe } from "./_subscribe_helpers.ts";
 
-const ROOM42 = "building/north/room/42/temp";
+const ROOT = new URL("../../", import.meta.url).pathname;
+const FILTER = "sensors/+/data";
+const OLD = 50;
+
+/** CONNECT with clean session 0 or 1; returns the client and CONNACK's session present flag. */
+async function connect(
+  port: number,
+  id: string,
+  clean: boolean,
+): Promise<{ c: RawClient; present: boolean }> {
+  const c = await RawClient.connect(port);
+  await c.send(connectPacket(id, { clean }));
+  const ack = await c.readPacket();
+  assert.ok(ack !== null && ack[0] === 0x20 && ack[3] === 0, `CONNACK 0 for ${id}`);
+  return { c, present: ack[2] === 1 };
+}
+
+/** DISCONNECT, so a stored session ends without a will and keeps its record. */
+async function disconnect(c: RawClient): Promise<void> {
+  await c.send([0xe0, 0x00]);
+  c.close();
+}
+
+async function stopWith(gw: GatewayProcess, signal: "SIGTERM" | "SIGKILL"): Promise<void> {
+  if (signal === "SIGTERM") {
+    const status = await gw.stop();
+    assert.equal(status.code, 0, `SIGTERM exit: ${gw.output.join("").slice(-2000)}`);
+    return;
+  }
+  gw.child.kill("SIGKILL");
+  await gw.child.status;
+}
+
+for (const signal of ["SIGTERM", "SIGKILL"] as const) {
+  Deno.test({
+    name:
+      `restart after ${signal}: a new clean subscriber to ${FILTER} gets none of the ${OLD} messages appended before, then every new one; a stored session gets all ${OLD}`,
+    ...opts,
+    async fn() {
+      await Deno.mkdir(`${ROOT}data`, { recursive: true });
+      const db = `data/restart-${crypto.randomUUID()}.db`;
+      const env = {
+        IGGY_MQTT_EMBEDDED_PATH: db,
+        IGGY_MQTT_GATEWAY_LOG_LEVEL: "info",
+        IGGY_MQTT_LIMITS_COMMIT_INTERVAL_MS: "10",
+      };
+      const open: RawClient[] = [];
+      let gw = await spawnGateway(env);
+      try {
+        // The gateway's consumer offset on the partition is stored once (a subscriber settled
+        // "first"), so it lies behind what is published later while nobody subscribes.
+        const first = await connect(gw.port, "first", true);
+        open.push(first.c);
+        assert.deepEqual(await subscribe(first.c, [[FILTER, 1]]), [1]);
+        const pub = await connect(gw.port, "pub", true);
+        open.push(pub.c);
+        await publishAll(pub.c, [["sensors/e/data", "first"]]);
+        assert.deepEqual((await receive(first.c, 1)).map((r) => r.payload), ["first"]);
+        await publishesBefore(first.c); // its PUBACK handled
+        for (const c of open.splice(0)) c.close();
+        await stopWith(gw, "SIGTERM"); // the final commit stores the settled offset
+        gw = await spawnGateway(env);
+
+        // A stored session subscribes, then leaves; its subscription keeps a position.
+        const s1 = await connect(gw.port, "s1", false);
+        assert.deepEqual(await subscribe(s1.c, [[FILTER, 1]]), [1]);
+        await disconnect(s1.c);
+        const pub1 = await connect(gw.port, "pub", true);
+        open.push(pub1.c);
+        const old = Array.from({ length: OLD }, (_, i) => `old-${i}`);
+        await publishAll(pub1.c, old.map((p): [string, string] => ["sensors/e/data", p]));
+        for (const c of open.splice(0)) c.close();
+
+        await stopWith(gw, signal);
+        gw = await spawnGateway(env);
+
+        const fresh = await connect(gw.port, "fresh", true);
+        open.push(fresh.c);
+        assert.deepEqual(await subscribe(fresh.c, [[FILTER, 1]]), [1]);
+        // Old messages would come first: the reader reads the partition in offset order.
+        const pub2 = await connect(gw.port, "pub2", true);
+        open.push(pub2.c);
+        const next = Array.from({ length: 5 }, (_, i) => `new-${i}`);
+        await publishAll(pub2.c, next.map((p): [string, string] => ["sensors/e/data", p]));
+        assert.deepEqual((await receive(fresh.c, 5)).map((r) => r.payload), next);
+        assert.deepEqual(await publishesBefore(fresh.c), [], "nothing older, nothing more");
+
+        // A wildcard reaching a partition no reader has read since the restart: nothing old.
+        const other = await connect(gw.port, "other", true);
+        open.push(other.c);
+        assert.deepEqual(await subscribe(other.c, [["sensors/#", 0]]), [0]);
+        assert.deepEqual(await publishesBefore(other.c), []);
+
+        // The stored session comes back to everything published while it was away.
+        const back = await connect(gw.port, "s1", false);
+        open.push(back.c);
+        assert.equal(back.present, true, "session present after the restart");
+        const got = (await receive(back.c, OLD + next.length)).map((r) => r.payload);
+        assert.deepEqual(got, [...old, ...next]);
+      } finally {
+        for (const c of open) c.close();
+        await gw.stop();
+        await removeStore(`${ROOT}${db}`);
+      }
+    },
+  });
+}
 
 Deno.test({
   name:
-    "restart: messages unsettled when the gateway stopped are delivered again after start and resubscribe",
+    "restart: a stored session holding unacknowledged QoS 1 copies when the gateway stops gets them again on its return, a new clean subscriber does not",
   ...opts,
   async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-restart-" });
-    const env = {
-      IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,
-      IGGY_MQTT_GATEWAY_ID: "restart-gw",
-      IGGY_MQTT_LIMITS_COMMIT_INTERVAL_MS: "10",
-    };
+    await Deno.mkdir(`${ROOT}data`, { recursive: true });
+    const db = `data/restart-${crypto.randomUUID()}.db`;
+    const env = { IGGY_MQTT_EMBEDDED_PATH: db, IGGY_MQTT_LIMITS_COMMIT_INTERVAL_MS: "10" };
+    const open: RawClient[] = [];
+    let gw = await spawnGateway(env);
     try {
-      const triple = tripleOf("building_north", "telemetry", "room_42");
-      const gw1 = await startGateway({ env });
-      const clients = [];
-      try {
-        const acker = await rawSubscriber(gw1.port, "acker", [[ROOM42, 1]]);
-        const p = await connectRaw(gw1.port, "pub");
-        clients.push(acker, p);
-        await publishAll(p, [[ROOM42, "settled-0"], [ROOM42, "settled-1"]]);
-        await receive(acker, 2);
-        await publishesBefore(acker);
-        await waitFor(async () => (await storedOffset(gw1, triple)) === 1, 3000, "commit 1");
-        // A QoS 1 subscriber that never PUBACKs holds u-0..u-2 unsettled.
-        const holder = await rawSubscriber(gw1.port, "holder", [[ROOM42, 1]]);
-        clients.push(holder);
-        await publishAll(p, [[ROOM42, "u-0"], [ROOM42, "u-1"], [ROOM42, "u-2"]], 10);
-        assert.deepEqual((await receive(holder, 3, { ack: false })).map((r) => r.payload), [
-          "u-0",
-          "u-1",
-          "u-2",
-        ]);
-        await receive(acker, 3);
-        await publishesBefore(acker);
-      } finally {
-        // The gateway stops while the holder is still connected with u-0..u-2 unacknowledged.
-        await gw1.stop();
-        for (const c of clients) c.close();
-      }
+      const holder = await connect(gw.port, "holder", false);
+      open.push(holder.c);
+      assert.deepEqual(await subscribe(holder.c, [[FILTER, 1]]), [1]);
+      const pub = await connect(gw.port, "pub", true);
+      open.push(pub.c);
+      await publishAll(pub.c, [["sensors/h/data", "a-0"], ["sensors/h/data", "a-1"]]);
+      assert.equal((await receive(holder.c, 2)).length, 2); // acknowledged
+      await publishAll(pub.c, [["sensors/h/data", "u-0"], ["sensors/h/data", "u-1"]], 10);
+      const held = await receive(holder.c, 2, { ack: false });
+      assert.deepEqual(held.map((r) => r.payload), ["u-0", "u-1"]);
+      // The gateway stops while the holder is connected with u-0 and u-1 unacknowledged.
+      await gw.stop();
+      for (const c of open.splice(0)) c.close();
+      gw = await spawnGateway(env);
 
-      const gw2 = await startGateway({ env });
-      try {
-        assert.equal(await storedOffset(gw2, triple), 1, "offset stored before the unsettled");
-        const again = await rawSubscriber(gw2.port, "again", [[ROOM42, 1]]);
-        const got = await receive(again, 3);
-        assert.deepEqual(got.map((r) => [r.topic, r.payload, r.qos]), [
-          [ROOM42, "u-0", 1],
-          [ROOM42, "u-1", 1],
-          [ROOM42, "u-2", 1],
-        ]);
-        assert.deepEqual(await publishesBefore(again), [], "settled messages are not redelivered");
-        await waitFor(async () => (await storedOffset(gw2, triple)) === 4, 3000, "commit 4");
-        again.close();
-      } finally {
-        await gw2.stop();
-      }
+      const fresh = await connect(gw.port, "fresh", true);
+      open.push(fresh.c);
+      assert.deepEqual(await subscribe(fresh.c, [[FILTER, 1]]), [1]);
+      const back = await connect(gw.port, "holder", false);
+      open.push(back.c);
+      assert.equal(back.present, true);
+      const again = await receive(back.c, 2);
+      assert.deepEqual(again.map((r) => [r.payload, r.qos]), [["u-0", 1], ["u-1", 1]]);
+      assert.deepEqual(await publishesBefore(back.c), [], "acknowledged ones do not come again");
+      assert.deepEqual(await publishesBefore(fresh.c), [], "the fresh subscriber gets nothing old");
     } finally {
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      for (const c of open) c.close();
+      await gw.stop();
+      await removeStore(`${ROOT}${db}`);
     }
   },
 });
