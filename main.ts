@@ -4,6 +4,7 @@
  *
  *   run [--config FILE]                         start the gateway (default command)
  *   check [--config FILE | --map FILE]          compile config and topic map
+ *   check --env-only                            only the IGGY_MQTT_ names, thoroughly
  *   explain [--config F | --map F] [--json] T…  print each topic's resolution
  *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--config F]
  *   read --retained [--filter F] [--json] [--config F]
@@ -17,6 +18,7 @@
  */
 import { loadConfigFile, readOperatorFile, readOwnEnv } from "./src/config/files.ts";
 import { ConfigError, OperatorError } from "./src/config/errors.ts";
+import { checkEnvNames } from "./src/config/load.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
 import { compileMap, explainJson, filterProblem, MapError } from "./src/mapping/mod.ts";
@@ -73,6 +75,11 @@ async function main(argv: string[]): Promise<number> {
     case "run":
       return await run(await config(), configFile().path, configFile().given);
     case "check": {
+      // `run` looks for word slips only; the start tasks and the unit run this first.
+      if (args.flag("env-only")) {
+        checkEnvNames(readOwnEnv(true));
+        return 0;
+      }
       const map = await mapFrom(args, config);
       console.log(
         `OK: ${map.source}: ${map.rules.length} rule(s), default ${map.defaultStream}/${map.defaultTopic}`,

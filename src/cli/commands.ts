@@ -33,8 +33,13 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: "check",
     summary: "Compile the config and its topic map (or only --map FILE); start nothing.",
-    options: [CONFIG, MAP],
-    exclusive: [["config", "map"]],
+    options: [CONFIG, MAP, {
+      name: "env-only",
+      kind: "boolean",
+      help:
+        "only the IGGY_MQTT_ variable names, for every slip of one character; silent when right (run before run by the start tasks and the unit)",
+    }],
+    exclusive: [["config", "map"], ["config", "env-only"], ["map", "env-only"]],
   },
   {
     name: "explain",

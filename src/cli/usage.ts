@@ -14,21 +14,38 @@ function optionLabel(o: OptionSpec): string {
   return o.kind === "boolean" ? `--${o.name}` : `--${o.name} ${o.value ?? "VALUE"}`;
 }
 
-/** `iggy-mqtt-gateway read --stream S --topic T [--partition P] …`. */
+/**
+ * `iggy-mqtt-gateway read --stream S --topic T [--partition P] …`; options that exclude each
+ * other stand as one choice: `[--config FILE | --map FILE | --env-only]`.
+ */
 export function synopsis(spec: CommandSpec): string {
   const parts = [PROGRAM, spec.name];
-  const exclusive = new Map<string, string>();
-  for (const [a, b] of spec.exclusive ?? []) exclusive.set(a, b);
-  const skip = new Set(exclusive.values());
+  const shown = new Set<string>();
   for (const o of spec.options) {
-    if (skip.has(o.name)) continue;
-    const other = exclusive.get(o.name);
-    const alt = other ? spec.options.find((x) => x.name === other) : undefined;
-    const label = alt ? `${optionLabel(o)} | ${optionLabel(alt)}` : optionLabel(o);
+    if (shown.has(o.name)) continue;
+    const choice = choiceOf(spec, o);
+    for (const c of choice) shown.add(c.name);
+    const label = choice.map(optionLabel).join(" | ");
     parts.push(o.required ? label : `[${label}]`);
   }
   if (spec.positionals) parts.push(`${spec.positionals.value}…`);
   return parts.join(" ");
+}
+
+/**
+ * `o` and the options it excludes, when they all exclude each other and nothing else (one
+ * choice of several); else `o` alone, its exclusions said by its help and the refusal.
+ */
+function choiceOf(spec: CommandSpec, o: OptionSpec): OptionSpec[] {
+  const group = spec.options.filter((x) => x === o || excludes(spec, o.name, x.name));
+  const closed = spec.options.every((x) =>
+    group.every((g) => g === x || group.includes(x) !== !excludes(spec, g.name, x.name))
+  );
+  return closed ? group : [o];
+}
+
+function excludes(spec: CommandSpec, a: string, b: string): boolean {
+  return (spec.exclusive ?? []).some(([x, y]) => (x === a && y === b) || (x === b && y === a));
 }
 
 /** The whole `<command> --help` text. */

@@ -14,20 +14,28 @@ import { type FileAccess, notCapableMessage } from "./permission_set.ts";
 /**
  * The gateway's own environment variables. With full env access every IGGY_MQTT_* name is
  * seen. Under the permission sets (env access by prefix only) Deno cannot list the
- * environment, so each name is read one by one: every documented one, and the names a slip
- * of the keyboard away from one ({@link nearMissNames}; `thorough` for `check`), so that a
- * typo is refused rather than ignored.
+ * environment, so each name is read one by one: every documented one and its lower-case
+ * form, and the names a slip of the keyboard away from one ({@link nearMissNames}; `thorough`
+ * for `check`, in both cases), so that a typo is refused rather than ignored. Each name read
+ * stays in Deno's permission state for the life of the process, which is why `run` reads the
+ * small set and has `check --env-only` run before it (deno.json's start tasks, the unit).
  */
 export function readOwnEnv(thorough = false): Record<string, string> {
   try {
     return Deno.env.toObject();
   } catch {
     const out: Record<string, string> = {};
+    const look = (n: string) => {
+      const v = Deno.env.get(n);
+      if (v !== undefined) out[n] = v;
+    };
     for (const s of KEY_SPECS) {
       const name = envNameOf(s.key);
-      for (const n of [name, ...nearMissNames(name, thorough)]) {
-        const v = Deno.env.get(n);
-        if (v !== undefined) out[n] = v;
+      look(name);
+      look(name.toLowerCase());
+      for (const n of nearMissNames(name, thorough)) {
+        look(n);
+        if (thorough) look(n.toLowerCase());
       }
     }
     return out;
@@ -121,6 +129,9 @@ export async function loadConfigFile(
     }
   }
   const ours: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (k.startsWith("IGGY_MQTT_")) ours[k] = v;
+  // Any letter case, so that a lower-case slip is refused rather than ignored.
+  for (const [k, v] of Object.entries(env)) {
+    if (k.toUpperCase().startsWith("IGGY_MQTT_")) ours[k] = v;
+  }
   return loadConfig({ text, source: path, env: ours });
 }

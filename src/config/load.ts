@@ -9,11 +9,6 @@ import { type HostPort, splitHostPort } from "../base/address.ts";
 import { ConfigError } from "./errors.ts";
 import { envNameOf, KEY_SPEC_BY_KEY, KEY_SPECS, type KeySpec } from "./schema.ts";
 import { closestName } from "./closest_key.ts";
-
-/** Every key's environment name → the key. */
-const ENV_NAMES: ReadonlyMap<string, string> = new Map(
-  KEY_SPECS.map((s) => [envNameOf(s.key), s.key]),
-);
 import type { GatewayConfig, UserConfig } from "./types.ts";
 import { checkClientIdPattern, parseAnonymous, parseUsers } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
@@ -26,11 +21,37 @@ export interface LoadInput {
   readonly text: string;
   /** Name of the file, for messages. */
   readonly source: string;
-  /** Environment variables (only `IGGY_MQTT_*` are read). */
+  /** Environment variables: `IGGY_MQTT_*` are read, such names in another letter case refused. */
   readonly env: Readonly<Record<string, string>>;
 }
 
 const TABLES = new Set(KEY_SPECS.map((s) => s.key.split(".")[0]));
+/** Tables that hold no key of the schema but are read by name: `[[users]]`, `[anonymous]`. */
+const OTHER_TABLES = ["users", "anonymous"];
+
+/** Every key's environment name → the key. */
+const ENV_NAMES: ReadonlyMap<string, string> = new Map(
+  KEY_SPECS.map((s) => [envNameOf(s.key), s.key]),
+);
+const ENV_PREFIX = "IGGY_MQTT_";
+
+/**
+ * Refuses the first `IGGY_MQTT_*` name of `env` (in any letter case) that names no key, with
+ * the key it was probably meant to be. Names in lower case are refused too: on Linux they are
+ * other variables, which the gateway would otherwise ignore without a word.
+ */
+export function checkEnvNames(env: Readonly<Record<string, string>>): void {
+  for (const name of Object.keys(env)) {
+    const upper = name.toUpperCase();
+    if (!upper.startsWith(ENV_PREFIX) || ENV_NAMES.has(name)) continue;
+    const near = ENV_NAMES.has(upper) ? upper : closestName(upper, ENV_NAMES.keys());
+    const hint = near === null ? "" : `; did you mean ${near} (${ENV_NAMES.get(near)})?`;
+    const what = upper === name
+      ? "unknown environment variable for this gateway"
+      : "unknown environment variable for this gateway (its names are upper case)";
+    throw new ConfigError(name, `${what}${hint}`);
+  }
+}
 
 /** Loads and validates a configuration; throws {@link ConfigError} naming the key. */
 export function loadConfig(input: LoadInput): GatewayConfig {
@@ -58,7 +79,11 @@ export function loadConfig(input: LoadInput): GatewayConfig {
       // Before wills were published, `[mqtt] will = "refuse" | "accept"` held the policy.
       throw new ConfigError("mqtt.will", 'moved to session.will ("publish" | "refuse")');
     }
-    if (!TABLES.has(table)) throw new ConfigError(table, `unknown table in ${input.source}`);
+    if (!TABLES.has(table)) {
+      const near = closestName(table, [...TABLES, ...OTHER_TABLES]);
+      const hint = near === null ? "" : `; did you mean [${near}]?`;
+      throw new ConfigError(table, `unknown table in ${input.source}${hint}`);
+    }
     if (!isPlainObject(body)) throw new ConfigError(table, "must be a table");
     for (const [name, raw] of Object.entries(body)) {
       const key = `${table}.${name}`;
@@ -79,13 +104,7 @@ export function loadConfig(input: LoadInput): GatewayConfig {
     const raw = input.env[envName];
     if (raw !== undefined) values.set(spec.key, checkValue(spec, fromEnv(spec, raw, envName)));
   }
-  for (const name of Object.keys(input.env)) {
-    if (name.startsWith("IGGY_MQTT_") && !ENV_NAMES.has(name)) {
-      const near = closestName(name, ENV_NAMES.keys());
-      const hint = near === null ? "" : `; did you mean ${near} (${ENV_NAMES.get(near)})?`;
-      throw new ConfigError(name, `unknown environment variable for this gateway${hint}`);
-    }
-  }
+  checkEnvNames(input.env);
   const get = (key: string): Scalar => values.get(key) ?? KEY_SPEC_BY_KEY.get(key)!.default;
   const anonymous = anonymousOf(anonymousRaw, values.has("auth.anonymous_permissions"));
   const config = assemble(get, parseUsers(usersRaw), anonymous);

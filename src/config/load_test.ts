@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { loadConfig } from "./load.ts";
+import { checkEnvNames, loadConfig } from "./load.ts";
 import { ConfigError } from "./errors.ts";
 import { envNameOf, KEY_SPECS } from "./schema.ts";
 
@@ -153,4 +153,29 @@ Deno.test("an unknown key or environment variable is refused with the closest ke
     { IGGY_MQTT_NOT_A_KEY_AT_ALL: "x" },
     /unknown environment variable for this gateway$/,
   );
+});
+
+Deno.test("a lower-case IGGY_MQTT_ variable and a misspelt table are refused with the name meant", () => {
+  refuses(
+    "",
+    { iggy_mqtt_forward_enabled: "true" },
+    /"iggy_mqtt_forward_enabled": .*upper case\); did you mean IGGY_MQTT_FORWARD_ENABLED \(forward\.enabled\)\?$/,
+  );
+  refuses(
+    "",
+    { Iggy_Mqtt_Forward_Enable: "true" },
+    /did you mean IGGY_MQTT_FORWARD_ENABLED \(forward\.enabled\)\?$/,
+  );
+  refuses(
+    "[limts]\nmax_packet_bytes = 100",
+    {},
+    /"limts": unknown table in t\.toml; did you mean \[limits\]\?$/,
+  );
+  refuses("[user]\nname = 1", {}, /did you mean \[users\]\?$/);
+  refuses("[nothing_like_it]\nx = 1", {}, /"nothing_like_it": unknown table in t\.toml$/);
+});
+
+Deno.test("checkEnvNames() passes every documented name and other programs' variables", () => {
+  checkEnvNames({ IGGY_MQTT_FORWARD_ENABLED: "true", PATH: "/bin", iggy_other: "x" });
+  assert.throws(() => checkEnvNames({ IGGY_MQTT_FORWARD_ENABLE: "true" }), /FORWARD_ENABLED/);
 });

@@ -63,6 +63,8 @@ Deno.test("systemd unit has [Unit], [Service] and [Install] sections", () => {
 });
 
 Deno.test("systemd unit runs the release binary with the config in /etc/iggy-mqtt-gateway", () => {
+  // Every IGGY_MQTT_ name checked for slips of one character before run, in the same environment.
+  assert.equal(directive("ExecStartPre"), `${BINARY} check --env-only`);
   assert.equal(
     directive("ExecStart"),
     `${BINARY} run --config /etc/iggy-mqtt-gateway/gateway.toml`,
@@ -84,6 +86,7 @@ Deno.test("systemd unit paths are inside the gateway permission set of deno.json
   assert.ok(perms.read.includes("/var/lib/iggy-mqtt-gateway"));
   assert.ok(perms.write.includes("/var/lib/iggy-mqtt-gateway"));
   assert.ok(perms.env.includes("IGGY_MQTT_*"));
+  assert.ok(perms.env.includes("iggy_mqtt_*"), "lower-case slips are seen and refused");
 });
 
 Deno.test("systemd unit is hardened: own user, read-only system, no capabilities", () => {
