@@ -9,7 +9,15 @@
  */
 
 /** What kind of name a doc cites. */
-export type CitedKind = "key" | "env" | "metric" | "option" | "task" | "path" | "link";
+export type CitedKind =
+  | "key"
+  | "env"
+  | "metric"
+  | "option"
+  | "task"
+  | "path"
+  | "file"
+  | "link";
 
 /** One name a doc cites, and where. */
 export interface Citation {
@@ -103,6 +111,10 @@ export function citationsOf(text: string, ctx: CiteContext, markdown = true): Ci
     }
     if (p.kind === "span") {
       if (!example) keys(p.text, ctx).forEach((k) => add("key", k));
+      // A module named alone (`settled.ts`, in a folder's table row): some file has that name.
+      for (const m of p.text.matchAll(/(?<![\w./*-])([a-z_][a-z0-9_]*\.ts)(?![\w/-])/g)) {
+        add("file", m[1]);
+      }
       const metric = p.text.match(/^([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(\{.*\})?$/);
       if (metric !== null && METRIC_PREFIX.test(metric[1])) add("metric", metric[1]);
     }
@@ -218,6 +230,8 @@ export interface Known {
   /** Options per command; "" = options given before any command (`--version`, `--help`). */
   readonly options: ReadonlyMap<string, ReadonlySet<string>>;
   readonly tasks: ReadonlySet<string>;
+  /** The names of the repository's TypeScript files (`settled.ts`). */
+  readonly fileNames: ReadonlySet<string>;
   /** Whether a repository path (file or folder; `*` matches within a name) exists. */
   readonly exists: (path: string) => boolean;
   /** Anchors (GitHub heading slugs) of a doc, by its repository path; null if not a doc read. */
@@ -264,6 +278,8 @@ function problemOf(file: string, c: Citation, known: Known): string | null {
       const either = c.name.split("|");
       return either.some(known.exists) ? null : `no file or folder ${either.join(" nor ")}`;
     }
+    case "file":
+      return known.fileNames.has(c.name) ? null : `no file named ${c.name}`;
     case "link":
       return linkProblem(file, c.name, known);
   }

@@ -4,7 +4,7 @@
  * SECURITY.md, docs/*.md, config/gateway.toml's comments and the systemd unit is checked against
  * the code (tests/docs/doc_references.ts says how each is found).
  *
- * docs/BENCHMARKS.md: only its "Figures behind the code" section ({@link DOCS} says why).
+ * docs/BENCHMARKS.md: only the "Figures" list of "Figures behind the code" ({@link DOCS} says why).
  */
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
@@ -23,30 +23,34 @@ import {
 
 /**
  * The docs read: whether each is Markdown (false: a commented config file), and for
- * docs/BENCHMARKS.md the one section checked. That page is otherwise a dated record of runs,
- * each against a named commit, that keeps the names and paths of its day (rewriting them would
- * falsify the record); its "Figures behind the code" section is the live index that comments in
- * src/ point to, so the files it names must exist.
+ * docs/BENCHMARKS.md the one part checked. That page is a dated record of runs, each against a
+ * named commit, that keeps the names and paths of its day (rewriting them would falsify the
+ * record), and so is the "History" list of its "Figures behind the code" section; but that
+ * section's "Figures" list is the live index that comments in src/ point to by file ("see
+ * docs/BENCHMARKS.md, 'Figures behind the code'"), so the files it names must exist.
  */
-const DOCS: readonly { file: string; markdown: boolean; section?: string }[] = [
+const DOCS: readonly { file: string; markdown: boolean; part?: { from: string; to: string } }[] = [
   { file: "README.md", markdown: true },
   { file: "SECURITY.md", markdown: true },
   ...[...Deno.readDirSync(`${ROOT}docs`)]
     .filter((e) => e.name.endsWith(".md") && e.name !== "BENCHMARKS.md")
     .map((e) => ({ file: `docs/${e.name}`, markdown: true })),
-  { file: "docs/BENCHMARKS.md", markdown: true, section: "## Figures behind the code" },
+  {
+    file: "docs/BENCHMARKS.md",
+    markdown: true,
+    part: { from: "**Figures**", to: "**History" },
+  },
   { file: "config/gateway.toml", markdown: false },
   { file: "config/iggy-mqtt-gateway.service", markdown: false },
 ];
 
-/** Only the lines of `section` (to the next heading of its level), the others blank. */
-function sectionOf(text: string, heading: string): string {
+/** Only the lines from the line `from` to the next that starts with `to`, the others blank. */
+function partOf(text: string, part: { from: string; to: string }): string {
   const lines = text.split("\n");
-  const start = lines.indexOf(heading);
-  assert.ok(start >= 0, `no section "${heading}"`);
-  const level = heading.split(" ")[0] + " ";
-  let end = lines.findIndex((l, i) => i > start && l.startsWith(level));
-  if (end < 0) end = lines.length;
+  const start = lines.indexOf(part.from);
+  assert.ok(start >= 0, `no line "${part.from}"`);
+  const end = lines.findIndex((l, i) => i > start && l.startsWith(part.to));
+  assert.ok(end > start, `no line "${part.to}…" after "${part.from}"`);
   return lines.map((l, i) => (i >= start && i < end ? l : "")).join("\n");
 }
 
@@ -170,15 +174,18 @@ const KNOWN: Known = {
     ...COMMANDS.map((c): [string, Set<string>] => [c.name, optionsOf(c.name)]),
   ]),
   tasks: new Set(Object.keys(denoJson.tasks)),
+  fileNames: new Set(
+    ["main.ts", ...["src", "tests", "tools"].flatMap(walk)].map((f) => f.replace(/^.*\//, "")),
+  ),
   exists,
   anchors,
 };
 
 Deno.test("docs: every key, name, metric, option, task, path and link they cite exists", () => {
   const problems: string[] = [];
-  for (const { file, markdown, section } of DOCS) {
+  for (const { file, markdown, part } of DOCS) {
     const whole = Deno.readTextFileSync(`${ROOT}${file}`);
-    const text = section === undefined ? whole : sectionOf(whole, section);
+    const text = part === undefined ? whole : partOf(whole, part);
     problems.push(...problemsOf(file, citationsOf(text, CONTEXT, markdown), KNOWN));
   }
   assert.deepEqual(problems, [], `docs cite what does not exist:\n${problems.join("\n")}`);
@@ -284,8 +291,8 @@ Deno.test("citationsOf() checks options against the command they are given to", 
 Deno.test("citationsOf() finds a made-up task, path and link", () => {
   const doc = [
     "Run `deno task lint` and `deno task fuzz:long`; see `src/net/ws_listener.ts`, " +
-    "`net/tls_listener.ts`, `tests/e2e/*_test.ts`, `src/net/quic_listener.ts` and " +
-    "`net/quic.ts`.",
+    "`net/tls_listener.ts`, `tests/e2e/*_test.ts`, `src/net/quic_listener.ts`, " +
+    "`net/quic.ts`, `settled.ts` and `unsettled.ts`.",
     "Read [reload](OPERATIONS.md#reload-sighup), [tls](OPERATIONS.md#tls-done), " +
     "[arch](ARCHITECTURE.md), [gone](GONE.md) and [web](https://iggy.apache.org).",
   ].join("\n");
@@ -293,6 +300,7 @@ Deno.test("citationsOf() finds a made-up task, path and link", () => {
     'docs/MADE_UP.md:1: no task "fuzz:long" in deno.json',
     "docs/MADE_UP.md:1: no file or folder src/net/quic_listener.ts",
     "docs/MADE_UP.md:1: no file or folder src/net/quic.ts",
+    "docs/MADE_UP.md:1: no file named unsettled.ts",
     "docs/MADE_UP.md:2: link to OPERATIONS.md#tls-done: docs/OPERATIONS.md has no heading #tls-done",
     "docs/MADE_UP.md:2: link to GONE.md: no file docs/GONE.md",
   ]);
