@@ -302,9 +302,11 @@ export class Gateway {
 
   /**
    * SIGHUP: recompiles the topic map, users/ACL and TLS material from `next` (a freshly loaded
-   * config). Everything is compiled first; only when all of it is valid is it swapped in, so a
-   * failure leaves the old set in force. No connection is dropped; new CONNECTs use the new
-   * users; subscriptions whose resolution changed are re-resolved.
+   * config). The map is compiled and the TLS files read first, so a failure there leaves the old
+   * set in force; then the secure listeners take the new material one at a time (tls, then wss:
+   * a wss rebind closes its open connections, and a failure there leaves the tls swap in place
+   * and the map and users old). New CONNECTs use the new users; subscriptions whose resolution
+   * changed are re-resolved.
    */
   async reload(next: GatewayConfig): Promise<void> {
     const map = await loadMap(next);
