@@ -23,7 +23,7 @@ Deno.test("synopsis() shows required options bare, exclusive ones as alternative
   const read = COMMANDS.find((c) => c.name === "read")!;
   assert.match(synopsis(read), /^iggy-mqtt-gateway read --stream S --topic T \[--partition P\]/);
   const check = COMMANDS.find((c) => c.name === "check")!;
-  assert.equal(synopsis(check), "iggy-mqtt-gateway check [--config FILE | --map FILE]");
+  assert.equal(synopsis(check), "iggy-mqtt-gateway check [--config FILE | --map FILE] [--offline]");
 });
 
 Deno.test("overviewUsage() names every command", () => {
