@@ -12,6 +12,8 @@ import { removeStore } from "../helpers/store.ts";
 
 const HAS_OPENSSL = await hasOpenssl();
 if (!HAS_OPENSSL) console.warn("WARNING: openssl not found; the check file tests are SKIPPED");
+const IS_ROOT = Deno.uid() === 0;
+if (IS_ROOT) console.warn("WARNING: running as root; the unreadable-file step is SKIPPED");
 
 /** The environment of a TLS listener on `pair` (not bound: `check` binds nothing). */
 function tlsEnv(pair: { crt: string; key: string }): Record<string, string> {
@@ -100,6 +102,40 @@ Deno.test({
           `Cannot read listeners.tls_cert_file "${crt}": ${READ_WALL}`,
         );
       });
+
+      await t.step({
+        name: "a certificate file the OS does not let the gateway read",
+        // root reads a file of mode 000 all the same.
+        ignore: IS_ROOT,
+        async fn() {
+          const crt = await write("unreadable.crt", await Deno.readTextFile(server.crt));
+          await Deno.chmod(crt, 0o000);
+          assertRefused(
+            await cli(["check"], { env: tlsEnv({ crt, key: server.key }) }),
+            `Cannot read listeners.tls_cert_file "${crt}": permission denied`,
+          );
+        },
+      });
+
+      await t.step(
+        "an expired certificate: a warning, not a failure (run starts with it)",
+        async () => {
+          const old = await pki.deviceCa.issue({
+            cn: "old.example",
+            startDate: "20200101000000Z",
+            endDate: "20200201000000Z",
+          });
+          const r = await cli(["check"], { env: tlsEnv(old) });
+          assert.equal(r.code, 0, r.stderr);
+          assert.match(
+            r.stdout,
+            new RegExp(
+              `^WARNING listeners.tls_cert_file "${old.crt}": certificate CN=old.example expired on 2020-02-01T00:00:00.000Z; clients will refuse it$`,
+              "m",
+            ),
+          );
+        },
+      );
 
       await t.step("a key that is not the certificate's", async () => {
         assertRefused(
