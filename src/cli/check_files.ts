@@ -9,20 +9,33 @@
  *
  * @module
  */
-import type { X509Certificate } from "node:crypto";
 import { OperatorError } from "../config/errors.ts";
 import { readOperatorBytes, readOperatorFile } from "../config/files.ts";
 import type { GatewayConfig } from "../config/types.ts";
 import { parseRevocationList } from "../net/revocation.ts";
 import { proveTlsMaterial } from "../net/tls_listener.ts";
 
-type Crypto = typeof import("node:crypto");
+/**
+ * What this module uses of node:crypto, declared here: a type import of node:crypto, too, would
+ * have `deno run` load it at start, for every command (RSS `run` would carry for nothing).
+ */
+interface Crypto {
+  readonly X509Certificate: new (pem: string) => X509Certificate;
+  createPrivateKey(pem: string): unknown;
+}
+
+/** One parsed certificate (node:crypto's `X509Certificate`, the parts used here). */
+interface X509Certificate {
+  readonly subject: string;
+  readonly validToDate: Date;
+  checkPrivateKey(key: unknown): boolean;
+}
 
 /** One line per file checked; none when the config names no file `run` will read. */
 export async function configFileLines(config: GatewayConfig): Promise<string[]> {
   const l = config.listeners;
   const lines: string[] = [];
-  // node:crypto only for check: its modules are RSS `run` would carry for nothing.
+  // Loaded only here: node:crypto's modules are RSS `run` would carry for nothing.
   const crypto: Crypto = await import("node:crypto");
   if (l.tls !== "" || l.wss !== "") lines.push(...await listenerPair(crypto, l));
   if (l.tls !== "" && l.tls_client_auth !== "none") {
