@@ -3,7 +3,7 @@
  * options and usage text live in src/cli/; `--help` lists them.
  *
  *   run [--config FILE]                         start the gateway (default command)
- *   check [--config FILE | --map FILE]          compile config and topic map
+ *   check [--config FILE | --map FILE] [--offline]  config, topic map, files, Iggy login
  *   check --env-only                            only the IGGY_MQTT_ names, thoroughly
  *   explain [--config F | --map F] [--json] T…  print each topic's resolution
  *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--config F]
@@ -32,8 +32,8 @@ import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages, readRetained } from "./src/cli/read.ts";
 import { parseShare } from "./src/delivery/share_groups.ts";
-import { durabilityLines } from "./src/cli/check_durability.ts";
-import { forwardPlanLines } from "./src/cli/check_forward.ts";
+import { configFileLines } from "./src/cli/check_files.ts";
+import { iggyLines } from "./src/cli/check_iggy.ts";
 
 const VERSION = "0.1.0";
 
@@ -81,15 +81,18 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       const map = await mapFrom(args, config);
-      console.log(
+      const lines = [
         `OK: ${map.source}: ${map.rules.length} rule(s), default ${map.defaultStream}/${map.defaultTopic}`,
-      );
-      // With a config (not a bare --map): in Iggy mode, the mapped topics' durability; in
-      // forward mode, the forward plan.
+      ];
+      // With a config (not a bare --map): the files `run` will read, then in Iggy mode and
+      // forward mode a login to Iggy (the mapped topics' durability, the forward plan). Nothing
+      // is printed before every check passed: a failure is its one line.
       if (args.string("map") === undefined) {
-        for (const line of await durabilityLines(await config(), map)) console.log(line);
-        for (const line of await forwardPlanLines(await config(), map)) console.log(line);
+        const checked = await config();
+        lines.push(...await configFileLines(checked));
+        lines.push(...await iggyLines(checked, map, args.flag("offline")));
       }
+      for (const line of lines) console.log(line);
       return 0;
     }
     case "explain":

@@ -43,6 +43,7 @@ const REFUSED: [string, string[], RegExp][] = [
   ["check", ["--config", "--map", "m"], /^check: --config needs a value/],
   ["check", ["--config="], /^check: --config must not be empty$/],
   ["check", ["--config", "a", "--map", "b"], /--config and --map cannot be given together/],
+  ["check", ["--offline=yes"], /^check: --offline takes no value$/],
   ["check", ["--config", "a", "--config", "b"], /--config is given twice/],
   ["explain", [], /^explain: at least one TOPIC is required$/],
   ["explain", ["--json=yes", "t"], /--json takes no value/],

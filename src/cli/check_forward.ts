@@ -1,7 +1,8 @@
 /**
  * `check` in forward mode: the forward plan. Which local topics (those in the store, and the
  * map's constant targets) go where upstream, what exists there and with how many partitions,
- * what the forwarder would create; the upstream unreachable → one line saying so.
+ * what the forwarder would create; read over the login `check_iggy.ts` made (none with
+ * `--offline`: one line saying so).
  *
  * @module
  */
@@ -10,12 +11,12 @@ import { OperatorError } from "../config/errors.ts";
 import type { LogBackend } from "../log/port.ts";
 import { type CompiledMap, constantTargets } from "../mapping/mod.ts";
 import { openStore } from "./read.ts";
-import { openIggy } from "../forward/from_config.ts";
 
-/** Lines of the forward plan (none when forwarding is off). */
+/** Lines of the forward plan (none when forwarding is off); `upstream` null: not logged in. */
 export async function forwardPlanLines(
   config: GatewayConfig,
   map: CompiledMap,
+  upstream: LogBackend | null,
 ): Promise<string[]> {
   const f = config.forward;
   if (!f.enabled) return [];
@@ -26,33 +27,28 @@ export async function forwardPlanLines(
     `forward: sends of up to ${f.batch_max_messages} messages / ${f.batch_max_bytes} bytes; store full (embedded.max_store_bytes ${config.embedded.max_store_bytes}): ${f.when_full}`,
   ];
   const targets = await localTargets(config, map);
-  const upstream = await openUpstream(config);
-  if (typeof upstream === "string") {
-    lines.push(`forward: upstream not checked: ${upstream}`);
+  if (upstream === null) {
+    lines.push("forward: upstream not checked (--offline)");
     for (const [name, n] of targets) lines.push(`forward: ${name} (${n} partitions)`);
     return lines;
   }
-  try {
-    for (const [name, n] of targets) {
-      const [stream, topic] = name.split("/", 2);
-      const there = await upstream.getTopic(stream, topic);
-      if (there === null) {
-        const how = config.log.auto_create_durability === "fsync" ? "fsync" : "server defaults";
-        lines.push(
-          `forward: ${name} (${n} partitions) → missing upstream: created with ${n} partitions, ${how}`,
-        );
-      } else {
-        const same = there.partitions === n
-          ? "partition p → p"
-          : `partition p → p mod ${there.partitions}`;
-        const disk = there.acksBeforeDisk ? "; WARNING acknowledges before its disk" : "";
-        lines.push(
-          `forward: ${name} (${n} partitions) → upstream ${there.partitions} partitions, ${same}${disk}`,
-        );
-      }
+  for (const [name, n] of targets) {
+    const [stream, topic] = name.split("/", 2);
+    const there = await upstream.getTopic(stream, topic);
+    if (there === null) {
+      const how = config.log.auto_create_durability === "fsync" ? "fsync" : "server defaults";
+      lines.push(
+        `forward: ${name} (${n} partitions) → missing upstream: created with ${n} partitions, ${how}`,
+      );
+    } else {
+      const same = there.partitions === n
+        ? "partition p → p"
+        : `partition p → p mod ${there.partitions}`;
+      const disk = there.acksBeforeDisk ? "; WARNING acknowledges before its disk" : "";
+      lines.push(
+        `forward: ${name} (${n} partitions) → upstream ${there.partitions} partitions, ${same}${disk}`,
+      );
     }
-  } finally {
-    await upstream.close();
   }
   return lines;
 }
@@ -75,10 +71,4 @@ async function localTargets(config: GatewayConfig, map: CompiledMap): Promise<Ma
     if (!out.has(name)) out.set(name, config.log.auto_create_partitions);
   }
   return out;
-}
-
-/** The upstream of `[iggy]`, or why it could not be opened. */
-function openUpstream(config: GatewayConfig): Promise<LogBackend | string> {
-  const auth = { patUsername: config.auth.pat_username, cacheTtlMs: config.auth.cache_ttl_ms };
-  return openIggy(config.iggy, auth).catch((e) => (e as Error).message);
 }

@@ -32,8 +32,13 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: "check",
-    summary: "Compile the config and its topic map (or only --map FILE); start nothing.",
+    summary:
+      "Compile the config and its topic map (or only --map FILE), read the files it names, log in to Iggy; start nothing.",
     options: [CONFIG, MAP, {
+      name: "offline",
+      kind: "boolean",
+      help: "do not log in to Iggy (Iggy mode, forward mode): say it was not checked",
+    }, {
       name: "env-only",
       kind: "boolean",
       help:

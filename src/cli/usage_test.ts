@@ -25,7 +25,7 @@ Deno.test("synopsis() shows required options bare, exclusive ones as alternative
   const check = COMMANDS.find((c) => c.name === "check")!;
   assert.equal(
     synopsis(check),
-    "iggy-mqtt-gateway check [--config FILE | --map FILE | --env-only]",
+    "iggy-mqtt-gateway check [--config FILE | --map FILE | --env-only] [--offline]",
   );
   const explain = COMMANDS.find((c) => c.name === "explain")!;
   assert.equal(

@@ -17,6 +17,7 @@ export type OperatorErrorCode =
   | "not_capable" // outside the Deno permission set "gateway"
   | "not_found" // a named file or store does not exist
   | "invalid_file" // a file exists but its content cannot be used (TLS material)
+  | "login_failed" // `check` could not log in to Iggy (refused, unreachable)
   | "out_of_range"; // a CLI value names something that does not exist (a partition)
 
 /**

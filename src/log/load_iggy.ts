@@ -17,6 +17,12 @@ import type { LogBackend } from "./port.ts";
 /** An Iggy backend: it can also take messages still encoded (forward mode). */
 export type IggyBackendLike = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
 
+/**
+ * What refused a login to Iggy: the username and password, the personal access token, the user
+ * (inactive), the protocol version.
+ */
+export type LoginRefusal = "credentials" | "token" | "user_inactive" | "protocol";
+
 /** What this loader uses of `iggy/mod.ts`. */
 export interface IggyModule {
   readonly IggyBackend: new (
@@ -24,6 +30,8 @@ export interface IggyModule {
     auth: { patUsername: string; cacheTtlMs: number },
     deps?: { logger?: Logger },
   ) => IggyBackendLike;
+  /** What refused the login, from an error of `open()`; null when nothing did (unreachable). */
+  readonly loginRefusalOf: (e: unknown) => LoginRefusal | null;
 }
 
 /** The Iggy client's module, loaded on first call. */

@@ -39,7 +39,7 @@ export interface TlsListenOptions {
  * only at the next handshake, so the pair is proven on a throwaway loopback listener. A client
  * CA must hold at least one PEM certificate.
  */
-function proveTlsMaterial(m: TlsMaterial): void {
+export function proveTlsMaterial(m: TlsMaterial): void {
   Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: m.cert, key: m.key }).close();
   if (m.clientCa !== undefined && !m.clientCa.includes("-----BEGIN CERTIFICATE-----")) {
     throw new Error("the client CA file holds no PEM certificate");

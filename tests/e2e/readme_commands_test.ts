@@ -71,8 +71,8 @@ const SKIPPED: [RegExp, string][] = [
 /** Whole blocks not run here: the Iggy mode needs an Iggy 0.9.0 server. */
 const SKIPPED_BLOCK = /^export IGGY_MQTT_GATEWAY_BACKEND=iggy$/;
 /**
- * The forward-mode block runs as one script (its exports apply to its `check`): with no Iggy at
- * the address, `check` still prints the plan, saying the upstream was not checked.
+ * The forward-mode block runs as one script (its exports apply to its `check`): no Iggy is at
+ * the address, and `check --offline` prints the plan, saying it did not log in.
  */
 const FORWARD_BLOCK = /^export IGGY_MQTT_FORWARD_ENABLED=true\s/;
 const FORWARD_PLAN = /^forward: every message of the embedded log to Iggy at 127\.0\.0\.1:8090 /m;
@@ -168,6 +168,7 @@ Deno.test({
       const plan = await bash(forward.join("\n"), dir);
       assert.equal(plan.code, 0, plan.stderr);
       assert.match(plan.stdout, FORWARD_PLAN);
+      assert.match(plan.stdout, /^iggy: not logged in \(--offline\)/m);
       for (const command of commands) {
         const want = SIMPLE.find(([p]) => p.test(command))?.[1];
         if (!want) continue;

@@ -17,6 +17,7 @@ import {
   Status,
 } from "./codes.ts";
 import { EncodeError } from "./encoding.ts";
+import type { LoginRefusal } from "../load_iggy.ts";
 
 /** Port error code for an Iggy error code. */
 export function backendCodeFor(code: number): BackendErrorCode {
@@ -58,4 +59,30 @@ export function toBackendError(e: unknown, action: string): BackendError {
   }
   if (e instanceof DecodeError) return new BackendError("unavailable", message, { cause: e });
   return new BackendError("unavailable", message, { cause: e });
+}
+
+/**
+ * What refused a login, read from an error of `IggyBackend.open()` (through its `cause`
+ * chain): the username and password, the personal access token, the user (inactive), the
+ * protocol version; null for anything else (unreachable, no reply in time).
+ */
+export function loginRefusalOf(e: unknown): LoginRefusal | null {
+  for (let c: unknown = e; c instanceof Error; c = c.cause) {
+    if (!(c instanceof IggyError)) continue;
+    // 43 and 44 are Iggy's InvalidUsername and InvalidPassword, 54 an expired token.
+    switch (c.code) {
+      case Status.INVALID_CREDENTIALS:
+      case 43:
+      case 44:
+        return "credentials";
+      case Status.INVALID_PAT:
+      case 54:
+        return "token";
+      case Status.USER_INACTIVE:
+        return "user_inactive";
+      case Status.INCOMPATIBLE_PROTOCOL:
+        return "protocol";
+    }
+  }
+  return null;
 }

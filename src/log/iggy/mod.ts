@@ -7,6 +7,7 @@
  */
 
 export { IggyBackend, POLL_CONSUMER } from "./backend.ts";
+export { loginRefusalOf } from "./errors.ts";
 export type { IggyBackendDeps } from "./dial.ts";
 export type { Dialer, Transport } from "./dial.ts";
 export {
