@@ -21,6 +21,7 @@ import { ConfigError, OperatorError } from "./src/config/errors.ts";
 import { checkEnvNames } from "./src/config/load.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
+import { PartialReloadError } from "./src/net/mqtt_listener.ts";
 import { compileMap, explainJson, filterProblem, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
@@ -177,9 +178,14 @@ async function run(
     loadConfigFile(configPath, configPathGiven)
       .then((next) => gateway.reload(next))
       .catch((err) =>
-        gateway.logger.error("Reload refused; the previous map, users and certificates stay", {
-          error: String(err?.message ?? err),
-        })
+        gateway.logger.error(
+          err instanceof PartialReloadError
+            ? `Reload refused; the previous map and users stay, the ${
+              err.swapped.join(" and ")
+            } listener serves the new certificate`
+            : "Reload refused; the previous map, users and certificates stay",
+          { error: String(err?.message ?? err) },
+        )
       );
   });
   await stopped.promise;

@@ -15,6 +15,7 @@ import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
 import { handleStatusRoute } from "./http/status_page.ts";
 import type { MqttListener } from "./net/listeners.ts";
+import { reloadSecureListeners } from "./net/mqtt_listener.ts";
 import { GatewayMetrics, sendHistograms, sendRetryGauge } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
@@ -312,7 +313,7 @@ export class Gateway {
     const map = await loadMap(next);
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
     const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;
-    for (const l of secure) await l.reloadTls!(tls!);
+    if (tls !== null) await reloadSecureListeners(secure, tls);
     this.backend.setUsers?.(next.users);
     this.#ctx.authenticator.reload(next.auth, next.anonymous_permissions);
     const previous = this.maps.current;

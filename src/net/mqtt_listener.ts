@@ -35,3 +35,33 @@ export interface MqttListener {
 
 /** Called for every accepted connection. */
 export type AcceptHandler = (t: Transport) => void;
+
+/**
+ * A reload that failed at a secure listener after another had taken the new certificate
+ * (`swapped`, e.g. `["tls"]`): the map and users stay the previous ones, those listeners do not.
+ */
+export class PartialReloadError extends Error {
+  constructor(readonly swapped: readonly string[], cause: unknown) {
+    super(String((cause as Error)?.message ?? cause), { cause });
+  }
+}
+
+/**
+ * Hands the new TLS material to each secure listener in turn (tls before wss); a failure stops
+ * there, as it is, or as a {@link PartialReloadError} once a listener has swapped.
+ */
+export async function reloadSecureListeners(
+  listeners: readonly MqttListener[],
+  material: TlsMaterial,
+): Promise<void> {
+  const swapped: string[] = [];
+  try {
+    for (const l of listeners) {
+      await l.reloadTls?.(material);
+      swapped.push(l.kind);
+    }
+  } catch (err) {
+    if (swapped.length === 0) throw err;
+    throw new PartialReloadError(swapped, err);
+  }
+}

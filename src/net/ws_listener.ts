@@ -158,9 +158,10 @@ export function refusal(req: Request, o: WsListenOptions): [number, string] | nu
  * Binds the WebSocket listener; rejects with an OperatorError naming the address. A `wss`
  * listener reloads its certificate and key with the TLS listener, but Deno's HTTP server can
  * neither swap them nor stop accepting without closing its upgraded WebSockets (and shares a
- * port only under `--unstable-net`): a reload proves the new pair, stops the old server, which
- * closes the open `wss` connections (their clients reconnect, stored sessions resume), and binds
- * the port again with the new pair. A pair that does not load is refused, the old server untouched.
+ * port only under `--unstable-net`): a reload with a new pair proves it, stops the old server,
+ * which closes the open `wss` connections (their clients reconnect, stored sessions resume), and
+ * binds the port again with the new pair. A reload with the same pair leaves the server and its
+ * connections alone. A pair that does not load is refused, the old server untouched.
  */
 export async function listenWs(
   hostname: string,
@@ -184,17 +185,21 @@ export async function listenWs(
     close: () => void server.shutdown(),
   };
   if (!o.tls) return listener;
+  let serving = o.tls; // the pair the server runs with now
   return {
     ...listener,
     async reloadTls(next: TlsMaterial) {
+      // Unchanged (a reload for the map or users): the open connections stay.
+      if (next.cert === serving.cert && next.key === serving.key) return;
       const tls = { cert: next.cert, key: next.key };
       Deno.listenTls({ hostname: "127.0.0.1", port: 0, ...tls }).close(); // throws on a bad pair
       await server.shutdown();
       try {
         [server] = await serveWs(hostname, bound, { ...o, tls }, onAccept);
+        serving = tls;
       } catch (err) {
-        // The port was taken in between: serve on with the old pair if it still binds.
-        [server] = await serveWs(hostname, bound, o, onAccept);
+        // The port was taken in between: serve on with the pair it had if it still binds.
+        [server] = await serveWs(hostname, bound, { ...o, tls: serving }, onAccept);
         throw err;
       }
     },

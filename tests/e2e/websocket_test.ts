@@ -17,6 +17,7 @@ import {
   waitFor,
 } from "../helpers/gateway.ts";
 import { BROWSER, Browser } from "../helpers/browser.ts";
+import { mqttjsPing } from "./_subscribe_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -291,7 +292,7 @@ c.loop_stop()
 
 Deno.test({
   name:
-    "secure WebSocket reload: new connections get the new certificate (open wss connections are closed, their clients reconnect), a bad pair is refused and the current one keeps serving; accepts count per listener",
+    "secure WebSocket reload: new connections get the new certificate (open wss connections are closed, their clients reconnect), a bad pair is refused and the current one keeps serving, the same pair again closes nothing; accepts count per listener",
   ...opts,
   async fn() {
     const env = (cert: string, key: string) => ({
@@ -329,7 +330,14 @@ Deno.test({
       await still.endAsync();
       const m = gw.gateway.metrics.connectionsAccepted;
       assert.equal(m.get({ listener: "wss" }), 3, "before, withNew, still");
+      // The same pair again (a reload for the map): the listener and its connections stay.
+      const kept = await mqtt.connectAsync(url, { ca: newCa, reconnectPeriod: 0 });
+      let keptClosed = false;
+      kept.on("close", () => keptClosed = true);
       await reloadWith("server2.crt", "server2.key"); // a bad pair did not stop the listener
+      await mqttjsPing(kept);
+      assert.equal(keptClosed, false, "an unchanged pair closes no wss connection");
+      await kept.endAsync();
       assert.equal(m.get({ listener: "tcp" }), 0);
     } finally {
       await before.endAsync();
