@@ -231,11 +231,13 @@ export class Gateway {
   /**
    * Opens the backend, turning what the operator must fix into one line: an embedded store
    * outside the permission set or on a path the OS refuses, an Iggy CA file that cannot be
-   * read (read here first because the Iggy client would report it as "cannot connect").
+   * read (read here first because the Iggy client would report it as "cannot connect"), in
+   * Iggy mode and in forward mode alike.
    */
   async #openBackend(): Promise<void> {
     const c = this.config;
-    if (c.gateway.backend === "iggy" && c.iggy.tls && c.iggy.tls_ca_file !== "") {
+    const iggy = c.gateway.backend === "iggy" || c.forward.enabled;
+    if (iggy && c.iggy.tls && c.iggy.tls_ca_file !== "") {
       await readOperatorFile("iggy.tls_ca_file", c.iggy.tls_ca_file);
     }
     try {

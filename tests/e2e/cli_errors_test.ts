@@ -229,6 +229,29 @@ Deno.test("a missing config or map file exits 1 with one line naming it", async 
   );
 });
 
+Deno.test("run in forward mode with a missing iggy.tls_ca_file exits 1 with one line naming it", async () => {
+  const db = await storePath();
+  try {
+    assertOneLine(
+      await cli(["run"], {
+        env: {
+          IGGY_MQTT_EMBEDDED_PATH: db,
+          IGGY_MQTT_LISTENERS_TCP: "127.0.0.1:0",
+          IGGY_MQTT_LISTENERS_WS: "",
+          IGGY_MQTT_LISTENERS_HTTP: "",
+          IGGY_MQTT_FORWARD_ENABLED: "true",
+          IGGY_MQTT_IGGY_TLS: "true",
+          IGGY_MQTT_IGGY_TLS_CA_FILE: "config/no-such-ca.pem",
+          IGGY_MQTT_IGGY_PASSWORD: "secret",
+        },
+      }),
+      'Cannot read iggy.tls_ca_file "config/no-such-ca.pem": not found',
+    );
+  } finally {
+    await removeStore(`${ROOT}${db}`);
+  }
+});
+
 const READ_WALL =
   / the gateway may read only \.\/config, \.\/data, \/etc\/iggy-mqtt-gateway, \/var\/lib\/iggy-mqtt-gateway \(permission set "gateway" in deno\.json\); put the file there$/;
 const WRITE_WALL =
