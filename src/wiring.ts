@@ -19,13 +19,14 @@ import { type StoredSessionOptions, StoredSessions } from "./session/stored_sess
 import { retainedOptionsOf, RetainedStore } from "./log/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
+import { RefusalLog } from "./observe/refusal_log.ts";
 import {
   type AcceptHandler,
   listenTcp,
   type MqttListener,
   type TlsMaterial,
 } from "./net/listeners.ts";
-import { listenTls, type TlsRefusal } from "./net/tls_listener.ts";
+import { listenTls, type TlsRefused } from "./net/tls_listener.ts";
 import { listenWs } from "./net/ws_listener.ts";
 import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
@@ -254,10 +255,22 @@ export async function readTlsMaterial(l: GatewayConfig["listeners"]): Promise<Tl
   }
 }
 
-/** Binds the TLS listener of `listeners.tls`; refused handshakes are counted by reason. */
+/** The refusal log: its held-back lines are counted in `mqtt_refusal_log_suppressed_total`. */
+export function refusalLog(logger: Logger, metrics: GatewayMetrics, clock: Clock): RefusalLog {
+  return new RefusalLog(logger, clock, () => metrics.refusalLinesNotLogged.inc());
+}
+
+/** Where the TLS listener reports: refused handshakes are counted and logged by reason. */
+export interface TlsReports {
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly refusalLog: RefusalLog;
+}
+
+/** Binds the TLS listener of `listeners.tls`; refused handshakes are counted and logged. */
 export async function bindTls(
   config: GatewayConfig,
-  metrics: GatewayMetrics,
+  r: TlsReports,
   accept: AcceptHandler,
 ): Promise<MqttListener> {
   const l = config.listeners;
@@ -268,9 +281,14 @@ export async function bindTls(
     maxConnections: config.limits.max_connections,
     clientAuth: l.tls_client_auth,
     identity: l.tls_identity,
-    onRefused: (why: TlsRefusal) => {
-      if (why === "timeout") metrics.keepAliveExpired.inc();
-      else metrics.connectionsRefused.inc({ reason: `tls_${why}` });
+    onRefused: ({ why, remote, reason }: TlsRefused) => {
+      if (why === "timeout") r.metrics.keepAliveExpired.inc();
+      else r.metrics.connectionsRefused.inc({ reason: `tls_${why}` });
+      r.refusalLog.refuse(remote, "tls", reason);
+    },
+    onAbandoned: (remote: string) => {
+      r.metrics.connectionsRefused.inc({ reason: "tls_handshake" });
+      r.logger.limited("debug", "TLS handshake abandoned by the peer", { remote });
     },
     source:
       `listeners.tls_cert_file "${l.tls_cert_file}", listeners.tls_key_file "${l.tls_key_file}"${

@@ -34,6 +34,7 @@ export interface WsListenOptions {
 /** One WebSocket as a transport. */
 export class WsTransport implements Transport {
   readonly remoteAddress: string;
+  readonly listener: "ws" | "wss";
   readonly #socket: WebSocket;
   #sink: TransportSink | null = null;
   #paused = false;
@@ -42,9 +43,10 @@ export class WsTransport implements Transport {
   #ended = false;
   #scheduled = false;
 
-  constructor(socket: WebSocket, remoteAddress: string) {
+  constructor(socket: WebSocket, remoteAddress: string, listener: "ws" | "wss" = "ws") {
     this.#socket = socket;
     this.remoteAddress = remoteAddress;
+    this.listener = listener;
     socket.binaryType = "arraybuffer";
     socket.onmessage = (e) => this.#message(e.data);
     socket.onclose = () => this.#end();
@@ -222,7 +224,7 @@ async function serveWs(
     }
     const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
     const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
-    const t = new WsTransport(socket, remote);
+    const t = new WsTransport(socket, remote, o.tls === undefined ? "ws" : "wss");
     socket.addEventListener("open", () => onAccept(t), { once: true });
     return response;
   });
