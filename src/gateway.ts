@@ -207,7 +207,7 @@ export class Gateway {
       this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept("tcp")));
     }
     if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.#ctx, accept("tls")));
-    this.#listeners.push(...await bindWs(c, this.metrics, accept));
+    this.#listeners.push(...await bindWs(c, this.#ctx, accept));
     this.#deadlines.start();
     this.#started = true;
     const port = (k: string) => this.#listeners.find((l) => l.kind === k)?.port ?? null;

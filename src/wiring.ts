@@ -204,11 +204,11 @@ export function bindTcp(
 
 /**
  * Binds the WebSocket listeners of `listeners.ws` and `listeners.wss` (the latter with the TLS
- * listener's certificate and key); refused upgrades are counted.
+ * listener's certificate and key); refused upgrades are counted and logged.
  */
 export async function bindWs(
   config: GatewayConfig,
-  metrics: GatewayMetrics,
+  r: Omit<ListenerReports, "logger">,
   accept: (listener: "ws" | "wss") => AcceptHandler,
 ): Promise<MqttListener[]> {
   const l = config.listeners;
@@ -216,7 +216,10 @@ export async function bindWs(
   const o = (listener: "ws" | "wss") => ({
     path: l.ws_path,
     allowedOrigins: l.ws_allowed_origins,
-    onRefused: () => metrics.connectionsRefused.inc({ reason: "ws_upgrade", listener }),
+    onRefused: (reason: string, remote: string) => {
+      r.metrics.connectionsRefused.inc({ reason: "ws_upgrade", listener });
+      r.refusalLog.refuse(remote, listener, reason);
+    },
   });
   if (l.ws !== "") {
     const a = parseAddress("listeners.ws", l.ws);
@@ -260,8 +263,8 @@ export function refusalLog(logger: Logger, metrics: GatewayMetrics, clock: Clock
   return new RefusalLog(logger, clock, () => metrics.refusalLinesNotLogged.inc());
 }
 
-/** Where the TLS listener reports: refused handshakes are counted and logged by reason. */
-export interface TlsReports {
+/** Where a listener reports: refused connections are counted and logged by reason. */
+export interface ListenerReports {
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   readonly refusalLog: RefusalLog;
@@ -270,7 +273,7 @@ export interface TlsReports {
 /** Binds the TLS listener of `listeners.tls`; refused handshakes are counted and logged. */
 export async function bindTls(
   config: GatewayConfig,
-  r: TlsReports,
+  r: ListenerReports,
   accept: AcceptHandler,
 ): Promise<MqttListener> {
   const l = config.listeners;

@@ -26,7 +26,7 @@ export interface WsListenOptions {
   /** Origins a browser may connect from; empty: every origin (and clients sending none). */
   readonly allowedOrigins: readonly string[];
   /** An upgrade was refused (wrong path, no `mqtt` subprotocol, origin not allowed). */
-  readonly onRefused?: (reason: string) => void;
+  readonly onRefused?: (reason: string, remote: string) => void;
   /** Serve `wss` with this certificate and key (PEM). */
   readonly tls?: { readonly cert: string; readonly key: string };
 }
@@ -219,7 +219,7 @@ async function serveWs(
   }, (req, info) => {
     const refused = refusal(req, o);
     if (refused !== null) {
-      o.onRefused?.(refused[1]);
+      o.onRefused?.(refused[1], info.remoteAddr.hostname);
       return new Response(refused[1] + "\n", { status: refused[0] });
     }
     const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
