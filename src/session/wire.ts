@@ -103,8 +103,8 @@ function countRefusal(ctx: SessionContext, site: WireSite, o: ConnackOutcome): v
   if (o.code === ConnackCode.BAD_USERNAME_OR_PASSWORD || o.code === ConnackCode.NOT_AUTHORIZED) {
     ctx.metrics.authFailures.inc();
   }
-  const fields = { connack: o.reasonCode5 ?? o.code, ...o.logFields };
-  ctx.refusalLog.refuse(site.remoteAddress, site.listener, o.reason, fields);
+  const connack = site.speaks5 || o.format5 ? connackReason5(o) : o.code; // the code sent
+  ctx.refusalLog.refuse(site.remoteAddress, site.listener, o.reason, { connack, ...o.logFields });
 }
 
 /**
