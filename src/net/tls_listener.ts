@@ -170,8 +170,12 @@ function tlsServer(
     ALPNProtocols: ["mqtt"],
     handshakeTimeout: o.handshakeTimeoutMs,
     requestCert: o.clientAuth !== "none",
-    // The stack still verifies the certificate (socket.authorized); judgePeer refuses right
-    // after the handshake, because a handshake the stack refuses says only "socket hang up".
+    // Deno's node:tls finishes the TLS handshake either way: its client-certificate verifier
+    // records a chain that fails rather than failing the handshake (the handshake's signature
+    // is checked against the certificate in both; a v1 certificate, which never verifies,
+    // excepted), and with `true` its JS layer then closes the socket as "socket hang up". With
+    // `false` the same verification sets socket.authorized and judgePeer closes the socket at
+    // the same point, able to say why.
     rejectUnauthorized: false,
   });
   // Sockets still in their handshake hold no connection slot yet: this bounds them too.
