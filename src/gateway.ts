@@ -37,6 +37,7 @@ import {
   loadMap,
   publishPreparer,
   readTlsMaterial,
+  refusalLog,
   retainedStore,
   sourceGuardOptions,
   storedSessions,
@@ -143,6 +144,7 @@ export class Gateway {
       delivery: this.delivery,
       metrics: this.metrics,
       logger: this.logger,
+      refusalLog: refusalLog(this.logger, this.metrics, clock),
       deadlines: this.#deadlines,
       clock,
       outboundBudget,
@@ -178,6 +180,7 @@ export class Gateway {
       this.#http = null;
       await this.forwarder?.stop();
       await this.backend.close().catch(() => {});
+      this.#ctx.refusalLog.close();
       throw err;
     }
   }
@@ -204,8 +207,8 @@ export class Gateway {
     if (c.listeners.tcp !== "") {
       this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept("tcp")));
     }
-    if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.metrics, accept("tls")));
-    this.#listeners.push(...await bindWs(c, this.metrics, accept));
+    if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.#ctx, accept("tls")));
+    this.#listeners.push(...await bindWs(c, this.#ctx, accept));
     this.#deadlines.start();
     this.#started = true;
     const port = (k: string) => this.#listeners.find((l) => l.kind === k)?.port ?? null;
@@ -283,21 +286,18 @@ export class Gateway {
     this.metrics.connectionsAccepted.inc({ listener });
     if (!this.#ctx.sourceGuard.admit(t.remoteAddress)) {
       this.metrics.connectionsRefused.inc({ reason: "rate_per_source" });
-      this.logger.limited("warn", "Connection refused: connection rate from source exceeded", {
-        remote: t.remoteAddress,
-        max_per_second: this.config.limits.max_connection_rate_per_source,
-      });
-      return this.#refusals.refuse(t, 0x9f, "connection rate from this source exceeded");
+      const why = "connection rate from this source exceeded";
+      const rate = this.config.limits.max_connection_rate_per_source;
+      this.#ctx.refusalLog.refuse(t.remoteAddress, listener, why, { max_per_second: rate });
+      return this.#refusals.refuse(t, 0x9f, why);
     }
     const conn = new Connection(t, this.#ctx);
     if (this.#stopping || !this.registry.admit(conn)) {
-      this.metrics.connectionsRefused.inc({
-        reason: this.#stopping ? "stopping" : "max_connections",
-      });
-      this.logger.limited("warn", "Connection refused: max_connections reached", {
-        max: this.config.limits.max_connections,
-      });
+      const reason = this.#stopping ? "stopping" : "max_connections";
+      this.metrics.connectionsRefused.inc({ reason });
       if (this.#stopping) return t.close();
+      const max = this.config.limits.max_connections;
+      this.#ctx.refusalLog.refuse(t.remoteAddress, listener, "max_connections reached", { max });
       return this.#refusals.refuse(t, 0x97, "max_connections reached");
     }
     conn.start(this.#connections);
@@ -355,6 +355,7 @@ export class Gateway {
     await this.forwarder?.stop();
     await this.backend.close();
     await this.#http?.close();
+    this.#ctx.refusalLog.close(); // what the rate limit held back is reported, not lost
     this.logger.info("Gateway stopped");
   }
 

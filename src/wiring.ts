@@ -19,13 +19,14 @@ import { type StoredSessionOptions, StoredSessions } from "./session/stored_sess
 import { retainedOptionsOf, RetainedStore } from "./log/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
+import { RefusalLog } from "./observe/refusal_log.ts";
 import {
   type AcceptHandler,
   listenTcp,
   type MqttListener,
   type TlsMaterial,
 } from "./net/listeners.ts";
-import { listenTls, type TlsRefusal } from "./net/tls_listener.ts";
+import { listenTls, type TlsRefused } from "./net/tls_listener.ts";
 import { listenWs } from "./net/ws_listener.ts";
 import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
@@ -203,11 +204,11 @@ export function bindTcp(
 
 /**
  * Binds the WebSocket listeners of `listeners.ws` and `listeners.wss` (the latter with the TLS
- * listener's certificate and key); refused upgrades are counted.
+ * listener's certificate and key); refused upgrades are counted and logged.
  */
 export async function bindWs(
   config: GatewayConfig,
-  metrics: GatewayMetrics,
+  r: Omit<ListenerReports, "logger">,
   accept: (listener: "ws" | "wss") => AcceptHandler,
 ): Promise<MqttListener[]> {
   const l = config.listeners;
@@ -215,7 +216,10 @@ export async function bindWs(
   const o = (listener: "ws" | "wss") => ({
     path: l.ws_path,
     allowedOrigins: l.ws_allowed_origins,
-    onRefused: () => metrics.connectionsRefused.inc({ reason: "ws_upgrade", listener }),
+    onRefused: (reason: string, remote: string) => {
+      r.metrics.connectionsRefused.inc({ reason: "ws_upgrade", listener });
+      r.refusalLog.refuse(remote, listener, reason);
+    },
   });
   if (l.ws !== "") {
     const a = parseAddress("listeners.ws", l.ws);
@@ -254,10 +258,22 @@ export async function readTlsMaterial(l: GatewayConfig["listeners"]): Promise<Tl
   }
 }
 
-/** Binds the TLS listener of `listeners.tls`; refused handshakes are counted by reason. */
+/** The refusal log: its held-back lines are counted in `mqtt_refusal_log_suppressed_total`. */
+export function refusalLog(logger: Logger, metrics: GatewayMetrics, clock: Clock): RefusalLog {
+  return new RefusalLog(logger, clock, () => metrics.refusalLinesNotLogged.inc());
+}
+
+/** Where a listener reports: refused connections are counted and logged by reason. */
+export interface ListenerReports {
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly refusalLog: RefusalLog;
+}
+
+/** Binds the TLS listener of `listeners.tls`; refused handshakes are counted and logged. */
 export async function bindTls(
   config: GatewayConfig,
-  metrics: GatewayMetrics,
+  r: ListenerReports,
   accept: AcceptHandler,
 ): Promise<MqttListener> {
   const l = config.listeners;
@@ -268,9 +284,14 @@ export async function bindTls(
     maxConnections: config.limits.max_connections,
     clientAuth: l.tls_client_auth,
     identity: l.tls_identity,
-    onRefused: (why: TlsRefusal) => {
-      if (why === "timeout") metrics.keepAliveExpired.inc();
-      else metrics.connectionsRefused.inc({ reason: `tls_${why}` });
+    onRefused: ({ why, remote, reason }: TlsRefused) => {
+      if (why === "timeout") r.metrics.keepAliveExpired.inc();
+      else r.metrics.connectionsRefused.inc({ reason: `tls_${why}` });
+      r.refusalLog.refuse(remote, "tls", reason);
+    },
+    onAbandoned: (remote: string) => {
+      r.metrics.connectionsRefused.inc({ reason: "tls_handshake" });
+      r.logger.limited("debug", "TLS handshake abandoned by the peer", { remote });
     },
     source:
       `listeners.tls_cert_file "${l.tls_cert_file}", listeners.tls_key_file "${l.tls_key_file}"${

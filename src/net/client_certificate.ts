@@ -8,6 +8,7 @@
 import type tls from "node:tls";
 import type { GatewayConfig } from "../config/types.ts";
 import type { RevocationList } from "./revocation.ts";
+import { TlsReason, whyUnverified } from "./tls_refusal.ts";
 
 /** `listeners.tls_client_auth`. */
 export type TlsClientAuth = GatewayConfig["listeners"]["tls_client_auth"];
@@ -34,30 +35,50 @@ export function certificateNameOf(peer: tls.PeerCertificate, identity: TlsIdenti
   return "";
 }
 
-/** What a listener does with a peer after the handshake. */
+/** What a listener does with a peer after the handshake; a refusal says why (tls_refusal.ts). */
 export type PeerVerdict =
   | { readonly ok: true; readonly name: string | undefined }
-  | { readonly ok: false; readonly why: "unverified" | "revoked" };
+  | {
+    readonly ok: false;
+    readonly why: "missing" | "unverified" | "revoked";
+    readonly reason: string;
+  };
+
+/** What a peer is judged against: the mode, and the client CA's subjects and CRL. */
+export interface PeerJudge {
+  readonly clientAuth: Exclude<TlsClientAuth, "none">;
+  readonly identity: TlsIdentity;
+  readonly caSubjects: ReadonlySet<string>;
+  readonly revoked: RevocationList | null;
+}
 
 /**
- * Judges the peer of a finished handshake. `require`: node:tls has already failed a handshake
- * without a certificate that verifies. `optional`: a client without a certificate goes on to
- * username/password, one whose certificate does not verify is refused. A certificate the CRL
- * lists is refused in both.
+ * Judges the peer of a finished handshake (node:tls verified its certificate, if any, against
+ * the client CA, but let it through so the refusal can say why). `require`: no certificate,
+ * or one that does not verify, is refused. `optional`: a client without a certificate goes on
+ * to username/password, one whose certificate does not verify is refused. A certificate the
+ * CRL lists is refused in both.
  */
-export function judgePeer(
-  socket: tls.TLSSocket,
-  identity: TlsIdentity,
-  revoked: RevocationList | null,
-): PeerVerdict {
+export function judgePeer(socket: tls.TLSSocket, j: PeerJudge): PeerVerdict {
   const peer = socket.getPeerCertificate(true);
   const raw = peer?.raw as Uint8Array | undefined;
-  if (raw === undefined || raw.length === 0) return { ok: true, name: undefined };
-  if (!socket.authorized) return { ok: false, why: "unverified" };
-  try {
-    if (revoked?.revokes(raw)) return { ok: false, why: "revoked" };
-  } catch {
-    return { ok: false, why: "unverified" }; // not a certificate we can read: no way to check
+  if (raw === undefined || raw.length === 0) {
+    if (j.clientAuth === "optional") return { ok: true, name: undefined };
+    return { ok: false, why: "missing", reason: TlsReason.NO_CERTIFICATE };
   }
-  return { ok: true, name: certificateNameOf(peer, identity) };
+  if (!socket.authorized) {
+    const library = String(socket.authorizationError ?? "not verified");
+    return {
+      ok: false,
+      why: "unverified",
+      reason: whyUnverified(raw, j.caSubjects, Date.now(), library),
+    };
+  }
+  try {
+    if (j.revoked?.revokes(raw)) return { ok: false, why: "revoked", reason: TlsReason.REVOKED };
+  } catch {
+    // not a certificate we can read: no way to check
+    return { ok: false, why: "unverified", reason: "certificate not readable for the CRL check" };
+  }
+  return { ok: true, name: certificateNameOf(peer, j.identity) };
 }

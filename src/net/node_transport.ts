@@ -47,6 +47,11 @@ export class NodeSocketTransport implements Transport {
     this.certificateName = certificateName;
   }
 
+  /** A getter, so an idle connection holds no more for it. */
+  get listener(): string {
+    return (this.#socket as { encrypted?: boolean }).encrypted === true ? "tls" : "tcp";
+  }
+
   start(sink: TransportSink): void {
     const socket = this.#socket;
     if (socket[SINK] !== undefined) return;
@@ -79,7 +84,7 @@ export class NodeSocketTransport implements Transport {
 }
 
 /** "::ffff:10.0.0.1" (an IPv4 peer of a dual-stack socket) → "10.0.0.1". */
-function plainAddress(address: string): string {
+export function plainAddress(address: string): string {
   return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
 

@@ -1,9 +1,9 @@
 /**
  * The MQTT TLS listener (node:tls), with optional client certificates
- * (`listeners.tls_client_auth`): a certificate that does not chain to `listeners.tls_client_ca_file`
- * fails the handshake (or, with `optional`, is refused right after it), one the CRL lists is
- * refused right after it, and a verified certificate's name travels on the transport as the
- * peer's principal name.
+ * (`listeners.tls_client_auth`): a certificate that does not chain to `listeners.tls_client_ca_file`,
+ * one the CRL lists and (with `require`) none at all are refused right after the handshake,
+ * before a byte of MQTT is read, with the reason (tls_refusal.ts); a verified certificate's name
+ * travels on the transport as the peer's principal name.
  *
  * @module
  */
@@ -13,10 +13,26 @@ import { OperatorError } from "../config/errors.ts";
 import { formatAddress } from "./bind_error.ts";
 import { judgePeer, type TlsClientAuth, type TlsIdentity } from "./client_certificate.ts";
 import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
-import { bind, NodeSocketTransport } from "./node_transport.ts";
+import { bind, NodeSocketTransport, plainAddress } from "./node_transport.ts";
+import { caSubjectsOf, handshakeFailure, TlsReason } from "./tls_refusal.ts";
 
 /** Why a TLS connection ended before it became an MQTT connection (counters). */
-export type TlsRefusal = "handshake" | "timeout" | "client_cert_unverified" | "client_cert_revoked";
+export type TlsRefusal =
+  | "handshake"
+  | "timeout"
+  | "client_cert_missing"
+  | "client_cert_unverified"
+  | "client_cert_revoked";
+
+/** A connection refused during or right after its handshake. */
+export interface TlsRefused {
+  /** For the counters. */
+  readonly why: TlsRefusal;
+  /** The peer's IP. */
+  readonly remote: string;
+  /** For the log line: a short stable reason (tls_refusal.ts) or the TLS stack's message. */
+  readonly reason: string;
+}
 
 /** Bounds and hooks of a TLS listener. */
 export interface TlsListenOptions {
@@ -28,8 +44,10 @@ export interface TlsListenOptions {
   readonly clientAuth: TlsClientAuth;
   /** Which certificate name is the principal. */
   readonly identity: TlsIdentity;
-  /** A connection was refused during or right after its handshake; for the counters. */
-  onRefused(why: TlsRefusal): void;
+  /** A connection was refused during or right after its handshake. */
+  onRefused(r: TlsRefused): void;
+  /** A peer closed before its handshake was done: not a refusal (TCP health checks do it). */
+  onAbandoned(remote: string): void;
   /** Where the certificate and key came from, for the error on unusable ones. */
   readonly source?: string;
 }
@@ -84,7 +102,7 @@ export function listenTls(
   // node:tls only when a TLS listener is configured: its modules are RSS a plain-TCP gateway
   // would carry for nothing.
   return import("node:tls").then(({ default: tls }) => {
-    const state = { revoked: material.revoked ?? null };
+    const state = stateOf(material);
     const server = tlsServer(tls, material, state, o, onAccept);
     return bindTls(server, hostname, port, state, o);
   });
@@ -93,6 +111,12 @@ export function listenTls(
 /** What a reload swaps besides the secure context. */
 interface TlsState {
   revoked: NonNullable<TlsMaterial["revoked"]> | null;
+  /** The client CA's subjects: an issuer not among them is an unknown CA. */
+  caSubjects: ReadonlySet<string>;
+}
+
+function stateOf(m: TlsMaterial): TlsState {
+  return { revoked: m.revoked ?? null, caSubjects: caSubjectsOf(m.clientCa ?? "") };
 }
 
 function secureOptions(m: TlsMaterial, clientAuth: TlsClientAuth): tls.SecureContextOptions {
@@ -117,10 +141,20 @@ function bindTls(
     reloadTls(next: TlsMaterial) {
       proveTlsMaterial(next); // bad material throws here: the old one stays
       server.setSecureContext(secureOptions(next, o.clientAuth));
-      state.revoked = next.revoked ?? null;
+      Object.assign(state, stateOf(next));
       return Promise.resolve();
     },
   }));
+}
+
+/** node:tls keeps the TCP socket under the TLS one as `_parent` (not typed). */
+function parentOf(socket: tls.TLSSocket): TimedSocket | undefined {
+  return (socket as unknown as { _parent?: TimedSocket })._parent;
+}
+
+/** The peer's IP: a TLS socket whose handshake failed has none of its own, its TCP socket has. */
+function peerAddressOf(socket: tls.TLSSocket): string {
+  return plainAddress(socket.remoteAddress ?? parentOf(socket)?.remoteAddress ?? "");
 }
 
 /** The node:tls server: bounded handshakes, accept time kept, failed handshakes dropped. */
@@ -136,7 +170,13 @@ function tlsServer(
     ALPNProtocols: ["mqtt"],
     handshakeTimeout: o.handshakeTimeoutMs,
     requestCert: o.clientAuth !== "none",
-    rejectUnauthorized: o.clientAuth === "require",
+    // Deno's node:tls finishes the TLS handshake either way: its client-certificate verifier
+    // records a chain that fails rather than failing the handshake (the handshake's signature
+    // is checked against the certificate in both; a v1 certificate, which never verifies,
+    // excepted), and with `true` its JS layer then closes the socket as "socket hang up". With
+    // `false` the same verification sets socket.authorized and judgePeer closes the socket at
+    // the same point, able to say why.
+    rejectUnauthorized: false,
   });
   // Sockets still in their handshake hold no connection slot yet: this bounds them too.
   server.maxConnections = o.maxConnections;
@@ -147,23 +187,28 @@ function tlsServer(
   server.on("secureConnection", (socket: tls.TLSSocket) => {
     let name: string | undefined;
     if (o.clientAuth !== "none") {
-      const verdict = judgePeer(socket, o.identity, state.revoked);
+      const verdict = judgePeer(socket, {
+        ...state,
+        clientAuth: o.clientAuth,
+        identity: o.identity,
+      });
       if (!verdict.ok) {
+        const remote = peerAddressOf(socket);
         socket.destroy();
-        return o.onRefused(
-          verdict.why === "revoked" ? "client_cert_revoked" : "client_cert_unverified",
-        );
+        return o.onRefused({ why: `client_cert_${verdict.why}`, remote, reason: verdict.reason });
       }
       name = verdict.name;
     }
-    // node:tls keeps the TCP socket under the TLS one as `_parent` (not typed).
-    const raw = (socket as unknown as { _parent?: TimedSocket })._parent;
+    const raw = parentOf(socket);
     onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT], name));
   });
   // A failed or timed-out handshake: the socket must go now (Deno's node:tls leaves it open).
   server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
+    const remote = peerAddressOf(socket);
     socket.destroy();
-    o.onRefused(/timeout/i.test(err.message) ? "timeout" : "handshake");
+    const { reason, refused } = handshakeFailure(err);
+    if (!refused) return o.onAbandoned(remote);
+    o.onRefused({ why: reason === TlsReason.TIMEOUT ? "timeout" : "handshake", remote, reason });
   });
   return server;
 }

@@ -26,7 +26,7 @@ export interface WsListenOptions {
   /** Origins a browser may connect from; empty: every origin (and clients sending none). */
   readonly allowedOrigins: readonly string[];
   /** An upgrade was refused (wrong path, no `mqtt` subprotocol, origin not allowed). */
-  readonly onRefused?: (reason: string) => void;
+  readonly onRefused?: (reason: string, remote: string) => void;
   /** Serve `wss` with this certificate and key (PEM). */
   readonly tls?: { readonly cert: string; readonly key: string };
 }
@@ -34,6 +34,7 @@ export interface WsListenOptions {
 /** One WebSocket as a transport. */
 export class WsTransport implements Transport {
   readonly remoteAddress: string;
+  readonly listener: "ws" | "wss";
   readonly #socket: WebSocket;
   #sink: TransportSink | null = null;
   #paused = false;
@@ -42,9 +43,10 @@ export class WsTransport implements Transport {
   #ended = false;
   #scheduled = false;
 
-  constructor(socket: WebSocket, remoteAddress: string) {
+  constructor(socket: WebSocket, remoteAddress: string, listener: "ws" | "wss" = "ws") {
     this.#socket = socket;
     this.remoteAddress = remoteAddress;
+    this.listener = listener;
     socket.binaryType = "arraybuffer";
     socket.onmessage = (e) => this.#message(e.data);
     socket.onclose = () => this.#end();
@@ -222,12 +224,12 @@ async function serveWs(
   }, (req, info) => {
     const refused = refusal(req, o);
     if (refused !== null) {
-      o.onRefused?.(refused[1]);
+      o.onRefused?.(refused[1], info.remoteAddr.hostname);
       return new Response(refused[1] + "\n", { status: refused[0] });
     }
     const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
     const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
-    const t = new WsTransport(socket, remote);
+    const t = new WsTransport(socket, remote, o.tls === undefined ? "ws" : "wss");
     socket.addEventListener("open", () => onAccept(t), { once: true });
     return response;
   });

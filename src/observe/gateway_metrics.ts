@@ -93,6 +93,10 @@ const COUNTERS = {
     name: "mqtt_connections_refused_total",
     help: "Sockets or CONNECTs refused, by reason",
   },
+  refusalLinesNotLogged: {
+    name: "mqtt_refusal_log_suppressed_total",
+    help: "Refused connections not logged one by one (rate limit per source and overall)",
+  },
   /** Connections closed because of a protocol violation, by rule. */
   protocolErrors: {
     name: "mqtt_protocol_errors_total",

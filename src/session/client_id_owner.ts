@@ -48,15 +48,11 @@ export function refuseClientIdPattern(
     return null;
   }
   ctx.metrics.clientIdRefused.inc({ reason: "pattern" });
-  ctx.logger.limited("warn", "Client id refused: it does not match the principal's pattern", {
-    client_id: clientId,
-    principal: principal.username,
-    pattern,
-  });
-  return refuseConnect(
+  const refusal = refuseConnect(
     ConnackCode.IDENTIFIER_REJECTED,
     `client id "${clientId}" does not match client_id_pattern`,
   );
+  return { ...refusal, logFields: { principal: principal.username, pattern } };
 }
 
 /**
@@ -82,16 +78,16 @@ export function refuseForeignClientId(
   if (owner === null) return null;
   const what = live === owner ? "live connection" : "stored session";
   ctx.metrics.clientIdRefused.inc({ reason: "owned_by_another" });
-  ctx.logger.limited("warn", `Client id refused: its ${what} belongs to another principal`, {
-    client_id: clientId,
-    principal: name === "" ? "(anonymous)" : name,
-    owner: owner === "" ? "(anonymous)" : owner,
-  });
   const refusal = refuseConnect(
     ConnackCode.IDENTIFIER_REJECTED,
     `client id "${clientId}" belongs to another principal`,
   );
-  return { ...refusal, maxPacketSize5: v5?.maximumPacketSize };
+  const logFields = {
+    principal: name === "" ? "(anonymous)" : name,
+    owner: owner === "" ? "(anonymous)" : owner,
+    held_as: what,
+  };
+  return { ...refusal, maxPacketSize5: v5?.maximumPacketSize, logFields };
 }
 
 /** A CONNECT's claim on its client id: who asks, for which session. */

@@ -87,7 +87,8 @@ async function decideConnect(
       : 0;
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     if (site.closed) return null;
-    return refuseConnect(decision.connackCode as ConnackReturnCode, decision.reason);
+    const refusal = refuseConnect(decision.connackCode as ConnackReturnCode, decision.reason);
+    return { ...refusal, logFields: { username: p.username ?? "(none)" } };
   }
   if (p.username !== null) ctx.sourceGuard.succeeded(source);
   const badId = refuseClientIdPattern(ctx, clientId, decision.principal);

@@ -252,10 +252,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.disconnect(0x8d, "keep-alive timeout"); // [MQTT-3.1.2-22]
   }
 
-  /**
-   * Closes; an MQTT 5 client is told why first ({@link lastWord}), written straight to the
-   * transport, not waited for: a peer that does not read cannot hold the close up.
-   */
+  /** Closes; tells an MQTT 5 client why first ({@link lastWord}), not waiting on the peer. */
   disconnect(reasonCode: number, reason: string, inConnect = false): void {
     if (this.#closed) return;
     const packet = lastWord(this.#v5, inConnect, reasonCode, reason);
@@ -391,6 +388,9 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   /** The peer's address (ConnectSite, WireSite). */
   get remoteAddress(): string {
     return this.#transport.remoteAddress;
+  }
+  get listener(): string { // which listener accepted it (WireSite)
+    return this.#transport.listener ?? "tcp";
   }
 
   /** The name of the peer's verified client certificate, if any (ConnectSite). */

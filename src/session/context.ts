@@ -8,6 +8,7 @@ import type { GatewayConfig } from "../config/types.ts";
 import type { LogBackend } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
+import type { RefusalLog } from "../observe/refusal_log.ts";
 import type { AppendBudget } from "./append_budget.ts";
 import type { Authenticator } from "./auth.ts";
 import type { Clock } from "../base/clock.ts";
@@ -31,6 +32,8 @@ export interface SessionContext {
   readonly delivery: DeliveryPort;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
+  /** One rate-limited warn line per refused connection. */
+  readonly refusalLog: RefusalLog;
   readonly deadlines: DeadlineWheel;
   readonly clock: Clock;
   readonly outboundBudget: OutboundBudget;

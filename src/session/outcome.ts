@@ -31,6 +31,8 @@ export interface ConnackOutcome {
   readonly format5?: boolean;
   /** MQTT 5: the client's Maximum Packet Size; a reason string that would pass it is left out. */
   readonly maxPacketSize5?: number;
+  /** A refusal's detail for the log line only: never sent to the client. */
+  readonly logFields?: Readonly<Record<string, unknown>>;
   /** Accepted with a stored session resumed [MQTT-3.2.2-2]. */
   readonly sessionPresent?: boolean;
 }

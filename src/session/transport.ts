@@ -32,6 +32,8 @@ export interface Transport {
    * the certificate carries no such name; absent when the peer presented no certificate.
    */
   readonly certificateName?: string;
+  /** Which listener accepted it (`tcp`, `tls`, `ws`, `wss`), for log lines; absent: `tcp`. */
+  readonly listener?: string;
   /** Starts delivering reads to `sink`; called once. */
   start(sink: TransportSink): void;
   /** Stops delivering reads until resume() (the peer's TCP window then fills). */

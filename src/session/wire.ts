@@ -35,6 +35,8 @@ import type { V5Session } from "./v5_session.ts";
 export interface WireSite {
   readonly outbox: Outbox;
   readonly remoteAddress: string;
+  /** Which listener accepted the connection, for the refusal log. */
+  readonly listener: string;
   /** The connection's CONNECT was MQTT 5: packets go out in the MQTT 5 format. */
   readonly speaks5: boolean;
   /** Takes no new packets and closes once what is queued has been written. */
@@ -89,23 +91,20 @@ function encodeConnackOf5(o: ConnackOutcome): Uint8Array {
   return encodeConnack5(present, code, new PropertyWriter());
 }
 
-/** Counters and the log line of a refused CONNECT. */
+/** Counters and the refusal log's line of a refused CONNECT. */
 function countRefusal(ctx: SessionContext, site: WireSite, o: ConnackOutcome): void {
   // CONNACK 1 is decided by the decoder's protocol check, before any login: it has its own
-  // counter label and no "CONNECT refused" line.
+  // counter label.
   if (o.code === ConnackCode.UNACCEPTABLE_PROTOCOL_VERSION) {
     ctx.metrics.connectionsRefused.inc({ reason: "protocol_version" });
-    return;
+  } else {
+    ctx.metrics.connectionsRefused.inc({ reason: `connack_${o.code}` });
   }
-  ctx.metrics.connectionsRefused.inc({ reason: `connack_${o.code}` });
   if (o.code === ConnackCode.BAD_USERNAME_OR_PASSWORD || o.code === ConnackCode.NOT_AUTHORIZED) {
     ctx.metrics.authFailures.inc();
   }
-  ctx.logger.limited("info", "CONNECT refused", {
-    code: o.code,
-    reason: o.reason,
-    remote: site.remoteAddress,
-  });
+  const connack = site.speaks5 || o.format5 ? connackReason5(o) : o.code; // the code sent
+  ctx.refusalLog.refuse(site.remoteAddress, site.listener, o.reason, { connack, ...o.logFields });
 }
 
 /**

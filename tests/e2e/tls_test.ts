@@ -3,7 +3,13 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { HAS_MOSQUITTO_CLIENTS, hasCommand, run, startGateway } from "../helpers/gateway.ts";
+import {
+  HAS_MOSQUITTO_CLIENTS,
+  hasCommand,
+  run,
+  startGateway,
+  waitFor,
+} from "../helpers/gateway.ts";
 
 const opts = {};
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
@@ -60,6 +66,8 @@ Deno.test({
       })
         .then(() => "connected", (e) => String(e));
       assert.notEqual(bad, "connected");
+      const said = (l: string) => l.includes("the client does not trust the gateway's certificate");
+      await waitFor(() => gw.logs.some(said), 5000, "the refusal's line");
       const good = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
         ca: await Deno.readTextFile(`${FIX}server.crt`),
         reconnectPeriod: 0,

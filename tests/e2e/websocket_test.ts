@@ -96,6 +96,13 @@ Deno.test({
       const plain = await fetch(`http://${base}/mqtt`);
       await plain.body?.cancel();
       assert.equal(plain.status, 426);
+      const refused = gw.logs.map((l) => JSON.parse(l)).filter((l) =>
+        l.msg === "Connection refused"
+      );
+      assert.deepEqual(refused.map((l) => [l.level, l.remote, l.listener]), [
+        ...Array(4).fill(["warn", "127.0.0.1", "ws"]),
+      ], "each refused upgrade: one warn line with peer and listener");
+      assert.match(refused[2].reason, /origin https:\/\/evil\.example is not in/);
       const ws = new WebSocket(`ws://${base}/mqtt`, {
         protocols: ["mqtt"],
         headers: { origin: "https://dash.example" },

@@ -72,6 +72,23 @@ export class TestCa {
     return { crt: `${base}.crt`, key: `${base}.key` };
   }
 
+  /**
+   * Signs an X.509 v1 certificate for `cn` (no extensions: `openssl x509 -req` without an
+   * extension file makes v1), as old device firmware and some tutorials still do.
+   */
+  async issueV1(cn: string): Promise<IssuedCertificate> {
+    const base = `${this.dir}/issued/${++this.#serial}`;
+    await openssl([
+      ...["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
+      ...["-keyout", `${base}.key`, "-out", `${base}.csr`, "-subj", `/CN=${cn}`],
+    ]);
+    await openssl([
+      ...["x509", "-req", "-in", `${base}.csr`, "-CA", this.crt, "-CAkey", `${this.dir}/ca.key`],
+      ...["-set_serial", String(0x7000 + this.#serial), "-days", "2", "-out", `${base}.crt`],
+    ]);
+    return { crt: `${base}.crt`, key: `${base}.key` };
+  }
+
   /** Revokes `cert` and writes the CA's CRL to `ca.crl` (returned). */
   async revoke(cert: IssuedCertificate): Promise<string> {
     await openssl(["ca", "-batch", "-config", `${this.dir}/ca.cnf`, "-revoke", cert.crt]);
