@@ -149,7 +149,8 @@ function connackReady(port: number): () => Promise<boolean> {
  */
 export function startTaskFlags(): string[] {
   const config = JSON.parse(Deno.readTextFileSync(`${ROOT}deno.json`));
-  const words = String(config.tasks.start).split(/\s+/);
+  // The task runs `check --env-only` first, then the gateway: the flags are the last command's.
+  const words = String(config.tasks.start).split("&&").at(-1)!.trim().split(/\s+/);
   return words.slice(words.indexOf("run") + 1, words.indexOf("main.ts"));
 }
 
