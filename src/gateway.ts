@@ -49,6 +49,7 @@ import { DurabilityWatch } from "./log/durability_watch.ts";
 import { tripleGauge } from "./observe/triple_gauge.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
+import { type BackendUplink, backendUplink, type Uplink } from "./log/uplink_watch.ts";
 
 /** Replacements for tests. */
 export interface GatewayOverrides {
@@ -87,6 +88,9 @@ export class Gateway {
   readonly retained: RetainedStore;
   /** Forward mode: copies the embedded log to the upstream Iggy; null otherwise. */
   readonly forwarder: Forwarder | null;
+  /** The uplink (the forwarder's upstream, or Iggy itself); null for a plain embedded log. */
+  readonly uplink: Uplink | null;
+  #backendUplink: BackendUplink | null;
   #ctx: SessionContext;
   #deadlines: DeadlineWheel;
   #listeners: MqttListener[] = [];
@@ -151,6 +155,8 @@ export class Gateway {
       sessions: this.sessions,
       retained: this.retained,
     };
+    this.#backendUplink = backendUplink(backend, config.iggy, this.logger, this.#ctx.appendBudget);
+    this.uplink = this.forwarder?.uplinkState ?? this.#backendUplink?.state ?? null;
     this.#registerGauges();
   }
 
@@ -206,6 +212,7 @@ export class Gateway {
     if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.metrics, accept("tls")));
     this.#listeners.push(...await bindWs(c, this.metrics, accept));
     this.#deadlines.start();
+    this.#backendUplink?.start(); // last: nothing after it can fail the start
     this.#started = true;
     const port = (k: string) => this.#listeners.find((l) => l.kind === k)?.port ?? null;
     const [tcp, tls, ws, wss] = [port("tcp"), port("tls"), port("ws"), port("wss")];
@@ -348,6 +355,7 @@ export class Gateway {
     await this.retained.stop();
     this.#deadlines.stop();
     await this.forwarder?.stop();
+    this.#backendUplink?.stop();
     await this.backend.close();
     await this.#http?.close();
     this.logger.info("Gateway stopped");
@@ -363,11 +371,8 @@ export class Gateway {
       "Bytes queued to subscribers, all clients",
       () => this.#ctx.outboundBudget.bytes,
     );
-    m.gauge(
-      "log_pending_appends",
-      "Messages waiting for the backend",
-      () => this.#ctx.appendBudget.pending,
-    );
+    const appends = this.#ctx.appendBudget;
+    m.gauge("log_pending_appends", "Messages waiting for the backend", () => appends.pending);
     const stats = () => this.delivery.readerStats();
     tripleGauge(
       m,

@@ -8,7 +8,13 @@
  *
  * @module
  */
-import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
+import type {
+  CopyStamp,
+  EncodedMessages,
+  LogBackend,
+  PartitionAddress,
+  PartitionBytes,
+} from "../log/port.ts";
 import { originOffset, originStamp } from "./origin.ts";
 import { type ForwardCounters, meanSentBytes } from "./counters.ts";
 import type { ForwarderOptions } from "./options.ts";
@@ -23,7 +29,9 @@ export const MARK_CONSUMER = "mqtt-forward-mark";
 const MARK = { everySends: 16, resolvePoll: 1_000 } as const;
 
 /** A local log the forwarder reads: one that hands out messages still encoded. */
-export type ForwardSource = LogBackend & Required<Pick<LogBackend, "pollEncoded">>;
+export type ForwardSource =
+  & LogBackend
+  & Required<Pick<LogBackend, "pollEncoded" | "partitionBytes">>;
 /** An upstream the forwarder writes: one that takes encoded messages. */
 export type ForwardTarget = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
 
@@ -44,6 +52,8 @@ export interface LaneContext {
   backOff(failures: number): Promise<void>;
   /** A send or read upstream failed: the uplink may be down. */
   failed(e: unknown, where: PartitionAddress): void;
+  /** A send or read upstream succeeded: the uplink is up. */
+  reached(): void;
   readonly stopping: () => boolean;
 }
 
@@ -62,6 +72,13 @@ export class ForwardLane {
   #storedPosition = -1;
   /** The local partition's next offset as last seen. */
   #localEnd = 0;
+  /**
+   * The partition's {@link PartitionBytes.appendedBytes} at {@link #next}: the store's count
+   * of bytes noted, less those still to send; null until measured (at start, after a skip).
+   */
+  #forwardedMark: number | null = null;
+  /** The partition's appended bytes as last seen (with {@link #localEnd}). */
+  #appendedBytes = 0;
   /** Append time (µs) of the oldest unforwarded message, while there is one. */
   #oldestMicros: number | null = null;
   #run: Promise<void> | undefined;
@@ -79,6 +96,12 @@ export class ForwardLane {
   /** Messages appended locally and not yet confirmed upstream (as last seen). */
   get lagMessages(): number {
     return Math.max(0, this.#localEnd - this.#next);
+  }
+
+  /** Bytes of the records still to send (payloads and encoded headers), as last seen. */
+  get lagBytes(): number {
+    if (this.lagMessages === 0 || this.#forwardedMark === null) return 0;
+    return Math.max(0, this.#appendedBytes - this.#forwardedMark);
   }
 
   /** Append time (µs) of the oldest unforwarded message, or null when caught up. */
@@ -133,12 +156,20 @@ export class ForwardLane {
   }
 
   /**
-   * The local end; with `oldest`, when behind, also the append time of the oldest unforwarded
-   * message (while sending, each batch's first message tells it without a read of its own).
+   * The local end and bytes (the backlog's counted once when not known yet); with `oldest`,
+   * when behind, also the append time of the oldest unforwarded message (while sending, each
+   * batch's first message tells it without a read of its own).
    */
   async #observeLocal(oldest = false): Promise<void> {
     const local = this.#ctx.local;
-    this.#localEnd = await local.nextOffset(this.address);
+    const extent = await local.partitionBytes(this.address);
+    this.#localEnd = extent.next;
+    this.#appendedBytes = extent.appendedBytes;
+    // Nothing retained is forwarded yet: the backlog is every retained byte.
+    if (this.#next <= extent.start) {
+      this.#forwardedMark = extent.appendedBytes - extent.retainedBytes;
+    } else if (extent.next <= this.#next) this.#forwardedMark = extent.appendedBytes;
+    else if (this.#forwardedMark === null) await this.#measureBacklog(extent);
     if (this.#localEnd <= this.#next) this.#oldestMicros = null;
     else if (oldest && this.#oldestMicros === null) {
       const [oldest] = await local.poll(this.address, this.#next, 1);
@@ -168,7 +199,9 @@ export class ForwardLane {
     this.#oldestMicros = run.firstTimestampMicros;
     await upstream.appendEncoded({ ...target, messages: { ...run, stamp: this.#stamp } });
     this.#next = run.firstOffset + run.count;
+    this.#noteSent(run);
     this.#oldestMicros = null; // the next batch tells the new oldest
+    ctx.reached();
     ctx.counters.sent += run.count;
     ctx.counters.sentBytes += run.payloadBytes;
     if (this.#resending) ctx.counters.resent += run.count;
@@ -203,6 +236,7 @@ export class ForwardLane {
       ctx.counters.dropped += run.firstOffset - this.#next;
       ctx.counters.gap(this.address, this.#next, run.firstOffset);
       this.#next = run.firstOffset;
+      this.#forwardedMark = null; // what went is not known: the next look measures again
     }
     return run;
   }
@@ -236,6 +270,7 @@ export class ForwardLane {
       if (found >= this.#next) {
         ctx.counters.foundUpstream += landed;
         this.#next = found + 1;
+        this.#forwardedMark = null; // measured again from the new position
       }
       await this.flushPosition(); // before the mark moves past what it covers
     }
@@ -243,6 +278,31 @@ export class ForwardLane {
     await ctx.local.storeOffset(MARK_CONSUMER, this.address, end);
     this.#sendsSinceMark = 0;
     this.#resolved = true;
+    ctx.reached();
+  }
+
+  /** The forwarded mark moves on by what a confirmed send took. */
+  #noteSent(run: EncodedMessages): void {
+    if (this.#forwardedMark === null) return;
+    if (run.storedBytes === undefined) this.#forwardedMark = null;
+    else this.#forwardedMark += run.storedBytes;
+  }
+
+  /**
+   * Reads the backlog once to count its bytes (at start, or after a skip whose bytes are not
+   * known); from then on the store's byte count and the sends keep the figure without reads.
+   */
+  async #measureBacklog(extent: PartitionBytes): Promise<void> {
+    const { local, options } = this.#ctx;
+    let bytes = 0;
+    for (let from = this.#next; from < extent.next;) {
+      const count = Math.min(options.batchMaxMessages, extent.next - from);
+      const run = await local.pollEncoded(this.address, from, count, options.batchMaxBytes);
+      if (run === null || run.storedBytes === undefined) return;
+      bytes += run.storedBytes;
+      from = run.firstOffset + run.count;
+    }
+    this.#forwardedMark = extent.appendedBytes - bytes;
   }
 
   /**
