@@ -161,9 +161,10 @@ export class Forwarder {
   /**
    * Once a second: an upstream whose connections are all lost is down even while no lane sends;
    * one that is healthy again, with no lane failing since the last look, is up. The drain rate
-   * is sampled here too.
+   * is sampled here too, and the lag of lanes whose send waits.
    */
   #checkUplink(): void {
+    for (const lane of this.#lanes.values()) lane.refreshWhileSending().catch(() => {});
     const upstream = this.#upstream;
     const state = this.uplinkState;
     if (upstream && !this.#stopping) {

@@ -86,6 +86,8 @@ export class ForwardLane {
   #resending = false;
   /** The lane waited a linger since its last send: what is ready now goes, full or not. */
   #lingered = false;
+  /** A send is under way (it may wait long for a connection that is gone). */
+  #sending = false;
 
   constructor(address: PartitionAddress, ctx: LaneContext) {
     this.address = address;
@@ -107,6 +109,17 @@ export class ForwardLane {
   /** Append time (µs) of the oldest unforwarded message, or null when caught up. */
   get oldestUnforwardedMicros(): number | null {
     return this.lagMessages > 0 ? this.#oldestMicros : null;
+  }
+
+  /**
+   * While a send waits (for a connection that is gone, up to the request timeout), the lag is
+   * looked at from outside the loop, so the status tells what arrives meanwhile.
+   */
+  async refreshWhileSending(): Promise<void> {
+    if (!this.#sending) return;
+    const extent = await this.#ctx.local.partitionBytes(this.address);
+    this.#localEnd = Math.max(this.#localEnd, extent.next);
+    this.#appendedBytes = Math.max(this.#appendedBytes, extent.appendedBytes);
   }
 
   /** Starts the loop (once); resolves when it ends (stopping). */
@@ -197,7 +210,12 @@ export class ForwardLane {
     if (run === null) return ctx.linger();
     this.#lingered = false;
     this.#oldestMicros = run.firstTimestampMicros;
-    await upstream.appendEncoded({ ...target, messages: { ...run, stamp: this.#stamp } });
+    this.#sending = true;
+    try {
+      await upstream.appendEncoded({ ...target, messages: { ...run, stamp: this.#stamp } });
+    } finally {
+      this.#sending = false;
+    }
     this.#next = run.firstOffset + run.count;
     this.#noteSent(run);
     this.#oldestMicros = null; // the next batch tells the new oldest
