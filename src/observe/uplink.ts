@@ -118,7 +118,8 @@ export class Uplink {
       this.#logger.info("Uplink connected", { uplink: this.#src.name, detail });
       return;
     }
-    const waiting = this.#backlog();
+    // Without a count of what went upstream (Iggy mode) the outage ends here, with no drain.
+    const waiting = this.#src.forwarded ? this.#backlog() : NOTHING;
     this.#drain = {
       downMs: now - this.#downAt,
       waited: waiting,

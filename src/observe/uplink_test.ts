@@ -98,3 +98,22 @@ Deno.test("Uplink lost again while draining: the first outage's 'Uplink up' says
   assert.deepEqual(msgs, ["Uplink connected", "Uplink down", "Uplink up", "Uplink down"]);
   assert.equal(lines.find((l) => l.msg === "Uplink up")!.drained, false);
 });
+
+Deno.test("Uplink without a count of what went upstream (Iggy mode) logs 'Uplink up' as soon as it is reached", () => {
+  const lines: Record<string, unknown>[] = [];
+  let now = 5_000;
+  const uplink = new Uplink({
+    name: "Iggy at test:8090",
+    backlog: () => ({ messages: 7, bytes: 0, oldestMicros: null }), // appends always in flight
+    now: () => now,
+  }, new Logger("info", (l) => lines.push(JSON.parse(l))));
+  uplink.reached();
+  uplink.down("Iggy closed the connection");
+  now += 4_000;
+  uplink.reached();
+  const up = lines.filter((l) => l.msg === "Uplink up");
+  assert.equal(up.length, 1);
+  assert.equal(up[0].down_ms, 4_000);
+  assert.equal(up[0].drain_ms, 0);
+  assert.equal(uplink.fields().draining, false);
+});
