@@ -164,7 +164,9 @@ export class Forwarder {
    * is sampled here too, and the lag of lanes whose send waits.
    */
   #checkUplink(): void {
-    for (const lane of this.#lanes.values()) lane.refreshWhileSending().catch(() => {});
+    for (const lane of this.#lanes.values()) {
+      if (lane.sending) lane.refreshWhileSending().catch(() => {});
+    }
     const upstream = this.#upstream;
     const state = this.uplinkState;
     if (upstream && !this.#stopping) {

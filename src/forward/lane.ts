@@ -111,12 +111,16 @@ export class ForwardLane {
     return this.lagMessages > 0 ? this.#oldestMicros : null;
   }
 
+  /** A send is under way. */
+  get sending(): boolean {
+    return this.#sending;
+  }
+
   /**
    * While a send waits (for a connection that is gone, up to the request timeout), the lag is
    * looked at from outside the loop, so the status tells what arrives meanwhile.
    */
   async refreshWhileSending(): Promise<void> {
-    if (!this.#sending) return;
     const extent = await this.#ctx.local.partitionBytes(this.address);
     this.#localEnd = Math.max(this.#localEnd, extent.next);
     this.#appendedBytes = Math.max(this.#appendedBytes, extent.appendedBytes);
