@@ -1,7 +1,7 @@
 /**
  * A store filled during an outage is ready again as soon as it has room, not after the next
  * publish (a load balancer that gates on `/ready` never sends that publish): in the backend,
- * within 2 s of the forwarded position freeing room; in a gateway whose Iggy (the fake, both
+ * within 2 s of the forwarded position freeing room (and at once when retention by age does); in a gateway whose Iggy (the fake, both
  * dialects) stops mid-run under QoS 1 load, with one `Uplink down` and one `Uplink up` in the
  * log and `/status.json` fields that follow the backlog.
  */
@@ -39,6 +39,27 @@ Deno.test("a full forward store is ready within 2 s of the forwarded position fr
   assert.ok(Date.now() - roomAt < 2_000);
   assert.equal(await b.nextOffset(address), appended, "no append in between");
   await b.append({ ...address, messages: [sizedMessage(4000)] });
+});
+
+Deno.test("a full store without forwarding is ready once retention by age frees room, with no append", async () => {
+  await using store = await openTestStore({
+    maxStoreBytes: 1024 * 1024,
+    retentionMaxAgeSeconds: 60,
+  });
+  const b = store.backend;
+  await b.createTopic("plant", "readings", { partitions: 1 });
+  const address = { stream: "plant", topic: "readings", partition: 0 };
+  let appended = 0;
+  while (
+    await b.append({ ...address, messages: [sizedMessage(4000)] }).then(() => true, () => false)
+  ) {
+    assert.ok(++appended < 10_000, "the store never filled");
+  }
+  assert.equal(b.health().ready, false);
+  const { deleted } = await b.runRetention(Date.now() * 1000 + 120 * 1_000_000);
+  assert.ok(deleted > 0);
+  assert.equal(b.health().ready, true, b.health().reason ?? "");
+  assert.equal(await b.nextOffset(address), appended, "no append in between");
 });
 
 /** Publishes `n` at QoS 1 with a 4 KB payload; the PUBACK's reason code (0 = accepted). */
