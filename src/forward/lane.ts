@@ -8,13 +8,8 @@
  *
  * @module
  */
-import type {
-  CopyStamp,
-  EncodedMessages,
-  LogBackend,
-  PartitionAddress,
-  PartitionBytes,
-} from "../log/port.ts";
+import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
+import { BacklogBytes } from "./backlog_bytes.ts";
 import { originOffset, originStamp } from "./origin.ts";
 import { type ForwardCounters, meanSentBytes } from "./counters.ts";
 import type { ForwarderOptions } from "./options.ts";
@@ -72,13 +67,8 @@ export class ForwardLane {
   #storedPosition = -1;
   /** The local partition's next offset as last seen. */
   #localEnd = 0;
-  /**
-   * The partition's {@link PartitionBytes.appendedBytes} at {@link #next}: the store's count
-   * of bytes noted, less those still to send; null until measured (at start, after a skip).
-   */
-  #forwardedMark: number | null = null;
-  /** The partition's appended bytes as last seen (with {@link #localEnd}). */
-  #appendedBytes = 0;
+  /** The bytes still to send. */
+  readonly #backlog = new BacklogBytes();
   /** Append time (µs) of the oldest unforwarded message, while there is one. */
   #oldestMicros: number | null = null;
   #run: Promise<void> | undefined;
@@ -102,8 +92,7 @@ export class ForwardLane {
 
   /** Bytes of the records still to send (payloads and encoded headers), as last seen. */
   get lagBytes(): number {
-    if (this.lagMessages === 0 || this.#forwardedMark === null) return 0;
-    return Math.max(0, this.#appendedBytes - this.#forwardedMark);
+    return this.lagMessages === 0 ? 0 : this.#backlog.bytes;
   }
 
   /** Append time (µs) of the oldest unforwarded message, or null when caught up. */
@@ -123,12 +112,13 @@ export class ForwardLane {
   async refreshWhileSending(): Promise<void> {
     const extent = await this.#ctx.local.partitionBytes(this.address);
     this.#localEnd = Math.max(this.#localEnd, extent.next);
-    this.#appendedBytes = Math.max(this.#appendedBytes, extent.appendedBytes);
+    this.#backlog.seen(extent.appendedBytes);
   }
 
   /** Starts the loop (once); resolves when it ends (stopping). */
   start(): Promise<void> {
-    this.#run ??= this.#loop();
+    // A count of the backlog under way ends soon after (it stops with the lane).
+    this.#run ??= this.#loop().finally(() => this.#backlog.idle());
     return this.#run;
   }
 
@@ -173,7 +163,7 @@ export class ForwardLane {
   }
 
   /**
-   * The local end and bytes (the backlog's counted once when not known yet); with `oldest`,
+   * The local end and bytes (the backlog's counted once, meanwhile, when not known); with `oldest`,
    * when behind, also the append time of the oldest unforwarded message (while sending, each
    * batch's first message tells it without a read of its own).
    */
@@ -181,12 +171,10 @@ export class ForwardLane {
     const local = this.#ctx.local;
     const extent = await local.partitionBytes(this.address);
     this.#localEnd = extent.next;
-    this.#appendedBytes = extent.appendedBytes;
-    // Nothing retained is forwarded yet: the backlog is every retained byte.
-    if (this.#next <= extent.start) {
-      this.#forwardedMark = extent.appendedBytes - extent.retainedBytes;
-    } else if (extent.next <= this.#next) this.#forwardedMark = extent.appendedBytes;
-    else if (this.#forwardedMark === null) await this.#measureBacklog(extent);
+    const next = this.#next;
+    this.#backlog.observe(extent, next, () => {
+      return this.#backlog.count(local, this.address, next, extent, this.#ctx.stopping);
+    });
     if (this.#localEnd <= this.#next) this.#oldestMicros = null;
     else if (oldest && this.#oldestMicros === null) {
       const [oldest] = await local.poll(this.address, this.#next, 1);
@@ -221,7 +209,7 @@ export class ForwardLane {
       this.#sending = false;
     }
     this.#next = run.firstOffset + run.count;
-    this.#noteSent(run);
+    this.#backlog.sent(run);
     this.#oldestMicros = null; // the next batch tells the new oldest
     ctx.reached();
     ctx.counters.sent += run.count;
@@ -258,7 +246,7 @@ export class ForwardLane {
       ctx.counters.dropped += run.firstOffset - this.#next;
       ctx.counters.gap(this.address, this.#next, run.firstOffset);
       this.#next = run.firstOffset;
-      this.#forwardedMark = null; // what went is not known: the next look measures again
+      this.#backlog.skipped();
     }
     return run;
   }
@@ -292,7 +280,7 @@ export class ForwardLane {
       if (found >= this.#next) {
         ctx.counters.foundUpstream += landed;
         this.#next = found + 1;
-        this.#forwardedMark = null; // measured again from the new position
+        this.#backlog.skipped();
       }
       await this.flushPosition(); // before the mark moves past what it covers
     }
@@ -301,30 +289,6 @@ export class ForwardLane {
     this.#sendsSinceMark = 0;
     this.#resolved = true;
     ctx.reached();
-  }
-
-  /** The forwarded mark moves on by what a confirmed send took. */
-  #noteSent(run: EncodedMessages): void {
-    if (this.#forwardedMark === null) return;
-    if (run.storedBytes === undefined) this.#forwardedMark = null;
-    else this.#forwardedMark += run.storedBytes;
-  }
-
-  /**
-   * Reads the backlog once to count its bytes (at start, or after a skip whose bytes are not
-   * known); from then on the store's byte count and the sends keep the figure without reads.
-   */
-  async #measureBacklog(extent: PartitionBytes): Promise<void> {
-    const { local, options } = this.#ctx;
-    let bytes = 0;
-    for (let from = this.#next; from < extent.next;) {
-      const count = Math.min(options.batchMaxMessages, extent.next - from);
-      const run = await local.pollEncoded(this.address, from, count, options.batchMaxBytes);
-      if (run === null || run.storedBytes === undefined) return;
-      bytes += run.storedBytes;
-      from = run.firstOffset + run.count;
-    }
-    this.#forwardedMark = extent.appendedBytes - bytes;
   }
 
   /**
