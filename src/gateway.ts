@@ -51,6 +51,7 @@ import { DurabilityWatch } from "./log/durability_watch.ts";
 import { tripleGauge } from "./observe/triple_gauge.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
+import { type BackendUplink, backendUplink, type Uplink } from "./log/uplink_watch.ts";
 
 /** Replacements for tests. */
 export interface GatewayOverrides {
@@ -89,6 +90,9 @@ export class Gateway {
   readonly retained: RetainedStore;
   /** Forward mode: copies the embedded log to the upstream Iggy; null otherwise. */
   readonly forwarder: Forwarder | null;
+  /** The uplink (the forwarder's upstream, or Iggy itself); null for a plain embedded log. */
+  readonly uplink: Uplink | null;
+  #backendUplink: BackendUplink | null;
   #ctx: SessionContext;
   #deadlines: DeadlineWheel;
   #listeners: MqttListener[] = [];
@@ -154,6 +158,8 @@ export class Gateway {
       sessions: this.sessions,
       retained: this.retained,
     };
+    this.#backendUplink = backendUplink(backend, config.iggy, this.logger, this.#ctx.appendBudget);
+    this.uplink = this.forwarder?.uplinkState ?? this.#backendUplink?.state ?? null;
     this.#registerGauges();
   }
 
@@ -210,6 +216,7 @@ export class Gateway {
     if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.#ctx, accept("tls")));
     this.#listeners.push(...await bindWs(c, this.#ctx, accept));
     this.#deadlines.start();
+    this.#backendUplink?.start(); // last: nothing after it can fail the start
     this.#started = true;
     const port = (k: string) => this.#listeners.find((l) => l.kind === k)?.port ?? null;
     const [tcp, tls, ws, wss] = [port("tcp"), port("tls"), port("ws"), port("wss")];
@@ -353,6 +360,7 @@ export class Gateway {
     await this.retained.stop();
     this.#deadlines.stop();
     await this.forwarder?.stop();
+    this.#backendUplink?.stop();
     await this.backend.close();
     await this.#http?.close();
     this.#ctx.refusalLog.close(); // what the rate limit held back is reported, not lost
@@ -369,11 +377,8 @@ export class Gateway {
       "Bytes queued to subscribers, all clients",
       () => this.#ctx.outboundBudget.bytes,
     );
-    m.gauge(
-      "log_pending_appends",
-      "Messages waiting for the backend",
-      () => this.#ctx.appendBudget.pending,
-    );
+    const appends = this.#ctx.appendBudget;
+    m.gauge("log_pending_appends", "Messages waiting for the backend", () => appends.pending);
     const stats = () => this.delivery.readerStats();
     tripleGauge(
       m,

@@ -6,9 +6,10 @@
  *
  * @module
  */
-import type { PartitionAddress } from "../log/port.ts";
+import { BackendError, type PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
-import { type ForwardCounters, meanSentBytes } from "./counters.ts";
+import { Uplink, type UplinkBacklog } from "../observe/uplink.ts";
+import type { ForwardCounters } from "./counters.ts";
 import { ForwardLane, type ForwardSource, type ForwardTarget, type LaneContext } from "./lane.ts";
 import type { ForwarderOptions } from "./options.ts";
 
@@ -18,13 +19,13 @@ export type { ForwardSource, ForwardTarget } from "./lane.ts";
 /** Opens a fresh upstream (an Iggy backend); rejects when it cannot connect. */
 export type UpstreamOpener = () => Promise<ForwardTarget>;
 
-/** The uplink as `/ready`, `/metrics` and the status page tell it. */
+/** The uplink as `/ready` and `/metrics` tell it. */
 export interface UplinkStatus {
   readonly up: boolean;
   /** Why it is down, or what it is connected to. */
   readonly detail: string;
   readonly lagMessages: number;
-  /** Payload bytes of the lag, estimated from the mean size of the messages sent so far. */
+  /** Bytes of the records still to send (payloads and encoded headers), as the store counts them. */
   readonly lagBytes: number;
   /** Age of the oldest unforwarded message, seconds (0 when caught up). */
   readonly lagSeconds: number;
@@ -32,14 +33,22 @@ export interface UplinkStatus {
 }
 
 /**
- * How long a stop waits for sends under way, how often new local topics are looked for, and
- * how often the lanes' forwarded positions are stored (ms).
+ * How long a stop waits for sends under way, how often new local topics are looked for (and
+ * the uplink's health and drain rate with them), how often the lanes' forwarded positions are
+ * stored, and how often failed sends while the uplink is up are summed up in the log (ms).
  */
-const TIMING = { stopWaitMs: 2_000, discoverEveryMs: 1_000, flushEveryMs: 200 } as const;
+const TIMING = {
+  stopWaitMs: 2_000,
+  discoverEveryMs: 1_000,
+  flushEveryMs: 200,
+  failureSummaryMs: 60_000,
+} as const;
 
 /** Copies the local log to the upstream. */
 export class Forwarder {
   readonly counters: ForwardCounters;
+  /** The uplink's state: one `Uplink down` and one `Uplink up` per outage. */
+  readonly uplinkState: Uplink;
   readonly #local: ForwardSource;
   readonly #open: UpstreamOpener;
   readonly #o: ForwarderOptions;
@@ -48,7 +57,10 @@ export class Forwarder {
   readonly #targets = new Map<string, Promise<number>>();
   #upstream: ForwardTarget | null = null;
   #connecting: Promise<ForwardTarget | null> | undefined;
-  #lastFailure = "not connected yet";
+  /** Failed sends and reads while the uplink was up, since the last summary line. */
+  #unsummed = { failures: 0, reason: "", loggedAt: -Infinity };
+  /** When a lane last failed (ms): the health check does not call the uplink up right after. */
+  #lastFailureAt = -Infinity;
   #stopping = false;
   #wakeStop!: () => void;
   readonly #stopped = new Promise<void>((r) => this.#wakeStop = r);
@@ -80,6 +92,11 @@ export class Forwarder {
         });
       },
     };
+    this.uplinkState = new Uplink({
+      name: o.upstreamName,
+      backlog: () => this.#backlog(),
+      forwarded: () => this.counters.sent,
+    }, logger);
   }
 
   /** Starts forwarding every partition of the local log (after the local log is open). */
@@ -87,7 +104,10 @@ export class Forwarder {
     this.#logger.info("Forwarding to the upstream Iggy", { upstream: this.#o.upstreamName });
     void this.uplink();
     await this.#discover();
-    this.#discoverTimer = setInterval(() => void this.#discover(), TIMING.discoverEveryMs);
+    this.#discoverTimer = setInterval(() => {
+      void this.#discover();
+      this.#checkUplink();
+    }, TIMING.discoverEveryMs);
     this.#flushTimer = setInterval(() => void this.#flushPositions(), TIMING.flushEveryMs);
   }
 
@@ -112,24 +132,51 @@ export class Forwarder {
 
   /** The uplink's state and the lag over every partition. */
   status(nowMicros = Date.now() * 1000): UplinkStatus {
-    let lag = 0;
+    const u = this.uplinkState.fields(nowMicros / 1000);
+    const health = this.#upstream?.health();
+    return {
+      up: u.up,
+      detail: u.up ? (health?.detail ?? this.#o.upstreamName) : u.reason,
+      lagMessages: u.waiting_messages,
+      lagBytes: u.waiting_bytes,
+      lagSeconds: u.oldest_age_s,
+      partitions: this.#lanes.size,
+    };
+  }
+
+  /** What waits over every partition: messages, bytes, the oldest's append time. */
+  #backlog(): UplinkBacklog {
+    let messages = 0;
+    let bytes = 0;
     let oldest = Infinity;
     for (const lane of this.#lanes.values()) {
-      lag += lane.lagMessages;
+      messages += lane.lagMessages;
+      bytes += lane.lagBytes;
       const t = lane.oldestUnforwardedMicros;
       if (t !== null && t < oldest) oldest = t;
     }
-    const c = this.counters;
-    const health = this.#upstream?.health();
-    const up = health?.ready === true;
-    return {
-      up,
-      detail: up ? (health?.detail ?? this.#o.upstreamName) : this.#lastFailure,
-      lagMessages: lag,
-      lagBytes: Math.round(lag * meanSentBytes(c)),
-      lagSeconds: oldest === Infinity ? 0 : Math.max(0, (nowMicros - oldest) / 1e6),
-      partitions: this.#lanes.size,
-    };
+    return { messages, bytes, oldestMicros: oldest === Infinity ? null : oldest };
+  }
+
+  /**
+   * Once a second: an upstream whose connections are all lost is down even while no lane sends;
+   * one that is healthy again, with no lane failing since the last look, is up. The drain rate
+   * is sampled here too, and the lag of lanes whose send waits.
+   */
+  #checkUplink(): void {
+    for (const lane of this.#lanes.values()) {
+      if (lane.sending) lane.refreshWhileSending().catch(() => {});
+    }
+    const upstream = this.#upstream;
+    const state = this.uplinkState;
+    if (upstream && !this.#stopping) {
+      const health = upstream.health();
+      if (!health.ready) state.down(health.reason ?? "upstream not ready");
+      else if (!state.up && Date.now() - this.#lastFailureAt >= TIMING.discoverEveryMs) {
+        state.reached(health.detail);
+      }
+    }
+    state.sample();
   }
 
   /** The open upstream, connecting (with back-off) while there is none; null once stopping. */
@@ -149,13 +196,10 @@ export class Forwarder {
           return null;
         }
         this.#upstream = upstream;
-        this.#logger.info("Uplink up", { upstream: upstream.health().detail ?? "" });
+        this.uplinkState.reached(upstream.health().detail ?? "");
         return upstream;
       } catch (e) {
-        this.#lastFailure = e instanceof Error ? e.message : String(e);
-        if (failures === 0) {
-          this.#logger.warn("Uplink down: forwarding waits", { reason: this.#lastFailure });
-        }
+        this.uplinkState.down(e instanceof Error ? e.message : String(e));
         await this.#backOff(++failures);
       }
     }
@@ -174,6 +218,7 @@ export class Forwarder {
       linger: () => this.#linger(),
       backOff: (n) => this.#backOff(n),
       failed: (e, where) => this.#failed(e, where),
+      reached: () => this.uplinkState.reached(),
       stopping: () => this.#stopping,
     };
   }
@@ -232,15 +277,33 @@ export class Forwarder {
     return made.partitions;
   }
 
+  /**
+   * A lane's send or read upstream failed. A lost connection (or an upstream that says it is
+   * not ready) is the uplink going down: logged once per outage by {@link uplinkState}; each
+   * lane's retry is a debug line. Other failures while the uplink is up are summed up in one
+   * warn line a minute at most.
+   */
   #failed(e: unknown, where: PartitionAddress): void {
     this.counters.failures++;
-    this.#lastFailure = e instanceof Error ? e.message : String(e);
+    this.#lastFailureAt = Date.now();
+    const reason = e instanceof Error ? e.message : String(e);
     // A deleted or changed upstream topic is looked up again.
     this.#targets.delete(`${where.stream}\n${where.topic}`);
-    this.#logger.limited("warn", "Forward failed: will resolve and resend", {
-      ...where,
-      reason: this.#lastFailure,
+    this.#logger.debug("Forward failed: will resolve and resend", { ...where, reason });
+    if (isConnectionLoss(e) || this.#upstream?.health().ready !== true) {
+      this.uplinkState.down(reason);
+      return;
+    }
+    const sum = this.#unsummed;
+    sum.failures++;
+    sum.reason = reason;
+    if (this.#lastFailureAt - sum.loggedAt < TIMING.failureSummaryMs) return;
+    this.#logger.warn("Forward sends failing: will resolve and resend", {
+      failures: sum.failures,
+      last_reason: sum.reason,
+      last_partition: `${where.stream}/${where.topic}/${where.partition}`,
     });
+    this.#unsummed = { failures: 0, reason: "", loggedAt: this.#lastFailureAt };
   }
 
   /** One shared timer for every caught-up lane. */
@@ -265,4 +328,10 @@ export class Forwarder {
       clearTimeout(timer);
     }
   }
+}
+
+/** Whether a failure says the upstream is out of reach (not that one request was wrong). */
+function isConnectionLoss(e: unknown): boolean {
+  if (e instanceof BackendError) return e.code === "unavailable" || e.code === "timeout";
+  return true;
 }

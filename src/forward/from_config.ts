@@ -95,7 +95,7 @@ function registerGauges(m: Metrics, fw: Forwarder): void {
   m.gauge("forward_lag_messages", "Messages appended locally, not yet confirmed upstream", () => {
     return fw.status().lagMessages;
   });
-  m.gauge("forward_lag_bytes", "Payload bytes not yet confirmed upstream (estimate)", () => {
+  m.gauge("forward_lag_bytes", "Bytes of the records not yet confirmed upstream", () => {
     return fw.status().lagBytes;
   });
   m.gauge("forward_lag_seconds", "Age of the oldest message not yet confirmed upstream", () => {

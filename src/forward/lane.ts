@@ -9,6 +9,7 @@
  * @module
  */
 import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
+import { BacklogBytes } from "./backlog_bytes.ts";
 import { originOffset, originStamp } from "./origin.ts";
 import { type ForwardCounters, meanSentBytes } from "./counters.ts";
 import type { ForwarderOptions } from "./options.ts";
@@ -23,7 +24,9 @@ export const MARK_CONSUMER = "mqtt-forward-mark";
 const MARK = { everySends: 16, resolvePoll: 1_000 } as const;
 
 /** A local log the forwarder reads: one that hands out messages still encoded. */
-export type ForwardSource = LogBackend & Required<Pick<LogBackend, "pollEncoded">>;
+export type ForwardSource =
+  & LogBackend
+  & Required<Pick<LogBackend, "pollEncoded" | "partitionBytes">>;
 /** An upstream the forwarder writes: one that takes encoded messages. */
 export type ForwardTarget = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
 
@@ -44,6 +47,8 @@ export interface LaneContext {
   backOff(failures: number): Promise<void>;
   /** A send or read upstream failed: the uplink may be down. */
   failed(e: unknown, where: PartitionAddress): void;
+  /** A send or read upstream succeeded: the uplink is up. */
+  reached(): void;
   readonly stopping: () => boolean;
 }
 
@@ -62,6 +67,8 @@ export class ForwardLane {
   #storedPosition = -1;
   /** The local partition's next offset as last seen. */
   #localEnd = 0;
+  /** The bytes still to send. */
+  readonly #backlog = new BacklogBytes();
   /** Append time (µs) of the oldest unforwarded message, while there is one. */
   #oldestMicros: number | null = null;
   #run: Promise<void> | undefined;
@@ -69,6 +76,8 @@ export class ForwardLane {
   #resending = false;
   /** The lane waited a linger since its last send: what is ready now goes, full or not. */
   #lingered = false;
+  /** A send is under way (it may wait long for a connection that is gone). */
+  #sending = false;
 
   constructor(address: PartitionAddress, ctx: LaneContext) {
     this.address = address;
@@ -81,14 +90,35 @@ export class ForwardLane {
     return Math.max(0, this.#localEnd - this.#next);
   }
 
+  /** Bytes of the records still to send (payloads and encoded headers), as last seen. */
+  get lagBytes(): number {
+    return this.lagMessages === 0 ? 0 : this.#backlog.bytes;
+  }
+
   /** Append time (µs) of the oldest unforwarded message, or null when caught up. */
   get oldestUnforwardedMicros(): number | null {
     return this.lagMessages > 0 ? this.#oldestMicros : null;
   }
 
+  /** A send is under way. */
+  get sending(): boolean {
+    return this.#sending;
+  }
+
+  /**
+   * While a send waits (for a connection that is gone, up to the request timeout), the lag is
+   * looked at from outside the loop, so the status tells what arrives meanwhile.
+   */
+  async refreshWhileSending(): Promise<void> {
+    const extent = await this.#ctx.local.partitionBytes(this.address);
+    this.#localEnd = Math.max(this.#localEnd, extent.next);
+    this.#backlog.seen(extent.appendedBytes);
+  }
+
   /** Starts the loop (once); resolves when it ends (stopping). */
   start(): Promise<void> {
-    this.#run ??= this.#loop();
+    // A count of the backlog under way ends soon after (it stops with the lane).
+    this.#run ??= this.#loop().finally(() => this.#backlog.idle());
     return this.#run;
   }
 
@@ -133,12 +163,18 @@ export class ForwardLane {
   }
 
   /**
-   * The local end; with `oldest`, when behind, also the append time of the oldest unforwarded
-   * message (while sending, each batch's first message tells it without a read of its own).
+   * The local end and bytes (the backlog's counted once, meanwhile, when not known); with `oldest`,
+   * when behind, also the append time of the oldest unforwarded message (while sending, each
+   * batch's first message tells it without a read of its own).
    */
   async #observeLocal(oldest = false): Promise<void> {
     const local = this.#ctx.local;
-    this.#localEnd = await local.nextOffset(this.address);
+    const extent = await local.partitionBytes(this.address);
+    this.#localEnd = extent.next;
+    const next = this.#next;
+    this.#backlog.observe(extent, next, () => {
+      return this.#backlog.count(local, this.address, next, extent, this.#ctx.stopping);
+    });
     if (this.#localEnd <= this.#next) this.#oldestMicros = null;
     else if (oldest && this.#oldestMicros === null) {
       const [oldest] = await local.poll(this.address, this.#next, 1);
@@ -166,9 +202,16 @@ export class ForwardLane {
     if (run === null) return ctx.linger();
     this.#lingered = false;
     this.#oldestMicros = run.firstTimestampMicros;
-    await upstream.appendEncoded({ ...target, messages: { ...run, stamp: this.#stamp } });
+    this.#sending = true;
+    try {
+      await upstream.appendEncoded({ ...target, messages: { ...run, stamp: this.#stamp } });
+    } finally {
+      this.#sending = false;
+    }
     this.#next = run.firstOffset + run.count;
+    this.#backlog.sent(run);
     this.#oldestMicros = null; // the next batch tells the new oldest
+    ctx.reached();
     ctx.counters.sent += run.count;
     ctx.counters.sentBytes += run.payloadBytes;
     if (this.#resending) ctx.counters.resent += run.count;
@@ -203,6 +246,7 @@ export class ForwardLane {
       ctx.counters.dropped += run.firstOffset - this.#next;
       ctx.counters.gap(this.address, this.#next, run.firstOffset);
       this.#next = run.firstOffset;
+      this.#backlog.skipped();
     }
     return run;
   }
@@ -236,6 +280,7 @@ export class ForwardLane {
       if (found >= this.#next) {
         ctx.counters.foundUpstream += landed;
         this.#next = found + 1;
+        this.#backlog.skipped();
       }
       await this.flushPosition(); // before the mark moves past what it covers
     }
@@ -243,6 +288,7 @@ export class ForwardLane {
     await ctx.local.storeOffset(MARK_CONSUMER, this.address, end);
     this.#sendsSinceMark = 0;
     this.#resolved = true;
+    ctx.reached();
   }
 
   /**

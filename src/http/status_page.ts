@@ -10,6 +10,7 @@
  *
  * @module
  */
+import type { UplinkFields } from "../observe/uplink.ts";
 
 /** A counter as the page reads it (`src/observe/metrics.ts` `Counter` fits). */
 export interface CounterReading {
@@ -60,6 +61,8 @@ export interface StatusSource {
   };
   /** The retained set: topics and bytes (topic + headers + payload). */
   readonly retained?: { readonly set: { readonly size: number; readonly bytes: number } };
+  /** The uplink (forward mode's upstream, or Iggy in Iggy mode); null for a plain embedded log. */
+  readonly uplink?: { fields(now?: number): UplinkFields } | null;
   /** Iggy resend counts, when the backend keeps them. */
   readonly backend?: { readonly remote?: { resendCounters(): ResendReading } };
   readonly maps: {
@@ -81,7 +84,6 @@ export interface StatusSource {
     readonly reasons: readonly string[];
     readonly warnings: readonly string[];
     readonly backend?: string;
-    readonly uplink?: string;
   };
 }
 
@@ -127,8 +129,8 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
       id: g.config.gateway.id,
       backend: g.config.gateway.backend,
       ...(readiness.backend ? { backend_detail: readiness.backend } : {}),
-      ...(readiness.uplink ? { uplink: readiness.uplink } : {}),
     },
+    ...(g.uplink ? { uplink: g.uplink.fields(now) } : {}),
     time_ms: now,
     ready: readiness.ready,
     not_ready_reasons: [...readiness.reasons],
@@ -249,12 +251,15 @@ th { color: var(--muted); font-weight: 600; font-size: .85rem; }
 td.n, th.n { text-align: right; }
 code { font: .9em ui-monospace, monospace; }
 .muted { color: var(--muted); }
+.banner { border: 2px solid; border-radius: 8px; padding: .6rem .8rem; font-weight: 650;
+  background: var(--card); }
 </style>
 </head>
 <body>
 <header><h1>Iggy MQTT Gateway</h1><span id="gw" class="muted">loading…</span>
 <span id="state">…</span><span id="updated" class="muted"></span></header>
 <main>
+<div id="uplink" class="banner" hidden></div>
 <div class="tiles">
 <div class="tile"><div class="v" id="connections">–</div><div class="l">connections</div></div>
 <div class="tile"><div class="v" id="rate-appended">–</div><div class="l">appended/s (QoS 0)</div></div>
@@ -299,12 +304,13 @@ function row(cells) {
 }
 function render(s) {
   $("gw").textContent = s.gateway.id + " · " + s.gateway.backend + " backend" +
-    (s.gateway.backend_detail ? " (" + s.gateway.backend_detail + ")" : "") +
-    (s.gateway.uplink ? " · uplink " + s.gateway.uplink : "");
+    (s.gateway.backend_detail ? " (" + s.gateway.backend_detail + ")" : "");
   const warned = s.warnings.length > 0 ? " · warning: " + s.warnings.join("; ") : "";
+  const uplinkDown = s.uplink !== undefined && !s.uplink.up;
   $("state").textContent = (s.ready ? "ready" : "not ready: " + s.not_ready_reasons.join("; ")) +
-    warned;
-  $("state").className = s.ready ? (warned ? "warn" : "ok") : "bad";
+    (uplinkDown ? " · uplink down" : "") + warned;
+  $("state").className = s.ready ? (warned || uplinkDown ? "warn" : "ok") : "bad";
+  renderUplink(s.uplink);
   $("updated").textContent = "updated " + new Date(s.time_ms).toLocaleTimeString();
   $("connections").textContent = fmt(s.connections);
   $("retained-topics").textContent = fmt(s.retained?.topics);
@@ -339,6 +345,17 @@ function render(s) {
     [m.default_topic], ["(balanced)"], [fmt(m.default_hits), "n"]]));
   $("rules").replaceChildren(...rules);
   prev = s;
+}
+function renderUplink(u) {
+  $("uplink").hidden = !u;
+  if (!u) return;
+  const since = new Date(u.since_ms).toLocaleTimeString();
+  const waiting = fmt(u.waiting_messages) + " messages, " + fmt(u.waiting_bytes) + " bytes waiting" +
+    (u.waiting_messages > 0 ? ", oldest " + u.oldest_age_s.toFixed(1) + " s" : "");
+  const drain = u.draining || u.drain_rate > 0 ? " · sending " + rate(u.drain_rate) + " msg/s" : "";
+  $("uplink").textContent = (u.up ? "Uplink up since " + since
+    : "Uplink DOWN since " + since + ": " + u.reason) + " · " + waiting + drain;
+  $("uplink").className = "banner " + (u.up ? (u.draining ? "warn" : "ok") : "bad");
 }
 async function poll() {
   try {

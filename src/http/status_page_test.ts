@@ -175,6 +175,28 @@ Deno.test("statusJson() reports an Iggy backend's resends, renewals and possible
   });
 });
 
+Deno.test("statusJson() carries the uplink as fields, and the page shows it as a banner, red while down", () => {
+  const g = fakeSource();
+  assert.equal((statusJson(g) as Record<string, unknown>).uplink, undefined, "no uplink");
+  const fields = {
+    up: false,
+    since_ms: 1_700_000_000_000,
+    reason: "Iggy at 10.0.0.5:8090 unreachable: connection refused",
+    waiting_messages: 2_000,
+    waiting_bytes: 3_600_000,
+    oldest_age_s: 41.3,
+    drain_rate: 0,
+    draining: false,
+  };
+  const s = statusJson({ ...g, uplink: { fields: () => fields } }) as Record<string, unknown>;
+  assert.deepEqual(JSON.parse(JSON.stringify(s.uplink)), fields);
+  assert.equal((s.gateway as Record<string, unknown>).uplink, undefined, "not one string");
+  const page = renderStatusPage();
+  assert.match(page, /<div id="uplink" class="banner" hidden><\/div>/);
+  assert.match(page, /"Uplink DOWN since "/);
+  assert.match(page, /\(u\.up \? \(u\.draining \? "warn" : "ok"\) : "bad"\)/);
+});
+
 Deno.test("iggy_send_seconds and iggy_send_messages exist only with a backend that sends, and count each send", () => {
   const none = new GatewayMetrics();
   sendHistograms(none.registry, undefined); // the embedded log: nothing to watch

@@ -52,6 +52,21 @@ export interface AppendRequest extends PartitionAddress {
 }
 
 /**
+ * A partition's offsets and the bytes of its records (payloads and encoded headers), as the
+ * log knows them without reading: what a forwarder measures its backlog by.
+ */
+export interface PartitionBytes {
+  /** First retained offset. */
+  readonly start: number;
+  /** The offset the next appended message will get. */
+  readonly next: number;
+  /** Bytes of the retained messages, offsets `[start, next)`. */
+  readonly retainedBytes: number;
+  /** Bytes of every message noted since the log was opened (retained at open, then appended). */
+  readonly appendedBytes: number;
+}
+
+/**
  * Messages still in the stored encoding, for a copy from one log to another (forwarding)
  * without decoding each into strings and a map. Message `i` is in `pieces[spans[4i]]`: its
  * headers at `[spans[4i+1], spans[4i+2])` in the header-blob encoding (`header_blob.ts`), its
@@ -68,6 +83,11 @@ export interface EncodedMessages {
   readonly firstTimestampMicros: number;
   /** Sum of the payloads' bytes. */
   readonly payloadBytes: number;
+  /**
+   * Sum of the messages' stored bytes (payloads and encoded headers, as
+   * {@link PartitionBytes} counts them), when the log that read them knows it.
+   */
+  readonly storedBytes?: number;
   /** Headers each message gains on its way to another log (see {@link CopyStamp}). */
   readonly stamp?: CopyStamp;
 }
@@ -308,6 +328,8 @@ export interface LogBackend {
   ): Promise<StoredMessage[]>;
   /** The offset the next appended message of this partition will get. */
   nextOffset(address: PartitionAddress): Promise<number>;
+  /** {@link nextOffset} with the partition's start and bytes. Optional: the embedded log has it. */
+  partitionBytes?(address: PartitionAddress): Promise<PartitionBytes>;
 
   /**
    * Up to `count` messages from `fromOffset` on, still encoded, stopping before the payloads

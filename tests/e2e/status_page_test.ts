@@ -15,6 +15,7 @@
 import assert from "node:assert/strict";
 import {
   connectRaw,
+  freePort,
   pingBarrier,
   publishPacket,
   type RawClient,
@@ -25,6 +26,7 @@ import {
 } from "../helpers/gateway.ts";
 import { handleStatusRoute } from "../../src/http/status_page.ts";
 import { BROWSER, Browser } from "../helpers/browser.ts";
+import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 
 if (BROWSER === null) {
   console.warn(
@@ -145,6 +147,71 @@ Deno.test(
       for (const c of clients) c.close();
       await page.close();
       await t.stop();
+    }
+  },
+);
+
+Deno.test(
+  `status page shows a lost uplink as a red banner, then up again, in headless chromium${SKIP_NOTE}`,
+  { ignore: BROWSER === null },
+  async () => {
+    const iggyPort = freePort();
+    const t = await startGateway({
+      env: {
+        IGGY_MQTT_GATEWAY_DRAIN_TIMEOUT_MS: "1000",
+        IGGY_MQTT_FORWARD_ENABLED: "true",
+        IGGY_MQTT_IGGY_ADDRESS: `127.0.0.1:${iggyPort}`, // nothing there yet: down at start
+        IGGY_MQTT_IGGY_PASSWORD: "iggy",
+        IGGY_MQTT_IGGY_RECONNECT_MAX_MS: "100",
+      },
+    });
+    const node = new FakeNode({ dialect: "0.11", store: new FakeStore() });
+    const page = await pageUrl(t);
+    const pub = await connectRaw(t.port, "status-pub");
+    try {
+      for (let i = 1; i <= 10; i++) {
+        await pub.send(publishPacket("sensors/s-1/data", `v${i}`, 1, i));
+      }
+      await pingBarrier(pub);
+      const browser = await Browser.open(page.url);
+      try {
+        const js = <T>(expression: string) => browser.evaluate<T>(expression);
+        const banner = () => js<string>(`document.getElementById("uplink").textContent`);
+        await waitFor(
+          async () => / 10 messages/.test(await banner()),
+          10_000,
+          "the backlog in the banner",
+        );
+        assert.match(
+          await banner(),
+          /^Uplink DOWN since .+: .+ · 10 messages, [\d,]+ bytes waiting/,
+        );
+        assert.equal(await js<boolean>(`document.getElementById("uplink").hidden`), false);
+        assert.equal(await js<string>(`document.getElementById("uplink").className`), "banner bad");
+        // Red (--bad), not the muted grey of the header.
+        const color = await js<string>(`getComputedStyle(document.getElementById("uplink")).color`);
+        assert.equal(color, "rgb(180, 35, 24)");
+        assert.equal(
+          await js<string>(`document.getElementById("state").textContent`),
+          "ready · uplink down",
+        );
+        node.listen(iggyPort);
+        await waitFor(async () => /^Uplink up since /.test(await banner()), 10_000, "uplink up");
+        await waitFor(
+          async () =>
+            await js<string>(`document.getElementById("uplink").className`) === "banner ok",
+          10_000,
+          "the banner green once what waited is forwarded",
+        );
+        assert.equal(await js<string>(`document.getElementById("state").textContent`), "ready");
+      } finally {
+        await browser.close();
+      }
+    } finally {
+      pub.close();
+      await page.close();
+      await t.stop();
+      await node.close();
     }
   },
 );

@@ -111,7 +111,10 @@ for (const dialect of ["0.11", "0.12"] as const) {
       assert.equal(status, 200, "devices are served with the uplink down");
       assert.match(body.uplink, /^down: .*; 2000 messages waiting, oldest \d+\.\d s$/);
       const page = await (await fetch(`http://127.0.0.1:${gw.httpPort}/status.json`)).json();
-      assert.match(page.gateway.uplink, /^down: /, "the status page names the uplink");
+      assert.equal(page.uplink.up, false, "the status page has the uplink's fields");
+      assert.equal(page.uplink.waiting_messages, 2000);
+      assert.ok(page.uplink.waiting_bytes > 2000 * "d0:0".length, "payloads and headers");
+      assert.match(page.uplink.reason, /\S/);
       node.listen(port);
       await waitFor(() => upstreamCount(store) >= 2000, 15_000, "2000 messages upstream");
       await waitFor(() => gw.gateway.forwarder!.status().lagMessages === 0, 5_000, "no lag");

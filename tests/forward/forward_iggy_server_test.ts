@@ -125,6 +125,12 @@ Deno.test({
       );
       assert.equal(r.lost, 0);
       assert.equal(r.twice, 0);
+      // One 'Uplink down' per outage at most (down at start, then five kills), however many
+      // partitions and connections saw each one; no per-partition retry at warn.
+      const warned = gw.logs.map((l) => JSON.parse(l).msg as string);
+      const downs = warned.filter((m) => m === "Uplink down").length;
+      assert.ok(downs >= 1 && downs <= 6, `${downs} 'Uplink down' lines for 6 outages`);
+      assert.equal(warned.filter((m) => m.startsWith("Forward failed")).length, 0);
     } finally {
       await gw.stop();
       iggy?.kill("SIGKILL");

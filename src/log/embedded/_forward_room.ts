@@ -6,6 +6,7 @@
  */
 import type { ForwardRoom } from "./_retention_runner.ts";
 import type { EmbeddedOptions } from "./options.ts";
+import type { ReadStatements } from "./_statements.ts";
 
 /** A consumer's stored offset on a partition of a topic (by id), or null. */
 export type StoredOffsetOf = (
@@ -31,4 +32,15 @@ export function forwardRoom(
       },
     },
   };
+}
+
+/** A consumer's stored offset on a partition of a topic (by id), or null when none is stored. */
+export function storedOffset(
+  reads: ReadStatements,
+  consumer: string,
+  topicId: number,
+  partition: number,
+): number | null {
+  const row = reads.selectConsumerOffset.get(consumer, topicId, partition);
+  return (row as { consumer_offset: number } | undefined)?.consumer_offset ?? null;
 }

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { PartitionBytes } from "../port.ts";
 
 /** A partition gets an index entry after this many bytes of its own records... */
 const INDEX_OWN_BYTES = 16 * 1024;
@@ -26,6 +27,8 @@ export class PartitionLog {
   next: number;
   /** Retained bytes (payloads + encoded headers), for retention by size. */
   bytes = 0;
+  /** Bytes of every record noted since open (retained at open, then appended): never falls. */
+  appendedBytes = 0;
   /** Log position at or before this partition's first retained record. */
   startPos = 0;
   /** End of this partition's newest record; a scan past it finds nothing of it. */
@@ -60,6 +63,7 @@ export class PartitionLog {
     if (this.bytes === 0 && this.endPos <= this.startPos) this.startPos = pos;
     this.next = Math.max(this.next, base + count);
     this.bytes += size;
+    this.appendedBytes += size;
     this.endPos = pos + bytes;
   }
 
@@ -95,6 +99,11 @@ export class PartitionLog {
       this.indexHead = 0;
     }
   }
+}
+
+/** A partition's offsets and bytes as the port reports them. */
+export function partitionBytes(p: PartitionLog): PartitionBytes {
+  return { start: p.start, next: p.next, retainedBytes: p.bytes, appendedBytes: p.appendedBytes };
 }
 
 /** The key of a partition in the stored floors (`MessageLogOptions.floors`). */

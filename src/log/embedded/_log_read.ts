@@ -62,6 +62,7 @@ class EncodedRun {
   readonly #pieces: Uint8Array[] = [];
   #count = 0;
   #payloadBytes = 0;
+  #storedBytes = 0;
   #firstOffset = -1;
   #firstTimestampMicros = 0;
 
@@ -103,6 +104,7 @@ class EncodedRun {
         spans[k + 2] = at + headers;
         spans[k + 3] = at + headers + payload;
         this.#payloadBytes += payload;
+        this.#storedBytes += headers + payload;
         copyTo = end;
       }
       pos = end;
@@ -136,6 +138,7 @@ class EncodedRun {
       firstOffset: this.#firstOffset,
       firstTimestampMicros: this.#firstTimestampMicros,
       payloadBytes: this.#payloadBytes,
+      storedBytes: this.#storedBytes,
     };
   }
 }

@@ -27,6 +27,11 @@ export function needsRoom(log: MessageLog, maxBytes: number): boolean {
   return log.segmentCount > 1 && log.bytes + segmentBytesFor(maxBytes) > maxBytes;
 }
 
+/** Whether a whole next segment fits under the bound (appends do not fail "full"). */
+export function hasRoom(log: MessageLog, maxBytes: number): boolean {
+  return log.bytes + segmentBytesFor(maxBytes) <= maxBytes;
+}
+
 /**
  * Drops batches of the oldest segment, oldest first, while the hold allows; stops at the first
  * unforwarded one under `refuse`. Resolves with the messages dropped (the caller stores the

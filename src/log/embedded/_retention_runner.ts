@@ -8,13 +8,19 @@
 import type { Catalog } from "./_catalog.ts";
 import type { MessageLog } from "./_message_log.ts";
 import { type RetentionLimits, runRetentionPass } from "./_retention.ts";
-import { type ForwardHold, needsRoom, reclaimOldestSegment } from "./_reclaim.ts";
+import { type ForwardHold, hasRoom, needsRoom, reclaimOldestSegment } from "./_reclaim.ts";
 import type { WriterLink } from "./_writer_link.ts";
 
 /** Forward mode: what must be kept for the upstream, and the store's bound. */
 export interface ForwardRoom {
   readonly hold: ForwardHold;
   readonly maxStoreBytes: number;
+}
+
+/** The store's bound, and whom to tell when a pass leaves room for the next segment again. */
+export interface StoreSpace {
+  readonly maxBytes: number;
+  freed(): void;
 }
 
 /** Runs the retention passes of one open store. */
@@ -24,6 +30,7 @@ export class RetentionRunner {
   readonly #link: WriterLink;
   readonly #limits: RetentionLimits;
   readonly #room: ForwardRoom | undefined;
+  readonly #space: StoreSpace | undefined;
   #pass: Promise<number> | undefined;
   /** A pass was asked for while one ran: run another after it. */
   #again = false;
@@ -38,7 +45,9 @@ export class RetentionRunner {
     link: WriterLink,
     limits: RetentionLimits,
     room?: ForwardRoom,
+    space?: StoreSpace,
   ) {
+    this.#space = space;
     this.#log = log;
     this.#catalog = catalog;
     this.#link = link;
@@ -113,6 +122,8 @@ export class RetentionRunner {
       await this.#link.request({ type: "floors", floors });
       await this.#link.syncCommitted();
       await log.deleteRetainedOut();
+      const space = this.#space;
+      if (space && hasRoom(log, space.maxBytes)) space.freed();
     }
     return deleted;
   }

@@ -28,6 +28,12 @@ export interface WriteSideHooks {
   appendFailed(e: unknown): BackendError;
   /** A transaction is on disk: the backend is healthy again. */
   durable(): void;
+  /**
+   * Retention freed room for the next segment: appends fit again, so a store that was full is
+   * ready at once, not only after some append succeeds (a load balancer that gates on `/ready`
+   * never sends that append).
+   */
+  roomFreed(): void;
   /** A consumer's stored offset (forward mode's hold reads the forwarder's). */
   readonly offsetOf: StoredOffsetOf;
   /** One retention pass with the backend's error handling (the timer's, and on demand). */
@@ -63,6 +69,7 @@ export function openWriteSide(
     link,
     { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
     forwardRoom(options, hooks.offsetOf),
+    { maxBytes: options.maxStoreBytes, freed: () => hooks.roomFreed() },
   );
   retention.schedule(retentionIntervalMs, hooks.runRetention);
   return { link, commits, retention };

@@ -17,6 +17,7 @@ import {
   type EncodedMessages,
   type LogBackend,
   type PartitionAddress,
+  type PartitionBytes,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
@@ -24,6 +25,7 @@ import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import type { GroupCommitStats } from "./_group_commit.ts";
 import type { MessageLog } from "./_message_log.ts";
+import { partitionBytes, type PartitionLog } from "./_log_index.ts";
 import { readEncoded, readMessages } from "./_log_read.ts";
 import { decodeEncoded } from "./_batch.ts";
 import { openWriteSide, type WriteSide } from "./_write_side.ts";
@@ -31,6 +33,7 @@ import { type OpenedStore, openStore } from "./_open_store.ts";
 import { EmbeddedUsers } from "./_users.ts";
 import { checkAppendBatch, validateName } from "./_validate.ts";
 import { storeHealth } from "./_health.ts";
+import { storedOffset } from "./_forward_room.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 
@@ -148,24 +151,18 @@ export class EmbeddedBackend implements LogBackend {
     validateName("stream", stream);
     validateName("topic", topic);
     if (!Number.isInteger(options.partitions) || options.partitions < 1) {
-      throw new BackendError(
-        "invalid",
-        `Cannot create topic "${stream}/${topic}": partitions must be ≥ 1`,
-      );
+      throw new BackendError("invalid", `Cannot ${action}: partitions must be ≥ 1`);
     }
     const known = this.#topic(stream, topic);
     if (known) return topicInfo(known);
     const writer = this.#writer(action);
+    const { partitions, messageExpiryMicros, maxTopicBytes } = options;
     try {
       await writer.link.request({
         type: "createTopic",
         stream,
         topic,
-        options: {
-          partitions: options.partitions,
-          messageExpiryMicros: options.messageExpiryMicros,
-          maxTopicBytes: options.maxTopicBytes,
-        },
+        options: { partitions, messageExpiryMicros, maxTopicBytes },
         nowMicros: this.#clock(),
         minId: s.log.maxTopicId() + 1,
       });
@@ -213,10 +210,8 @@ export class EmbeddedBackend implements LogBackend {
 
   poll(address: PartitionAddress, fromOffset: number, count: number): Promise<StoredMessage[]> {
     return this.#run("poll", (s) => {
-      const state = this.#partition(address, "poll");
-      // Read-only: the writer is another process; scan what it added first.
-      if (!s.writer) s.log.refresh();
-      return readMessages(s.log, state.id, address.partition, fromOffset, count);
+      const p = this.#log(s, address, "poll");
+      return readMessages(s.log, p.topicId, p.partition, fromOffset, count);
     });
   }
 
@@ -228,9 +223,8 @@ export class EmbeddedBackend implements LogBackend {
     maxBytes: number,
   ): Promise<EncodedMessages | null> {
     return this.#run("poll", (s) => {
-      const state = this.#partition(address, "poll");
-      if (!s.writer) s.log.refresh();
-      return readEncoded(s.log, state.id, address.partition, fromOffset, count, maxBytes);
+      const p = this.#log(s, address, "poll");
+      return readEncoded(s.log, p.topicId, p.partition, fromOffset, count, maxBytes);
     });
   }
 
@@ -241,11 +235,12 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   nextOffset(address: PartitionAddress): Promise<number> {
-    return this.#run("read next offset", (s) => {
-      const state = this.#partition(address, "read next offset of");
-      if (!s.writer) s.log.refresh();
-      return s.log.partition(state.id, address.partition).next;
-    });
+    return this.#run("read next offset", (s) => this.#log(s, address, "read next offset of").next);
+  }
+
+  /** The partition's offsets and bytes, without a read: what the forwarder's backlog is. */
+  partitionBytes(address: PartitionAddress): Promise<PartitionBytes> {
+    return this.#run("read bytes", (s) => partitionBytes(this.#log(s, address, "read bytes of")));
   }
 
   /** Stores the offset in the catalog; resolves once it is on disk. */
@@ -273,10 +268,7 @@ export class EmbeddedBackend implements LogBackend {
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null> {
     return this.#run("read consumer offset", (s) => {
       const state = this.#partition(address, "read consumer offset of");
-      const row = s.reads.selectConsumerOffset.get(consumer, state.id, address.partition) as
-        | { consumer_offset: number }
-        | undefined;
-      return row?.consumer_offset ?? null;
+      return storedOffset(s.reads, consumer, state.id, address.partition);
     });
   }
 
@@ -317,9 +309,10 @@ export class EmbeddedBackend implements LogBackend {
         this.#appendFailure = undefined;
       },
       offsetOf: (consumer, topicId, partition) => {
-        const row = this.#state?.reads.selectConsumerOffset.get(consumer, topicId, partition);
-        return (row as { consumer_offset: number } | undefined)?.consumer_offset ?? null;
+        const reads = this.#state?.reads;
+        return reads ? storedOffset(reads, consumer, topicId, partition) : null;
       },
+      roomFreed: () => this.#full = false,
       runRetention: () => this.runRetention(),
     });
   }
@@ -367,6 +360,13 @@ export class EmbeddedBackend implements LogBackend {
       );
     }
     return state;
+  }
+
+  /** A partition's view of the log; read-only mode first scans what the writer added. */
+  #log(s: OpenState, address: PartitionAddress, action: string): PartitionLog {
+    const state = this.#partition(address, action);
+    if (!s.writer) s.log.refresh();
+    return s.log.partition(state.id, address.partition);
   }
 
   /** Runs a synchronous database action as a promise with the port's errors. */
