@@ -48,7 +48,7 @@ import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
-import { tripleGauge } from "./observe/triple_gauge.ts";
+import { readerGauges } from "./observe/triple_gauge.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
 import { type BackendUplink, backendUplink, type Uplink } from "./log/uplink_watch.ts";
@@ -379,27 +379,6 @@ export class Gateway {
     );
     const appends = this.#ctx.appendBudget;
     m.gauge("log_pending_appends", "Messages waiting for the backend", () => appends.pending);
-    const stats = () => this.delivery.readerStats();
-    tripleGauge(
-      m,
-      "reader_lag_messages",
-      "Messages between a reader's position and its committed offset",
-      stats,
-      (s) => s.position - 1 - s.committed,
-    );
-    tripleGauge(
-      m,
-      "ledger_pending_entries",
-      "Polled messages not yet settled, per triple",
-      stats,
-      (s) => s.unsettled,
-    );
-    tripleGauge(
-      m,
-      "reader_committed_offset",
-      "Stored consumer offset per triple",
-      stats,
-      (s) => s.committed,
-    );
+    readerGauges(m, () => this.delivery.readerStats());
   }
 }

@@ -33,3 +33,35 @@ export function tripleGauge<T extends TripleOf>(
     () => items().map((item): [Labels, number] => [tripleLabels(item), value(item)]),
   );
 }
+
+/** What a shared reader reports per triple, for {@link readerGauges}. */
+export interface ReaderStatsOf extends TripleOf {
+  readonly position: number;
+  readonly committed: number;
+  readonly unsettled: number;
+}
+
+/** The shared readers' gauges: lag, ledger entries and stored offset per triple. */
+export function readerGauges(metrics: Metrics, stats: () => readonly ReaderStatsOf[]): void {
+  tripleGauge(
+    metrics,
+    "reader_lag_messages",
+    "Messages between a reader's position and its committed offset",
+    stats,
+    (s) => s.position - 1 - s.committed,
+  );
+  tripleGauge(
+    metrics,
+    "ledger_pending_entries",
+    "Polled messages not yet settled, per triple",
+    stats,
+    (s) => s.unsettled,
+  );
+  tripleGauge(
+    metrics,
+    "reader_committed_offset",
+    "Stored consumer offset per triple",
+    stats,
+    (s) => s.committed,
+  );
+}
