@@ -30,7 +30,7 @@ import { openWriteSide, type WriteSide } from "./_write_side.ts";
 import { type OpenedStore, openStore } from "./_open_store.ts";
 import { EmbeddedUsers } from "./_users.ts";
 import { checkAppendBatch, validateName } from "./_validate.ts";
-import { storeHealth } from "./_health.ts";
+import { fullReason, storeHealth, type WriteTrouble } from "./_health.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 
@@ -56,12 +56,8 @@ export class EmbeddedBackend implements LogBackend {
   #state: OpenState | undefined;
   #phase: "new" | "open" | "closed" = "new";
   #closing: Promise<void> | undefined;
-  /** Set when an append failed with "full"; cleared by the next successful commit. */
-  #full = false;
-  /** Why the last append failed (other than full), until a later commit succeeds. */
-  #appendFailure: string | undefined;
-  /** Set when the writer died; the backend stays unavailable until reopened. */
-  #writerFailure: BackendError | undefined;
+  /** What is wrong with writes (see {@link WriteTrouble}); the writer's death until reopened. */
+  readonly #trouble: WriteTrouble = {};
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
 
   constructor(options: EmbeddedOptions) {
@@ -78,10 +74,13 @@ export class EmbeddedBackend implements LogBackend {
   /** Opens (creating if missing) the store; rejects with BackendError("unavailable"). */
   async open(): Promise<void> {
     if (this.#phase === "open") return;
-    const o = await openStore(this.#options, (e) => this.#writerFailed(e));
+    // The disk has room again: the next append makes its segment.
+    const o = await openStore(this.#options, (e) => this.#writerFailed(e), () => {
+      this.#trouble.full = undefined;
+    });
     const writer = o.link && this.#writeSide(o.link, o.log, o.catalog);
     this.#state = { db: o.db, log: o.log, reads: o.reads, catalog: o.catalog, writer };
-    this.#writerFailure = undefined;
+    this.#trouble.writerFailure = undefined;
     this.#closing = undefined;
     this.#phase = "open";
   }
@@ -109,14 +108,10 @@ export class EmbeddedBackend implements LogBackend {
     if (state.db !== writer?.link.inlineDb) state.db.close();
   }
 
-  /** Ready when open and not full. */
+  /** Ready when open and not full (`_health.ts`). */
   health(): BackendHealth {
-    const { path, maxStoreBytes } = this.#options;
-    return storeHealth(path, maxStoreBytes, this.#phase, {
-      writerFailure: this.#writerFailure,
-      full: this.#full,
-      appendFailure: this.#appendFailure,
-    });
+    const room = this.#state?.writer ? this.#state.log.room : undefined;
+    return storeHealth(this.#options.path, this.#phase, this.#trouble, room);
   }
 
   authenticate(username: string, password: string): Promise<AuthResult> {
@@ -259,7 +254,7 @@ export class EmbeddedBackend implements LogBackend {
       }
       const stored = writer.commits.storeOffset(consumer, state, address.partition, offset);
       // The forwarder moved on while the store is full: what it forwarded may now go.
-      if (this.#full && consumer === this.#options.forward?.consumer) {
+      if (this.#trouble.full !== undefined && consumer === this.#options.forward?.consumer) {
         stored.then(() => writer.retention.soon(), () => {});
       }
       return stored.catch((e) => {
@@ -313,8 +308,8 @@ export class EmbeddedBackend implements LogBackend {
       clock: this.#clock,
       appendFailed: (e) => this.#appendError(e),
       durable: () => {
-        this.#full = false;
-        this.#appendFailure = undefined;
+        this.#trouble.full = undefined;
+        this.#trouble.appendFailure = undefined;
       },
       offsetOf: (consumer, topicId, partition) => {
         const row = this.#state?.reads.selectConsumerOffset.get(consumer, topicId, partition);
@@ -326,7 +321,7 @@ export class EmbeddedBackend implements LogBackend {
 
   /** The writer died: everything queued fails now, and health says why until reopened. */
   #writerFailed(error: BackendError): void {
-    this.#writerFailure = error;
+    this.#trouble.writerFailure = error;
     this.#state?.writer?.commits.failAll(error);
   }
 
@@ -340,7 +335,7 @@ export class EmbeddedBackend implements LogBackend {
         `Cannot ${action}: embedded store "${this.#options.path}" is open read-only`,
       );
     }
-    if (this.#writerFailure) throw this.#writerFailure;
+    if (this.#trouble.writerFailure) throw this.#trouble.writerFailure;
     return s.writer;
   }
 
@@ -383,9 +378,13 @@ export class EmbeddedBackend implements LogBackend {
   #appendError(e: unknown): BackendError {
     const error = toBackendError("append", this.#options.path, e);
     if (isStoreFull(e)) {
-      this.#full = true;
+      this.#trouble.full = fullReason(
+        e,
+        this.#state?.log.room.dir ?? "",
+        this.#options.maxStoreBytes,
+      );
       this.#state?.writer?.retention.soon(); // forward mode: free what is forwarded
-    } else this.#appendFailure = error.message;
+    } else this.#trouble.appendFailure = error.message;
     return error;
   }
 
