@@ -200,6 +200,7 @@ export class EmbeddedBackend implements LogBackend {
         messages,
         onCommitted: request.onCommitted,
         syncLater: request.syncLater === true,
+        orderGroup: request.orderGroup,
         resolve: (baseOffset) => resolve({ baseOffset }),
         reject,
       });
