@@ -23,7 +23,7 @@ import { BackendError } from "../port.ts";
 export const DISK_RESERVE_BYTES = 4 * 1024 * 1024;
 
 /** How often a disk that refused a segment is measured again. */
-export const DISK_RETRY_MS = 1000;
+export const DISK_RETRY_MS = 500;
 
 const BLOCK = 4096;
 
