@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { EmbeddedBackend } from "./backend.ts";
 import type { EmbeddedOptions } from "./options.ts";
 import { BackendError } from "../port.ts";
-import { DISK_RESERVE_BYTES } from "./_disk_room.ts";
+import { DISK_RESERVE_BYTES, DISK_RETRY_MS, DiskRoom } from "./_disk_room.ts";
 import {
   mountSmallDisk,
   SMALL_DISK_NOTE,
@@ -117,4 +117,44 @@ Deno.test({
       await backend.close();
     }
   },
+});
+
+Deno.test("DiskRoom: an ENOSPC is remembered and refused without measuring until the retry time; the timer lifts it once there is room", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "disk_room_unit_" });
+  let now = 1_000;
+  let lifted = 0;
+  const room = new DiskRoom(dir, () => lifted++, () => now);
+  try {
+    const enospc = Object.assign(new Error("No space left on device (os error 28)"), {
+      code: "ENOSPC",
+    });
+    const refusal = room.failed(enospc, 5000);
+    assert.ok(refusal instanceof BackendError && refusal.code === "full");
+    assert.match(refusal.message, /The disk holding ".*" has \d+ bytes free/);
+    assert.equal(room.refusal, refusal);
+    assert.throws(() => room.refuseEarly(), (e) => e === refusal);
+    assert.equal(room.spareFits(4096), false, "no spare while refused");
+    now += DISK_RETRY_MS;
+    room.refuseEarly(); // the retry time passed: the next roll measures again
+    // This temp dir's disk has room: the timer lifts the refusal by itself.
+    await waitFor(() => lifted === 1, 3 * DISK_RETRY_MS, "the timer to see room");
+    assert.equal(room.refusal, undefined);
+    // Other errors pass through unremembered.
+    const other = new Error("Input/output error");
+    assert.equal(room.failed(other, 5000), other);
+    assert.equal(room.refusal, undefined);
+  } finally {
+    room.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("DiskRoom.fit(): the wanted size where it fits above the reserve; unmeasurable disks are not refused", () => {
+  const room = new DiskRoom("/nonexistent-dir-of-no-disk");
+  assert.equal(room.fit(32 * 1024 * 1024, 4096), 32 * 1024 * 1024, "unknown free space: try");
+  const here = new DiskRoom(Deno.cwd());
+  assert.equal(here.fit(1024 * 1024, 4096), 1024 * 1024);
+  assert.throws(() => here.fit(2 ** 52, 2 ** 52), /The disk holding/);
+  assert.ok(here.refusal, "the refusal is remembered");
+  here.close();
 });
