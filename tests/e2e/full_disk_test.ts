@@ -6,12 +6,20 @@
  * nothing (≤ 10 MB per 20 s, measured from /proc/<pid>/io over a shorter window with a
  * proportional bound), /ready and the log name the disk; deleting the filler lets publishes
  * through within a second, without a restart. Every PUBACKed message is in the log after SIGTERM
- * and after SIGKILL, and each device's messages are stored in the order it sent them.
+ * and after SIGKILL, and each device's messages are stored in the order it sent them. Started on
+ * a disk below the store's reserve, the gateway starts, says why /ready is 503, serves
+ * subscriptions, and takes publishes once space is freed.
  *
  * Needs root to mount (tests/helpers/small_disk.ts); skipped loudly elsewhere.
  */
 import assert from "node:assert/strict";
-import { connectPacket, publishPacket, waitFor } from "../helpers/gateway.ts";
+import {
+  connectPacket,
+  connectRaw,
+  publishPacket,
+  subscribePacket,
+  waitFor,
+} from "../helpers/gateway.ts";
 import { type GatewayProcess, spawnGateway } from "../helpers/process.ts";
 import { openStoreReadOnly } from "../helpers/store.ts";
 import { mountSmallDisk, SMALL_DISK_NOTE, SMALL_DISK_SKIP } from "../helpers/small_disk.ts";
@@ -182,7 +190,7 @@ async function checkLog(db: string, devices: Device[], when: string): Promise<vo
 
 Deno.test({
   name:
-    `full disk: retrying publishers cost (almost) no writes, /ready names the disk, freed space lets publishes through within a second, nothing PUBACKed lost after SIGTERM and SIGKILL, each device's order kept${SMALL_DISK_NOTE}`,
+    `full disk: retrying publishers cost (almost) no writes, /ready names the disk, freed space lets publishes through within a second, nothing PUBACKed lost after SIGTERM and SIGKILL, each device's order kept, a start below the reserve serves${SMALL_DISK_NOTE}`,
   ignore: SMALL_DISK_SKIP !== "",
   async fn() {
     const name = `fulldisk-${crypto.randomUUID()}`;
@@ -241,6 +249,27 @@ Deno.test({
       await gw.child.status;
       for (const d of devices) await d.stop();
       await checkLog(`${ROOT}${db}`, devices, "after SIGKILL");
+
+      // Started on a disk below the reserve: it starts, says why it is not ready, serves
+      // subscriptions, and takes publishes once space is freed.
+      await disk.fill(DISK_RESERVE_BYTES / 2);
+      gw = await spawnGateway(env);
+      const start = await ready(gw);
+      assert.equal(start.status, 503);
+      assert.match(start.body, /The disk holding .* has \d+ bytes free/);
+      assert.match(gw.output.join(""), /"Backend not ready at start","reason":"The disk holding/);
+      const sub = await connectRaw(gw.port, "disk-subscriber");
+      await sub.send(subscribePacket(1, [["sensors/+/data", 1]]));
+      assert.deepEqual([...(await sub.readPacket(5000))!], [0x90, 3, 0, 1, 1]);
+      sub.close();
+      await disk.unfill();
+      await waitFor(async () => (await ready(gw)).status === 200, 1500, "/ready 200 once freed");
+      for (const d of devices) d.start(gw.port);
+      const ackedAtStart = ackedCount(devices);
+      await waitFor(() => ackedCount(devices) >= ackedAtStart + 100, 10_000, "PUBACKs once freed");
+      for (const d of devices) await d.stop();
+      assert.equal((await gw.stop()).code, 0);
+      await checkLog(`${ROOT}${db}`, devices, "after a start below the reserve");
     } finally {
       for (const d of devices) await d.stop();
       await gw.stop();

@@ -15,7 +15,7 @@ export interface SmallDisk {
   free(): number;
   /** Takes space with a filler file (no data written: fallocate) so that `leave` bytes stay free. */
   fill(leave: number): Promise<void>;
-  /** Deletes the filler file. */
+  /** Deletes the filler files. */
   unfill(): Promise<void>;
   /** Unmounts and deletes the image. */
   [Symbol.asyncDispose](): Promise<void>;
@@ -52,7 +52,7 @@ async function whyNot(): Promise<string> {
 export async function mountSmallDisk(dir: string, mb = 64): Promise<SmallDisk> {
   await Deno.mkdir(dir, { recursive: true });
   const image = `${dir}.img`;
-  const filler = `${dir}/filler`;
+  let fillers = 0;
   await checked("truncate", ["-s", `${mb}M`, image]);
   try {
     await checked("mkfs.ext4", ["-q", "-F", image]);
@@ -70,10 +70,10 @@ export async function mountSmallDisk(dir: string, mb = 64): Promise<SmallDisk> {
     free,
     async fill(leave: number) {
       const take = free() - leave;
-      if (take > 0) await checked("fallocate", ["-l", String(take), filler]);
+      if (take > 0) await checked("fallocate", ["-l", String(take), `${dir}/filler-${++fillers}`]);
     },
     async unfill() {
-      await Deno.remove(filler).catch(() => {});
+      for (; fillers > 0; fillers--) await Deno.remove(`${dir}/filler-${fillers}`).catch(() => {});
     },
     async [Symbol.asyncDispose]() {
       // Lazy: a process killed a moment ago may still be closing its files.
