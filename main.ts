@@ -35,6 +35,7 @@ import { readMessages, readRetained } from "./src/cli/read.ts";
 import { parseShare } from "./src/delivery/share_groups.ts";
 import { configFileLines } from "./src/cli/check_files.ts";
 import { iggyLines } from "./src/cli/check_iggy.ts";
+import { storeDiskLines } from "./src/cli/check_store.ts";
 
 const VERSION = "0.1.0";
 
@@ -91,6 +92,7 @@ async function main(argv: string[]): Promise<number> {
       if (args.string("map") === undefined) {
         const checked = await config();
         lines.push(...await configFileLines(checked));
+        lines.push(...storeDiskLines(checked));
         lines.push(...await iggyLines(checked, map, args.flag("offline")));
       }
       for (const line of lines) console.log(line);

@@ -229,6 +229,9 @@ export class Gateway {
       tcp_socket_layer: this.#listeners.find((l) => l.kind === "tcp")?.layer ?? null,
       rules: this.maps.current.rules.length,
     });
+    // Started all the same (reads and subscriptions are served), but say why /ready is 503.
+    const health = this.backend.health();
+    if (!health.ready) this.logger.warn("Backend not ready at start", { reason: health.reason });
     if (c.auth.allow_anonymous) {
       this.logger.warn("Anonymous MQTT clients are allowed", {
         from: c.auth.anonymous_sources,

@@ -49,6 +49,13 @@ export interface AppendRequest extends PartitionAddress {
    * `embedded.qos0_sync_ms`), with the next commit someone waits for or within that interval.
    */
   readonly syncLater?: boolean;
+  /**
+   * Appends sharing this object keep their order across a failure: once one of them that is
+   * not `syncLater` fails, a backend that queues appends writes none of the group's later ones
+   * still queued (they reject). A connection that closes when an append fails passes one of its
+   * own, so that nothing it sent after the failed message lands before the device's resend.
+   */
+  readonly orderGroup?: object;
 }
 
 /**

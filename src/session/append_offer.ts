@@ -34,12 +34,14 @@ export interface OfferedAppend {
 
 /**
  * Appends `a.messages` to `a.address` and offers them to live subscribers (see above);
- * `syncLater`: only QoS 0 messages, nobody waits for their sync (`AppendRequest.syncLater`).
+ * `syncLater`: only QoS 0 messages, nobody waits for their sync (`AppendRequest.syncLater`);
+ * `orderGroup`: the sender's order across a failure (`AppendRequest.orderGroup`).
  */
 export function appendAndOffer(
   ctx: AppendContext,
   a: OfferedAppend,
   syncLater = false,
+  orderGroup?: object,
 ): Promise<AppendReceipt> {
   let offered = false;
   const onCommitted = (baseOffset: number) => {
@@ -51,6 +53,7 @@ export function appendAndOffer(
     messages: a.messages,
     onCommitted,
     syncLater,
+    orderGroup,
   });
   // On the Iggy path: held until the receipt, every message in flight survives the scavenges of
   // a whole send; dropped here, they die young and the GC's share of the gateway's busy time

@@ -265,7 +265,8 @@ export class ConnectionPublisher {
     const span = startAppendSpan(this.#site.spanContext, stream, topic, partition, n);
     // Live subscribers get the messages once committed; the PUBACKs wait for the disk.
     // QoS 0 only: nobody waits for the disk (the embedded log syncs it a little later).
-    appendAndOffer(ctx, b, b.qos1 === 0).then(
+    // 3.1.1 closes on a failed append: nothing sent after it may be appended before its resend.
+    appendAndOffer(ctx, b, b.qos1 === 0, this.#site.v5 == null ? this : undefined).then(
       (receipt) => {
         const at = placedAt(b.address, receipt.partition);
         this.#confirmed(b, at, n, started, span, receipt.baseOffset);

@@ -100,3 +100,41 @@ Deno.test("Connection.drain(): a graceful stop sends the PUBACKs of appends in f
     await gw.stop();
   }
 });
+
+Deno.test("ConnectionPublisher (3.1.1): after an append fails, what the connection sent after it is not appended (nor PUBACKed): its order survives the resend", async () => {
+  const { MessageLog } = await import("../log/embedded/_message_log.ts");
+  const { BackendError } = await import("../log/port.ts");
+  const append = MessageLog.prototype.append;
+  const gate = Promise.withResolvers<void>();
+  const firstWrite = Promise.withResolvers<void>();
+  let calls = 0;
+  // The first transaction waits at the gate, then fails as on a full disk.
+  MessageLog.prototype.append = async function (this: typeof MessageLog.prototype, ...args) {
+    if (calls++ > 0) return await append.apply(this, args);
+    firstWrite.resolve();
+    await gate.promise;
+    throw new BackendError("full", "The disk holding the test's store is full");
+  };
+  const gw = await startMemoryGateway();
+  try {
+    const c = await gw.connect("dev-1");
+    c.send(publishPacket("sensors/s1/data", "1", 1, 1));
+    await firstWrite.promise; // packet 1 is being written
+    c.send([2, 3].flatMap((id) => [...publishPacket("sensors/s1/data", String(id), 1, id)]));
+    // A barrier: the PINGRESP after 2 and 3 means both were read and queued behind packet 1.
+    c.send([0xc0, 0]);
+    assert.deepEqual([...(await c.readPacket())!], [0xd0, 0]);
+    gate.resolve();
+    assert.equal(await c.readPacket(), null, "closed without a PUBACK");
+    const again = await gw.connect("dev-1");
+    again.send(publishPacket("sensors/s1/data", "1", 1, 1)); // the device resends from 1 on
+    assert.deepEqual([...(await again.readPacket())!], puback(1));
+    const payloads = (await stored(gw, "sensors", "sensor_data")).map((m) =>
+      new TextDecoder().decode(m.payload)
+    );
+    assert.deepEqual(payloads, ["1"], "2 and 3 were not appended before the resend of 1");
+  } finally {
+    MessageLog.prototype.append = append;
+    await gw.stop();
+  }
+});

@@ -24,6 +24,11 @@ Deno.test("check accepts the shipped config and map", async () => {
   const r = await cli(["check"]);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /OK: config\/topic-map\.toml: 2 rule\(s\)/);
+  // The store's disk: its free space against the reserve below which appends are refused.
+  assert.match(
+    r.stdout,
+    /embedded\.path "data\/gateway\.db": the disk holding "[^"]+" has \d+ bytes free \(reserve 4194304/,
+  );
 });
 
 Deno.test("check refuses $3 in a two-group pattern, naming the rule and the placeholder", async () => {

@@ -122,7 +122,11 @@ Deno.test(
         assert.equal(await text("state"), "ready");
         assert.equal(await text("connections"), "2");
         assert.equal(await text("retained-topics"), "0");
-        assert.equal(await text("gw"), "gateway-1 · embedded backend");
+        // The embedded backend's detail: its disk's free space against the store's reserve.
+        assert.match(
+          await text("gw"),
+          /^gateway-1 · embedded backend \(the disk holding ".*" has \d+ bytes free \(reserve 4194304\)\)$/,
+        );
         assert.equal(await text("rate-failed"), "0.0");
         const dom = await browser.evaluate<string>("document.documentElement.outerHTML");
         // Reader row for the subscribed triple, topic map rows with hit counts.

@@ -43,7 +43,8 @@ Deno.test({
       assert.equal(gw.gateway.metrics.publishes.get({ outcome: "failed" }), 1);
       const down = await ready();
       assert.equal(down.status, 503);
-      assert.match(down.body, /full/);
+      assert.match(down.body, /full: max_store_bytes reached \(\d+ of 1048576 bytes/);
+      assert.doesNotMatch(down.body, /The disk holding/);
 
       const { deleted } = await (gw.gateway.backend as EmbeddedBackend).runRetention();
       assert.ok(deleted > 0);

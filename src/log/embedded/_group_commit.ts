@@ -22,6 +22,7 @@
  */
 import { clearImmediate, setImmediate } from "node:timers";
 import type { OutgoingMessage } from "../port.ts";
+import { OrderGroups } from "./_order_groups.ts";
 import type { TopicState } from "./_catalog.ts";
 import { BatchEncoder, RECORD_HEADER_BYTES } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
@@ -37,6 +38,8 @@ export interface PendingAppend {
   readonly onCommitted?: (baseOffset: number) => void;
   /** Nobody waits for its fsync (AppendRequest.syncLater). */
   readonly syncLater?: boolean;
+  /** Its sender's order across a failure (AppendRequest.orderGroup). */
+  readonly orderGroup?: object;
   readonly resolve: (baseOffset: number) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -94,6 +97,8 @@ export class GroupCommit {
   #lazyDirty = false;
   #lazyTimer: ReturnType<typeof setTimeout> | undefined;
   #idle: (() => void)[] = [];
+  /** Senders with a failed append: their later appends are rejected, not written. */
+  readonly #groups = new OrderGroups();
 
   /** @param onError maps a failed transaction's error to what each append rejects with. */
   constructor(
@@ -177,6 +182,8 @@ export class GroupCommit {
       this.#wakeIdle();
       return;
     }
+    this.#queue = this.#groups.drop(this.#queue);
+    if (this.#queue.length === 0) return this.#wakeIdle();
     const batch = this.#take();
     const runs = groupRuns(batch);
     const timestampMicros = this.#now();
@@ -336,7 +343,10 @@ export class GroupCommit {
 
   #failed(batch: PendingAppend[], e: unknown): void {
     const error = this.#onError(e);
-    for (const a of batch) a.reject(error);
+    for (const a of batch) {
+      this.#groups.noteFailed(a);
+      a.reject(error);
+    }
   }
 
   #wakeIdle(): void {

@@ -9,7 +9,7 @@
 import type { PartitionLog } from "./_log_index.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import { FileSegment, segmentBase } from "./_log_segment.ts";
-import type { SegmentState } from "./_log_segments.ts";
+import type { SegmentState, Spare } from "./_log_segments.ts";
 import { scanSegment } from "./_log_scan.ts";
 
 /** Bases of the segment files in `dir` after `known`, ascending. */
@@ -76,4 +76,30 @@ export function takeEmptyTail(segments: SegmentState[]): SegmentState[] {
   const empty: SegmentState[] = [];
   while (segments.length > 0 && segments.at(-1)!.written === 0) empty.unshift(segments.pop()!);
   return empty;
+}
+
+/**
+ * Empty segments after the last record: spares made ahead of need. The one right after the last
+ * record's segment, if it has the size the next one gets, is the spare again; the rest are
+ * removed, so that restarts never pile up empty files. The last segment with records stays
+ * active: appends continue where its valid records end (overwriting a torn tail; see the epoch
+ * in _log_record.ts).
+ */
+export async function reuseEmptyTail(
+  segments: SegmentState[],
+  nextCapacity: (last: SegmentState | undefined) => number,
+): Promise<Spare | undefined> {
+  const empty = takeEmptyTail(segments);
+  const last = segments.at(-1);
+  const nextBase = last ? last.segment.base + last.segment.capacity : 0;
+  let spare: Spare | undefined;
+  for (const s of empty) {
+    const base = s.segment.base;
+    if (!spare && base === nextBase && s.segment.capacity === nextCapacity(last)) {
+      spare = { base, segment: Promise.resolve(s.segment) };
+    } else {
+      await s.segment.remove();
+    }
+  }
+  return spare;
 }

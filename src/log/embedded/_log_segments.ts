@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { BackendError } from "../port.ts";
 import type { PartitionLog } from "./_log_index.ts";
 import type { Segment } from "./_log_segment.ts";
 
@@ -92,4 +93,13 @@ export function segmentIndex(segments: readonly SegmentState[], pos: number): nu
 
 export function roundUp(n: number, to: number): number {
   return Math.ceil(n / to) * to;
+}
+
+/** The append that would take the segments past `max_store_bytes`. */
+export function boundFullError(bytes: number, maxBytes: number): BackendError {
+  return new BackendError(
+    "full",
+    `The message log is full: max_store_bytes reached (${bytes} of ${maxBytes} bytes in ` +
+      "segments); appends fail until retention frees room or the bound is raised",
+  );
 }

@@ -30,6 +30,7 @@ import { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts
 import { LOG_RECORD_HEADER_BYTES, sealLogRecord } from "./_log_record.ts";
 import { FileSegment, MemorySegment, type Segment, syncDirectory } from "./_log_segment.ts";
 import {
+  boundFullError,
   claimSpare,
   nextSegmentBytes,
   retainedOutSegments,
@@ -39,8 +40,9 @@ import {
   type Spare,
 } from "./_log_segments.ts";
 import { scanLog } from "./_log_scan.ts";
+import { DiskRoom } from "./_disk_room.ts";
 import { type BatchVisitor, TailCache, tailRecords } from "./_tail_cache.ts";
-import { scanNewSegments, takeEmptyTail } from "./_log_recovery.ts";
+import { reuseEmptyTail, scanNewSegments } from "./_log_recovery.ts";
 import { dropOldestRecords, type OldestRecord, oldestRecord } from "./_log_retention.ts";
 
 export { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
@@ -77,6 +79,8 @@ export interface MessageLogOptions {
   readonly floors: ReadonlyMap<string, PartitionFloor>;
   /** Bytes of newest records kept in memory for reads (`_tail_cache.ts`); 0 = none. */
   readonly tailCacheBytes?: number;
+  /** Called when the disk, after refusing a segment, has room again (_disk_room.ts). */
+  readonly onDiskRoom?: () => void;
 }
 
 /** The message log of one store. */
@@ -98,6 +102,8 @@ export class MessageLog {
   #maxEpoch = 0;
   #closed = false;
   readonly #tail: TailCache | undefined = undefined;
+  /** The disk holding the segments: its free space, and a refusal of new segments. */
+  readonly room: DiskRoom;
 
   private constructor(options: MessageLogOptions) {
     this.#dir = options.dir;
@@ -107,6 +113,7 @@ export class MessageLog {
     this.#segmentBytes = options.segmentBytes ?? segmentBytesFor(options.maxBytes);
     this.#floors = options.floors;
     if (options.tailCacheBytes) this.#tail = new TailCache(options.tailCacheBytes);
+    this.room = new DiskRoom(this.#dir, options.onDiskRoom);
   }
 
   /** Opens the log, scanning every segment to rebuild the partitions' state. */
@@ -196,7 +203,7 @@ export class MessageLog {
       // written over them, and a newer epoch keeps a scan from reading on into any of them
       // that outlast it.
       this.#epoch++;
-      throw e;
+      throw this.room.failed(e, buffer.length);
     }
     active.written = pos + buffer.length;
     this.#prepareSpare();
@@ -278,6 +285,7 @@ export class MessageLog {
     const keep = this.#segments.filter((s) => !gone.includes(s));
     this.#segments.splice(0, this.#segments.length, ...keep);
     for (const s of gone) await s.segment.remove();
+    this.room.freed();
     // The names' removal durable: a crash must not bring back a segment the floors skip.
     if (!this.#memory) await syncDirectory(this.#dir).catch(() => {});
     return gone.length;
@@ -287,6 +295,7 @@ export class MessageLog {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.room.close();
     const spare = this.#spare;
     this.#spare = undefined;
     this.#tail?.clear();
@@ -295,26 +304,25 @@ export class MessageLog {
     if (spare) await (await spare.segment.catch(() => undefined))?.close().catch(() => {});
   }
 
-  /** The active segment with room for `bytes`, rolling to the next when it is full. */
+  /** The active segment with room for `bytes`, rolling to the next when it is full: the spare,
+   * or one made now, smaller when that is what the bound or the disk (_disk_room.ts) leaves. */
   async #activeFor(bytes: number): Promise<SegmentState> {
     const active = this.#segments.at(-1);
     if (active && active.written + bytes <= active.segment.capacity) return active;
+    if (!this.#spare) this.room.refuseEarly();
     const base = active ? active.segment.base + active.segment.capacity : 0;
-    // The last segment that fits under the bound may be smaller than usual.
     const room = Math.floor((this.#maxBytes - this.bytes) / 4096) * 4096;
-    const capacity = Math.min(Math.max(this.#nextCapacity(active), roundUp(bytes, 4096)), room);
-    if (capacity < bytes) {
-      throw new BackendError(
-        "full",
-        `The message log is full: ${this.bytes} of ${this.#maxBytes} bytes in segments`,
-      );
-    }
+    const needed = roundUp(bytes, 4096);
+    const capacity = Math.min(Math.max(this.#nextCapacity(active), needed), room);
+    if (capacity < bytes) throw boundFullError(this.bytes, this.#maxBytes);
     // The sealed segment must be on disk before records after it are: a crash must never
     // leave a gap (lost records in the middle of the log, newer ones after them).
     if (active) await active.segment.sync();
     const spare = this.#spare;
     this.#spare = undefined;
-    const segment = await claimSpare(spare, base, bytes) ?? await this.#create(base, capacity);
+    const segment = await claimSpare(spare, base, bytes) ??
+      await this.room.make((fits) => this.#create(base, fits), capacity, needed);
+    this.room.placed();
     const state: SegmentState = { segment, written: 0, partitions: new Map() };
     this.#segments.push(state);
     return state;
@@ -332,7 +340,7 @@ export class MessageLog {
     if (!active || active.written < after) return;
     const base = active.segment.base + active.segment.capacity;
     const capacity = this.#nextCapacity(active);
-    if (this.bytes + capacity > this.#maxBytes) return;
+    if (this.bytes + capacity > this.#maxBytes || !this.room.spareFits(capacity)) return;
     const segment = this.#create(base, capacity);
     segment.catch(() => {}); // a failure shows when the roll awaits it
     this.#spare = { base, segment };
@@ -361,21 +369,8 @@ export class MessageLog {
     this.#scanNew();
     this.#epoch = this.#maxEpoch + 1;
     if (this.#readOnly) return;
-    // Empty segments after the last record: spares made ahead of need. The one right after the
-    // last record's segment is the spare again; the rest go, so that restarts never pile up
-    // empty files. The last segment with records stays active: appends continue where its
-    // valid records end (overwriting a torn tail; see the epoch in _log_record.ts).
-    const empty = takeEmptyTail(this.#segments);
-    const last = this.#segments.at(-1);
-    const nextBase = last ? last.segment.base + last.segment.capacity : 0;
-    for (const s of empty) {
-      const base = s.segment.base;
-      if (!this.#spare && base === nextBase && s.segment.capacity === this.#nextCapacity(last)) {
-        this.#spare = { base, segment: Promise.resolve(s.segment) };
-      } else {
-        await s.segment.remove();
-      }
-    }
+    this.room.check();
+    this.#spare = await reuseEmptyTail(this.#segments, (last) => this.#nextCapacity(last));
     this.#prepareSpare();
   }
 

@@ -32,6 +32,7 @@ export interface OpenedStore {
 export async function openStore(
   options: EmbeddedOptions,
   onWriterFailed: (e: BackendError) => void,
+  onDiskRoom?: () => void,
 ): Promise<OpenedStore> {
   const { path, maxStoreBytes, readOnly = false } = options;
   let link: WriterLink | undefined;
@@ -55,6 +56,7 @@ export async function openStore(
       floors: loadFloors(db),
       // The forwarder reads every message back as soon as it is written.
       tailCacheBytes: options.forward ? TAIL_CACHE_BYTES : 0,
+      onDiskRoom,
     });
     return { db, log, reads, catalog, link };
   } catch (e) {

@@ -1,9 +1,10 @@
 /**
  * Room for new appends in a log whose messages must reach an upstream first (forward mode).
- * When the next segment would not fit under the store's bound, the oldest segment's batches
- * are dropped if they are forwarded (and, under `drop_oldest`, even if they are not), so that
- * the segment holds nothing any partition needs and the retention runner deletes it. Without
- * this a store that keeps messages forever would stay full although everything is upstream.
+ * When the next segment would not fit under the store's bound, or on its disk, the oldest
+ * segment's batches are dropped if they are forwarded (and, under `drop_oldest`, even if they
+ * are not), so that the segment holds nothing any partition needs and the retention runner
+ * deletes it. Without this a store that keeps messages forever would stay full although
+ * everything is upstream.
  *
  * @module
  */
@@ -22,9 +23,13 @@ export interface ForwardHold {
   readonly dropUnforwarded: boolean;
 }
 
-/** Whether the next segment would pass the bound (with one segment there is nothing to free). */
+/**
+ * Whether the next segment would pass the bound, or the disk refuses it (_disk_room.ts); with one
+ * segment there is nothing to free.
+ */
 export function needsRoom(log: MessageLog, maxBytes: number): boolean {
-  return log.segmentCount > 1 && log.bytes + segmentBytesFor(maxBytes) > maxBytes;
+  if (log.segmentCount <= 1) return false;
+  return log.bytes + segmentBytesFor(maxBytes) > maxBytes || log.room.refusal !== undefined;
 }
 
 /** Whether a whole next segment fits under the bound (appends do not fail "full"). */

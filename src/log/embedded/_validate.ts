@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { BackendError, type OutgoingMessage } from "../port.ts";
+import { BackendError, type OutgoingMessage, type PartitionAddress } from "../port.ts";
 import { DEFAULT_ITERATIONS } from "../../access/password.ts";
 import type { UserConfig } from "../../config/types.ts";
 import { utf8Length } from "../../base/utf8.ts";
@@ -38,4 +38,26 @@ export function checkAppendBatch(messages: readonly OutgoingMessage[]): BackendE
     }
   }
   return null;
+}
+
+/** `state` when it has the address's partition, else BackendError("not_found") naming what is missing. */
+export function existingPartition<T extends { readonly partitions: number }>(
+  state: T | undefined,
+  address: PartitionAddress,
+  action: string,
+): T {
+  const { stream, topic, partition } = address;
+  if (!state) {
+    throw new BackendError(
+      "not_found",
+      `Cannot ${action} "${stream}/${topic}": no such stream or topic`,
+    );
+  }
+  if (!Number.isInteger(partition) || partition < 0 || partition >= state.partitions) {
+    throw new BackendError(
+      "not_found",
+      `Cannot ${action} "${stream}/${topic}": partition ${partition} does not exist (${state.partitions} partitions)`,
+    );
+  }
+  return state;
 }

@@ -31,8 +31,8 @@ import { decodeEncoded } from "./_batch.ts";
 import { openWriteSide, type WriteSide } from "./_write_side.ts";
 import { type OpenedStore, openStore } from "./_open_store.ts";
 import { EmbeddedUsers } from "./_users.ts";
-import { checkAppendBatch, validateName } from "./_validate.ts";
-import { storeHealth } from "./_health.ts";
+import { checkAppendBatch, existingPartition, validateName } from "./_validate.ts";
+import { fullReason, storeHealth, type WriteTrouble } from "./_health.ts";
 import { storedOffset } from "./_forward_room.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
@@ -59,13 +59,13 @@ export class EmbeddedBackend implements LogBackend {
   #state: OpenState | undefined;
   #phase: "new" | "open" | "closed" = "new";
   #closing: Promise<void> | undefined;
-  /** Set when an append failed with "full"; cleared by the next successful commit. */
-  #full = false;
-  /** Why the last append failed (other than full), until a later commit succeeds. */
-  #appendFailure: string | undefined;
-  /** Set when the writer died; the backend stays unavailable until reopened. */
-  #writerFailure: BackendError | undefined;
+  /** What is wrong with writes (see {@link WriteTrouble}); the writer's death until reopened. */
+  readonly #trouble: WriteTrouble = {};
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
+  /** The disk has room again, or retention freed some: the next append makes its segment. */
+  readonly #roomAgain = () => {
+    this.#trouble.full = undefined;
+  };
 
   constructor(options: EmbeddedOptions) {
     this.#options = options;
@@ -81,10 +81,10 @@ export class EmbeddedBackend implements LogBackend {
   /** Opens (creating if missing) the store; rejects with BackendError("unavailable"). */
   async open(): Promise<void> {
     if (this.#phase === "open") return;
-    const o = await openStore(this.#options, (e) => this.#writerFailed(e));
+    const o = await openStore(this.#options, (e) => this.#writerFailed(e), this.#roomAgain);
     const writer = o.link && this.#writeSide(o.link, o.log, o.catalog);
     this.#state = { db: o.db, log: o.log, reads: o.reads, catalog: o.catalog, writer };
-    this.#writerFailure = undefined;
+    this.#trouble.writerFailure = undefined;
     this.#closing = undefined;
     this.#phase = "open";
   }
@@ -112,14 +112,10 @@ export class EmbeddedBackend implements LogBackend {
     if (state.db !== writer?.link.inlineDb) state.db.close();
   }
 
-  /** Ready when open and not full. */
+  /** Ready when open and not full (`_health.ts`). */
   health(): BackendHealth {
-    const { path, maxStoreBytes } = this.#options;
-    return storeHealth(path, maxStoreBytes, this.#phase, {
-      writerFailure: this.#writerFailure,
-      full: this.#full,
-      appendFailure: this.#appendFailure,
-    });
+    const room = this.#state?.writer ? this.#state.log.room : undefined;
+    return storeHealth(this.#options.path, this.#phase, this.#trouble, room);
   }
 
   authenticate(username: string, password: string): Promise<AuthResult> {
@@ -202,6 +198,7 @@ export class EmbeddedBackend implements LogBackend {
         messages,
         onCommitted: request.onCommitted,
         syncLater: request.syncLater === true,
+        orderGroup: request.orderGroup,
         resolve: (baseOffset) => resolve({ baseOffset }),
         reject,
       });
@@ -254,7 +251,7 @@ export class EmbeddedBackend implements LogBackend {
       }
       const stored = writer.commits.storeOffset(consumer, state, address.partition, offset);
       // The forwarder moved on while the store is full: what it forwarded may now go.
-      if (this.#full && consumer === this.#options.forward?.consumer) {
+      if (this.#trouble.full !== undefined && consumer === this.#options.forward?.consumer) {
         stored.then(() => writer.retention.soon(), () => {});
       }
       return stored.catch((e) => {
@@ -305,21 +302,21 @@ export class EmbeddedBackend implements LogBackend {
       clock: this.#clock,
       appendFailed: (e) => this.#appendError(e),
       durable: () => {
-        this.#full = false;
-        this.#appendFailure = undefined;
+        this.#trouble.full = undefined;
+        this.#trouble.appendFailure = undefined;
       },
       offsetOf: (consumer, topicId, partition) => {
         const reads = this.#state?.reads;
         return reads ? storedOffset(reads, consumer, topicId, partition) : null;
       },
-      roomFreed: () => this.#full = false,
+      roomFreed: this.#roomAgain,
       runRetention: () => this.runRetention(),
     });
   }
 
   /** The writer died: everything queued fails now, and health says why until reopened. */
   #writerFailed(error: BackendError): void {
-    this.#writerFailure = error;
+    this.#trouble.writerFailure = error;
     this.#state?.writer?.commits.failAll(error);
   }
 
@@ -333,7 +330,7 @@ export class EmbeddedBackend implements LogBackend {
         `Cannot ${action}: embedded store "${this.#options.path}" is open read-only`,
       );
     }
-    if (this.#writerFailure) throw this.#writerFailure;
+    if (this.#trouble.writerFailure) throw this.#trouble.writerFailure;
     return s.writer;
   }
 
@@ -345,21 +342,7 @@ export class EmbeddedBackend implements LogBackend {
 
   /** The topic of an address, or BackendError("not_found") naming what is missing. */
   #partition(address: PartitionAddress, action: string): TopicState {
-    const { stream, topic, partition } = address;
-    const state = this.#topic(stream, topic);
-    if (!state) {
-      throw new BackendError(
-        "not_found",
-        `Cannot ${action} "${stream}/${topic}": no such stream or topic`,
-      );
-    }
-    if (!Number.isInteger(partition) || partition < 0 || partition >= state.partitions) {
-      throw new BackendError(
-        "not_found",
-        `Cannot ${action} "${stream}/${topic}": partition ${partition} does not exist (${state.partitions} partitions)`,
-      );
-    }
-    return state;
+    return existingPartition(this.#topic(address.stream, address.topic), address, action);
   }
 
   /** A partition's view of the log; read-only mode first scans what the writer added. */
@@ -383,9 +366,13 @@ export class EmbeddedBackend implements LogBackend {
   #appendError(e: unknown): BackendError {
     const error = toBackendError("append", this.#options.path, e);
     if (isStoreFull(e)) {
-      this.#full = true;
+      this.#trouble.full = fullReason(
+        e,
+        this.#state?.log.room.dir ?? "",
+        this.#options.maxStoreBytes,
+      );
       this.#state?.writer?.retention.soon(); // forward mode: free what is forwarded
-    } else this.#appendFailure = error.message;
+    } else this.#trouble.appendFailure = error.message;
     return error;
   }
 

@@ -8,3 +8,4 @@
  */
 export { EmbeddedBackend } from "./backend.ts";
 export type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
+export { DISK_RESERVE_BYTES, diskRoomLine } from "./_disk_room.ts";
