@@ -533,9 +533,16 @@ export const KEY_SPECS = [
   {
     key: "limits.max_packet_bytes",
     type: int(64, 268_435_455),
-    default: 8092,
+    default: 1_048_576,
     doc:
-      "Largest MQTT packet accepted (remaining length, bytes); larger → connection closed before the body is read.",
+      "Largest MQTT packet accepted (remaining length, bytes; MQTT 5: the CONNACK's Maximum Packet Size); larger → connection closed before the body is read.",
+  },
+  {
+    key: "limits.max_partial_packet_bytes_total",
+    type: int(1024, MAX_SAFE),
+    default: 67_108_864,
+    doc:
+      "Bytes held for packets not yet fully received, all connections together (at least limits.max_packet_bytes + 4); a read that would pass it → that connection closed (MQTT 5: DISCONNECT 0x89).",
   },
   {
     key: "limits.max_connections",
