@@ -82,6 +82,51 @@ for (const version of [4, 5] as const) {
   });
 }
 
+Deno.test({
+  name:
+    "default config: five of the largest QoS 1 publishes (payload max_packet_bytes - topic - 4) in one burst reach a QoS 1 and a QoS 0 subscriber, none dropped or evicted; retained, the last reaches a new subscriber",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const url = `mqtt://127.0.0.1:${gw.port}`;
+    const clients: mqtt.MqttClient[] = [];
+    const connect = async (clientId: string) => {
+      const c = await mqtt.connectAsync(url, { clientId, reconnectPeriod: 0 });
+      clients.push(c);
+      return c;
+    };
+    try {
+      const topic = "sensors/big/data";
+      const largest = MIB - topic.length - 4; // topic length, topic, packet id
+      const got: Record<number, Buffer[]> = { 0: [], 1: [] };
+      for (const qos of [0, 1] as const) {
+        const sub = await connect(`sub-q${qos}`);
+        sub.on("message", (_t, p) => got[qos].push(p));
+        await sub.subscribeAsync(topic, { qos });
+      }
+      const pub = await connect("pub");
+      const sent = [0, 1, 2, 3, 4].map((i) => payloadOf(largest, i));
+      await Promise.all(
+        sent.map((p, i) => pub.publishAsync(topic, p, { qos: 1, retain: i === 4 })),
+      );
+      await waitFor(() => got[0].length + got[1].length === 10, 20_000, "ten deliveries");
+      for (const qos of [0, 1]) {
+        assert.ok(got[qos].every((p, i) => p.equals(sent[i])), `QoS ${qos} in order, whole`);
+      }
+      assert.equal(gw.gateway.metrics.droppedQos0.get(), 0);
+      assert.equal(gw.gateway.metrics.evictions.get(), 0);
+      assert.equal(gw.gateway.metrics.retainedRefused.get(), 0);
+      const late = await connect("late");
+      const retained = new Promise<Buffer>((resolve) => late.on("message", (_t, p) => resolve(p)));
+      await late.subscribeAsync(topic, { qos: 1 });
+      assert.ok((await retained).equals(sent[4]), "the retained largest message, whole");
+    } finally {
+      for (const c of clients) await c.endAsync();
+      await gw.stop();
+    }
+  },
+});
+
 for (const version of ["311", "5"]) {
   Deno.test({
     name:
