@@ -127,6 +127,48 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "default config: a backlog of 40 messages of 1 MiB reaches a $replay subscription and a returning stored session whole, in cap-sized steps, no one evicted",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const url = `mqtt://127.0.0.1:${gw.port}`;
+    const clients: mqtt.MqttClient[] = [];
+    const connect = async (clientId: string) => {
+      const c = await mqtt.connectAsync(url, { clientId, reconnectPeriod: 0 });
+      clients.push(c);
+      return c;
+    };
+    try {
+      const away = await mqtt.connectAsync(url, { clientId: "stored", clean: false });
+      await away.subscribeAsync("sensors/big/data", { qos: 1 });
+      await away.endAsync();
+      const pub = await connect("pub");
+      const sent = Array.from({ length: 40 }, (_, i) => payloadOf(MIB - 64, i));
+      for (const p of sent) await pub.publishAsync("sensors/big/data", p, { qos: 1 });
+      const replayed: Buffer[] = [];
+      const replay = await connect("replay");
+      replay.on("message", (_t, p) => replayed.push(p));
+      await replay.subscribeAsync("$replay/earliest/sensors/big/data", { qos: 1 });
+      const resumed: Buffer[] = [];
+      const back = mqtt.connect(url, { clientId: "stored", clean: false, reconnectPeriod: 0 });
+      back.on("message", (_t, p) => resumed.push(p));
+      clients.push(back);
+      await waitFor(() => replayed.length === 40 && resumed.length === 40, 30_000, "both backlogs")
+        .catch((err) => {
+          throw new Error(`${err.message}: ${replayed.length} replayed, ${resumed.length} resumed`);
+        });
+      assert.ok(replayed.every((p, i) => p.equals(sent[i])), "replay in order, whole");
+      assert.ok(resumed.every((p, i) => p.equals(sent[i])), "stored session in order, whole");
+      assert.equal(gw.gateway.metrics.evictions.get(), 0);
+    } finally {
+      for (const c of clients) await c.endAsync();
+      await gw.stop();
+    }
+  },
+});
+
 for (const version of ["311", "5"]) {
   Deno.test({
     name:
