@@ -22,7 +22,7 @@ export interface IggyModule {
   readonly IggyBackend: new (
     config: GatewayConfig["iggy"],
     auth: { patUsername: string; cacheTtlMs: number },
-    deps?: { logger?: Logger },
+    deps?: { logger?: Logger; maxMessageBytes?: number },
   ) => IggyBackendLike;
 }
 
