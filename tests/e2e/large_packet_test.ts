@@ -1,7 +1,9 @@
 /**
  * Packets as large as real devices send, with the default config (`limits.max_packet_bytes`
  * 1 MiB): a 100 KB publish over MQTT 3.1.1 and MQTT 5, from MQTT.js and from mosquitto_pub, is
- * PUBACKed and delivered whole, and so is one just under 1 MiB; one byte over is refused.
+ * PUBACKed and delivered whole, and so is one just under 1 MiB; one byte over is refused. The
+ * bounds that scale with it leave room: a burst of five of the largest publishes reaches QoS 0
+ * and QoS 1 subscribers and is retained; a backlog of forty reaches a replay and a stored session.
  *
  * The bound on all partly received packets together (`limits.max_partial_packet_bytes_total`):
  * slow senders that each stop part-way through a 500 KB PUBLISH fill it; the read that would
