@@ -19,6 +19,7 @@ import { reloadSecureListeners } from "./net/mqtt_listener.ts";
 import { GatewayMetrics, sendHistograms, sendRetryGauge } from "./observe/gateway_metrics.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
+import { partialPacketBudget } from "./session/decoder_of.ts";
 import { Authenticator } from "./session/auth.ts";
 import { type Clock, systemClock } from "./base/clock.ts";
 import { Connection } from "./session/connection.ts";
@@ -153,6 +154,7 @@ export class Gateway {
       clock,
       outboundBudget,
       appendBudget: new AppendBudget(l.max_pending_appends),
+      partialPackets: partialPacketBudget(config, this.metrics),
       wills: new WillPublisher(),
       sourceGuard: new SourceGuard(sourceGuardOptions(config), clock),
       sessions: this.sessions,

@@ -3,9 +3,11 @@
  * bodies are in `decode_v5.ts`). Bytes go in as they arrive; whole packets come out.
  *
  * The bound comes first: the remaining length is checked against `maxPacketBytes` as soon as
- * the fixed header is complete, before any body byte is buffered [MQTT-2.2.3]. Buffered bytes
- * never exceed one maximal packet plus one read chunk. Every violation throws
- * {@link ProtocolError}; the caller closes that one connection.
+ * the fixed header is complete, before any body byte is buffered [MQTT-2.2.3]. Only the bytes
+ * that arrived are held (never a buffer of the announced size), so they stay below one maximal
+ * packet, and every byte held is taken from the {@link PartialPacketBudget} shared by every
+ * connection. Every violation throws {@link ProtocolError}; the caller closes that one
+ * connection and calls {@link PacketDecoder.discard}.
  *
  * Why our own parser and not mqtt-packet's: mqtt-packet decodes strings leniently (invalid
  * UTF-8 becomes U+FFFD, U+0000 passes) and accepts packet id 0, and it buffers a packet before
@@ -45,18 +47,27 @@ import {
 } from "./packets.ts";
 import { decodeMqttString } from "./mqtt_string.ts";
 import { readFixedHeader } from "./fixed_header.ts";
+import { type PartialPacketBudget, PartialPacketsFullError } from "./partial_packets.ts";
 
 export type { DecoderLimits } from "./_fields.ts";
 export type { ProtocolLevels } from "./decode_connect.ts";
 
 const EMPTY = new Uint8Array(0);
+/** Shared empty list of held parts: a decoder holding nothing owns none. */
+const NO_PARTS: Uint8Array[] = [];
 /** MQTT 5 AUTH packet type [MQTT-3.15]. */
 const AUTH = 15;
 
 /** Incremental decoder for one connection. */
 export class PacketDecoder {
   #limits: DecoderLimits;
-  #buf: Uint8Array = EMPTY;
+  #budget: PartialPacketBudget | null;
+  /** Copies of the bytes that arrived of the next packet, in order (joined once when whole). */
+  #parts: Uint8Array[] = NO_PARTS;
+  /** Their length, taken from the budget. */
+  #held = 0;
+  /** The held packet's whole size once its fixed header is in; 0 before. */
+  #total = 0;
   #connected = false;
   /** The previous PUBLISH's topic (clients mostly repeat theirs): reused when bytes match. */
   #lastTopic: LastTopic | null = null;
@@ -64,9 +75,10 @@ export class PacketDecoder {
   /** Set by an MQTT 5 CONNECT; null on a 3.1.1 connection. */
   #v5: V5State | null = null;
 
-  constructor(limits: DecoderLimits, levels?: ProtocolLevels) {
+  constructor(limits: DecoderLimits, levels?: ProtocolLevels, budget?: PartialPacketBudget) {
     this.#limits = limits;
     this.#levels = levels;
+    this.#budget = budget ?? null;
   }
 
   /** The connection speaks MQTT 5 (its CONNECT had protocol level 5). */
@@ -76,14 +88,22 @@ export class PacketDecoder {
 
   /** Bytes held waiting for the rest of a packet. */
   get bufferedBytes(): number {
-    return this.#buf.length;
+    return this.#held;
+  }
+
+  /** Drops the held bytes and gives them back to the budget (the connection closed). */
+  discard(): void {
+    this.#budget?.give(this.#held);
+    this.#parts = NO_PARTS;
+    this.#held = 0;
+    this.#total = 0;
   }
 
   /** Appends a chunk and returns every complete packet in it, in order. */
   push(chunk: Uint8Array): ClientPacket[] {
     const out: ClientPacket[] = [];
     let pos = 0;
-    if (this.#buf.length > 0) {
+    if (this.#held > 0) {
       pos = this.#completeHeld(chunk, out);
       if (pos < 0) return out; // the held packet is still not whole: all of `chunk` is held
     }
@@ -101,37 +121,55 @@ export class PacketDecoder {
       }
       pos = end;
     }
-    // Keep the unfinished tail; copy so the caller may reuse its read buffer.
-    this.#buf = pos === chunk.length ? EMPTY : chunk.slice(pos);
+    if (pos < chunk.length) this.#hold(chunk.subarray(pos));
     return out;
   }
 
   /**
-   * The held tail of a packet, completed from the front of `chunk` and decoded into `out`;
-   * returns where the rest of `chunk` starts, or -1 when `chunk` does not complete it (then
-   * all of it is held too). Only the held packet's bytes are copied: joining the whole chunk
-   * to the tail copied every read of a flood (64 KiB), a visible share of QoS 0 ingest CPU
-   * (see docs/BENCHMARKS.md, 'Figures behind the code').
+   * Keeps `bytes` of the unfinished packet, copied so the caller may reuse its read buffer,
+   * once the budget has room for them; throws {@link PartialPacketsFullError} when it has not.
+   */
+  #hold(bytes: Uint8Array): void {
+    if (this.#budget !== null && !this.#budget.take(bytes.length)) {
+      throw new PartialPacketsFullError(bytes.length, this.#budget);
+    }
+    const copy = bytes.slice();
+    if (this.#parts === NO_PARTS) this.#parts = [copy];
+    else this.#parts.push(copy);
+    this.#held += bytes.length;
+  }
+
+  /**
+   * The held packet, completed from the front of `chunk` and decoded into `out`; returns where
+   * the rest of `chunk` starts, or -1 when `chunk` does not complete it (then all of it is held
+   * too). The held parts are joined once, when the packet is whole: joining them at every read
+   * copied a 1 MiB packet some 16 times over. Only the held packet's bytes of `chunk` are
+   * copied: joining the whole chunk to the tail copied every read of a flood (64 KiB), a
+   * visible share of QoS 0 ingest CPU (see docs/BENCHMARKS.md, 'Figures behind the code').
    */
   #completeHeld(chunk: Uint8Array, out: ClientPacket[]): number {
-    const held = this.#buf;
-    // The fixed header is at most 5 bytes: enough of the chunk to read it.
-    const head = concatBytes([held, chunk.subarray(0, 5)]);
-    const header = readFixedHeader(head, 0, this.#limits.maxPacketBytes);
-    const total = header === null ? Infinity : header.headerBytes + header.remaining;
-    if (total - held.length > chunk.length) {
-      this.#buf = concatBytes([held, chunk]);
+    if (this.#total === 0) {
+      // The fixed header is at most 5 bytes, so fewer than 5 are held: join them to the
+      // front of the chunk to read it.
+      const head = concatBytes([...this.#parts, chunk.subarray(0, 5)]);
+      const header = readFixedHeader(head, 0, this.#limits.maxPacketBytes);
+      if (header !== null) this.#total = header.headerBytes + header.remaining;
+    }
+    const taken = this.#total - this.#held;
+    if (this.#total === 0 || taken > chunk.length) {
+      this.#hold(chunk);
       return -1;
     }
-    const taken = total - held.length;
-    const packet = concatBytes([held, chunk.subarray(0, taken)], total);
+    const total = this.#total;
+    const packet = concatBytes([...this.#parts, chunk.subarray(0, taken)], total);
+    this.discard();
+    const header = readFixedHeader(packet, 0, total)!;
     try {
-      out.push(this.#decodeBody(header!.byte1, packet, header!.headerBytes, total));
+      out.push(this.#decodeBody(header.byte1, packet, header.headerBytes, total));
     } catch (err) {
-      if (err instanceof ProtocolError) err.packetType = header!.byte1 >> 4;
+      if (err instanceof ProtocolError) err.packetType = header.byte1 >> 4;
       throw err;
     }
-    this.#buf = EMPTY;
     return taken;
   }
 

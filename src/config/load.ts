@@ -269,6 +269,12 @@ function crossCheck(c: GatewayConfig): void {
       "must be at least limits.max_outbound_queue_bytes_per_client",
     );
   }
+  if (c.limits.max_partial_packet_bytes_total < c.limits.max_packet_bytes + 4) {
+    throw new ConfigError(
+      "limits.max_partial_packet_bytes_total",
+      "must be at least limits.max_packet_bytes + 4 (one largest packet but its last byte)",
+    );
+  }
   const names = new Set<string>();
   for (const u of c.users) {
     if (names.has(u.username)) throw new ConfigError("users", `duplicate user "${u.username}"`);

@@ -20,7 +20,8 @@ function refuses(text: string, env: Record<string, string>, key: string | RegExp
 
 Deno.test("loadConfig() gives every documented default for an empty file", () => {
   const c = load("");
-  assert.equal(c.limits.max_packet_bytes, 8092);
+  assert.equal(c.limits.max_packet_bytes, 1_048_576);
+  assert.equal(c.limits.max_partial_packet_bytes_total, 67_108_864);
   assert.equal(c.limits.max_topic_bytes, 255);
   assert.equal(c.gateway.backend, "embedded");
   assert.equal(c.auth.allow_anonymous, false);
@@ -46,6 +47,15 @@ Deno.test("loadConfig() refuses bad keys and values, naming the key", () => {
   refuses('[listeners]\ntcp = "nohost"\n', {}, "listeners.tcp");
   refuses('[listeners]\ntls = "0.0.0.0:8883"\n', {}, "listeners.tls_cert_file");
   refuses("this is not toml", {}, /not valid TOML/);
+});
+
+Deno.test("loadConfig() refuses a bound on partly received packets below one largest packet", () => {
+  const limits = (packet: number, total: number) =>
+    `[limits]\nmax_packet_bytes = ${packet}\nmax_partial_packet_bytes_total = ${total}\n`;
+  refuses(limits(4_000_000, 2_000_000), {}, "limits.max_partial_packet_bytes_total");
+  refuses(limits(1_048_576, 1_048_579), {}, "limits.max_partial_packet_bytes_total");
+  const c = load(limits(1_048_576, 1_048_580));
+  assert.equal(c.limits.max_partial_packet_bytes_total, 1_048_580);
 });
 
 Deno.test("loadConfig() accepts secrets only from the environment", () => {

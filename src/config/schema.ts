@@ -533,9 +533,16 @@ export const KEY_SPECS = [
   {
     key: "limits.max_packet_bytes",
     type: int(64, 268_435_455),
-    default: 8092,
+    default: 1_048_576,
     doc:
-      "Largest MQTT packet accepted (remaining length, bytes); larger → connection closed before the body is read.",
+      "Largest MQTT packet accepted (remaining length, bytes; MQTT 5: the CONNACK's Maximum Packet Size); larger → connection closed before the body is read.",
+  },
+  {
+    key: "limits.max_partial_packet_bytes_total",
+    type: int(1024, MAX_SAFE),
+    default: 67_108_864,
+    doc:
+      "Bytes held for packets not yet fully received, all connections together (at least limits.max_packet_bytes + 4); a read that would pass it → that connection closed (MQTT 5: DISCONNECT 0x89).",
   },
   {
     key: "limits.max_connections",
@@ -630,8 +637,9 @@ export const KEY_SPECS = [
   {
     key: "limits.max_retained_message_bytes",
     type: int(0, MAX_I32),
-    default: 1_048_576,
-    doc: "Bytes of one retained message (topic + headers + payload); larger → not retained.",
+    default: 2_097_152,
+    doc:
+      "Bytes of one retained message (topic + headers + payload); larger → not retained. Keep it above limits.max_packet_bytes plus headers, or the largest packets cannot be retained.",
   },
   {
     key: "limits.max_share_groups",
@@ -675,8 +683,9 @@ export const KEY_SPECS = [
   {
     key: "limits.max_outbound_queue_bytes_per_client",
     type: int(1024, MAX_SAFE),
-    default: 1_048_576,
-    doc: "Queued outbound bytes per client; QoS 0 beyond → dropped, QoS 1 → client paused.",
+    default: 8_388_608,
+    doc:
+      "Queued outbound bytes per client; QoS 0 beyond → dropped, QoS 1 → client paused, at twice it → evicted. Keep it several times limits.max_packet_bytes: a burst of large messages to a QoS 1 subscriber past twice it evicts the subscriber.",
   },
   {
     key: "limits.max_outbound_queue_bytes",

@@ -23,7 +23,7 @@ Deno.test("GatewayConfig is derived from the key table: keys, enums and value ty
   assert.deepEqual([layer, backend, port, versions, anonymous], [
     "auto",
     "embedded",
-    8092,
+    1_048_576,
     ["3.1.1", "5"],
     false,
   ]);

@@ -110,9 +110,22 @@ export class CatchUp {
         this.position = reader.position;
         continue;
       }
-      for (const m of batch) this.#deliver(m);
-      this.position = batch[batch.length - 1].offset + 1;
+      this.position = this.#deliverWithinRoom(batch);
     }
+  }
+
+  /**
+   * Delivers the batch until the client's queue is past half its cap (the first message
+   * always goes); returns the offset to read next. A poll is bounded in messages, not bytes:
+   * a backlog of large messages delivered a whole poll at once would pass twice the cap and
+   * evict the client, again at every reconnect. The rest is read again.
+   */
+  #deliverWithinRoom(batch: StoredMessage[]): number {
+    for (let i = 0; i < batch.length; i++) {
+      if (i > 0 && !this.#hasRoom()) return batch[i].offset;
+      this.#deliver(batch[i]);
+    }
+    return batch[batch.length - 1].offset + 1;
   }
 
   #hasRoom(): boolean {

@@ -93,10 +93,22 @@ export class GroupCatchUp {
         this.position = reader.position; // removed by retention meanwhile
         continue;
       }
-      for (const m of batch) this.#deal(m);
-      this.position = batch[batch.length - 1].offset + 1;
+      this.position = this.#dealWithinRoom(batch);
     }
     return false;
+  }
+
+  /**
+   * Deals the batch while some member has room (the first message always goes); returns the
+   * offset to read next. As in `catch_up.ts`: a poll of large messages dealt at once would
+   * pass the members' caps and evict them; the rest is read again.
+   */
+  #dealWithinRoom(batch: StoredMessage[]): number {
+    for (let i = 0; i < batch.length; i++) {
+      if (i > 0 && !this.#hasRoom()) return batch[i].offset;
+      this.#deal(batch[i]);
+    }
+    return batch[batch.length - 1].offset + 1;
   }
 
   /** Some member has room: a group whose members all lag does not read ahead. */

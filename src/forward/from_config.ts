@@ -59,11 +59,12 @@ function iggyOpener(config: GatewayConfig, logger: Logger): UpstreamOpener {
     batch_linger_ms: 0,
   };
   const auth = { patUsername: config.auth.pat_username, cacheTtlMs: config.auth.cache_ttl_ms };
-  return () => openIggy(iggy, auth, logger);
+  return () => openIggy(iggy, auth, logger, config.limits.max_packet_bytes);
 }
 
 /**
- * An open Iggy backend on `iggy` (`[iggy]`, perhaps with other batch settings); one that cannot
+ * An open Iggy backend on `iggy` (`[iggy]`, perhaps with other batch settings), its polls sized
+ * for messages of `maxMessageBytes` (the forwarder's read-back); one that cannot
  * connect is closed again and the open's error thrown. The client is imported only here: an
  * embedded gateway without forwarding never loads it.
  */
@@ -71,9 +72,10 @@ export async function openIggy(
   iggy: GatewayConfig["iggy"],
   auth: { readonly patUsername: string; readonly cacheTtlMs: number },
   logger?: Logger,
+  maxMessageBytes?: number,
 ): Promise<ForwardTarget> {
   const { IggyBackend } = await loadIggy();
-  const upstream = new IggyBackend(iggy, auth, { logger });
+  const upstream = new IggyBackend(iggy, auth, { logger, maxMessageBytes });
   try {
     await upstream.open();
     return upstream;

@@ -26,7 +26,7 @@ export async function createBackend(
     return new IggyBackend(config.iggy, {
       patUsername: config.auth.pat_username,
       cacheTtlMs: config.auth.cache_ttl_ms,
-    }, { logger });
+    }, { logger, maxMessageBytes: config.limits.max_packet_bytes });
   }
   return new EmbeddedBackend({
     path: config.embedded.path,

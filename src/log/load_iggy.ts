@@ -28,7 +28,7 @@ export interface IggyModule {
   readonly IggyBackend: new (
     config: GatewayConfig["iggy"],
     auth: { patUsername: string; cacheTtlMs: number },
-    deps?: { logger?: Logger },
+    deps?: { logger?: Logger; maxMessageBytes?: number },
   ) => IggyBackendLike;
   /** What refused the login, from an error of `open()`; null when nothing did (unreachable). */
   readonly loginRefusalOf: (e: unknown) => LoginRefusal | null;

@@ -102,6 +102,11 @@ const COUNTERS = {
     name: "mqtt_protocol_errors_total",
     help: "Connections closed for a protocol violation",
   },
+  partialPacketsRefused: {
+    name: "mqtt_partial_packet_refused_total",
+    help:
+      "Connections closed because their read would take the bytes of partly received packets, all connections, past limits.max_partial_packet_bytes_total",
+  },
   authFailures: {
     name: "mqtt_auth_failures_total",
     help: "CONNECTs refused by authentication or authorization",

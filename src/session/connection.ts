@@ -7,7 +7,6 @@
  *
  * @module
  */
-import type { PacketDecoder } from "../codec/decoder.ts";
 import { OutboundTopicAliases } from "../codec/topic_alias_out.ts";
 import { ProtocolError } from "../codec/errors.ts";
 import type { ClientPacket } from "../codec/packets.ts";
@@ -19,7 +18,7 @@ import { handleDisconnect, handlePingreq, handleUnsupportedConnect } from "./con
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import { isAck, type Subscriber } from "./delivery_port.ts";
 import type { V5Session } from "./v5_session.ts";
-import { countReadError, decoderFor } from "./decoder_of.ts";
+import { countReadError, decoderFor, type PacketDecoder } from "./decoder_of.ts";
 import type { StoredSession } from "./stored_sessions.ts";
 import { Outbox } from "./outbox.ts";
 import { ConnectionPublisher, type PublishSite, readGate } from "./publish_batch.ts";
@@ -72,7 +71,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   constructor(transport: Transport, ctx: SessionContext) {
     this.#ctx = ctx;
     this.#transport = transport;
-    this.#decoder = decoderFor(ctx.config);
+    this.#decoder = decoderFor(ctx.config, ctx.partialPackets);
     this.outbox = new Outbox(transport, ctx.outboundBudget, this);
     this.lastActivity = transport.acceptedAt ?? ctx.clock.now();
     this.timeoutMs = ctx.config.limits.connect_timeout_ms;
@@ -266,6 +265,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#closed = true;
     const ctx = this.#ctx;
     ctx.deadlines.remove(this);
+    this.#decoder.discard(); // gives the bytes of a partly received packet back
     this.outbox.close();
     if (linger) lingerThenClose(this.#transport);
     else closeQuietly(this.#transport);

@@ -10,6 +10,7 @@ import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { RefusalLog } from "../observe/refusal_log.ts";
 import type { AppendBudget } from "./append_budget.ts";
+import type { PartialPacketBudget } from "../codec/partial_packets.ts";
 import type { Authenticator } from "./auth.ts";
 import type { Clock } from "../base/clock.ts";
 import type { DeadlineWheel } from "../base/deadline_wheel.ts";
@@ -38,6 +39,8 @@ export interface SessionContext {
   readonly clock: Clock;
   readonly outboundBudget: OutboundBudget;
   readonly appendBudget: AppendBudget;
+  /** Bytes of partly received packets, all connections (`limits.max_partial_packet_bytes_total`). */
+  readonly partialPackets: PartialPacketBudget;
   readonly sourceGuard: SourceGuard;
   readonly wills: WillPublisher;
   readonly sessions: StoredSessions;

@@ -7,14 +7,21 @@
  */
 import { type DecoderLimits, PacketDecoder, type ProtocolLevels } from "../codec/decoder.ts";
 import { ProtocolError } from "../codec/errors.ts";
+import { PartialPacketBudget, PartialPacketsFullError } from "../codec/partial_packets.ts";
 import { PacketType } from "../codec/packets.ts";
 import type { GatewayConfig } from "../config/types.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { SessionContext } from "./context.ts";
+
+export type { PacketDecoder };
 
 const shared = new WeakMap<GatewayConfig, readonly [DecoderLimits, ProtocolLevels]>();
 
-/** A decoder for one connection under `config` (`limits.*`, `listeners.mqtt_versions`). */
-export function decoderFor(config: GatewayConfig): PacketDecoder {
+/**
+ * A decoder for one connection under `config` (`limits.*`, `listeners.mqtt_versions`), holding
+ * the bytes of partly received packets within `budget`.
+ */
+export function decoderFor(config: GatewayConfig, budget: PartialPacketBudget): PacketDecoder {
   let bounds = shared.get(config);
   if (bounds === undefined) {
     const l = config.limits;
@@ -31,7 +38,21 @@ export function decoderFor(config: GatewayConfig): PacketDecoder {
     ];
     shared.set(config, bounds);
   }
-  return new PacketDecoder(bounds[0], bounds[1]);
+  return new PacketDecoder(bounds[0], bounds[1], budget);
+}
+
+/**
+ * The budget of every connection's partly received packets
+ * (`limits.max_partial_packet_bytes_total`), with its gauge.
+ */
+export function partialPacketBudget(config: GatewayConfig, metrics: GatewayMetrics) {
+  const budget = new PartialPacketBudget(config.limits.max_partial_packet_bytes_total);
+  metrics.registry.gauge(
+    "mqtt_partial_packet_bytes",
+    "Bytes held in partly received packets, all connections",
+    () => budget.held,
+  );
+  return budget;
 }
 
 /** Counts and logs what ended a read: a protocol violation (`rejected` for a PUBLISH) or an error. */
@@ -42,7 +63,14 @@ export function countReadError(
   remote: string,
   closed: boolean,
 ): void {
-  if (err instanceof ProtocolError) {
+  if (err instanceof PartialPacketsFullError) {
+    ctx.metrics.partialPacketsRefused.inc();
+    ctx.logger.limited("warn", "Partly received packets at their bound; closing connection", {
+      client_id: clientId,
+      remote,
+      error: err.message,
+    });
+  } else if (err instanceof ProtocolError) {
     ctx.metrics.protocolErrors.inc({ rule: err.rule });
     if (err.packetType === PacketType.PUBLISH) ctx.metrics.outcome.rejected.inc();
     ctx.logger.limited("warn", "Protocol violation; closing connection", {

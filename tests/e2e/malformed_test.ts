@@ -350,8 +350,11 @@ Deno.test({
   async fn(t) {
     assert.ok(CASES.length >= 60, `${CASES.length} cases`);
     // Failed logins are slowed down per source (auth.failure_backoff_ms); this table repeats
-    // its unknown-user rows from one source on purpose, so the backoff is off here.
-    const gw = await startGateway({ env: { IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0" } });
+    // its unknown-user rows from one source on purpose, so the backoff is off here. The size
+    // rows are written against a max_packet_bytes of 8092 (the default is 1 MiB).
+    const gw = await startGateway({
+      env: { IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0", IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "8092" },
+    });
     const witness = new Witness(gw, await connectRaw(gw.port, "witness"));
     try {
       let n = 0;

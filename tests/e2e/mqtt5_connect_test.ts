@@ -53,7 +53,7 @@ Deno.test({
           receiveMaximum: 64,
           maximumQoS: undefined, // absent: QoS 2 [MQTT-3.2.2-9]
           retainAvailable: undefined, // absent: 1, retained messages are kept
-          maximumPacketSize: 8092,
+          maximumPacketSize: 1_048_576,
           topicAliasMaximum: 16,
           wildcardSubscriptionAvailable: true,
           subscriptionIdentifiersAvailable: true,

@@ -67,7 +67,7 @@ const CASES: [string, Uint8Array, number][] = [
   ["PUBLISH with a property not allowed in it (0x81)", packet(0x30, [...str("a/b"), 2, 0x11, 0, 0x78]), 0x81],
   ["PUBLISH with a repeated property (0x82)", packet(0x30, [...str("a/b"), 4, 0x01, 0, 0x01, 0, 0x78]), 0x82],
   ["PUBREL with flags 0x0 (0x81 malformed)", packet(0x60, [0, 1]), 0x81],
-  ["PUBLISH larger than max_packet_bytes (0x95)", new Uint8Array([0x30, 0xff, 0xff, 0x03]), 0x95],
+  ["PUBLISH of the default max_packet_bytes + 1 (0x95)", new Uint8Array([0x30, 0x81, 0x80, 0x40]), 0x95],
   ["PUBLISH with an empty topic and no alias (0x82)", packet(0x30, [0, 0, 0, 0x78]), 0x82],
   ["SUBSCRIBE with Retain Handling 3 (0x82)", packet(0x82, [0, 1, 0, ...str("a"), 0x30]), 0x82],
   ["AUTH (0x82: no enhanced authentication)", packet(0xf0, [0x18, 0]), 0x82],

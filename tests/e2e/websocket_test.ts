@@ -34,10 +34,8 @@ Deno.test({
     "WebSocket: MQTT.js over ws:// subscribes, publishes QoS 0 and 1, receives its own and a TCP client's messages; 100 KB arrives intact",
   ...opts,
   async fn() {
-    // 100 KB in one PUBLISH: over the default limits.max_packet_bytes (8092).
-    const gw = await startGateway({
-      env: { ...WS_ENV, IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "200000" },
-    });
+    // 100 KB in one PUBLISH: under the default limits.max_packet_bytes (1 MiB).
+    const gw = await startGateway({ env: WS_ENV });
     try {
       const wsPort = gw.wsPort!;
       const got: { topic: string; payload: Uint8Array; qos: number }[] = [];

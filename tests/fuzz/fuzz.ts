@@ -645,9 +645,9 @@ async function fuzzSockets(
   const { connectRaw, publishPacket, startGateway } = await import("../helpers/gateway.ts");
   // The failed-login backoff (up to auth.failure_backoff_max_ms per CONNECT from one source)
   // would hold mutated CONNECTs with usernames open for seconds: off, as in malformed_test.
-  const gw = o.port === undefined
-    ? await startGateway({ env: { IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0" } })
-    : null;
+  // Its packet limit is the in-process decoder's (DEFAULT_LIMITS), so "just above" means the same.
+  const env = { IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0", IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "8092" };
+  const gw = o.port === undefined ? await startGateway({ env }) : null;
   const port = o.port ?? gw!.port;
   const errorsAtStart = gw ? total(gw.gateway.metrics.protocolErrors.values) : 0;
   const r = rng(o.seed ^ 0x5bd1e995);

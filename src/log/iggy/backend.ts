@@ -26,6 +26,7 @@ import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
 import type { PartitionOps, PartitionOpsDeps } from "./partition_ops.ts";
 import { describeServer } from "./server_info.ts";
+import { maxPollMessages } from "./frame_reader.ts";
 import { IggyGroups } from "./consumer_groups.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
@@ -68,6 +69,8 @@ export class IggyBackend implements port.LogBackend {
   readonly groups: IggyGroups;
   /** Told of each confirmed send (`/metrics`: `iggy_send_seconds`, `iggy_send_messages`). */
   #onSend: port.SendObserver | undefined;
+  /** Most messages one poll asks for, so its reply fits one frame. */
+  readonly #pollCap: number;
 
   /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
   constructor(
@@ -76,6 +79,7 @@ export class IggyBackend implements port.LogBackend {
     deps: IggyBackendDeps = {},
   ) {
     this.#config = config;
+    this.#pollCap = maxPollMessages(deps.maxMessageBytes);
     const dials = deps.dials ?? (deps.dial ? [deps.dial] : clusterDialers(config));
     const credentials: Credentials = config.token
       ? { kind: "token", token: config.token }
@@ -337,6 +341,7 @@ export class IggyBackend implements port.LogBackend {
     signal?: AbortSignal,
   ): Promise<port.StoredMessage[]> {
     if (count <= 0) return [];
+    count = Math.min(count, this.#pollCap);
     const where =
       `poll stream "${address.stream}" topic "${address.topic}" partition ${address.partition}`;
     let reply: PollReply;

@@ -128,4 +128,6 @@ export interface IggyBackendDeps {
   readonly random?: () => number;
   /** Where the client's warnings go (a fenced 0.12 producer). */
   readonly logger?: Logger;
+  /** Largest message the gateway appends (`limits.max_packet_bytes`): bounds a poll's count. */
+  readonly maxMessageBytes?: number;
 }

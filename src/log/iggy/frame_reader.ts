@@ -20,6 +20,22 @@ import { HEADER_SIZE, ReplyOffset } from "./header.ts";
 /** Largest frame accepted from the server (its own cap is 64 MiB). */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024 + HEADER_SIZE;
 
+/** Bytes a poll's reply is sized for, well under {@link MAX_FRAME_BYTES}. */
+const POLL_REPLY_BYTES = 48 * 1024 * 1024;
+/** A stored message's bytes beyond its MQTT packet, at most: Iggy's header, the gateway's headers. */
+const MESSAGE_OVERHEAD_BYTES = 4096;
+
+/**
+ * Messages one poll may ask for when each may be `maxMessageBytes` (undefined: no bound):
+ * Iggy answers a poll in one frame, and a frame over {@link MAX_FRAME_BYTES} fails the poll and
+ * its connection, every time, so a backlog of large messages could never be read. 512 small
+ * messages still go in one poll; messages of 1 MiB go 47 at a time.
+ */
+export function maxPollMessages(maxMessageBytes: number | undefined): number {
+  if (maxMessageBytes === undefined) return Infinity;
+  return Math.max(1, Math.floor(POLL_REPLY_BYTES / (maxMessageBytes + MESSAGE_OVERHEAD_BYTES)));
+}
+
 /** Bytes the direct reader keeps for reads; a larger frame grows it for that frame only. */
 export const READ_BUFFER_BYTES = 64 * 1024;
 
