@@ -16,6 +16,7 @@ import type { Transport, TransportSink } from "../session/transport.ts";
 import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 import { bindError } from "./bind_error.ts";
 import { nextTick } from "../base/tick.ts";
+import { ProtocolError } from "../codec/errors.ts";
 
 /** Bytes held for a paused connection before it is closed. */
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
@@ -48,7 +49,7 @@ export class WsTransport implements Transport {
     socket.binaryType = "arraybuffer";
     socket.onmessage = (e) => this.#message(e.data);
     socket.onclose = () => this.#end();
-    socket.onerror = (e) => this.#end((e as ErrorEvent).error ?? new Error("WebSocket error"));
+    socket.onerror = (e) => this.#end(wsError(e));
   }
 
   start(sink: TransportSink): void {
@@ -89,7 +90,9 @@ export class WsTransport implements Transport {
     if (this.#ended) return;
     if (!(data instanceof ArrayBuffer)) {
       this.#socket.close(1003, "binary frames only"); // before the connection closes it plainly
-      this.#end(new Error("text frame: MQTT over WebSocket is binary only [MQTT-6.0.0-1]"));
+      this.#end(
+        new ProtocolError("MQTT-6.0.0-1", "text frame: MQTT over WebSocket is binary only"),
+      );
       return;
     }
     this.#held.push(new Uint8Array(data));
@@ -132,6 +135,23 @@ export class WsTransport implements Transport {
     this.#heldBytes = 0;
     this.#sink?.end(error);
   }
+}
+
+/** The peer went away mid-frame or the socket failed: not a violation by the client. */
+const GONE = /unexpected eof|reset|broken pipe|closed|timed out/i;
+
+/**
+ * A WebSocket's error as the connection counts it: a frame that breaks RFC 6455 (reserved bits,
+ * an unknown opcode, a fragmented or oversized control frame, invalid UTF-8 in a close, a
+ * frame over the size bound) is the client's protocol violation, counted and logged as one
+ * (`protocol_errors{rule="RFC6455"}`); a socket that went away is not.
+ */
+export function wsError(e: Event): unknown {
+  const error = (e as ErrorEvent).error ??
+    new Error((e as ErrorEvent).message || "WebSocket error");
+  const message = error instanceof Error ? error.message : String(error);
+  if (GONE.test(message)) return error;
+  return new ProtocolError("RFC6455", `WebSocket: ${message}`);
 }
 
 /** Why an upgrade request is refused (status and text), or null to accept it. */

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { MAX_HELD_BYTES, refusal, WsTransport } from "./ws_listener.ts";
+import { ProtocolError } from "../codec/errors.ts";
 
 /** What WsTransport uses of a WebSocket, driven by the test. */
 class FakeSocket {
@@ -77,4 +78,22 @@ Deno.test("ws refusal(): path, upgrade, subprotocol and origin", () => {
   assert.equal(refusal(req("/mqtt", up), o)?.[0], 403); // no origin, origins configured
   assert.equal(refusal(req("/mqtt", { ...up, origin: "https://a.example" }), o), null);
   assert.equal(refusal(req("/mqtt", up), { ...o, allowedOrigins: [] }), null);
+});
+
+Deno.test("WsTransport: a frame that breaks RFC 6455 ends the connection with a ProtocolError; a peer gone mid-frame does not", () => {
+  // Found by the WebSocket frame fuzz (tests/fuzz/ws_frames.ts): framing errors ended the
+  // connection with a debug line and no count.
+  const a = transport();
+  a.s.onerror!(new ErrorEvent("error", { error: new Error("Reserved bits are not zero") }));
+  const e = a.ended();
+  assert.ok(e instanceof ProtocolError, String(e));
+  assert.equal(e.rule, "RFC6455");
+  assert.match(e.message, /WebSocket: Reserved bits are not zero/);
+  const b = transport();
+  b.s.onerror!(new ErrorEvent("error", { error: new Error("Unexpected EOF") }));
+  assert.ok(!(b.ended() instanceof ProtocolError));
+  const c = transport();
+  c.s.frame("CONNECT as text");
+  const text = c.ended();
+  assert.ok(text instanceof ProtocolError && text.rule === "MQTT-6.0.0-1");
 });
