@@ -241,7 +241,17 @@ async function serveWs(
       return new Response(refused[1] + "\n", { status: refused[0] });
     }
     const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
-    const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
+    let upgraded: { socket: WebSocket; response: Response };
+    try {
+      upgraded = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
+    } catch (e) {
+      // A request the upgrade refuses (no Sec-WebSocket-Key, another version): the client's
+      // fault, refused like the others; thrown, Deno's server printed a stack trace and a 500.
+      const why = `MQTT over WebSocket: bad upgrade request: ${(e as Error).message}`;
+      o.onRefused?.(why);
+      return new Response(why + "\n", { status: 400 });
+    }
+    const { socket, response } = upgraded;
     const t = new WsTransport(socket, remote);
     socket.addEventListener("open", () => onAccept(t), { once: true });
     return response;

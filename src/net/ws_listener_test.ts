@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MAX_HELD_BYTES, refusal, WsTransport } from "./ws_listener.ts";
+import { listenWs, MAX_HELD_BYTES, refusal, WsTransport } from "./ws_listener.ts";
 import { ProtocolError } from "../codec/errors.ts";
 
 /** What WsTransport uses of a WebSocket, driven by the test. */
@@ -96,4 +96,29 @@ Deno.test("WsTransport: a frame that breaks RFC 6455 ends the connection with a 
   c.s.frame("CONNECT as text");
   const text = c.ended();
   assert.ok(text instanceof ProtocolError && text.rule === "MQTT-6.0.0-1");
+});
+
+Deno.test("listenWs: an upgrade without Sec-WebSocket-Key is refused with 400 and counted, not a 500 with a stack trace", async () => {
+  // Found by the WebSocket fuzz (tests/fuzz/ws_frames.ts, a mutated upgrade request).
+  const refused: string[] = [];
+  const l = await listenWs("127.0.0.1", 0, {
+    path: "/mqtt",
+    allowedOrigins: [],
+    onRefused: (r) => refused.push(r),
+  }, () => {});
+  const errors: unknown[] = [];
+  const consoleError = console.error;
+  console.error = (...a: unknown[]) => errors.push(a);
+  try {
+    const res = await fetch(`http://127.0.0.1:${l.port}/mqtt`, {
+      headers: { upgrade: "websocket", connection: "Upgrade", "sec-websocket-protocol": "mqtt" },
+    });
+    assert.equal(res.status, 400);
+    assert.match(await res.text(), /bad upgrade request: .*sec-websocket-key/i);
+    assert.equal(refused.length, 1);
+    assert.deepEqual(errors, []);
+  } finally {
+    console.error = consoleError;
+    l.close();
+  }
 });
