@@ -17,7 +17,7 @@ Deno.test("parseErrorLine() gives a TOML error's first line with its line and co
 });
 
 Deno.test("parseErrorLine() keeps a JSON error's quoted text on one line", () => {
-  const line = parseErrorLine(thrown(() => JSON.parse('[\nG\n]')));
+  const line = parseErrorLine(thrown(() => JSON.parse("[\nG\n]")));
   assert.ok(!line.includes("\n"), line);
   assert.match(line, /Unexpected token 'G'/);
 });
