@@ -235,18 +235,19 @@ async function serveWs(
     onListen: (a) => ready.resolve(a.port),
     ...(o.tls ?? {}),
   }, (req, info) => {
-    const refused = refusal(req, o);
-    if (refused !== null) {
-      o.onRefused?.(refused[1]);
-      return new Response(refused[1] + "\n", { status: refused[0] });
-    }
     const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
     let upgraded: { socket: WebSocket; response: Response };
     try {
+      const refused = refusal(req, o);
+      if (refused !== null) {
+        o.onRefused?.(refused[1]);
+        return new Response(refused[1] + "\n", { status: refused[0] });
+      }
       upgraded = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
     } catch (e) {
-      // A request the upgrade refuses (no Sec-WebSocket-Key, another version): the client's
-      // fault, refused like the others; thrown, Deno's server printed a stack trace and a 500.
+      // A request the URL parser or the upgrade refuses (a Host that is no host, no
+      // Sec-WebSocket-Key, another version): the client's fault, refused like the others;
+      // thrown, Deno's server printed a stack trace and answered 500.
       const why = `MQTT over WebSocket: bad upgrade request: ${(e as Error).message}`;
       o.onRefused?.(why);
       return new Response(why + "\n", { status: 400 });
