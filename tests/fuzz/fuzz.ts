@@ -789,8 +789,12 @@ async function fuzzSockets(
         while (next < inputs.length) {
           const k = next++;
           if (inputs[k].ws) {
-            await sendWsInput(wsPort!, inputs[k].bytes, rng(seeds[k]));
+            const status = await sendWsInput(wsPort!, inputs[k].bytes, rng(seeds[k]));
             report.wsInputs++;
+            if (/^HTTP\/1\.1 5/.test(status)) {
+              report.crashes++;
+              fail(report, `WebSocket listener answered "${status}" (its handler threw)`);
+            }
           } else {
             await sendInput(port, inputs[k].bytes, rng(seeds[k]));
             report.socketInputs++;

@@ -91,19 +91,24 @@ export function makeWsInput(r: Rand, mqtt: Uint8Array): Uint8Array {
 /**
  * Sends one WebSocket input on a fresh connection: the upgrade, the server's 101 (or refusal)
  * read, then the frames in random cuts; ends with a half-close or a short wait for the peer.
+ * Returns the status line the server answered the upgrade with ("" if none): a 500 means its
+ * handler threw (Deno's server prints that on its own stderr, out of a test's sight).
  */
-export async function sendWsInput(port: number, input: Uint8Array, r: Rand): Promise<void> {
+export async function sendWsInput(port: number, input: Uint8Array, r: Rand): Promise<string> {
   let conn: Deno.TcpConn;
   try {
     conn = await Deno.connect({ hostname: "127.0.0.1", port });
   } catch {
-    return; // listener busy: the witness decides
+    return ""; // listener busy: the witness decides
   }
   const end = new TextEncoder().encode(UPGRADE).length;
+  let status = "";
   const drain = (async () => {
     const buf = new Uint8Array(4096);
     try {
-      while ((await conn.read(buf)) !== null) { /* replies are not checked here */ }
+      for (let n; (n = await conn.read(buf)) !== null;) {
+        if (status === "") status = new TextDecoder().decode(buf.subarray(0, n)).split("\r\n")[0];
+      }
     } catch { /* reset by peer */ }
   })();
   const halfClose = r() < 0.5;
@@ -131,4 +136,5 @@ export async function sendWsInput(port: number, input: Uint8Array, r: Rand): Pro
     conn.close();
   } catch { /* closed */ }
   await drain;
+  return status;
 }
