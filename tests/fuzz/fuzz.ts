@@ -983,7 +983,13 @@ if (import.meta.main && Deno.args.includes("--child")) {
 } else if (import.meta.main) {
   const seconds = Number(argValue(Deno.args, "--seconds") ?? 600);
   const seed = Number(argValue(Deno.args, "--seed") ?? Math.floor(Math.random() * 2 ** 31));
-  const only = targetsArg(argValue(Deno.args, "--only"));
+  let only: FuzzTarget[] | undefined;
+  try {
+    only = targetsArg(argValue(Deno.args, "--only"));
+  } catch (e) {
+    console.error((e as Error).message);
+    Deno.exit(2);
+  }
   console.error(`Fuzzing ${only?.join(", ") ?? "everything"} for ${seconds} s with seed ${seed}`);
   const report = await fuzz({
     seconds,
