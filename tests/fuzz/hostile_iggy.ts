@@ -118,16 +118,21 @@ class Witness {
   }
 }
 
-/** Devices publishing QoS 1 (what was PUBACKed is kept) and a QoS 1 subscriber. */
+/**
+ * Devices publishing QoS 1, one in ten retained (what was PUBACKed is kept), a QoS 1 subscriber
+ * with a stored session, and a shared subscription: so that polls, retained records, session
+ * records and (Iggy mode) consumer groups all come back through the hostile replies.
+ */
 async function startLoad(port: number, tag: string) {
   const url = `mqtt://127.0.0.1:${port}`;
   const o = { reconnectPeriod: 200, connectTimeout: 3000, clean: true };
   const acked = new Set<string>();
   let delivered = 0;
-  const sub = await mqtt.connectAsync(url, { ...o, clientId: `fz-sub-${tag}` });
+  const sub = await mqtt.connectAsync(url, { ...o, clientId: `fz-sub-${tag}`, clean: false });
   sub.on("message", () => delivered++);
   sub.on("error", () => {});
   await sub.subscribeAsync("sensors/+/data", { qos: 1 }).catch(() => {});
+  await sub.subscribeAsync("$share/fz/sensors/+/data", { qos: 1 }).catch(() => {});
   const devices = await Promise.all(
     [0, 1].map((d) => mqtt.connectAsync(url, { ...o, clientId: `fz-dev-${tag}-${d}` })),
   );
@@ -139,7 +144,8 @@ async function startLoad(port: number, tag: string) {
       for (const [d, c] of devices.entries()) {
         const payload = `${tag}-d${d}-${seq++}`;
         // Without a callback a refusal is an unhandled error of MQTT.js: kept only when acked.
-        c.publish(`sensors/d${d}/data`, payload, { qos: 1 }, (err) => {
+        const retain = seq % 10 === 0;
+        c.publish(`sensors/d${d}/data`, payload, { qos: 1, retain }, (err) => {
           if (!err) acked.add(payload);
         });
       }
