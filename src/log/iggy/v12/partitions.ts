@@ -170,9 +170,9 @@ export class PartitionOps012 implements PartitionOps {
       // state: later batches must not take its sequence. A refusal counts as "may be written"
       // too: a broken server (or a corrupted reply) can refuse a batch it wrote, and a later
       // batch under the same sequence would be acknowledged as its resend without being
-      // written. Only a send that never left keeps the sequence.
+      // written. Only a send none of whose attempts left keeps the sequence.
       const status = statusOf(e);
-      if (!(e instanceof NotSentError)) this.#renew(key);
+      if (s.unsure || !(e instanceof NotSentError)) this.#renew(key);
       if (status === Status012.PRODUCER_EPOCH_FENCED) {
         this.#d.warn?.(
           "Iggy fenced the gateway's producer on a partition; it continues under a new one",
