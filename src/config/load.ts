@@ -5,6 +5,7 @@
  * @module
  */
 import { parse as parseToml } from "smol-toml";
+import { parseErrorLine } from "../base/parse_error.ts";
 import { type HostPort, splitHostPort } from "../base/address.ts";
 import { ConfigError } from "./errors.ts";
 import { envNameOf, KEY_SPEC_BY_KEY, KEY_SPECS, type KeySpec } from "./schema.ts";
@@ -59,7 +60,7 @@ export function loadConfig(input: LoadInput): GatewayConfig {
   try {
     doc = parseToml(input.text) as Record<string, unknown>;
   } catch (err) {
-    throw new ConfigError("(file)", `${input.source} is not valid TOML: ${String(err)}`, {
+    throw new ConfigError("(file)", `${input.source} is not valid TOML: ${parseErrorLine(err)}`, {
       cause: err,
     });
   }
@@ -286,8 +287,13 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v) && !(v instanceof Date);
 }
 
+/** A value as a message shows it; TOML tables have no prototype (String() would throw). */
 function show(v: unknown): string {
-  return typeof v === "string" ? `"${v}"` : String(v);
+  if (typeof v === "string") return `"${v}"`;
+  if (v instanceof Date) return "a date";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "object" && v !== null) return "a table";
+  return String(v);
 }
 
 function deepFreeze<T>(o: T): T {

@@ -189,3 +189,28 @@ Deno.test("checkEnvNames() passes every documented name and other programs' vari
   checkEnvNames({ IGGY_MQTT_FORWARD_ENABLED: "true", PATH: "/bin", iggy_other: "x" });
   assert.throws(() => checkEnvNames({ IGGY_MQTT_FORWARD_ENABLE: "true" }), /FORWARD_ENABLED/);
 });
+
+Deno.test("loadConfig() refuses a table, a list or a date where a value belongs with a one-line ConfigError", () => {
+  // Found by the loader fuzzer (tests/fuzz/loaders.ts): TOML tables have no prototype, and
+  // showing one in the message threw a TypeError instead of the ConfigError.
+  const cases: [string, RegExp][] = [
+    [
+      "[limits]\nmax_packet_bytes = { a = 1 }",
+      /max_packet_bytes": must be an integer, got a table$/,
+    ],
+    ["[gateway]\nlog_level = {}", /log_level": must be one of .*, got a table$/],
+    ["[limits]\nmax_packet_bytes = [1]", /got a list$/],
+    ["[limits]\nmax_packet_bytes = 1979-05-27T07:32:00Z", /got a date$/],
+    [
+      '[gateway]\nid = "a',
+      /is not valid TOML: Invalid TOML document: unfinished string \(line 2, column 6\)$/,
+    ],
+  ];
+  for (const [text, message] of cases) {
+    assert.throws(
+      () => loadConfig({ text, source: "g.toml", env: {} }),
+      (e) => e instanceof ConfigError && !e.message.includes("\n") && message.test(e.message),
+      text,
+    );
+  }
+});

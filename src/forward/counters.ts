@@ -19,8 +19,15 @@ export interface ForwardCounters {
   dropped: number;
   /** Failed sends and reads upstream. */
   failures: number;
+  /**
+   * Upstream messages a resolve read that name this gateway and partition but an offset the
+   * local partition never reached (a corrupted or forged header): ignored, not taken as landed.
+   */
+  strayOrigins: number;
   /** Reports local offsets `[from, to)` of a partition that went before they were forwarded. */
   gap(address: PartitionAddress, from: number, to: number): void;
+  /** Reports `count` stray origins of one resolve, the highest claiming local offset `offset`. */
+  stray(address: PartitionAddress, count: number, offset: number, localEnd: number): void;
 }
 
 /** Mean payload bytes of the messages sent so far (0 before the first): what sizes the lag. */

@@ -83,6 +83,7 @@ export class Forwarder {
       foundUpstream: 0,
       dropped: 0,
       failures: 0,
+      strayOrigins: 0,
       gap: (a, from, to) => {
         logger.warn("Forward gap: messages went before they were forwarded", {
           ...a,
@@ -90,6 +91,17 @@ export class Forwarder {
           to_offset: to - 1,
           messages: to - from,
         });
+      },
+      stray: (a, count, offset, localEnd) => {
+        logger.warn(
+          "Forward resolve: upstream messages claim local offsets never written, ignored",
+          {
+            ...a,
+            messages: count,
+            highest_claimed_offset: offset,
+            local_end: localEnd,
+          },
+        );
       },
     };
     this.uplinkState = new Uplink({

@@ -110,6 +110,7 @@ function registerGauges(m: Metrics, fw: Forwarder): void {
       [{ kind: "resent" }, c.resent],
       [{ kind: "found_upstream" }, c.foundUpstream],
       [{ kind: "dropped" }, c.dropped],
+      [{ kind: "stray_origin" }, c.strayOrigins],
     ];
   });
   m.gauge("forward_failures", "Failed sends and reads upstream since start", () => {

@@ -263,19 +263,32 @@ export class ForwardLane {
       ? await upstream.nextOffset(target)
       : await settled(() => upstream.nextOffset(target));
     if (this.#mark !== null) {
+      // What landed of ours is below the local end: an origin beyond it was never sent by
+      // this partition (a corrupted or forged header), and taking it as landed would skip,
+      // and so lose, every message up to it.
+      const localEnd = await ctx.local.nextOffset(this.address);
       let found = -1;
       let landed = 0;
+      let stray = 0;
+      let strayMax = -1;
       for (let from = this.#mark; from < end;) {
         const read = await upstream.poll(target, from, Math.min(MARK.resolvePoll, end - from));
         if (read.length === 0) break;
         for (const m of read) {
           const offset = originOffset(m.headers, ctx.options.gatewayId, this.address.partition);
-          if (offset !== null && offset >= this.#next) {
+          if (offset !== null && offset >= localEnd) {
+            stray++;
+            strayMax = Math.max(strayMax, offset);
+          } else if (offset !== null && offset >= this.#next) {
             found = Math.max(found, offset);
             landed++;
           }
         }
         from = read[read.length - 1].offset + 1;
+      }
+      if (stray > 0) {
+        ctx.counters.strayOrigins += stray;
+        ctx.counters.stray(this.address, stray, strayMax, localEnd);
       }
       if (found >= this.#next) {
         ctx.counters.foundUpstream += landed;

@@ -186,3 +186,23 @@ Deno.test("compileMap() ignores options for a TOML map", () => {
     MapError,
   );
 });
+
+Deno.test("compileMap() refuses a map that does not parse with a one-line MapError", () => {
+  // Found by the loader fuzzer (tests/fuzz/loaders.ts): the parsers' messages quote the file
+  // over several lines, and main.ts prints the error as it is.
+  const cases: [string, string, RegExp][] = [
+    [
+      'default_stream = "a',
+      "m.toml",
+      /^m\.toml: file: is not valid TOML: .*unfinished string \(line 1, column \d+\)$/,
+    ],
+    ["[\nG\n]", "m.json", /^m\.json: file: is not valid JSON: Unexpected token 'G'/],
+  ];
+  for (const [text, source, message] of cases) {
+    assert.throws(
+      () => compileMap(text, source),
+      (e) => e instanceof MapError && !e.message.includes("\n") && message.test(e.message),
+      text,
+    );
+  }
+});

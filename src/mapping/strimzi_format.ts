@@ -15,6 +15,7 @@
  */
 
 import { MapError } from "./map_error.ts";
+import { parseErrorLine } from "../base/parse_error.ts";
 import { type RawMap, RawRecord, type RawRule } from "./raw_map.ts";
 import { literalTemplate } from "./template.ts";
 
@@ -50,7 +51,7 @@ export function readStrimziMap(text: string, source: string, options: StrimziOpt
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new MapError(source, null, "file", `is not valid JSON: ${(e as Error).message}`, {
+    throw new MapError(source, null, "file", `is not valid JSON: ${parseErrorLine(e)}`, {
       cause: e,
     });
   }

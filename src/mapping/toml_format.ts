@@ -15,6 +15,7 @@
  */
 
 import { parse } from "smol-toml";
+import { parseErrorLine } from "../base/parse_error.ts";
 import { MapError } from "./map_error.ts";
 import { type RawMap, RawRecord, type RawRule } from "./raw_map.ts";
 
@@ -38,7 +39,7 @@ export function readTomlMap(text: string, source: string): RawMap {
   try {
     doc = parse(text);
   } catch (e) {
-    throw new MapError(source, null, "file", `is not valid TOML: ${(e as Error).message}`, {
+    throw new MapError(source, null, "file", `is not valid TOML: ${parseErrorLine(e)}`, {
       cause: e,
     });
   }

@@ -16,6 +16,7 @@ import type { Transport, TransportSink } from "../session/transport.ts";
 import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 import { bindError } from "./bind_error.ts";
 import { nextTick } from "../base/tick.ts";
+import { ProtocolError } from "../codec/errors.ts";
 
 /** Bytes held for a paused connection before it is closed. */
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
@@ -50,7 +51,7 @@ export class WsTransport implements Transport {
     socket.binaryType = "arraybuffer";
     socket.onmessage = (e) => this.#message(e.data);
     socket.onclose = () => this.#end();
-    socket.onerror = (e) => this.#end((e as ErrorEvent).error ?? new Error("WebSocket error"));
+    socket.onerror = (e) => this.#end(wsError(e));
   }
 
   start(sink: TransportSink): void {
@@ -91,7 +92,9 @@ export class WsTransport implements Transport {
     if (this.#ended) return;
     if (!(data instanceof ArrayBuffer)) {
       this.#socket.close(1003, "binary frames only"); // before the connection closes it plainly
-      this.#end(new Error("text frame: MQTT over WebSocket is binary only [MQTT-6.0.0-1]"));
+      this.#end(
+        new ProtocolError("MQTT-6.0.0-1", "text frame: MQTT over WebSocket is binary only"),
+      );
       return;
     }
     this.#held.push(new Uint8Array(data));
@@ -134,6 +137,23 @@ export class WsTransport implements Transport {
     this.#heldBytes = 0;
     this.#sink?.end(error);
   }
+}
+
+/** The peer went away mid-frame or the socket failed: not a violation by the client. */
+const GONE = /unexpected eof|reset|broken pipe|closed|timed out/i;
+
+/**
+ * A WebSocket's error as the connection counts it: a frame that breaks RFC 6455 (reserved bits,
+ * an unknown opcode, a fragmented or oversized control frame, invalid UTF-8 in a close, a
+ * frame over the size bound) is the client's protocol violation, counted and logged as one
+ * (`protocol_errors{rule="RFC6455"}`); a socket that went away is not.
+ */
+export function wsError(e: Event): unknown {
+  const error = (e as ErrorEvent).error ??
+    new Error((e as ErrorEvent).message || "WebSocket error");
+  const message = error instanceof Error ? error.message : String(error);
+  if (GONE.test(message)) return error;
+  return new ProtocolError("RFC6455", `WebSocket: ${message}`);
 }
 
 /** Why an upgrade request is refused (status and text), or null to accept it. */
@@ -222,13 +242,24 @@ async function serveWs(
     onListen: (a) => ready.resolve(a.port),
     ...(o.tls ?? {}),
   }, (req, info) => {
-    const refused = refusal(req, o);
-    if (refused !== null) {
-      o.onRefused?.(refused[1], info.remoteAddr.hostname);
-      return new Response(refused[1] + "\n", { status: refused[0] });
-    }
     const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
-    const { socket, response } = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
+    let upgraded: { socket: WebSocket; response: Response };
+    try {
+      const refused = refusal(req, o);
+      if (refused !== null) {
+        o.onRefused?.(refused[1], remote);
+        return new Response(refused[1] + "\n", { status: refused[0] });
+      }
+      upgraded = Deno.upgradeWebSocket(req, { protocol: "mqtt" });
+    } catch (e) {
+      // A request the URL parser or the upgrade refuses (a Host that is no host, no
+      // Sec-WebSocket-Key, another version): the client's fault, refused like the others;
+      // thrown, Deno's server printed a stack trace and answered 500.
+      const why = `MQTT over WebSocket: bad upgrade request: ${(e as Error).message}`;
+      o.onRefused?.(why, remote);
+      return new Response(why + "\n", { status: 400 });
+    }
+    const { socket, response } = upgraded;
     const t = new WsTransport(socket, remote, o.tls === undefined ? "ws" : "wss");
     socket.addEventListener("open", () => onAccept(t), { once: true });
     return response;

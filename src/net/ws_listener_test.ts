@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { MAX_HELD_BYTES, refusal, WsTransport } from "./ws_listener.ts";
+import { listenWs, MAX_HELD_BYTES, refusal, WsTransport } from "./ws_listener.ts";
+import { ProtocolError } from "../codec/errors.ts";
 
 /** What WsTransport uses of a WebSocket, driven by the test. */
 class FakeSocket {
@@ -77,4 +78,59 @@ Deno.test("ws refusal(): path, upgrade, subprotocol and origin", () => {
   assert.equal(refusal(req("/mqtt", up), o)?.[0], 403); // no origin, origins configured
   assert.equal(refusal(req("/mqtt", { ...up, origin: "https://a.example" }), o), null);
   assert.equal(refusal(req("/mqtt", up), { ...o, allowedOrigins: [] }), null);
+});
+
+Deno.test("WsTransport: a frame that breaks RFC 6455 ends the connection with a ProtocolError; a peer gone mid-frame does not", () => {
+  // Found by the WebSocket frame fuzz (tests/fuzz/ws_frames.ts): framing errors ended the
+  // connection with a debug line and no count.
+  const a = transport();
+  a.s.onerror!(new ErrorEvent("error", { error: new Error("Reserved bits are not zero") }));
+  const e = a.ended();
+  assert.ok(e instanceof ProtocolError, String(e));
+  assert.equal(e.rule, "RFC6455");
+  assert.match(e.message, /WebSocket: Reserved bits are not zero/);
+  const b = transport();
+  b.s.onerror!(new ErrorEvent("error", { error: new Error("Unexpected EOF") }));
+  assert.ok(!(b.ended() instanceof ProtocolError));
+  const c = transport();
+  c.s.frame("CONNECT as text");
+  const text = c.ended();
+  assert.ok(text instanceof ProtocolError && text.rule === "MQTT-6.0.0-1");
+});
+
+/** Sends `request` raw and returns the status line of the answer. */
+async function statusLine(port: number, request: string): Promise<string> {
+  const c = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await c.write(new TextEncoder().encode(request));
+    const buf = new Uint8Array(4096);
+    const n = await c.read(buf);
+    return new TextDecoder().decode(buf.subarray(0, n ?? 0)).split("\r\n")[0];
+  } finally {
+    c.close();
+  }
+}
+
+Deno.test("listenWs: an upgrade with a Host that is no host or without Sec-WebSocket-Key is a counted 400, not a 500 with a stack trace", async () => {
+  // Found by the WebSocket fuzz (tests/fuzz/ws_frames.ts, mutated upgrade requests): the URL
+  // parser and Deno.upgradeWebSocket threw in the handler.
+  const refused: string[] = [];
+  const l = await listenWs("127.0.0.1", 0, {
+    path: "/mqtt",
+    allowedOrigins: [],
+    onRefused: (r) => refused.push(r),
+  }, () => {});
+  const head = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: mqtt\r\n";
+  const key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+  try {
+    const noKey = `GET /mqtt HTTP/1.1\r\nHost: 127.0.0.1\r\n${head}\r\n`;
+    assert.equal(await statusLine(l.port, noKey), "HTTP/1.1 400 Bad Request");
+    const badHost = `GET /mqtt HTTP/1.1\r\nHost: 127.0-0.1\r\n${head}${key}\r\n`;
+    assert.equal(await statusLine(l.port, badHost), "HTTP/1.1 400 Bad Request");
+    assert.equal(refused.length, 2);
+    assert.match(refused[0], /bad upgrade request: .*sec-websocket-key/i);
+    assert.match(refused[1], /bad upgrade request: Invalid URL/);
+  } finally {
+    l.close();
+  }
 });

@@ -186,3 +186,40 @@ Deno.test("a backlog goes in full sends back to back, without a linger between t
   assert.deepEqual(await upstreamPayloads(upstream.backend, 1), expected(1, 1000));
   await fw.stop();
 });
+
+Deno.test("a resolve ignores an upstream origin beyond the local end (corrupted or forged): nothing is skipped", async () => {
+  // A hostile or broken upstream: a message naming this gateway and partition but local offset
+  // 5000, which the partition never reached. Taken as landed, it moved the forwarded position
+  // to 5001 and the 100 messages appended after it were never forwarded.
+  await using local = await openTestStore();
+  await using upstream = await openTestStore();
+  await appendMany(local.backend, 1, 100);
+  const faulty = new FaultyUpstream(upstream.backend);
+  const first = new Forwarder(local.backend, () => faulty.open(), OPTIONS, quiet());
+  await first.start();
+  await waitFor(async () => await total(upstream.backend, 1) >= 100, 10_000, "100 upstream");
+  await first.stop();
+  const a = { stream: "plant", topic: "readings", partition: 0 };
+  const forged = textMessage("forged", { [GATEWAY_HEADER]: "edge-7", [ORIGIN_HEADER]: "0/5000" });
+  await upstream.backend.append({ ...a, messages: [forged] });
+  await local.backend.append({
+    ...a,
+    messages: Array.from({ length: 100 }, (_, j) => textMessage(`p0-${100 + j}`, {})),
+  });
+  const logs: string[] = [];
+  const second = new Forwarder(
+    local.backend,
+    () => faulty.open(),
+    OPTIONS,
+    new Logger("warn", (l) => logs.push(l)),
+  );
+  await second.start();
+  await waitFor(async () => await total(upstream.backend, 1) >= 201, 10_000, "201 upstream");
+  await waitFor(() => second.status().lagMessages === 0, 5_000, "caught up");
+  const [payloads] = await upstreamPayloads(upstream.backend, 1);
+  const want = expected(1, 200)[0];
+  assert.deepEqual(payloads, [...want.slice(0, 100), "forged", ...want.slice(100)]);
+  assert.equal(second.counters.strayOrigins, 1);
+  assert.ok(logs.some((l) => l.includes("claim local offsets never written")), logs.join("\n"));
+  await second.stop();
+});

@@ -8,12 +8,23 @@
  *      packets (which must respect the decoder's own invariants) or throw `ProtocolError`;
  *      any other exception is a crash, a batch that does not finish in time is a hang;
  *  (b) over real sockets to a live gateway (in-process unless `port` is given), in bounded
- *      parallel connections; after each batch a witness client must still get its PUBACK.
+ *      parallel connections, raw TCP and WebSocket (`ws_frames.ts`: mutated frames carrying the
+ *      same inputs); after each batch a witness client must still get its PUBACK.
  *      Exceptions the gateway swallowed as "Connection read failed" that are not socket
  *      errors, and unhandled rejections, count as crashes.
+ * In the same child process as (a), batch by batch:
+ *  (c) every decoder of an Iggy reply, both dialects (`iggy_replies.ts`);
+ *  (d) the config and topic-map loaders (`loaders.ts`).
+ * And beside them:
+ *  (e) rounds against a hostile Iggy (`hostile_iggy.ts`): gateways in Iggy mode and in forward
+ *      mode, both dialects, behind a proxy that corrupts reply frames; a witness must get its
+ *      PUBACK after every batch and every PUBACKed message must reach Iggy.
  *
- * Run: `deno task fuzz --seconds 600 --seed 42`. Everything is reproducible from the seed:
- * decoder batch `n` is generated from `(seed, n)` alone.
+ * Run: `deno task fuzz --seconds 600 --seed 42` (`--only replies,loaders` runs some of
+ * decoder, replies, loaders, sockets, ws, hostile). Everything in the child process is
+ * reproducible from the seed: batch `n` of each target is generated from `(seed, n)` alone;
+ * `--reproduce replies:17` runs that one batch again and prints what it found. The socket and
+ * hostile rounds are seeded too, but timing decides which input meets which state.
  *
  * @module
  */
@@ -24,15 +35,35 @@ import { ProtocolError } from "../../src/codec/errors.ts";
 import type { ClientPacket } from "../../src/codec/packets.ts";
 import { remainingLength as varint } from "../../src/codec/encoder.ts";
 import { concatBytes } from "../../src/base/bytes.ts";
+import { batchRng, hex, int, INTERESTING, pick, type Rand, rng } from "./random.ts";
+import { type ReplyBatchResult, runReplyInputs } from "./iggy_replies.ts";
+import { type LoaderBatchResult, runLoaderInputs } from "./loaders.ts";
+import { makeWsInput, sendWsInput } from "./ws_frames.ts";
+import { hostileRound, SETUPS } from "./hostile_iggy.ts";
 
 /** Figures of one fuzz run. */
 export interface FuzzReport {
   seconds: number;
   seed: number;
-  /** Inputs fed to the decoder (a) plus inputs sent over sockets (b). */
+  /** Every input: (a) to (d), and the reply frames the hostile proxy passed on in (e). */
   inputs: number;
   decoderInputs: number;
+  /** MQTT inputs over TCP, and over WebSocket frames, in (b). */
   socketInputs: number;
+  wsInputs: number;
+  /** Reply inputs in (c); how many a decoder refused with the client's own errors. */
+  replyInputs: number;
+  replyRefusals: number;
+  /** Loader inputs in (d); how many were refused with a one-line ConfigError or MapError. */
+  loaderInputs: number;
+  loaderRefusals: number;
+  /** Hostile rounds and batches in (e), reply frames passed on and corrupted. */
+  hostileRounds: number;
+  hostileBatches: number;
+  hostileFrames: number;
+  hostileCorrupted: number;
+  /** Messages PUBACKed in (e), each found in Iggy afterwards (else a finding). */
+  hostileAcked: number;
   /** ProtocolErrors thrown by the decoder in (a), plus protocol errors the gateway counted in (b). */
   protocolErrors: number;
   decoderProtocolErrors: number;
@@ -52,7 +83,19 @@ export interface FuzzOptions {
   readonly seed: number;
   /** Fuzz an already running gateway on 127.0.0.1:port instead of an in-process one. */
   readonly port?: number;
+  /** What to fuzz (default: all). */
+  readonly only?: readonly FuzzTarget[];
+  /** Fraction of reply frames the hostile Iggy corrupts in (e) (default 0.2). */
+  readonly corruptRate?: number;
 }
+
+/** The parts of a run: (a) to (e) of the module doc, (b) split by transport. */
+export const TARGETS = ["decoder", "replies", "loaders", "sockets", "ws", "hostile"] as const;
+export type FuzzTarget = typeof TARGETS[number];
+
+/** The targets that run in the child process, with their batch sizes. */
+const CHILD_TARGETS = { decoder: 2000, replies: 2000, loaders: 300 } as const;
+type ChildTarget = keyof typeof CHILD_TARGETS;
 
 const DEFAULT_LIMITS: DecoderLimits = {
   maxPacketBytes: 8092,
@@ -76,22 +119,6 @@ const MAX_FAILURES = 20;
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers and the corpus
-
-/** mulberry32: small, fast, seedable. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-type Rand = () => number;
-const int = (r: Rand, n: number) => Math.floor(r() * n);
-const pick = <T>(r: Rand, xs: readonly T[]): T => xs[int(r, xs.length)];
 
 function gen(p: Record<string, unknown>, protocolVersion = 4): Uint8Array {
   return new Uint8Array(
@@ -263,8 +290,6 @@ function makeCorpus(): { connects: Uint8Array[]; packets: Uint8Array[] } {
 
 // ---------------------------------------------------------------------------------------------
 // Mutations
-
-const INTERESTING = [0x00, 0x01, 0x7f, 0x80, 0xff, 0xfe, 0xc0, 0xed, 0xf4, 0x23, 0x2b, 0x2f];
 
 /** Rewrites the remaining length of a packet at offset 0 (keeping the body). */
 function tweakRemainingLength(r: Rand, b: Uint8Array): Uint8Array {
@@ -475,27 +500,105 @@ export function runDecoderBatch(
   return res;
 }
 
-function hex(b: Uint8Array): string {
-  return [...b.subarray(0, 512)].map((x) => x.toString(16).padStart(2, "0")).join("");
+/** What one batch of the child process found, per target. */
+interface ChildBatchResult {
+  batch: number;
+  decoder?: DecoderBatchResult;
+  replies?: ReplyBatchResult;
+  loaders?: LoaderBatchResult;
+}
+
+/** Resident memory above which a batch counts as allocating absurdly (a length taken as is). */
+const CHILD_RSS_LIMIT = 1024 * 1024 * 1024;
+
+/** Batch `batch` of the child `targets` under `seed`. */
+async function runChildBatch(
+  seed: number,
+  batch: number,
+  targets: readonly ChildTarget[],
+): Promise<ChildBatchResult> {
+  const out: ChildBatchResult = { batch };
+  if (targets.includes("decoder")) out.decoder = runDecoderBatch(seed, batch);
+  if (targets.includes("replies")) {
+    const r = batchRng(seed, 1, batch);
+    out.replies = await runReplyInputs(r, CHILD_TARGETS.replies);
+    label(out.replies.crashes, `replies:${batch}`);
+  }
+  if (targets.includes("loaders")) {
+    out.loaders = runLoaderInputs(batchRng(seed, 2, batch), CHILD_TARGETS.loaders);
+    label(out.loaders.crashes, `loaders:${batch}`);
+  }
+  const rss = Deno.memoryUsage().rss;
+  if (rss > CHILD_RSS_LIMIT) {
+    (out.replies ?? out.loaders ?? out.decoder)?.crashes.push(
+      `memory: the child holds ${
+        Math.round(rss / 2 ** 20)
+      } MiB after batch ${batch} (seed ${seed})`,
+    );
+  }
+  return out;
+}
+
+/** Names the batch a crash came from (`--reproduce target:batch`) before its input. */
+function label(crashes: string[], where: string): void {
+  for (let i = 0; i < crashes.length; i++) {
+    crashes[i] = crashes[i].replace(/ (bytes|input)=/, ` (--reproduce ${where}) $1=`);
+  }
 }
 
 /**
- * Decoder batches from `from` on, one JSON line per batch on stdout, until `until` (epoch ms).
+ * Batches from `from` on, one JSON line per batch on stdout, until `until` (epoch ms).
  * Runs in a child process so that a hang can be detected and killed (a Worker cannot be used:
  * under `deno test` of Deno 2.9.6 a Worker never receives its messages).
  */
-function runDecoderChild(seed: number, from: number, until: number): void {
+async function runChild(
+  seed: number,
+  from: number,
+  until: number,
+  targets: readonly ChildTarget[],
+): Promise<void> {
   const out = new TextEncoder();
   for (let batch = from; Date.now() < until; batch++) {
-    const line = JSON.stringify({ batch, ...runDecoderBatch(seed, batch) }) + "\n";
+    const line = JSON.stringify(await runChildBatch(seed, batch, targets)) + "\n";
     const bytes = out.encode(line);
     let off = 0;
     while (off < bytes.length) off += Deno.stdout.writeSync(bytes.subarray(off));
   }
 }
 
-/** Runs decoder batches in a child process until `deadline`; a silent batch is a hang. */
-async function fuzzDecoder(seed: number, deadline: number, report: FuzzReport): Promise<void> {
+/** Adds one batch line of the child to the report. */
+function addChildBatch(report: FuzzReport, result: ChildBatchResult): void {
+  const d = result.decoder;
+  if (d) {
+    report.decoderInputs += d.inputs;
+    report.decoderProtocolErrors += d.protocolErrors;
+    report.packets += d.packets;
+    report.crashes += d.crashes.length;
+    for (const c of d.crashes) {
+      fail(report, `decoder crash: ${c}`, `decoder crash: ${c.replace(/ \(seed.*$/, "")}`);
+    }
+  }
+  for (const [name, r] of [["reply", result.replies], ["loader", result.loaders]] as const) {
+    if (!r) continue;
+    if (name === "reply") {
+      report.replyInputs += r.inputs;
+      report.replyRefusals += r.refused;
+    } else {
+      report.loaderInputs += r.inputs;
+      report.loaderRefusals += r.refused;
+    }
+    report.crashes += r.crashes.length;
+    for (const c of r.crashes) fail(report, `${name} crash: ${c}`);
+  }
+}
+
+/** Runs the child targets' batches in a child process until `deadline`; a silent batch is a hang. */
+async function fuzzInChild(
+  seed: number,
+  deadline: number,
+  targets: readonly ChildTarget[],
+  report: FuzzReport,
+): Promise<void> {
   let next = 0;
   while (Date.now() < deadline) {
     const child = new Deno.Command(Deno.execPath(), {
@@ -503,7 +606,8 @@ async function fuzzDecoder(seed: number, deadline: number, report: FuzzReport): 
         "run",
         "-A",
         new URL(import.meta.url).pathname,
-        "--decoder-child",
+        "--child",
+        targets.join(","),
         "--seed",
         String(seed),
         "--from",
@@ -535,16 +639,10 @@ async function fuzzDecoder(seed: number, deadline: number, report: FuzzReport): 
       pending += r.value;
       let nl: number;
       while ((nl = pending.indexOf("\n")) >= 0) {
-        const result = JSON.parse(pending.slice(0, nl)) as DecoderBatchResult & { batch: number };
+        const result = JSON.parse(pending.slice(0, nl)) as ChildBatchResult;
         pending = pending.slice(nl + 1);
         next = result.batch + 1;
-        report.decoderInputs += result.inputs;
-        report.decoderProtocolErrors += result.protocolErrors;
-        report.packets += result.packets;
-        report.crashes += result.crashes.length;
-        for (const c of result.crashes) {
-          fail(report, `decoder crash: ${c}`, `decoder crash: ${c.replace(/ \(seed.*$/, "")}`);
-        }
+        addChildBatch(report, result);
       }
     }
     if (hung) {
@@ -555,20 +653,28 @@ async function fuzzDecoder(seed: number, deadline: number, report: FuzzReport): 
     reader.cancel().catch(() => {});
     const status = await child.status;
     const err = await stderr;
+    const again = targets.map((t) => `--reproduce ${t}:${next}`).join(" or ");
     if (hung) {
       report.hangs++;
-      fail(report, `decoder hang: seed ${seed} batch ${next}`);
+      fail(report, `hang: seed ${seed} batch ${next} (${again})`);
       next++; // skip the batch that hung
     } else if (!status.success) {
       report.crashes++;
-      fail(report, `decoder process died at seed ${seed} batch ${next}: ${err.slice(-500)}`);
+      fail(
+        report,
+        `child process died at seed ${seed} batch ${next} (${again}): ${err.slice(-500)}`,
+      );
       next++;
     }
   }
 }
 
 /** Records a finding once per distinct signature (the text before any input bytes or time). */
-function fail(report: FuzzReport, msg: string, signature = msg.replace(/ bytes=.*$/, "")): void {
+function fail(
+  report: FuzzReport,
+  msg: string,
+  signature = msg.replace(/ \(--reproduce [^)]*\)/, "").replace(/ (bytes|input)=.*$/s, ""),
+): void {
   const seen = report.findings[signature];
   if (seen) seen.count++;
   else if (Object.keys(report.findings).length < MAX_FAILURES) {
@@ -619,7 +725,9 @@ async function sendInput(port: number, input: Uint8Array, r: Rand): Promise<void
 function scanLogs(logs: string[], report: FuzzReport): void {
   for (const line of logs.splice(0)) {
     if (!line.includes("Connection read failed") && !line.includes('"level":"error"')) continue;
-    if (/os error|reset|broken pipe|EPIPE|Bad resource|closed|interrupted/i.test(line)) continue;
+    if (
+      /os error|reset|broken pipe|EPIPE|Bad resource|closed|interrupted|unexpected eof/i.test(line)
+    ) continue;
     report.crashes++;
     let signature = line;
     try {
@@ -637,18 +745,33 @@ function total(values: Map<string, number>): number {
   return n;
 }
 
+/** One socket input: MQTT bytes, over TCP or inside WebSocket frames. */
+interface SocketInput {
+  readonly bytes: Uint8Array;
+  readonly ws: boolean;
+}
+
 async function fuzzSockets(
   o: FuzzOptions,
   deadline: number,
   report: FuzzReport,
+  transports: { tcp: boolean; ws: boolean },
 ): Promise<void> {
   const { connectRaw, publishPacket, startGateway } = await import("../helpers/gateway.ts");
   // The failed-login backoff (up to auth.failure_backoff_max_ms per CONNECT from one source)
   // would hold mutated CONNECTs with usernames open for seconds: off, as in malformed_test.
   // Its packet limit is the in-process decoder's (DEFAULT_LIMITS), so "just above" means the same.
-  const env = { IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0", IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "8092" };
-  const gw = o.port === undefined ? await startGateway({ env }) : null;
+  const gw = o.port === undefined
+    ? await startGateway({
+      env: {
+        IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "0",
+        IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "8092",
+        IGGY_MQTT_LISTENERS_WS: transports.ws ? "127.0.0.1:0" : "",
+      },
+    })
+    : null;
   const port = o.port ?? gw!.port;
+  const wsPort = gw?.wsPort ?? null;
   const errorsAtStart = gw ? total(gw.gateway.metrics.protocolErrors.values) : 0;
   const r = rng(o.seed ^ 0x5bd1e995);
   const corpus = buildCorpus();
@@ -656,17 +779,28 @@ async function fuzzSockets(
   let id = 0;
   try {
     for (let batch = 0; Date.now() < deadline; batch++) {
-      const inputs = Array.from(
-        { length: SOCKET_BATCH },
-        (_, i) => makeInput(r, corpus, `fz-${batch}-${i}`),
-      );
+      const inputs = Array.from({ length: SOCKET_BATCH }, (_, i): SocketInput => {
+        const mqtt = makeInput(r, corpus, `fz-${batch}-${i}`);
+        // One input in four goes over WebSocket (all of them when only ws is fuzzed).
+        const ws = wsPort !== null && (!transports.tcp || r() < 0.25);
+        return ws ? { bytes: makeWsInput(r, mqtt), ws } : { bytes: mqtt, ws };
+      });
       const seeds = inputs.map(() => int(r, 2 ** 31));
       let next = 0;
       await Promise.all(Array.from({ length: SOCKET_PARALLEL }, async () => {
         while (next < inputs.length) {
           const k = next++;
-          await sendInput(port, inputs[k], rng(seeds[k]));
-          report.socketInputs++;
+          if (inputs[k].ws) {
+            const status = await sendWsInput(wsPort!, inputs[k].bytes, rng(seeds[k]));
+            report.wsInputs++;
+            if (/^HTTP\/1\.1 5/.test(status)) {
+              report.crashes++;
+              fail(report, `WebSocket listener answered "${status}" (its handler threw)`);
+            }
+          } else {
+            await sendInput(port, inputs[k].bytes, rng(seeds[k]));
+            report.socketInputs++;
+          }
         }
       }));
       id = id % 65535 + 1;
@@ -700,9 +834,48 @@ async function fuzzSockets(
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// (e) A hostile Iggy
+
 /**
- * Fuzzes the decoder (in a child process) and a live gateway (over sockets) at the same time for
- * `seconds`, and reports the figures. Never throws for a finding: findings are in the report.
+ * Hostile rounds until `deadline`, through the four setups in turn (all four at least once,
+ * whatever the deadline); round `n` is seeded from `(seed, n)`. Longer runs get more batches
+ * per round.
+ */
+async function fuzzHostile(o: FuzzOptions, deadline: number, report: FuzzReport): Promise<void> {
+  const batches = o.seconds >= 60 ? 6 : 2;
+  for (let n = 0; n < SETUPS.length || Date.now() < deadline; n++) {
+    const setup = SETUPS[n % SETUPS.length];
+    const seed = (o.seed * 0x9e3779b1 + n * 0x27d4eb2f) >>> 0;
+    const res = await hostileRound(setup, seed, {
+      batches,
+      batchMs: 500,
+      rate: o.corruptRate ?? 0.2,
+    });
+    report.hostileRounds++;
+    report.hostileBatches += res.batches;
+    report.hostileFrames += res.frames;
+    report.hostileCorrupted += Object.values(res.corrupted).reduce((a, b) => a + b, 0);
+    report.hostileAcked += res.acked;
+    report.witnessAcks += res.witnessAcks;
+    for (const f of res.findings) {
+      report.crashes++;
+      fail(report, `hostile ${setup.mode} ${setup.dialect} round ${n} (seed ${o.seed}): ${f}`);
+    }
+  }
+}
+
+/** The targets of `o` that run in the child process. */
+function childTargets(o: FuzzOptions): ChildTarget[] {
+  const only = o.only ?? TARGETS;
+  return (Object.keys(CHILD_TARGETS) as ChildTarget[]).filter((t) => only.includes(t));
+}
+
+/**
+ * Fuzzes, at the same time for `seconds`: the decoder, the reply decoders and the loaders (in
+ * a child process), a live gateway (over TCP and WebSocket), and gateways behind a hostile Iggy;
+ * `o.only` picks some of them. Reports the figures; never throws for a finding: findings are
+ * in the report.
  */
 export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
   const report: FuzzReport = {
@@ -711,6 +884,16 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
     inputs: 0,
     decoderInputs: 0,
     socketInputs: 0,
+    wsInputs: 0,
+    replyInputs: 0,
+    replyRefusals: 0,
+    loaderInputs: 0,
+    loaderRefusals: 0,
+    hostileRounds: 0,
+    hostileBatches: 0,
+    hostileFrames: 0,
+    hostileCorrupted: 0,
+    hostileAcked: 0,
     protocolErrors: 0,
     decoderProtocolErrors: 0,
     gatewayProtocolErrors: 0,
@@ -725,16 +908,40 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
     report.crashes++;
     fail(report, `unhandled rejection: ${String(e.reason?.stack ?? e.reason)}`);
   };
+  const onError = (e: ErrorEvent) => {
+    e.preventDefault();
+    report.crashes++;
+    fail(report, `uncaught exception: ${String(e.error?.stack ?? e.message)}`);
+  };
   globalThis.addEventListener("unhandledrejection", onRejection);
+  globalThis.addEventListener("error", onError);
+  // The gateway logs through its logger; what reaches console.error is an exception a server
+  // of Deno's printed (a handler that threw), which a finding must show.
+  const consoleError = console.error;
+  console.error = (...args: unknown[]) => {
+    report.crashes++;
+    const text = args.map((a) => a instanceof Error ? a.stack ?? a.message : String(a)).join(" ");
+    fail(report, `printed to stderr: ${text.slice(0, 600)}`, `stderr: ${text.split("\n")[0]}`);
+  };
   const started = Date.now();
   const deadline = started + o.seconds * 1000;
+  const only = o.only ?? TARGETS;
+  const child = childTargets(o);
+  const transports = { tcp: only.includes("sockets"), ws: only.includes("ws") };
   try {
-    await Promise.all([fuzzDecoder(o.seed, deadline, report), fuzzSockets(o, deadline, report)]);
+    await Promise.all([
+      child.length > 0 ? fuzzInChild(o.seed, deadline, child, report) : null,
+      transports.tcp || transports.ws ? fuzzSockets(o, deadline, report, transports) : null,
+      only.includes("hostile") ? fuzzHostile(o, deadline, report) : null,
+    ]);
   } finally {
     globalThis.removeEventListener("unhandledrejection", onRejection);
+    globalThis.removeEventListener("error", onError);
+    console.error = consoleError;
   }
   report.seconds = Math.round((Date.now() - started) / 100) / 10;
-  report.inputs = report.decoderInputs + report.socketInputs;
+  report.inputs = report.decoderInputs + report.socketInputs + report.wsInputs +
+    report.replyInputs + report.loaderInputs + report.hostileFrames;
   report.protocolErrors = report.decoderProtocolErrors + report.gatewayProtocolErrors;
   return report;
 }
@@ -744,20 +951,54 @@ function argValue(args: string[], name: string): string | undefined {
   return i >= 0 ? args[i + 1] : undefined;
 }
 
-if (import.meta.main && Deno.args.includes("--decoder-child")) {
-  runDecoderChild(
+/** `--only a,b`: the targets named, each checked. */
+function targetsArg(value: string | undefined): FuzzTarget[] | undefined {
+  if (value === undefined) return undefined;
+  const names = value.split(",").map((t) => t.trim());
+  for (const t of names) {
+    if (!(TARGETS as readonly string[]).includes(t)) {
+      throw new Error(`Unknown fuzz target "${t}": one of ${TARGETS.join(", ")}`);
+    }
+  }
+  return names as FuzzTarget[];
+}
+
+/** `--reproduce target:batch`: runs that one child batch in this process and prints it. */
+async function reproduce(seed: number, what: string): Promise<void> {
+  const [target, batch] = what.split(":");
+  if (!(target in CHILD_TARGETS)) {
+    throw new Error(`Cannot reproduce "${target}": one of decoder, replies, loaders`);
+  }
+  const res = await runChildBatch(seed, Number(batch), [target as ChildTarget]);
+  console.log(JSON.stringify(res, null, 2));
+}
+
+if (import.meta.main && Deno.args.includes("--child")) {
+  await runChild(
     Number(argValue(Deno.args, "--seed")),
     Number(argValue(Deno.args, "--from")),
     Number(argValue(Deno.args, "--until")),
+    argValue(Deno.args, "--child")!.split(",") as ChildTarget[],
   );
+} else if (import.meta.main && argValue(Deno.args, "--reproduce")) {
+  await reproduce(Number(argValue(Deno.args, "--seed") ?? 0), argValue(Deno.args, "--reproduce")!);
 } else if (import.meta.main) {
   const seconds = Number(argValue(Deno.args, "--seconds") ?? 600);
   const seed = Number(argValue(Deno.args, "--seed") ?? Math.floor(Math.random() * 2 ** 31));
-  console.error(`Fuzzing for ${seconds} s with seed ${seed}`);
+  let only: FuzzTarget[] | undefined;
+  try {
+    only = targetsArg(argValue(Deno.args, "--only"));
+  } catch (e) {
+    console.error((e as Error).message);
+    Deno.exit(2);
+  }
+  console.error(`Fuzzing ${only?.join(", ") ?? "everything"} for ${seconds} s with seed ${seed}`);
   const report = await fuzz({
     seconds,
     seed,
+    only,
     port: argValue(Deno.args, "--port") ? Number(argValue(Deno.args, "--port")) : undefined,
+    corruptRate: argValue(Deno.args, "--rate") ? Number(argValue(Deno.args, "--rate")) : undefined,
   });
   console.log(JSON.stringify(report, null, 2));
   if (report.crashes > 0 || report.hangs > 0) Deno.exitCode = 1;

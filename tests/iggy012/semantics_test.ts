@@ -313,6 +313,53 @@ Deno.test("0.12: ProducerEpochFenced fails that append, renews the producer and 
   }
 });
 
+Deno.test("0.12: a send Iggy wrote but answered with an error renews the producer: the next batch is not taken for it", async () => {
+  // Found by the hostile-Iggy fuzz round (tests/fuzz/hostile_iggy.ts): a reply whose status a
+  // broken server (or a flipped bit) set to an error for a batch it wrote. The sequence stayed,
+  // the next batch went under it, was taken for the written one's resend and acknowledged at
+  // its offset without being written: a PUBACKed message lost.
+  let sends = 0;
+  const hook = (r: FakeRequest): HookAction =>
+    r.code === 101 && ++sends === 2 ? { statusAfterApply: 3 } : undefined;
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("a")] });
+    await assert.rejects(b.append({ ...A, messages: [msg("written, refused")] }), BackendError);
+    assert.equal((await b.append({ ...A, messages: [msg("c")] })).baseOffset, 2);
+    assert.deepEqual(store.payloads("s", "t", 0), ["a", "written, refused", "c"]);
+    const stamps = node.seen.filter((x) => x.code === 101).map(producerOf);
+    assert.notEqual(stamps[2].id, stamps[1].id, "renewed after the refusal");
+    assert.equal(stamps[2].seq, 0);
+  });
+});
+
+Deno.test("0.12: a send cut after Iggy wrote it, whose resends then never leave, renews the producer", async () => {
+  // Found by the hostile-Iggy fuzz round: the first attempt was written (its reply lost), the
+  // resends failed before leaving (no connection), and the NotSentError they ended with kept
+  // the sequence: the next batch was acknowledged as the written one's resend, unwritten.
+  let sends = 0;
+  const hook = (r: FakeRequest, node: FakeNode): HookAction => {
+    if (r.code !== 101 || ++sends !== 2) return undefined;
+    node.down = true; // no connection for the resends
+    return "cut-after-apply";
+  };
+  await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {
+    await b.createTopic("s", "t", { partitions: 1 });
+    await b.append({ ...A, messages: [msg("a")] });
+    await assert.rejects(b.append({ ...A, messages: [msg("written, cut")] }), BackendError);
+    node.down = false;
+    let receipt;
+    for (let i = 0; i < 100 && receipt === undefined; i++) {
+      receipt = await b.append({ ...A, messages: [msg("c")] }).catch(async () => {
+        await new Promise((r) => setTimeout(r, 50)); // the pool reconnects
+        return undefined;
+      });
+    }
+    assert.equal(receipt?.baseOffset, 2);
+    assert.deepEqual(store.payloads("s", "t", 0), ["a", "written, cut", "c"]);
+  });
+});
+
 Deno.test("0.12: DeferredPollCapacityExceeded (90) polls that partition plainly; later messages arrive", async () => {
   const hook = (r: FakeRequest): HookAction => (r.code === 106 ? { status: 90 } : undefined);
   await withBackend({ dialect: "0.12", hook }, async (b, node, store) => {

@@ -209,7 +209,23 @@ export function decodePollReply(body: Uint8Array): PollReply {
   const partitionId = r.u32("partition_id");
   const currentOffset = r.u64n("current_offset");
   r.u32("messages_count");
-  return { partitionId, currentOffset, messages: decodeBatches(r) };
+  return checkPolledOffsets({ partitionId, currentOffset, messages: decodeBatches(r) });
+}
+
+/**
+ * Refuses a poll reply with a message past the partition's current offset, which no partition
+ * holds: its offset is corrupted (or forged), and taken as is it would move a reader, a catch-up
+ * or a read-back past every message up to it.
+ */
+export function checkPolledOffsets<T extends PollReply>(reply: T): T {
+  for (const m of reply.messages) {
+    if (m.offset > reply.currentOffset) {
+      throw new DecodeError(
+        `Iggy sent message offset ${m.offset} past the partition's current offset ${reply.currentOffset}`,
+      );
+    }
+  }
+  return reply;
 }
 
 /**

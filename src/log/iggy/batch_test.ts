@@ -129,6 +129,21 @@ Deno.test("decodePollReply() reads the head then two concatenated batches", () =
   assert.deepEqual(reply.messages.map((m) => m.offset), [0, 1, 2]);
 });
 
+Deno.test("decodePollReply() refuses a message past the partition's current offset (corrupted or forged)", () => {
+  // A flipped bit in a batch's base offset moved a shared reader past every message up to it.
+  const a = encodeBatch(golden);
+  new DataView(a.buffer).setBigUint64(8, 1n << 40n, true);
+  const body = new Uint8Array(16 + a.length);
+  const v = new DataView(body.buffer);
+  v.setBigUint64(4, 2n, true);
+  v.setUint32(12, 2, true);
+  body.set(a, 16);
+  assert.throws(
+    () => decodePollReply(body),
+    /offset 1099511627776 past the partition's current offset 2/,
+  );
+});
+
 Deno.test("decodePollReply() of an empty poll head gives no messages", () => {
   const body = new Uint8Array(16);
   assert.deepEqual(decodePollReply(body).messages, []);

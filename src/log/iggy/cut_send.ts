@@ -18,6 +18,7 @@
 import type { Address, PartitionOps } from "./partition_ops.ts";
 import { BATCH_HEADER_SIZE, decodeSendReply } from "./batch.ts";
 import { HEADER_SIZE } from "./header.ts";
+import { DecodeError } from "./bytes.ts";
 import { IggyConnectionError } from "./codes.ts";
 import { settled } from "../../base/settled.ts";
 
@@ -101,7 +102,15 @@ export async function resolveCutSend(
     for (const m of reply.messages) {
       if (m.offset >= at && m.id === id) return { found: true, baseOffset: m.offset };
     }
-    at = reply.messages[reply.messages.length - 1].offset + 1;
+    // A reply may begin before `at` (its batch's start), never end before it: a server that
+    // answers with nothing new would be asked again for ever.
+    const last = reply.messages[reply.messages.length - 1].offset;
+    if (last < at) {
+      throw new DecodeError(
+        `Iggy answered a poll from offset ${at} with messages up to offset ${last}`,
+      );
+    }
+    at = last + 1;
   }
   return { found: false, reply: await deps.ops().send(a, frame, count) };
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { loadHashes } from "../../base/xxhash.ts";
 import { decodeBatches, type PolledMessage, type PollReply } from "./batch.ts";
-import { ByteReader } from "./bytes.ts";
+import { ByteReader, DecodeError } from "./bytes.ts";
 import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
 import { CutSends, firstMessageId, READBACK } from "./cut_send.ts";
 import { HEADER_SIZE } from "./header.ts";
@@ -98,5 +98,27 @@ Deno.test("a cut send is not read back in another dialect than the one that sent
   const { cuts, sent, polls } = partition([]);
   await assert.rejects(cuts.resolve(A, frame, 1, CUT, {}), (e) => e === CUT);
   assert.deepEqual([sent, polls], [[], []]);
+  assert.deepEqual(cuts.counts, { found: 0, resent: 0, failed: 1 });
+});
+
+Deno.test("a read-back answered with messages before the offset asked fails the send instead of asking forever", async () => {
+  // A broken or hostile server that answers every poll with the message at offset 0: the
+  // read-back moved its position back to 1 each time and never ended (nor did the publish).
+  const { frame } = frameOf(1);
+  const { cuts, sent, ops } = partition(Array.from({ length: 50 }, (_, i) => BigInt(i + 1)));
+  let polls = 0;
+  ops.poll = () => {
+    polls++;
+    const stale = [{ id: 99n, offset: 0 }] as unknown as PolledMessage[];
+    return Promise.resolve({ partitionId: 1, currentOffset: 49, messages: stale });
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const hang = new Promise((r) => timer = setTimeout(() => r("hang"), 2000));
+  const outcome = await Promise.race([cuts.resolve(A, frame, 1, CUT, ops).catch((e) => e), hang]);
+  clearTimeout(timer);
+  assert.ok(outcome instanceof DecodeError, String(outcome));
+  assert.match(outcome.message, /poll from offset 1 with messages up to offset 0/);
+  assert.ok(polls <= 2, `${polls} polls`);
+  assert.deepEqual(sent, []);
   assert.deepEqual(cuts.counts, { found: 0, resent: 0, failed: 1 });
 });

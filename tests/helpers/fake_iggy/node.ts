@@ -32,6 +32,7 @@ import {
 export type HookAction =
   | undefined
   | { readonly status: number } // refuse with this status (nothing applied)
+  | { readonly statusAfterApply: number } // apply, then answer with this status (a broken server)
   | "cut-after-apply" // apply, then drop the connection without replying
   | "hold"; // apply, keep the reply until releaseHeld()
 
@@ -201,11 +202,13 @@ export class FakeNode {
     if (req.code === 15 && this.o.dialect === "0.12") return this.#bind(conn, req);
     if (req.code !== 1 && req.session !== conn.session) return; // dropped silently, as Iggy does
     const action = this.o.hook?.(req, this);
-    if (action && typeof action === "object") {
+    if (action && typeof action === "object" && "status" in action) {
       return conn.send(reply(req, { status: action.status, replica: this.o.replicaId }));
     }
     const respond = (body?: Uint8Array, status = 0) => {
-      const f = reply(req, { body, status, replica: this.o.replicaId });
+      const f = action && typeof action === "object"
+        ? reply(req, { status: action.statusAfterApply, replica: this.o.replicaId })
+        : reply(req, { body, status, replica: this.o.replicaId });
       if (action === "cut-after-apply") return conn.close();
       if (action === "hold") return void this.#held.push({ conn, frame: f });
       conn.send(f);

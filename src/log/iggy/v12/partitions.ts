@@ -55,14 +55,6 @@ interface SendState {
   reordered?: boolean;
 }
 
-/** Failures after which the partition's producer state is renewed for the next batch. */
-const RENEW_AFTER = new Set<number>([
-  Status012.HISTORY_UNAVAILABLE,
-  Status012.PRODUCER_SEQUENCE_OUT_OF_ORDER,
-  Status012.PRODUCER_EPOCH_FENCED,
-  Status012.PRODUCER_UNKNOWN,
-]);
-
 function statusOf(e: unknown): number | undefined {
   return e instanceof IggyError ? e.code : undefined;
 }
@@ -175,11 +167,12 @@ export class PartitionOps012 implements PartitionOps {
       return reply;
     } catch (e) {
       // The batch may or may not be written, or the partition refuses this producer's
-      // state: later batches must not take its sequence.
+      // state: later batches must not take its sequence. A refusal counts as "may be written"
+      // too: a broken server (or a corrupted reply) can refuse a batch it wrote, and a later
+      // batch under the same sequence would be acknowledged as its resend without being
+      // written. Only a send none of whose attempts left keeps the sequence.
       const status = statusOf(e);
-      if (s.unsure || uncertain(e) || (status !== undefined && RENEW_AFTER.has(status))) {
-        this.#renew(key);
-      }
+      if (s.unsure || !(e instanceof NotSentError)) this.#renew(key);
       if (status === Status012.PRODUCER_EPOCH_FENCED) {
         this.#d.warn?.(
           "Iggy fenced the gateway's producer on a partition; it continues under a new one",

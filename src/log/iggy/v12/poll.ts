@@ -6,7 +6,7 @@
  * @module
  */
 
-import { decodeBatches, type PollReply } from "../batch.ts";
+import { checkPolledOffsets, decodeBatches, type PollReply } from "../batch.ts";
 import { ByteReader, ByteWriter } from "../bytes.ts";
 import type { RouteContext } from "./header.ts";
 
@@ -55,5 +55,5 @@ export function decodePollReply012(body: Uint8Array): PollReply012 {
     ownerGeneration: r.u64("context owner_generation"),
     metadataOp: r.u64("context metadata_op"),
   };
-  return { partitionId, currentOffset, messages: decodeBatches(r), context };
+  return checkPolledOffsets({ partitionId, currentOffset, messages: decodeBatches(r), context });
 }
