@@ -125,7 +125,7 @@ for (const qos of [0, 1] as const) {
       await new Promise((r) => setTimeout(r, 0));
       maxAhead = Math.max(maxAhead, c.q.readAhead);
       c.outbox.write();
-      if (qos === 1) for (let id = 1; id <= 200; id++) c.q.puback(id);
+      if (qos === 1) { for (let id = 1; id <= 200; id++) c.q.puback(id); }
     }
     await all;
     assert.equal(c.outbox.received, 120, "every message of the three partitions");

@@ -63,17 +63,15 @@ export async function sendRetained(
   s: Subscription<ClientQueue>,
   current: () => boolean,
 ): Promise<number> {
-  const messages = deps.retained.matching(s.match);
-  if (messages.length === 0) return 0;
   const q = s.client;
   const principal = q.sub.principal;
   const ledger = new AckLedger(-1);
   const reader = { ledger, key: RETAINED_KEY };
   const served = new Set<SpanContext>();
   let sent = 0;
+  let at = 0;
   try {
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i];
+    for (const m of deps.retained.matching(s.match)) {
       const view = openEnvelope(m);
       if (view === null) continue;
       if (!deps.preparer.maps(view.topic)) continue;
@@ -87,7 +85,7 @@ export async function sendRetained(
       const bytes = copiesBytes(targets, view);
       if (q.blockedBy(bytes) !== null && !await roomFor(q, bytes)) break;
       if (q.closed || !current()) break;
-      const entry = ledger.record(i, targets[0].qos > 0 ? 1 : 0);
+      const entry = ledger.record(at++, targets[0].qos > 0 ? 1 : 0);
       deliverCopies(targets, view, reader, entry, served, deps.metrics, deps.evict);
       sent++;
     }

@@ -8,14 +8,23 @@
  */
 import assert from "node:assert/strict";
 import {
+  connectRaw,
   HAS_MOSQUITTO_CLIENTS,
   startGateway,
+  subscribePacket,
   type TestGateway,
   waitFor,
 } from "../helpers/gateway.ts";
 import { connectMqtt, writeAll } from "../bench/_mqtt.ts";
 import { remainingLength } from "../../src/codec/encoder.ts";
-import { counter, FastSubscriber, opts, stuckSubscriber } from "./_subscribe_helpers.ts";
+import {
+  counter,
+  FastSubscriber,
+  opts,
+  parsePublish,
+  puback,
+  stuckSubscriber,
+} from "./_subscribe_helpers.ts";
 
 const enc = new TextEncoder();
 
@@ -301,6 +310,41 @@ Deno.test({
           c.close();
         } catch { /* closed by the gateway */ }
       }
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "backlog: a retained set many times the client's cap comes after the SUBACK, whole, at the pace the client reads",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: {
+        IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn",
+        IGGY_MQTT_LIMITS_MAX_OUTBOUND_QUEUE_BYTES_PER_CLIENT: String(64 * 1024),
+      },
+    });
+    try {
+      await publishMany(gw.port, 500, (i) => `sensors/${i}/data`, payloadOf(1024), {
+        retain: true,
+      });
+      const c = await connectRaw(gw.port, "late");
+      await c.send(subscribePacket(7, [["sensors/#", 1]]));
+      const first = await c.readPacket();
+      assert.ok(first !== null && first[0] === 0x90, `SUBACK first, got ${first?.[0]}`);
+      const topics = new Set<string>();
+      while (topics.size < 500) {
+        const p = await c.readPacket(5000);
+        assert.ok(p !== null, `closed after ${topics.size} retained copies`);
+        const r = parsePublish(p);
+        topics.add(r.topic);
+        await c.send(puback(r.packetId));
+      }
+      assert.equal(counter(gw, "mqtt_slow_consumer_evictions_total"), 0);
+      c.close();
+    } finally {
       await gw.stop();
     }
   },
