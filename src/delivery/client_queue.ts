@@ -26,6 +26,9 @@ import { type Copy, encodeCopy } from "./copy.ts";
 
 export type { Copy, SharedCopy } from "./copy.ts";
 
+/** Memory a QoS 1 copy waiting for a window slot takes beyond its bytes, about. */
+const WAITING_COPY_BYTES = 128;
+
 /** Limits of a client queue. */
 export interface QueueLimits {
   readonly maxInflight: number;
@@ -138,13 +141,22 @@ export class ClientQueue implements DeadlineOwner {
   }
 
   /**
+   * Bytes a backlog counts against this client's cap: those queued, and what each copy waiting
+   * for a window slot costs in memory beyond its bytes (a backlog of tiny QoS 1 messages is
+   * bounded in copies too).
+   */
+  get heldBytes(): number {
+    return this.queuedBytes + this.#waiting.length * WAITING_COPY_BYTES;
+  }
+
+  /**
    * What keeps a backlog's copy of `bytes` out now: this client's cap ("client"), the global
    * one ("global"), or nothing (null). A copy alone in an empty queue always fits this
    * client's cap, so a message larger than the cap still reaches a client that reads.
    */
   blockedBy(bytes: number): "client" | "global" | null {
-    const queued = this.queuedBytes;
-    if (queued > 0 && queued + bytes > this.#limits.maxClientBytes) return "client";
+    const held = this.heldBytes;
+    if (held > 0 && held + bytes > this.#limits.maxClientBytes) return "client";
     return this.#budget.bytes + bytes > this.#budget.maxBytes ? "global" : null;
   }
 

@@ -93,7 +93,7 @@ export class ReadAhead {
 
   /** Messages to poll now, up to `left`, reserved on `q`; 0: wait for it to drain first. */
   reserve(q: ClientQueue, left: number): number {
-    const used = q.queuedBytes + q.readAhead;
+    const used = q.heldBytes + q.readAhead;
     const room = this.maxClientBytes - used;
     let n: number;
     if (this.#largest === 0) n = room > 0 || used === 0 ? 1 : 0;

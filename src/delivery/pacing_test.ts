@@ -42,7 +42,7 @@ class SlowOutbox {
   }
 }
 
-function client(qos: 0 | 1) {
+function client(qos: 0 | 1, maxInflight = 1000) {
   const budget = new OutboundBudget(1 << 30);
   const outbox = new SlowOutbox(budget);
   const sub: Subscriber = {
@@ -53,7 +53,7 @@ function client(qos: 0 | 1) {
     session: null,
     close() {},
   };
-  const limits = { maxInflight: 1000, maxClientBytes: CAP, slowConsumerTimeoutMs: 500 };
+  const limits = { maxInflight, maxClientBytes: CAP, slowConsumerTimeoutMs: 500 };
   const q = new ClientQueue(sub, limits, budget);
   const pauses: boolean[] = [];
   q.onPauseChange = (p) => pauses.push(p);
@@ -71,11 +71,15 @@ function client(qos: 0 | 1) {
 }
 
 /** `count` messages of `bytes` on each of partitions 0..2. */
-function log(count: number, bytes: number): { backend: LogBackend; polled: number[] } {
+function log(
+  count: number,
+  bytes: number,
+  qos: 0 | 1 = 0,
+): { backend: LogBackend; polled: number[] } {
   const parts = [0, 1, 2].map((p) => {
     const out: StoredMessage[] = [];
     for (let o = 0; o < count; o++) {
-      const m = envelope("a/b", new Uint8Array(bytes), 0, "p", 0, false, false);
+      const m = envelope("a/b", new Uint8Array(bytes), qos, "p", 0, false, false);
       out.push({ partition: p, offset: o, timestampMicros: o, ...m });
     }
     return out;
@@ -115,7 +119,7 @@ function catchUps(
 for (const qos of [0, 1] as const) {
   Deno.test(`pacing: three catch-ups of 200 KB messages at QoS ${qos} share one 1 MiB queue, deliver everything, drop nothing`, async () => {
     const c = client(qos);
-    const { backend, polled } = log(40, BIG);
+    const { backend, polled } = log(40, BIG, qos);
     const metrics = new GatewayMetrics();
     let maxAhead = 0;
     const runs = catchUps(c, backend, 40, metrics).map((u) => u.run());
@@ -167,4 +171,23 @@ Deno.test("pacing: a catch-up waits, paused, for a queue that does not drain, an
   await runs;
   assert.equal(c.q.readAhead, 0);
   assert.equal(c.q.offerQos0(new Uint8Array(10)), "struck");
+});
+
+Deno.test("pacing: tiny QoS 1 messages a client reads but does not acknowledge wait in a bounded number of copies", async () => {
+  const c = client(1, 32);
+  const { backend } = log(20_000, 1, 1);
+  const runs = Promise.all(catchUps(c, backend, 20_000).map((u) => u.run()));
+  for (let i = 0; i < 50; i++) {
+    await new Promise((r) => setTimeout(r, 0));
+    c.outbox.write(); // read, never acknowledged: the window stays full
+  }
+  await new Promise((r) => setTimeout(r, 0)); // the catch-ups look again after the last write
+  assert.equal(c.q.inflight, 32);
+  assert.ok(c.q.waiting > 1000, `${c.q.waiting} waiting`);
+  // At most the cap, and what the last copy in costs beyond its estimate.
+  assert.ok(c.q.heldBytes <= CAP + 256, `${c.q.waiting} copies waiting hold ${c.q.heldBytes} B`);
+  assert.ok(c.q.waiting < CAP / 128, "bounded in copies");
+  assert.ok(c.q.paused, "the backlog waits for acknowledgements");
+  c.q.strikeAll();
+  await runs;
 });
