@@ -22,9 +22,12 @@ import type { Subscriber } from "../session/delivery_port.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import { copyAt, type Qos2Out } from "../session/qos2_out.ts";
 import type { ShareGroup } from "./registry.ts";
-import { type Copy, encodeCopy } from "./copy.ts";
+import { type CopyOf, encodeCopy, type SharedCopyOf } from "./copy.ts";
 
-export type { Copy, SharedCopy } from "./copy.ts";
+/** A QoS 1 or 2 copy awaiting a window slot or a PUBACK (QoS 2: a PUBREC). */
+export type Copy = CopyOf<ClientQueue>;
+/** The group and message of a shared subscription's copy (`share_groups.ts`). */
+export type SharedCopy = SharedCopyOf<ClientQueue>;
 
 /** Memory a QoS 1 copy waiting for a window slot takes beyond its bytes, about. */
 const WAITING_COPY_BYTES = 128;
