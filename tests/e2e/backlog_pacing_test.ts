@@ -7,6 +7,7 @@
  * subscriber then gets all it is sent.
  */
 import assert from "node:assert/strict";
+import mqtt from "mqtt";
 import {
   connectRaw,
   HAS_MOSQUITTO_CLIENTS,
@@ -172,7 +173,7 @@ Deno.test({
       await s.stop();
       assert.equal(s.lines.length, 20_000, "nothing twice");
       assert.equal(counter(gw, "mqtt_slow_consumer_evictions_total"), 0);
-      assert.equal(counter(gw, "mqtt_dropped_qos0_total"), 0);
+      assert.equal(counter(gw, "mqtt_deliveries_dropped_total"), 0);
     } finally {
       await gw.stop();
     }
@@ -204,7 +205,11 @@ Deno.test({
         assert.equal(s.lines.indexOf(`$replay/earliest/${marker}`), REPLAY, `QoS ${qos}`);
       }
       assert.equal(counter(gw, "mqtt_slow_consumer_evictions_total"), 0);
-      assert.equal(counter(gw, "mqtt_dropped_qos0_total"), 0, "QoS 0 replay copies are paced");
+      assert.equal(
+        counter(gw, "mqtt_deliveries_dropped_total"),
+        0,
+        "QoS 0 replay copies are paced",
+      );
     } finally {
       await gw.stop();
     }
@@ -344,6 +349,48 @@ Deno.test({
       }
       assert.equal(counter(gw, "mqtt_slow_consumer_evictions_total"), 0);
       c.close();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "backlog: MQTT.js over WebSocket, a stored session back to 20,000 QoS 1 messages of 2 KB (MQTT 5) and a QoS 0 replay get them all",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({
+      env: { IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn", IGGY_MQTT_LISTENERS_WS: "127.0.0.1:0" },
+    });
+    const url = `ws://127.0.0.1:${gw.wsPort}/mqtt`;
+    const o = {
+      reconnectPeriod: 0,
+      protocolVersion: 5 as const,
+      clientId: "ws-s1",
+      clean: false,
+      properties: { sessionExpiryInterval: 600 },
+    };
+    try {
+      const first = await mqtt.connectAsync(url, o);
+      await first.subscribeAsync("sensors/+/data", { qos: 1 });
+      await first.endAsync();
+      await publishMany(gw.port, 20_000, (i) => `sensors/${i % 4}/data`, payloadOf());
+      let got = 0;
+      // The handler is on before the CONNECT: the backlog may come right after the CONNACK.
+      const back = mqtt.connect(url, { ...o, manualConnect: true });
+      back.on("message", () => got++);
+      back.connect();
+      await waitFor(() => got === 20_000, 45_000, "stored session over ws");
+      await back.endAsync();
+      let replayed = 0;
+      const replay = await mqtt.connectAsync(url, { reconnectPeriod: 0 });
+      replay.on("message", () => replayed++);
+      await replay.subscribeAsync("$replay/earliest/sensors/+/data", { qos: 0 });
+      await waitFor(() => replayed === 10_000, 45_000, "replay over ws");
+      await replay.endAsync();
+      assert.equal(counter(gw, "mqtt_slow_consumer_evictions_total"), 0);
+      assert.equal(counter(gw, "mqtt_deliveries_dropped_total"), 0);
     } finally {
       await gw.stop();
     }
