@@ -2,7 +2,7 @@
  * Catch-ups paced by their client's queue: several partitions of 200 KB messages behind one
  * client with a 1 MiB cap never hold more than the cap (plus one message into an empty queue),
  * read ahead no more than it, drop no QoS 0 copy, and wait, paused, for a queue that does not
- * drain.
+ * drain; a share group's catch-up deals only to members with room.
  */
 import assert from "node:assert/strict";
 import { OutboundBudget } from "../session/outbox.ts";
@@ -15,7 +15,8 @@ import { Logger } from "../observe/logger.ts";
 import { CatchUp } from "./catch_up.ts";
 import { ClientQueue } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
-import type { Subscription } from "./registry.ts";
+import type { ShareGroup, Subscription } from "./registry.ts";
+import { GroupCatchUp } from "./share_catch_up.ts";
 
 const CAP = 1 << 20;
 const BIG = 200 * 1024;
@@ -190,4 +191,39 @@ Deno.test("pacing: tiny QoS 1 messages a client reads but does not acknowledge w
   assert.ok(c.q.paused, "the backlog waits for acknowledgements");
   c.q.strikeAll();
   await runs;
+});
+
+Deno.test("pacing: a share group's catch-up deals 200 KB messages only to members with room; a member that stops reading gets nothing more", async () => {
+  const a = client(1);
+  const b = client(1);
+  const key = "s\u0000t\u00000";
+  const group: ShareGroup<ClientQueue> = { key: "g/a/+", members: [], next: 0 };
+  for (const c of [a, b]) {
+    c.sub.startOffsets.clear();
+    c.sub.startOffsets.set(key, 0);
+    c.sub.share = group;
+    group.members.push(c.sub);
+  }
+  const { backend } = log(60, BIG, 1);
+  const g = new GroupCatchUp(group, { stream: "s", topic: "t", partition: 0 }, 0, {
+    backend,
+    metrics: new GatewayMetrics(),
+    logger: new Logger("error"),
+    pollBatch: 512,
+    maxClientBytes: CAP,
+    reader: () => ({ position: 60 }) as SharedReader,
+    evict: () => {},
+  });
+  let done = false;
+  const run = g.run().then((r) => (done = true, r));
+  while (!done) { // a reads and acknowledges; b never reads after its first 1 MiB
+    await new Promise((r) => setTimeout(r, 0));
+    a.outbox.write();
+    for (let id = 1; id <= 100; id++) a.q.puback(id);
+  }
+  assert.equal(await run, true, "handed over to the reader");
+  assert.equal(a.outbox.received + b.outbox.received, 60, "each message dealt once");
+  assert.ok(b.outbox.maxQueued <= CAP, `b holds at most its cap (${b.outbox.maxQueued})`);
+  assert.ok(b.outbox.received <= Math.ceil(CAP / BIG), `b got ${b.outbox.received}`);
+  assert.ok(a.outbox.maxQueued <= CAP);
 });
