@@ -315,9 +315,10 @@ export class ClientQueue implements DeadlineOwner {
     for (const r of w) r();
   }
 
-  /** Deadline wheel: paused longer than `slow_consumer_timeout_ms`. */
+  /** Deadline wheel: paused (over its cap, or a backlog waiting) for `slow_consumer_timeout_ms`. */
   expire(): void {
-    this.onEvict(`slow consumer: queue over cap for ${this.#limits.slowConsumerTimeoutMs} ms`);
+    const ms = this.#limits.slowConsumerTimeoutMs;
+    this.onEvict(`slow consumer: queue ${this.#drainWaiters ? "full" : "over cap"} for ${ms} ms`);
   }
 
   #overCap(bytes: number): boolean {
