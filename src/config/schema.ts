@@ -685,7 +685,7 @@ export const KEY_SPECS = [
     type: int(1024, MAX_SAFE),
     default: 8_388_608,
     doc:
-      "Queued outbound bytes per client; QoS 0 beyond → dropped, QoS 1 → client paused, at twice it → evicted. Keep it several times limits.max_packet_bytes: a burst of large messages to a QoS 1 subscriber past twice it evicts the subscriber.",
+      "Queued outbound bytes per client; live QoS 0 beyond → dropped, live QoS 1 → client paused, at twice it → evicted; catch-ups, replays and retained sets wait for it to drain. Keep it several times limits.max_packet_bytes: a live burst of large messages to a QoS 1 subscriber past twice it evicts the subscriber.",
   },
   {
     key: "limits.max_outbound_queue_bytes",
@@ -697,7 +697,8 @@ export const KEY_SPECS = [
     key: "limits.slow_consumer_timeout_ms",
     type: int(10, 3_600_000),
     default: 10_000,
-    doc: "A paused client that does not drain within this time is evicted (ms).",
+    doc:
+      "A paused client, or one a catch-up, replay or retained set waits for, that does not drain within this time is evicted (ms).",
   },
   {
     key: "limits.resend_after_ms",
@@ -710,7 +711,8 @@ export const KEY_SPECS = [
     key: "limits.poll_batch_size",
     type: int(1, 100_000),
     default: 512,
-    doc: "Messages a shared reader polls at once.",
+    doc:
+      "Messages a shared reader polls at once; a catch-up polls at most this many, and only what its client's queue has room for in bytes.",
   },
   {
     key: "limits.commit_interval_ms",

@@ -6,14 +6,16 @@
  * it (its subscriptions then start at that offset on the shared reader, which skipped them
  * until then: their start offset was `Infinity`).
  *
- * Bounds: it polls only while the client's queue is under half its byte cap and its window
- * queue under a poll batch (a client that does not read does not make it read ahead); a replay
+ * Bounds: it is paced by the client's socket (`pacing.ts`): it polls only what the client's
+ * queue has room for in bytes and offers each copy once it fits, waiting for the queue to
+ * drain otherwise, so QoS 0 copies are not dropped and a client that reads is not evicted
+ * (one that stops reading is, after `slow_consumer_timeout_ms`); a replay
  * delivers at most `limits.max_replay_messages` per subscription, then skips the rest to live
  * (counted and logged). What retention removed is skipped, counted and logged with the gap.
  *
  * @module
  */
-import { openEnvelope } from "../log/envelope.ts";
+import { type MqttView, openEnvelope } from "../log/envelope.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
@@ -26,9 +28,9 @@ import { type Subscription, type Triple, tripleKey } from "./registry.ts";
 import { expiryLeft } from "./out_v5.ts";
 import { deliverCopies } from "./route.ts";
 import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
+import { copiesBytes, drained, ReadAhead, roomFor, sleep, WAIT_MS } from "./pacing.ts";
 
-/** How long a catch-up waits for room in its client's queue (ms). */
-export const WAIT_MS = 10;
+export { sleep, WAIT_MS };
 
 /** Messages a subscription may still replay (shared by its catch-ups on every triple). */
 export interface ReplayBudget {
@@ -87,63 +89,54 @@ export class CatchUp {
   /** Reads and delivers until it reaches the shared reader, then hands over. */
   async run(): Promise<void> {
     const d = this.#deps;
-    const polls = new BehindPolls(d, this.#triple, this.key, "Catch-up poll failed");
-    while (d.live(this.#queue)) {
-      const reader = d.reader(this.key);
-      if (reader === undefined || !this.#subs.some((s) => s.startOffsets.has(this.key))) return;
-      if (this.position >= reader.position) return this.#handOver(this.position);
-      if (this.#budget.left <= 0) {
-        this.#jumped += reader.position - this.position;
-        return this.#handOver(reader.position);
-      }
-      if (!this.#hasRoom()) {
-        await sleep(WAIT_MS);
-        continue;
-      }
-      const n = Math.min(d.pollBatch, reader.position - this.position);
-      const batch = await polls.next(this.position, n);
-      if (batch === null) continue;
-      if (!d.live(this.#queue)) return;
-      const first = batch.length > 0 ? batch[0].offset : reader.position;
-      if (first > this.position) this.#gap(first - this.position);
-      if (batch.length === 0) {
-        this.position = reader.position;
-        continue;
-      }
-      this.position = this.#deliverWithinRoom(batch);
-    }
-  }
-
-  /**
-   * Delivers the batch until the client's queue is past half its cap (the first message
-   * always goes); returns the offset to read next. A poll is bounded in messages, not bytes:
-   * a backlog of large messages delivered a whole poll at once would pass twice the cap and
-   * evict the client, again at every reconnect. The rest is read again.
-   */
-  #deliverWithinRoom(batch: StoredMessage[]): number {
-    for (let i = 0; i < batch.length; i++) {
-      if (i > 0 && !this.#hasRoom()) return batch[i].offset;
-      this.#deliver(batch[i]);
-    }
-    return batch[batch.length - 1].offset + 1;
-  }
-
-  #hasRoom(): boolean {
     const q = this.#queue;
-    return q.queuedBytes < this.#deps.maxClientBytes / 2 && q.waiting < this.#deps.pollBatch;
+    const polls = new BehindPolls(d, this.#triple, this.key, "Catch-up poll failed");
+    const ahead = new ReadAhead(d.maxClientBytes, d.pollBatch);
+    try {
+      while (d.live(q)) {
+        const reader = d.reader(this.key);
+        if (reader === undefined || !this.#subs.some((s) => s.startOffsets.has(this.key))) return;
+        if (this.position >= reader.position) return this.#handOver(this.position);
+        if (this.#budget.left <= 0) {
+          this.#jumped += reader.position - this.position;
+          return this.#handOver(reader.position);
+        }
+        const n = ahead.reserve(q, reader.position - this.position);
+        if (n === 0) {
+          await drained(q);
+          continue;
+        }
+        const batch = await polls.next(this.position, n);
+        if (batch === null || !d.live(q)) continue;
+        ahead.polled(q, batch);
+        const first = batch.length > 0 ? batch[0].offset : reader.position;
+        if (first > this.position) this.#gap(first - this.position);
+        if (batch.length === 0) this.position = reader.position;
+        for (const m of batch) {
+          const done = this.#deliver(m); // a promise only when it waits for room
+          if (!(done === true || (done !== false && await done))) return;
+          ahead.offered(q, m);
+          this.position = m.offset + 1;
+        }
+        ahead.release(q);
+      }
+    } finally {
+      ahead.release(q);
+    }
   }
 
   /**
    * One message to this client: one copy per prefix of its matching subscriptions, with the
-   * MQTT 5 options applied as on the shared reader (`targets.ts`); expired messages go nowhere.
+   * MQTT 5 options applied as on the shared reader (`targets.ts`), once its queue has room;
+   * expired messages go nowhere. False when the client went away meanwhile.
    */
-  #deliver(m: StoredMessage): void {
+  #deliver(m: StoredMessage): boolean | Promise<boolean> {
     const view = openEnvelope(m);
     const left = view === null ? null : expiryLeft(m);
     if (view === null || (left !== null && left <= 0)) {
       if (view !== null) this.#deps.metrics.expired.inc();
       this.ledger.record(m.offset, 0);
-      return;
+      return true;
     }
     const found: Target[] = [];
     for (const s of this.#subs) {
@@ -158,13 +151,30 @@ export class CatchUp {
     }
     const d = this.#deps;
     const targets = finishTargets(dedupe(found), m, view, left, d.metrics);
+    if (targets.length === 0) {
+      this.ledger.record(m.offset, 0);
+      return true;
+    }
+    const bytes = copiesBytes(targets, view);
+    if (this.#queue.blockedBy(bytes) === null) return this.#offer(m, view, targets);
+    return roomFor(this.#queue, bytes).then((ok) => ok && this.#offer(m, view, targets));
+  }
+
+  #offer(m: StoredMessage, view: MqttView, targets: Target[]): boolean {
+    const d = this.#deps;
+    if (!d.live(this.#queue)) return false;
+    if (this.#budget.left <= 0) { // spent by another triple's catch-up while this one waited
+      this.#over++;
+      this.ledger.record(m.offset, 0);
+      return true;
+    }
     const qos1 = targets.filter((t) => t.qos > 0).length; // QoS 1 and 2 copies hold it
     const entry = this.ledger.record(m.offset, qos1);
-    if (targets.length === 0) return;
     this.#budget.left--;
     d.metrics.routed.inc();
     deliverCopies(targets, view, this, entry, this.#served, d.metrics, d.evict);
     this.#served.clear();
+    return true;
   }
 
   /** From `offset` on, the shared reader delivers to these subscriptions. */
@@ -232,8 +242,4 @@ export class BehindPolls {
       return null;
     }
   }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

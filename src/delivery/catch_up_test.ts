@@ -96,7 +96,7 @@ Deno.test("CatchUp past max_replay_messages counts matching messages only; offse
     prefix: "",
     wildcard: true,
   };
-  const c = new CatchUp(q, { stream: "s", topic: "t", partition: 0 }, [sub], 0, { left: 1 }, {
+  const c = new CatchUp(q, { stream: "s", topic: "t", partition: 0 }, [sub], 0, { left: 2 }, {
     backend,
     metrics,
     logger: new Logger("info", (l) => logs.push(l)),
@@ -107,14 +107,15 @@ Deno.test("CatchUp past max_replay_messages counts matching messages only; offse
     evict: () => {},
   });
   await c.run();
-  assert.equal(packets.length, 1, "offset 0 replayed");
+  // Polls: offset 0 alone (no size known yet), then 1..4 (the poll batch).
+  assert.equal(packets.length, 2, "offsets 0 and 2 replayed");
   assert.equal(
     metrics.replaySkipped.get(),
     1,
-    "offset 2 matched and was passed over; 1, 3 did not match",
+    "offset 4 matched and was passed over; 1, 3 did not match",
   );
   assert.ok(
-    logs.some((l) => l.includes('"skipped":1') && l.includes('"skipped_offsets":6')),
+    logs.some((l) => l.includes('"skipped":1') && l.includes('"skipped_offsets":5')),
     logs.join("\n"),
   );
   assert.equal(sub.startOffsets.get("s\u0000t\u00000"), 10);

@@ -6,6 +6,9 @@
  * not) plus QoS 1 copies waiting for a window slot. A client whose socket does not drain
  * keeps its bytes queued, so it crosses the cap, is paused, and is evicted if it does not
  * drain within `slow_consumer_timeout_ms` or reaches the hard cap (twice the per-client cap).
+ * Backlogs (catch-ups, replays, retained sets) offer only what fits under the cap and wait for
+ * the queue to drain (`pacing.ts`); waiting, the queue counts as paused. A closed queue
+ * (evicted or detached) takes nothing and holds nothing of the global budget.
  *
  * QoS 2 copies [MQTT-4.3.3] share the window: a copy's entry is settled at its PUBREC (the
  * client owns the message then: it is not sent again), and its packet id stays taken, counted
@@ -13,40 +16,21 @@
  *
  * @module
  */
-import { AckType, encodePublish } from "../codec/encoder.ts";
+import { AckType } from "../codec/encoder.ts";
 import type { OutboundBudget } from "../session/outbox.ts";
 import type { Subscriber } from "../session/delivery_port.ts";
 import type { DeadlineOwner } from "../base/deadline_wheel.ts";
-import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import { copyAt, type Qos2Out } from "../session/qos2_out.ts";
-import type { MqttView } from "../log/envelope.ts";
-import type { StoredMessage } from "../log/port.ts";
 import type { ShareGroup } from "./registry.ts";
+import { type CopyOf, encodeCopy, type SharedCopyOf } from "./copy.ts";
 
 /** A QoS 1 or 2 copy awaiting a window slot or a PUBACK (QoS 2: a PUBREC). */
-export interface Copy {
-  readonly qos: 1 | 2;
-  readonly topicBytes: Uint8Array;
-  readonly payload: Uint8Array;
-  readonly ledger: AckLedger;
-  readonly entry: LedgerEntry;
-  readonly bytes: number;
-  /** MQTT 5 property block of this copy; null or absent for a 3.1.1 subscriber. */
-  readonly props?: Uint8Array | null;
-  /** RETAIN flag (MQTT 5 Retain As Published). */
-  readonly retain?: boolean;
-  /** Triple key of the message (a stored session's position per triple). */
-  readonly key: string;
-  /** A shared subscription's copy: what another member needs if this one goes away. */
-  readonly shared?: SharedCopy;
-}
-
+export type Copy = CopyOf<ClientQueue>;
 /** The group and message of a shared subscription's copy (`share_groups.ts`). */
-export interface SharedCopy {
-  readonly group: ShareGroup<ClientQueue>;
-  readonly m: StoredMessage;
-  readonly view: MqttView;
-}
+export type SharedCopy = SharedCopyOf<ClientQueue>;
+
+/** Memory a QoS 1 copy waiting for a window slot takes beyond its bytes, about. */
+const WAITING_COPY_BYTES = 128;
 
 /** Limits of a client queue. */
 export interface QueueLimits {
@@ -57,8 +41,11 @@ export interface QueueLimits {
   readonly resendAfterMs?: number;
 }
 
-/** Result of offering a copy to a client. */
-export type Offer = "sent" | "queued" | "dropped" | "evict";
+/**
+ * Result of offering a copy to a client; "struck": the queue is closed (evicted or detached),
+ * it took nothing.
+ */
+export type Offer = "sent" | "queued" | "dropped" | "evict" | "struck";
 
 /** Per-subscriber delivery state. */
 export class ClientQueue implements DeadlineOwner {
@@ -83,6 +70,12 @@ export class ClientQueue implements DeadlineOwner {
   /** Paused since (ms) for the deadline wheel; timeoutMs 0 when not paused. */
   lastActivity = 0;
   timeoutMs = 0;
+  /** Evicted or detached: takes no offer and holds nothing of the budgets. */
+  #closed = false;
+  /** Backlogs waiting for this queue to drain (`pacing.ts`). */
+  #drainWaiters: (() => void)[] | null = null;
+  /** Bytes backlogs have polled ahead for this client and not yet offered (`pacing.ts`). */
+  readAhead = 0;
   /** Set by the owner: called when the client must be evicted. */
   onEvict: (reason: string) => void = () => {};
   /** Set by the owner: whether the client is paused changes the wheel registration. */
@@ -139,8 +132,51 @@ export class ClientQueue implements DeadlineOwner {
     return n;
   }
 
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Takes no offer from now on; false when it already was closed (count an eviction once). */
+  close(): boolean {
+    if (this.#closed) return false;
+    this.#closed = true;
+    return true;
+  }
+
+  /**
+   * Bytes a backlog counts against this client's cap: those queued, and what each copy waiting
+   * for a window slot costs in memory beyond its bytes (a backlog of tiny QoS 1 messages is
+   * bounded in copies too).
+   */
+  get heldBytes(): number {
+    return this.queuedBytes + this.#waiting.length * WAITING_COPY_BYTES;
+  }
+
+  /**
+   * What keeps a backlog's copy of `bytes` out now: this client's cap ("client"), the global
+   * one ("global"), or nothing (null). A copy alone in an empty queue always fits this
+   * client's cap, so a message larger than the cap still reaches a client that reads.
+   */
+  blockedBy(bytes: number): "client" | "global" | null {
+    const held = this.heldBytes;
+    if (held > 0 && held + bytes > this.#limits.maxClientBytes) return "client";
+    return this.#budget.bytes + bytes > this.#budget.maxBytes ? "global" : null;
+  }
+
+  /**
+   * Resolves once the queue drains a little (bytes written, an acknowledgement) or closes.
+   * Meanwhile it counts as paused: a client that neither reads nor acknowledges for
+   * `slow_consumer_timeout_ms` while a backlog waits for it is evicted.
+   */
+  drain(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#pause();
+    return new Promise((r) => (this.#drainWaiters ??= []).push(r));
+  }
+
   /** Offers a QoS 0 copy (already encoded, shared between subscribers). */
   offerQos0(packet: Uint8Array): Offer {
+    if (this.#closed) return "struck";
     if (this.#overCap(packet.length)) return "dropped";
     this.sub.outbox.push(packet);
     return "sent";
@@ -148,7 +184,9 @@ export class ClientQueue implements DeadlineOwner {
 
   /** Offers a QoS 1 copy: sent now, queued behind the window, or the client is evicted. */
   offerQos1(copy: Copy): Offer {
-    if (this.queuedBytes + copy.bytes > 2 * this.#limits.maxClientBytes) {
+    if (this.#closed) return "struck";
+    const queued = this.queuedBytes;
+    if (queued > 0 && queued + copy.bytes > 2 * this.#limits.maxClientBytes) {
       return "evict"; // hard cap reached
     }
     if (this.#overCap(copy.bytes)) this.#pause();
@@ -233,6 +271,7 @@ export class ClientQueue implements DeadlineOwner {
       this.#budget.bytes -= copy.bytes;
       this.#send(copy);
     }
+    if (this.#drainWaiters !== null) this.#wake();
     if (this.paused && this.queuedBytes <= this.#limits.maxClientBytes) {
       this.timeoutMs = 0;
       this.onPauseChange(false);
@@ -255,6 +294,7 @@ export class ClientQueue implements DeadlineOwner {
         if (copy.shared === undefined || reoffer?.(copy) !== true) copy.ledger.settle(copy.entry);
       }
     }
+    this.#closed = true;
     this.#budget.bytes -= this.#waitingBytes;
     this.#inflight.clear();
     this.#releasing = this.#resendIds = this.#reservedIds = null;
@@ -265,15 +305,25 @@ export class ClientQueue implements DeadlineOwner {
       this.timeoutMs = 0;
       this.onPauseChange(false);
     }
+    this.#wake();
   }
 
-  /** Deadline wheel: paused longer than `slow_consumer_timeout_ms`. */
+  #wake(): void {
+    const w = this.#drainWaiters;
+    if (w === null) return;
+    this.#drainWaiters = null;
+    for (const r of w) r();
+  }
+
+  /** Deadline wheel: paused (over its cap, or a backlog waiting) for `slow_consumer_timeout_ms`. */
   expire(): void {
-    this.onEvict(`slow consumer: queue over cap for ${this.#limits.slowConsumerTimeoutMs} ms`);
+    const ms = this.#limits.slowConsumerTimeoutMs;
+    this.onEvict(`slow consumer: queue ${this.#drainWaiters ? "full" : "over cap"} for ${ms} ms`);
   }
 
   #overCap(bytes: number): boolean {
-    return this.queuedBytes + bytes > this.#limits.maxClientBytes ||
+    const queued = this.queuedBytes;
+    return (queued > 0 && queued + bytes > this.#limits.maxClientBytes) ||
       this.#budget.bytes + bytes > this.#budget.maxBytes;
   }
 
@@ -341,17 +391,4 @@ export class ClientQueue implements DeadlineOwner {
       return id;
     }
   }
-}
-
-/** A QoS 1 or 2 copy as a PUBLISH with packet id `id`. */
-function encodeCopy(copy: Copy, id: number, dup: boolean): Uint8Array {
-  return encodePublish(
-    copy.topicBytes,
-    copy.payload,
-    copy.qos,
-    id,
-    dup,
-    copy.retain ?? false,
-    copy.props ?? null,
-  );
 }

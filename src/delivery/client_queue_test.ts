@@ -280,3 +280,31 @@ Deno.test("ClientQueue QoS 2 across a reconnect: PUBRELs owed go again, a copy s
   assert.equal(publishes[0][0] & 0x08, 0, "no DUP on a new copy");
   assert.equal(setup().q.qos2Out(), null, "nothing in flight: nothing to keep");
 });
+
+Deno.test("ClientQueue: a copy larger than the per-client cap goes into an empty queue, not into a busy one", () => {
+  const { q, outbox, copy, evictions } = setup({ maxInflight: 10, maxClientBytes: 1000 });
+  assert.equal(q.offerQos0(new Uint8Array(1500)), "sent", "alone: a client that reads gets it");
+  assert.equal(q.offerQos0(new Uint8Array(1500)), "dropped");
+  outbox.drain();
+  assert.equal(q.offerQos1(copy(2500)), "sent", "over twice the cap, alone: not an eviction");
+  outbox.drain();
+  assert.equal(q.offerQos1(copy(10)), "sent");
+  assert.equal(q.offerQos1(copy(2500)), "evict", "behind other bytes: the hard cap");
+  assert.deepEqual(evictions, []);
+});
+
+Deno.test("ClientQueue: once closed it takes no copy and holds nothing of the global budget", () => {
+  const { q, outbox, budget, copy } = setup({ maxInflight: 1 });
+  q.offerQos1(copy(100));
+  q.offerQos1(copy(100)); // waits for the window
+  assert.ok(budget.bytes > outbox.queuedBytes, "the waiting copy counts");
+  assert.equal(q.close(), true);
+  assert.equal(q.close(), false, "closed once: one eviction counted");
+  q.strikeAll();
+  outbox.drain();
+  assert.equal(budget.bytes, 0);
+  assert.equal(q.offerQos1(copy(100)), "struck");
+  assert.equal(q.offerQos0(new Uint8Array(10)), "struck");
+  assert.equal(budget.bytes, 0, "late offers add nothing");
+  assert.equal(q.queuedBytes, 0);
+});

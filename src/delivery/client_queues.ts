@@ -97,8 +97,13 @@ export class ClientQueues {
     return queue;
   }
 
-  /** Closes a slow consumer; the session then detaches it, which strikes its copies. */
+  /**
+   * Closes a slow consumer; the session then detaches it, which strikes its copies and returns
+   * its bytes to the global budget. Once per client: a queue already closed (evicted, or
+   * detached) is left alone, however many offers still find it over its cap.
+   */
   evict(q: ClientQueue, reason: string): void {
+    if (!q.close()) return;
     const { metrics, logger } = this.#deps;
     metrics.evictions.inc();
     logger.limited("warn", "Evicting slow consumer", { client_id: q.sub.clientId, reason });

@@ -52,6 +52,7 @@ export class Delivery implements DeliveryPort {
   #stored: SessionDelivery;
   #backend: LogBackend;
   #metrics: GatewayMetrics;
+  #logger: Logger;
   /** Closes a slow consumer (its queue's hard cap reached). */
   #evict: (q: ClientQueue, why: string) => void;
   /** Triples wildcard subscriptions are joining while the backend is asked for the offset. */
@@ -60,6 +61,8 @@ export class Delivery implements DeliveryPort {
   #retained: RetainedOutDeps | null;
   /** Filters of each client's last SUBSCRIBE owed their retained messages after the SUBACK. */
   #retainedDue = new Map<ClientQueue, string[]>();
+  /** The retained set being sent to each subscription (a new SUBSCRIBE supersedes it). */
+  #retainedSets = new WeakMap<Subscription<ClientQueue>, object>();
 
   constructor(deps: {
     backend: LogBackend;
@@ -75,6 +78,7 @@ export class Delivery implements DeliveryPort {
   }) {
     this.#backend = deps.backend;
     this.#metrics = deps.metrics;
+    this.#logger = deps.logger;
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
     const evict = this.#evict = (q: ClientQueue, why: string) => clients.evict(q, why);
@@ -129,8 +133,25 @@ export class Delivery implements DeliveryPort {
     this.#retainedDue.delete(queue!);
     for (const filter of due) {
       const s = this.registry.get(queue!, filter);
-      if (s !== undefined) sendRetained(this.#retained, s);
+      if (s !== undefined) this.#sendRetained(this.#retained, s, filter);
     }
+  }
+
+  /** One retained set, sent while its client and subscription stand and no newer set began. */
+  #sendRetained(deps: RetainedOutDeps, s: Subscription<ClientQueue>, filter: string): void {
+    const q = s.client;
+    const set = {};
+    this.#retainedSets.set(s, set);
+    const current = () =>
+      !this.#stopping && this.#retainedSets.get(s) === set &&
+      this.registry.get(q, filter) === s && this.#clients.get(q.sub) === q;
+    sendRetained(deps, s, current).catch((err) => {
+      this.#logger.warn("Sending retained messages failed", {
+        client_id: q.sub.clientId,
+        filter,
+        error: err,
+      });
+    });
   }
 
   /** A resumed stored session: its subscriptions come back from its stored positions. */

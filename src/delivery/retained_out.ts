@@ -8,6 +8,11 @@
  * none. The copies hold no shared reader's ledger entry: each SUBSCRIBE's copies get a ledger of
  * their own, so an unacknowledged retained copy holds back no stored position.
  *
+ * A retained set is paced by the client's socket (`pacing.ts`): its copies are queued as the
+ * queue has room, after the SUBACK, so a set of any size reaches a client that reads, QoS 0
+ * copies included, and a client that stops reading is evicted after `slow_consumer_timeout_ms`.
+ * It stops when the subscription ends or is made again (a new SUBSCRIBE starts a new set).
+ *
  * @module
  */
 import type { SpanContext } from "@opentelemetry/api";
@@ -23,6 +28,7 @@ import { expiryLeft } from "./out_v5.ts";
 import type { Subscription } from "./registry.ts";
 import { deliverCopies } from "./route.ts";
 import { finishTargets, targetOf } from "./targets.ts";
+import { copiesBytes, roomFor } from "./pacing.ts";
 
 /** The key retained copies carry instead of a triple's (no stored position is kept for it). */
 const RETAINED_KEY = "";
@@ -47,31 +53,44 @@ export function wantsRetained(f: SubscribeRequest, existed: boolean): boolean {
   return handling === 0 || (handling === 1 && !existed);
 }
 
-/** Sends `s` the retained messages its filter matches; how many copies were made. */
-export function sendRetained(deps: RetainedOutDeps, s: Subscription<ClientQueue>): number {
-  const messages = deps.retained.matching(s.match);
-  if (messages.length === 0) return 0;
-  const principal = s.client.sub.principal;
+/**
+ * Sends `s` the retained messages its filter matches, paced by its queue, while `current()`
+ * holds (the subscription still stands and this set was not superseded); how many copies
+ * were made.
+ */
+export async function sendRetained(
+  deps: RetainedOutDeps,
+  s: Subscription<ClientQueue>,
+  current: () => boolean,
+): Promise<number> {
+  const q = s.client;
+  const principal = q.sub.principal;
   const ledger = new AckLedger(-1);
   const reader = { ledger, key: RETAINED_KEY };
   const served = new Set<SpanContext>();
   let sent = 0;
-  for (let i = 0; i < messages.length; i++) {
-    const m = messages[i];
-    const view = openEnvelope(m);
-    if (view === null) continue;
-    if (!deps.preparer.maps(view.topic)) continue;
-    const r = deps.preparer.resolve(view.topic); // cached by maps()
-    if (!canPoll(principal.permissions, r.stream, r.topic)) continue;
-    const t = targetOf(s, m);
-    if (t === null) continue; // No Local
-    t.retain = true;
-    const targets = finishTargets([t], m, view, expiryLeft(m), deps.metrics);
-    if (targets.length === 0) continue;
-    const entry = ledger.record(i, targets[0].qos > 0 ? 1 : 0);
-    deliverCopies(targets, view, reader, entry, served, deps.metrics, deps.evict);
-    sent++;
+  let at = 0;
+  try {
+    for (const m of deps.retained.matching(s.match)) {
+      const view = openEnvelope(m);
+      if (view === null) continue;
+      if (!deps.preparer.maps(view.topic)) continue;
+      const r = deps.preparer.resolve(view.topic); // cached by maps()
+      if (!canPoll(principal.permissions, r.stream, r.topic)) continue;
+      const t = targetOf(s, m);
+      if (t === null) continue; // No Local
+      t.retain = true;
+      const targets = finishTargets([t], m, view, expiryLeft(m), deps.metrics);
+      if (targets.length === 0) continue;
+      const bytes = copiesBytes(targets, view);
+      if (q.blockedBy(bytes) !== null && !await roomFor(q, bytes)) break;
+      if (q.closed || !current()) break;
+      const entry = ledger.record(at++, targets[0].qos > 0 ? 1 : 0);
+      deliverCopies(targets, view, reader, entry, served, deps.metrics, deps.evict);
+      sent++;
+    }
+  } finally {
+    if (sent > 0) deps.metrics.retainedDelivered.inc({}, sent);
   }
-  if (sent > 0) deps.metrics.retainedDelivered.inc({}, sent);
   return sent;
 }

@@ -192,8 +192,9 @@ export function deliverCopies(
         if (slot !== undefined) slot[1] = qos0;
         else plainQos0 = qos0;
       }
-      if (q.offerQos0(qos0) === "dropped") metrics.droppedQos0.inc();
-      else metrics.deliveredQos[0].inc();
+      const offer0 = q.offerQos0(qos0);
+      if (offer0 === "dropped") metrics.droppedQos0.inc();
+      else if (offer0 !== "struck") metrics.deliveredQos[0].inc();
       continue;
     }
     const bytes = tb.length + view.payload.length + 8 + (props?.length ?? 0);
@@ -209,9 +210,9 @@ export function deliverCopies(
       retain,
       ...(share !== undefined && m !== undefined ? { shared: { group: share, m, view } } : {}),
     });
-    if (offer === "evict") {
+    if (offer === "evict" || offer === "struck") {
       reader.ledger.settle(entry!); // this copy is struck with the client
-      evict(q, "slow consumer: hard cap of outbound bytes reached");
+      if (offer === "evict") evict(q, "slow consumer: hard cap of outbound bytes reached");
     } else metrics.deliveredQos[qos].inc();
   }
 }

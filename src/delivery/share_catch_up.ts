@@ -3,7 +3,9 @@
  * between the group's stored position and the shared reader, read from the log and dealt to the
  * group's members as the reader deals live ones (round robin, a full member passed over), then
  * handed to the reader. Until it hands over, the reader gives the group nothing of this
- * partition, so nothing is dealt twice on this gateway.
+ * partition, so nothing is dealt twice on this gateway. Paced like a client's catch-up
+ * (`pacing.ts`): it reads ahead what the roomiest member's queue can hold, and deals a message
+ * only to a member with room for it, waiting for one to drain when none has.
  *
  * @module
  */
@@ -16,11 +18,12 @@ import type { SpanContext } from "@opentelemetry/api";
 import type { ClientQueue } from "./client_queue.ts";
 import { AckLedger } from "./ledger.ts";
 import type { SharedReader } from "./reader.ts";
-import { type ShareGroup, type Triple, tripleKey } from "./registry.ts";
+import { type ShareGroup, type Subscription, type Triple, tripleKey } from "./registry.ts";
 import { expiryLeft } from "./out_v5.ts";
 import { deliverCopies, sharedTarget } from "./route.ts";
 import { finishTargets } from "./targets.ts";
-import { BehindPolls, sleep, WAIT_MS } from "./catch_up.ts";
+import { BehindPolls } from "./catch_up.ts";
+import { copiesBytes, drained, ReadAhead, roomInAny } from "./pacing.ts";
 
 /** What a group catch-up needs of delivery. */
 export interface GroupCatchUpDeps {
@@ -74,77 +77,92 @@ export class GroupCatchUp {
   async run(): Promise<boolean> {
     const d = this.#deps;
     const polls = new BehindPolls(d, this.#triple, this.key, "Share group catch-up poll failed");
-    while (!this.#cancelled && this.#group.members.length > 0) {
-      const reader = d.reader(this.key);
-      if (reader === undefined) return false;
-      if (this.position >= reader.position) {
-        this.#group.owned?.add(this.key);
-        return true;
+    const ahead = new ReadAhead(d.maxClientBytes, d.pollBatch);
+    let holder: ClientQueue | undefined; // the member whose queue holds the read-ahead
+    try {
+      while (!this.#cancelled && this.#group.members.length > 0) {
+        const reader = d.reader(this.key);
+        if (reader === undefined) return false;
+        if (this.position >= reader.position) {
+          this.#group.owned?.add(this.key);
+          return true;
+        }
+        if (holder !== undefined) ahead.release(holder);
+        holder = this.#roomiest();
+        const n = ahead.reserve(holder, reader.position - this.position);
+        if (n === 0) {
+          await drained(holder);
+          continue;
+        }
+        const batch = await polls.next(this.position, n);
+        if (batch === null) continue;
+        if (this.#cancelled) return false;
+        ahead.polled(holder, batch);
+        if (batch.length === 0) this.position = reader.position; // removed by retention meanwhile
+        for (const m of batch) {
+          const dealt = await this.#deal(m);
+          if (this.#cancelled) return false;
+          if (!dealt) break; // its members left while it waited: read it again
+          ahead.offered(holder, m);
+          this.position = m.offset + 1;
+        }
       }
-      if (!this.#hasRoom()) {
-        await sleep(WAIT_MS);
-        continue;
-      }
-      const n = Math.min(d.pollBatch, reader.position - this.position);
-      const batch = await polls.next(this.position, n);
-      if (batch === null) continue;
-      if (this.#cancelled) return false;
-      if (batch.length === 0) {
-        this.position = reader.position; // removed by retention meanwhile
-        continue;
-      }
-      this.position = this.#dealWithinRoom(batch);
+      return false;
+    } finally {
+      if (holder !== undefined) ahead.release(holder);
     }
-    return false;
+  }
+
+  /** The member whose queue has the most room: a group whose members all lag reads nothing. */
+  #roomiest(): ClientQueue {
+    let best = this.#group.members[0].client;
+    for (const s of this.#group.members) {
+      const q = s.client;
+      if (q.queuedBytes + q.readAhead < best.queuedBytes + best.readAhead) best = q;
+    }
+    return best;
   }
 
   /**
-   * Deals the batch while some member has room (the first message always goes); returns the
-   * offset to read next. As in `catch_up.ts`: a poll of large messages dealt at once would
-   * pass the members' caps and evict them; the rest is read again.
+   * One message to one member whose filter matches it (as `Router` deals a live one), among
+   * those with room for it; when none has, once one of them drains. False when every member
+   * it could go to left meanwhile (it is not passed over).
    */
-  #dealWithinRoom(batch: StoredMessage[]): number {
-    for (let i = 0; i < batch.length; i++) {
-      if (i > 0 && !this.#hasRoom()) return batch[i].offset;
-      this.#deal(batch[i]);
-    }
-    return batch[batch.length - 1].offset + 1;
-  }
-
-  /** Some member has room: a group whose members all lag does not read ahead. */
-  #hasRoom(): boolean {
-    const half = this.#deps.maxClientBytes / 2;
-    return this.#group.members.some((s) =>
-      s.client.queuedBytes < half && s.client.waiting < this.#deps.pollBatch
-    );
-  }
-
-  /** One message to one member whose filter matches it (as `Router` deals a live one). */
-  #deal(m: StoredMessage): void {
+  async #deal(m: StoredMessage): Promise<boolean> {
     const view = openEnvelope(m);
     const left = view === null ? null : expiryLeft(m);
-    const eligible = view === null || (left !== null && left <= 0)
+    const matching = (s: Subscription<ClientQueue>) =>
+      s.startOffsets.has(this.key) && filterMatches(s.match, view!.topic);
+    let eligible = view === null || (left !== null && left <= 0)
       ? []
-      : this.#group.members.filter((s) =>
-        s.startOffsets.has(this.key) && filterMatches(s.match, view.topic)
-      );
+      : this.#group.members.filter(matching);
+    // Room for the copy at the largest its topic and payload make (no property block yet).
+    const bytes = eligible.length === 0 ? 0 : copiesBytes([{ prefix: "", props: null }], view!);
+    if (eligible.length > 0 && !eligible.some((s) => s.client.blockedBy(bytes) === null)) {
+      await roomInAny(eligible.map((s) => s.client), bytes);
+      if (this.#cancelled) return false;
+      eligible = this.#group.members.filter(matching); // members may have come or gone
+    }
     if (eligible.length === 0) {
       this.ledger.record(m.offset, 0);
-      return;
+      return true;
     }
+    const ready = eligible.filter((s) => !s.client.closed && s.client.blockedBy(bytes) === null);
+    if (ready.length === 0) return false;
     const d = this.#deps;
     const targets = finishTargets(
-      [sharedTarget(this.#group, eligible, m)],
+      [sharedTarget(this.#group, ready, m)],
       m,
       view!,
       left,
       d.metrics,
     );
     const entry = this.ledger.record(m.offset, targets.filter((t) => t.qos > 0).length);
-    if (targets.length === 0) return;
+    if (targets.length === 0) return true;
     this.dealt++;
     d.metrics.routed.inc();
     deliverCopies(targets, view!, this, entry, this.#served, d.metrics, d.evict, m);
     this.#served.clear();
+    return true;
   }
 }

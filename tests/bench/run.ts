@@ -17,7 +17,9 @@
  *                                   _forward_scenario.ts; "retained": 10,000 retained topics:
  *                                   start-up, memory and delivery, see _retained_scenario.ts;
  *                                   "ws": MQTT over WebSocket against TCP, idle memory and
- *                                   QoS 1 ingest, see _ws_scenario.ts;
+ *                                   QoS 1 ingest, see _ws_scenario.ts; "catch_up": a
+ *                                   stored session's backlog of 100 B, 2 KB and 200 KB
+ *                                   messages, msg/s and MB/s, see _catch_up_scenario.ts;
  *                                   run only when named)
  *   --no-priority                   no own autogroup at nice -10 (see _servers.ts)
  *   --gateway-deno-flags="--cpu-prof --cpu-prof-dir=/tmp/prof"   extra flags for the gateway
@@ -60,6 +62,7 @@ import { storeScenario } from "./_store_scenario.ts";
 import { forwardScenario } from "./_forward_scenario.ts";
 import { retainedScenario } from "./_retained_scenario.ts";
 import { wsScenario } from "./_ws_scenario.ts";
+import { catchUpScenario } from "./_catch_up_scenario.ts";
 
 const { values: a } = parseArgs({
   args: Deno.args,
@@ -127,7 +130,7 @@ const scenarioIds = a.scenarios
   ? ["qos1", "qos0_10"]
   : [...Object.keys(SCENARIOS), "store"];
 /** Scenarios run on gateways of their own, after the others. */
-const OWN_GATEWAY_SCENARIOS = ["store", "forward", "retained", "ws"];
+const OWN_GATEWAY_SCENARIOS = ["store", "forward", "retained", "ws", "catch_up"];
 const unknownScenarios = scenarioIds.filter((id) =>
   !(id in SCENARIOS) && !OWN_GATEWAY_SCENARIOS.includes(id)
 );
@@ -315,6 +318,17 @@ try {
           r.heapPerMessageBytes.toFixed(0)
         } B/message, RSS ${r.rssPerMessageBytes.toFixed(0)} B/message`,
     );
+  }
+  if (scenarioIds.includes("catch_up") && serverNames.includes("gateway")) {
+    for (const s of Object.values(servers)) await s.stop();
+    const figures = await catchUpScenario(dataDir, gwFlags, launch, SMOKE);
+    results.catch_up = { gateway: { backlogs: figures } };
+    for (const f of figures) {
+      console.log(
+        `catch_up: ${f.received} of ${f.messages} messages of ${f.payloadBytes} B back to a ` +
+          `stored session at ${f.msgPerSec} msg/s, ${f.mbPerSec} MB/s`,
+      );
+    }
   }
   if (scenarioIds.includes("ws") && serverNames.includes("gateway")) {
     for (const s of Object.values(servers)) await s.stop();

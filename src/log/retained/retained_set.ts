@@ -154,15 +154,17 @@ export class RetainedSet {
     this.#bytes = 0;
   }
 
-  /** The retained messages whose topic `filter` matches (well-formed filter). */
-  matching(filter: string): RetainedEntry[] {
+  /**
+   * The retained messages whose topic `filter` matches (well-formed filter), one at a time: a
+   * set changed meanwhile is seen as it is when reached (a message cleared before is skipped).
+   */
+  *matching(filter: string): Generator<RetainedEntry> {
     if (!isWildcardFilter(filter)) {
       const e = this.#entries.get(filter);
-      return e === undefined ? [] : [e];
+      if (e !== undefined) yield e;
+      return;
     }
-    const out: RetainedEntry[] = [];
-    for (const e of this.#entries.values()) if (filterMatches(filter, e.topic)) out.push(e);
-    return out;
+    for (const e of this.#entries.values()) if (filterMatches(filter, e.topic)) yield e;
   }
 
   /** Every retained message, in no particular order. */

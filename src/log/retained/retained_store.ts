@@ -203,16 +203,16 @@ export class RetainedStore {
     return topics;
   }
 
-  /** The retained messages `filter` matches that have not expired, as stored messages. */
-  matching(filter: string): StoredMessage[] {
-    const nowMicros = this.#now() * 1000;
-    const out: StoredMessage[] = [];
+  /**
+   * The retained messages `filter` matches that have not expired, as stored messages, each
+   * made when reached: a subscriber's burst holds one at a time, not a copy of the set.
+   */
+  *matching(filter: string): Generator<StoredMessage> {
     for (const e of this.set.matching(filter)) {
       const m = messageOf(e);
-      if (expired(m, nowMicros)) this.set.delete(e.topic);
-      else out.push(m);
+      if (expired(m, this.#now() * 1000)) this.set.delete(e.topic);
+      else yield m;
     }
-    return out;
   }
 
   async #syncOnce(): Promise<boolean> {
