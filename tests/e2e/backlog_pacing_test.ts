@@ -255,7 +255,9 @@ Deno.test({
     const gw = await startGateway({
       env: {
         IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn",
+        // The setting: a global cap that seven leaking evictions would fill.
         IGGY_MQTT_LIMITS_MAX_OUTBOUND_QUEUE_BYTES: String(4 * 1024 * 1024),
+        IGGY_MQTT_LIMITS_MAX_OUTBOUND_QUEUE_BYTES_PER_CLIENT: String(1024 * 1024),
         IGGY_MQTT_LIMITS_SLOW_CONSUMER_TIMEOUT_MS: "1000",
       },
     });
