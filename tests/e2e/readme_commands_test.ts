@@ -64,6 +64,10 @@ const SKIPPED: [RegExp, string][] = [
     "CI runs it (.ci/run); its rules have a unit test",
   ],
   [
+    /^npx --yes deno@2\.9\.6 task fuzz --seconds 600 /,
+    "ten minutes long; tests/fuzz/fuzz_test.ts runs the same targets for a short round",
+  ],
+  [
     /^npx --yes deno@2\.9\.6 task bench/,
     "minutes long, needs a Mosquitto broker (docs/BENCHMARKS.md)",
   ],
