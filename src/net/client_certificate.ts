@@ -60,7 +60,20 @@ export interface PeerJudge {
  * CRL lists is refused in both.
  */
 export function judgePeer(socket: tls.TLSSocket, j: PeerJudge): PeerVerdict {
-  const peer = socket.getPeerCertificate(true);
+  try {
+    return judgeReadable(socket, j);
+  } catch (e) {
+    // A certificate the TLS stack cannot parse (junk in the chain the client sent): refused,
+    // never an exception out of the listener's event, which would end the process.
+    const reason = `certificate not readable (${(e as Error)?.message ?? e})`;
+    return { ok: false, why: "unverified", reason };
+  }
+}
+
+function judgeReadable(socket: tls.TLSSocket, j: PeerJudge): PeerVerdict {
+  // The leaf only: with `true` the stack also parses every certificate the client sent after
+  // it, and throws on one that is not a certificate.
+  const peer = socket.getPeerCertificate(false);
   const raw = peer?.raw as Uint8Array | undefined;
   if (raw === undefined || raw.length === 0) {
     if (j.clientAuth === "optional") return { ok: true, name: undefined };

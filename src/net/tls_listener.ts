@@ -185,6 +185,16 @@ function tlsServer(
     raw.setNoDelay(true);
   });
   server.on("secureConnection", (socket: tls.TLSSocket) => {
+    try {
+      secureConnection(socket);
+    } catch (e) {
+      // Nothing a client sends may end the process: this connection alone is refused.
+      const remote = peerAddressOf(socket);
+      socket.destroy();
+      o.onRefused({ why: "handshake", remote, reason: String((e as Error)?.message ?? e) });
+    }
+  });
+  const secureConnection = (socket: tls.TLSSocket) => {
     let name: string | undefined;
     if (o.clientAuth !== "none") {
       const verdict = judgePeer(socket, {
@@ -201,7 +211,7 @@ function tlsServer(
     }
     const raw = parentOf(socket);
     onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT], name));
-  });
+  };
   // A failed or timed-out handshake: the socket must go now (Deno's node:tls leaves it open).
   server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
     const remote = peerAddressOf(socket);

@@ -178,6 +178,32 @@ Deno.test({
 });
 
 Deno.test({
+  name: "a client certificate chain with junk after the leaf is refused with one warn line; " +
+    "the gateway goes on and the real device still gets in",
+  ignore: !HAS_OPENSSL,
+  fn: withGateway("require", async (gw, d) => {
+    // A self-made leaf followed by something that is no certificate: parsing the chain the
+    // client sent threw out of the listener's event and ended the process.
+    const junk =
+      "-----BEGIN CERTIFICATE-----\nMAMCAQWQkVYoj3SqtNFH46K4JY9L5MBanZXDIGBszUobPv3ACfrz" +
+      "dEWabGvv\n-----END CERTIFICATE-----\n";
+    const chain = await Deno.makeTempFile({ suffix: ".pem" });
+    try {
+      await Deno.writeTextFile(chain, (await Deno.readTextFile(d.forged.crt)) + junk);
+      const evil: IssuedCertificate = { crt: chain, key: d.forged.key };
+      const line = await refusedWith(gw, () => refusedClient(gw, evil));
+      assert.equal(line.level, "warn");
+      assert.equal(line.listener, "tls");
+      const { client, error } = await tlsAttempt(gw.port, d.valid);
+      await client.endAsync();
+      assert.equal(error, null, "the real device still gets in");
+    } finally {
+      await Deno.remove(chain);
+    }
+  }),
+});
+
+Deno.test({
   name: "refusal log: no certificate under require, an old TLS version and a certificate " +
     "whose name is no user each leave one warn line",
   ignore: !HAS_OPENSSL,
