@@ -6,6 +6,7 @@
  */
 import { parseAddress } from "./config/load.ts";
 import { fileAccessError, readOperatorFile } from "./config/files.ts";
+import { ConfigError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
@@ -324,6 +325,12 @@ export class Gateway {
    * changed are re-resolved.
    */
   async reload(next: GatewayConfig): Promise<void> {
+    for (const key of ["tls_client_auth", "tls_identity"] as const) {
+      const [was, now] = [this.config.listeners[key], next.listeners[key]];
+      if (was === now) continue;
+      // The TLS listener asks for (and names) client certificates as it was started to.
+      throw new ConfigError(`listeners.${key}`, `changed from "${was}" to "${now}": restart`);
+    }
     const map = await loadMap(next);
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
     const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;

@@ -8,6 +8,7 @@ import {
   hasCommand,
   run,
   startGateway,
+  testEnv,
   waitFor,
 } from "../helpers/gateway.ts";
 
@@ -240,6 +241,42 @@ Deno.test({
       await still.endAsync();
     } finally {
       await before.endAsync();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "reload refuses a change of listeners.tls_client_auth or tls_identity, naming the key: the listener keeps the mode it started with",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const env = {
+      IGGY_MQTT_LISTENERS_TLS: "127.0.0.1:0",
+      IGGY_MQTT_LISTENERS_TLS_CERT_FILE: `${FIX}server.crt`,
+      IGGY_MQTT_LISTENERS_TLS_KEY_FILE: `${FIX}server.key`,
+    };
+    const gw = await startGateway({ env });
+    const { loadConfig } = await import("../../src/config/load.ts");
+    const reloadWith = (extra: Record<string, string>) =>
+      gw.gateway.reload(
+        loadConfig({ text: "", source: "reload", env: { ...testEnv(gw.dir), ...env, ...extra } }),
+      );
+    try {
+      await assert.rejects(
+        reloadWith({
+          IGGY_MQTT_LISTENERS_TLS_CLIENT_AUTH: "optional",
+          IGGY_MQTT_LISTENERS_TLS_CLIENT_CA_FILE: `${FIX}server.crt`,
+        }),
+        /listeners\.tls_client_auth.*changed from "none" to "optional": restart/,
+      );
+      await assert.rejects(
+        reloadWith({ IGGY_MQTT_LISTENERS_TLS_IDENTITY: "san_dns" }),
+        /listeners\.tls_identity/,
+      );
+      await reloadWith({}); // the same settings still reload
+    } finally {
       await gw.stop();
     }
   },
