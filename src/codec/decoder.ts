@@ -53,8 +53,9 @@ export type { DecoderLimits } from "./_fields.ts";
 export type { ProtocolLevels } from "./decode_connect.ts";
 
 const EMPTY = new Uint8Array(0);
-/** Shared empty list of held parts: a decoder holding nothing owns none. */
-const NO_PARTS: Uint8Array[] = [];
+/** The first buffer a held packet gets; it doubles as bytes come, up to the packet's size. */
+const FIRST_HOLD_BYTES = 256;
+
 /** MQTT 5 AUTH packet type [MQTT-3.15]. */
 const AUTH = 15;
 
@@ -62,9 +63,13 @@ const AUTH = 15;
 export class PacketDecoder {
   #limits: DecoderLimits;
   #budget: PartialPacketBudget | null;
-  /** Copies of the bytes that arrived of the next packet, in order (joined once when whole). */
-  #parts: Uint8Array[] = NO_PARTS;
-  /** Their length, taken from the budget. */
+  /**
+   * The unfinished packet's bytes so far (the first {@link #held} of it): one buffer grown by
+   * doubling, so a packet trickled a byte per read costs at most twice its bytes and copies
+   * amortised once, where a part kept per read cost some 200 bytes each.
+   */
+  #buf: Uint8Array = EMPTY;
+  /** How many bytes of {@link #buf} are held, taken from the budget. */
   #held = 0;
   /** The held packet's whole size once its fixed header is in; 0 before. */
   #total = 0;
@@ -94,7 +99,7 @@ export class PacketDecoder {
   /** Drops the held bytes and gives them back to the budget (the connection closed). */
   discard(): void {
     this.#budget?.give(this.#held);
-    this.#parts = NO_PARTS;
+    this.#buf = EMPTY;
     this.#held = 0;
     this.#total = 0;
   }
@@ -133,17 +138,24 @@ export class PacketDecoder {
     if (this.#budget !== null && !this.#budget.take(bytes.length)) {
       throw new PartialPacketsFullError(bytes.length, this.#budget);
     }
-    const copy = bytes.slice();
-    if (this.#parts === NO_PARTS) this.#parts = [copy];
-    else this.#parts.push(copy);
-    this.#held += bytes.length;
+    const needed = this.#held + bytes.length;
+    if (needed > this.#buf.length) {
+      // Doubling, never past the packet's announced size once it is known.
+      let size = Math.max(FIRST_HOLD_BYTES, this.#buf.length * 2, needed);
+      if (this.#total > 0) size = Math.min(size, Math.max(this.#total, needed));
+      const grown = new Uint8Array(size);
+      grown.set(this.#buf.subarray(0, this.#held));
+      this.#buf = grown;
+    }
+    this.#buf.set(bytes, this.#held); // a copy: the caller may reuse its read buffer
+    this.#held = needed;
   }
 
   /**
    * The held packet, completed from the front of `chunk` and decoded into `out`; returns where
    * the rest of `chunk` starts, or -1 when `chunk` does not complete it (then all of it is held
-   * too). The held parts are joined once, when the packet is whole: joining them at every read
-   * copied a 1 MiB packet some 16 times over. Only the held packet's bytes of `chunk` are
+   * too). The held bytes are joined to the rest once, when the packet is whole: joining them at
+   * every read copied a 1 MiB packet some 16 times over. Only the held packet's bytes of `chunk` are
    * copied: joining the whole chunk to the tail copied every read of a flood (64 KiB), a
    * visible share of QoS 0 ingest CPU (see docs/BENCHMARKS.md, 'Figures behind the code').
    */
@@ -151,7 +163,7 @@ export class PacketDecoder {
     if (this.#total === 0) {
       // The fixed header is at most 5 bytes, so fewer than 5 are held: join them to the
       // front of the chunk to read it.
-      const head = concatBytes([...this.#parts, chunk.subarray(0, 5)]);
+      const head = concatBytes([this.#buf.subarray(0, this.#held), chunk.subarray(0, 5)]);
       const header = readFixedHeader(head, 0, this.#limits.maxPacketBytes);
       if (header !== null) this.#total = header.headerBytes + header.remaining;
     }
@@ -161,7 +173,10 @@ export class PacketDecoder {
       return -1;
     }
     const total = this.#total;
-    const packet = concatBytes([...this.#parts, chunk.subarray(0, taken)], total);
+    const packet = concatBytes(
+      [this.#buf.subarray(0, this.#held), chunk.subarray(0, taken)],
+      total,
+    );
     this.discard();
     const header = readFixedHeader(packet, 0, total)!;
     try {

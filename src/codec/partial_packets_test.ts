@@ -91,3 +91,22 @@ Deno.test("PacketDecoder under a full budget still decodes packets that arrive w
   assert.equal(p.payload.length, 100_000);
   assert.throws(() => d.push(bigPublish(10).subarray(0, 3)), PartialPacketsFullError);
 });
+
+Deno.test("PacketDecoder holding a packet that arrives a byte per read keeps one buffer of at most twice its bytes", () => {
+  const budget = new PartialPacketBudget(64 * MIB);
+  const d = connected(budget);
+  const whole = bigPublish(256 * 1024);
+  const before = Deno.memoryUsage().heapUsed + Deno.memoryUsage().external;
+  for (let at = 0; at < whole.length - 1; at++) {
+    assert.deepEqual(d.push(whole.subarray(at, at + 1)), []);
+  }
+  const grown = Deno.memoryUsage().heapUsed + Deno.memoryUsage().external - before;
+  assert.equal(budget.held, whole.length - 1);
+  // A copy kept per read cost ~200 bytes a byte here (over 50 MB); one doubling buffer at most
+  // twice the packet, with room left for what the loop itself leaves to the collector.
+  assert.ok(grown < 8 * MIB, `held a 256 KiB packet in ${grown} bytes`);
+  const [p] = d.push(whole.subarray(whole.length - 1)) as PublishPacket[];
+  assert.equal(p.payload.length, 256 * 1024);
+  assert.equal(p.payload[256 * 1024 - 1], (256 * 1024 - 1) & 0xff);
+  assert.equal(budget.held, 0);
+});
