@@ -48,13 +48,12 @@ import {
 import { decodeMqttString } from "./mqtt_string.ts";
 import { readFixedHeader } from "./fixed_header.ts";
 import { type PartialPacketBudget, PartialPacketsFullError } from "./partial_packets.ts";
+import { HeldPacket } from "./held_packet.ts";
 
 export type { DecoderLimits } from "./_fields.ts";
 export type { ProtocolLevels } from "./decode_connect.ts";
 
 const EMPTY = new Uint8Array(0);
-/** The first buffer a held packet gets; it doubles as bytes come, up to the packet's size. */
-const FIRST_HOLD_BYTES = 256;
 
 /** MQTT 5 AUTH packet type [MQTT-3.15]. */
 const AUTH = 15;
@@ -63,14 +62,8 @@ const AUTH = 15;
 export class PacketDecoder {
   #limits: DecoderLimits;
   #budget: PartialPacketBudget | null;
-  /**
-   * The unfinished packet's bytes so far (the first {@link #held} of it): one buffer grown by
-   * doubling, so a packet trickled a byte per read costs at most twice its bytes and copies
-   * amortised once, where a part kept per read cost some 200 bytes each.
-   */
-  #buf: Uint8Array = EMPTY;
-  /** How many bytes of {@link #buf} are held, taken from the budget. */
-  #held = 0;
+  /** The unfinished packet's bytes so far, taken from the budget. */
+  readonly #held = new HeldPacket();
   /** The held packet's whole size once its fixed header is in; 0 before. */
   #total = 0;
   #connected = false;
@@ -93,14 +86,13 @@ export class PacketDecoder {
 
   /** Bytes held waiting for the rest of a packet. */
   get bufferedBytes(): number {
-    return this.#held;
+    return this.#held.length;
   }
 
   /** Drops the held bytes and gives them back to the budget (the connection closed). */
   discard(): void {
-    this.#budget?.give(this.#held);
-    this.#buf = EMPTY;
-    this.#held = 0;
+    this.#budget?.give(this.#held.length);
+    this.#held.clear();
     this.#total = 0;
   }
 
@@ -108,7 +100,7 @@ export class PacketDecoder {
   push(chunk: Uint8Array): ClientPacket[] {
     const out: ClientPacket[] = [];
     let pos = 0;
-    if (this.#held > 0) {
+    if (this.#held.length > 0) {
       pos = this.#completeHeld(chunk, out);
       if (pos < 0) return out; // the held packet is still not whole: all of `chunk` is held
     }
@@ -138,17 +130,7 @@ export class PacketDecoder {
     if (this.#budget !== null && !this.#budget.take(bytes.length)) {
       throw new PartialPacketsFullError(bytes.length, this.#budget);
     }
-    const needed = this.#held + bytes.length;
-    if (needed > this.#buf.length) {
-      // Doubling, never past the packet's announced size once it is known.
-      let size = Math.max(FIRST_HOLD_BYTES, this.#buf.length * 2, needed);
-      if (this.#total > 0) size = Math.min(size, Math.max(this.#total, needed));
-      const grown = new Uint8Array(size);
-      grown.set(this.#buf.subarray(0, this.#held));
-      this.#buf = grown;
-    }
-    this.#buf.set(bytes, this.#held); // a copy: the caller may reuse its read buffer
-    this.#held = needed;
+    this.#held.append(bytes, this.#total); // a copy: the caller may reuse its read buffer
   }
 
   /**
@@ -163,18 +145,18 @@ export class PacketDecoder {
     if (this.#total === 0) {
       // The fixed header is at most 5 bytes, so fewer than 5 are held: join them to the
       // front of the chunk to read it.
-      const head = concatBytes([this.#buf.subarray(0, this.#held), chunk.subarray(0, 5)]);
+      const head = concatBytes([this.#held.bytes, chunk.subarray(0, 5)]);
       const header = readFixedHeader(head, 0, this.#limits.maxPacketBytes);
       if (header !== null) this.#total = header.headerBytes + header.remaining;
     }
-    const taken = this.#total - this.#held;
+    const taken = this.#total - this.#held.length;
     if (this.#total === 0 || taken > chunk.length) {
       this.#hold(chunk);
       return -1;
     }
     const total = this.#total;
     const packet = concatBytes(
-      [this.#buf.subarray(0, this.#held), chunk.subarray(0, taken)],
+      [this.#held.bytes, chunk.subarray(0, taken)],
       total,
     );
     this.discard();
