@@ -157,6 +157,27 @@ function peerAddressOf(socket: tls.TLSSocket): string {
   return plainAddress(socket.remoteAddress ?? parentOf(socket)?.remoteAddress ?? "");
 }
 
+/** A finished handshake: the client certificate judged (when asked for), then accepted. */
+function acceptSecure(
+  socket: tls.TLSSocket,
+  state: TlsState,
+  o: TlsListenOptions,
+  onAccept: AcceptHandler,
+): void {
+  let name: string | undefined;
+  if (o.clientAuth !== "none") {
+    const verdict = judgePeer(socket, { ...state, clientAuth: o.clientAuth, identity: o.identity });
+    if (!verdict.ok) {
+      const remote = peerAddressOf(socket);
+      socket.destroy();
+      return o.onRefused({ why: `client_cert_${verdict.why}`, remote, reason: verdict.reason });
+    }
+    name = verdict.name;
+  }
+  const raw = parentOf(socket);
+  onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT], name));
+}
+
 /** The node:tls server: bounded handshakes, accept time kept, failed handshakes dropped. */
 function tlsServer(
   tls: typeof import("node:tls"),
@@ -186,7 +207,7 @@ function tlsServer(
   });
   server.on("secureConnection", (socket: tls.TLSSocket) => {
     try {
-      secureConnection(socket);
+      acceptSecure(socket, state, o, onAccept);
     } catch (e) {
       // Nothing a client sends may end the process: this connection alone is refused.
       const remote = peerAddressOf(socket);
@@ -194,24 +215,6 @@ function tlsServer(
       o.onRefused({ why: "handshake", remote, reason: String((e as Error)?.message ?? e) });
     }
   });
-  const secureConnection = (socket: tls.TLSSocket) => {
-    let name: string | undefined;
-    if (o.clientAuth !== "none") {
-      const verdict = judgePeer(socket, {
-        ...state,
-        clientAuth: o.clientAuth,
-        identity: o.identity,
-      });
-      if (!verdict.ok) {
-        const remote = peerAddressOf(socket);
-        socket.destroy();
-        return o.onRefused({ why: `client_cert_${verdict.why}`, remote, reason: verdict.reason });
-      }
-      name = verdict.name;
-    }
-    const raw = parentOf(socket);
-    onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT], name));
-  };
   // A failed or timed-out handshake: the socket must go now (Deno's node:tls leaves it open).
   server.on("tlsClientError", (err: Error, socket: tls.TLSSocket) => {
     const remote = peerAddressOf(socket);
