@@ -28,7 +28,7 @@ import { deliverCopies, Router, sharedTarget } from "./route.ts";
 import { finishTargets } from "./targets.ts";
 import { expiryLeft } from "./out_v5.ts";
 import { joinAt, reresolve } from "./reresolve.ts";
-import { SessionDelivery } from "./session_delivery.ts";
+import { lowestPositionOf, SessionDelivery } from "./session_delivery.ts";
 import type { StoredSessions } from "../session/stored_sessions.ts";
 import { H_TOPIC } from "../log/envelope.ts";
 import { ClientQueues } from "./client_queues.ts";
@@ -89,6 +89,10 @@ export class Delivery implements DeliveryPort {
       clients,
       route: (rd, batch) => router.routeBatch(rd, batch),
       stopping: () => this.#stopping,
+      storedStart: (filter) => {
+        const sessions = deps.sessions.subscribedTo(filter);
+        return sessions.length === 0 ? null : lowestPositionOf(deps.backend, sessions);
+      },
     });
     this.readers = this.#subscriptions.readers;
     shareGauges(deps.metrics.registry, this.#subscriptions.shares, this.#subscriptions.spread);

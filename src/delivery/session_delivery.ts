@@ -24,6 +24,22 @@ import { type Triple, tripleOfKey } from "./registry.ts";
 import type { ClientQueues } from "./client_queues.ts";
 import type { Resume, Subscriptions } from "./subscribe.ts";
 
+/**
+ * Where a group of stored sessions starts on a triple: the lowest of their positions (a
+ * session that knows the triple but stored no offset there is at 0); null when none has one.
+ */
+export function lowestPositionOf(backend: LogBackend, sessions: readonly StoredSession[]) {
+  return async (t: Triple, key: string): Promise<number | null> => {
+    let lowest: number | null = null;
+    for (const s of sessions) {
+      const stored = await backend.getOffset(sessionConsumer(s.clientId), t);
+      const at = stored !== null ? stored + 1 : s.triples.has(key) ? 0 : null;
+      if (at !== null && (lowest === null || at < lowest)) lowest = at;
+    }
+    return lowest;
+  };
+}
+
 /** Stored sessions' subscriptions and positions. */
 export class SessionDelivery {
   #subs: Subscriptions;

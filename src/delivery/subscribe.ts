@@ -117,6 +117,12 @@ export class Subscriptions {
   #clients: ClientQueues;
   #backend: LogBackend;
   #catchUpDeps: CatchUpDeps;
+  readonly #storedStart: (filter: string) => StartAt | null;
+  /**
+   * `$share` keys whose group started from its stored sessions' positions since this process
+   * started (at most one key per share filter that stored sessions hold).
+   */
+  readonly #groupsStarted = new Set<string>();
 
   constructor(deps: {
     registry: SubscriptionRegistry<ClientQueue>;
@@ -128,7 +134,10 @@ export class Subscriptions {
     stopping: () => boolean;
     metrics: GatewayMetrics;
     logger: Logger;
+    /** Where the stored sessions subscribed to `filter` start together, or null for none. */
+    storedStart?: (filter: string) => StartAt | null;
   }) {
+    this.#storedStart = deps.storedStart ?? (() => null);
     this.registry = deps.registry;
     this.#clients = deps.clients;
     this.#backend = deps.backend;
@@ -222,8 +231,8 @@ export class Subscriptions {
    * A shared subscription's member joins its group. It starts live, the group's messages not
    * being one member's to catch up on, unless the group was parked (its last member left with a
    * stored session): then the first member back starts at the group's position. After a
-   * restart no group is parked: a first member resuming its stored session starts at that
-   * session's positions.
+   * restart no group is parked: the group's first member starts at the lowest position of the
+   * stored sessions subscribed to it.
    */
   async #join(
     s: Subscription<ClientQueue>,
@@ -235,14 +244,20 @@ export class Subscriptions {
     const key = `${share.group}/${share.filter}`;
     const full = this.shares.full(key, this.opts.maxShareGroups, this.opts.maxShareMembers);
     if (full !== null) return this.refuse(s.client, filter, `${full} reached`, 0x97);
-    const first = this.shares.membersOf(key) === 0;
     const parked = this.shares.unpark(key);
     // Split between gateways, the group starts from its position in the log (`share_spread`).
-    // Here, a parked group starts where it was parked; one with no member since a restart
-    // starts where the stored session of its first member back had settled.
+    // Here, a parked group starts where it was parked; the first member since this process
+    // started, where the group's stored sessions (this one's too) had all settled: what was in
+    // flight to any of them when the gateway stopped comes again, to the group.
     let startAt: StartAt | undefined;
     if (this.spread === null && parked) startAt = async (_t, k) => await parked.get(k) ?? null;
-    else if (this.spread === null && first) startAt = resume?.startAt;
+    else if (this.spread === null && !this.#groupsStarted.has(key)) {
+      const stored = this.#storedStart(filter);
+      if (stored !== null) {
+        this.#groupsStarted.add(key);
+        startAt = stored;
+      }
+    }
     const code = await this.#attach(s, filter, triples, startAt, resume?.pending, key);
     const g = s.share;
     if (this.spread !== null && g !== undefined && g.members.length === 1 && g.members[0] === s) {

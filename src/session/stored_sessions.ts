@@ -129,6 +129,13 @@ export class StoredSessions {
     return this.#sessions.size;
   }
 
+  /** The stored sessions (connected or not) subscribed to `filter`, e.g. a `$share/…` one. */
+  subscribedTo(filter: string): StoredSession[] {
+    const out: StoredSession[] = [];
+    for (const s of this.#sessions.values()) if (s.subscriptions.has(filter)) out.push(s);
+    return out;
+  }
+
   /** The session of a client id, if one is stored. */
   get(clientId: string): StoredSession | undefined {
     return this.#sessions.get(clientId);

@@ -7,8 +7,14 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
-import { opts, rawSubscriber, receive } from "./_subscribe_helpers.ts";
+import {
+  connectPacket,
+  RawClient,
+  startGateway,
+  type TestGateway,
+  waitFor,
+} from "../helpers/gateway.ts";
+import { opts, publishesBefore, rawSubscriber, receive, subscribe } from "./_subscribe_helpers.ts";
 import { cli } from "../helpers/cli.ts";
 
 const SHARE = "$share/workers/jobs/+";
@@ -289,6 +295,59 @@ Deno.test({
         await new Promise((r) => setTimeout(r, 300));
         await back.endAsync();
         assert.deepEqual([...new Set(got)].sort(), want.sort());
+      } finally {
+        await gw2.stop();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "shared subscription: after a gateway restart, what a stored-session member had not acknowledged comes again to the group, whichever member comes back first",
+  ...opts,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-share-held-" });
+    const env = {
+      IGGY_MQTT_EMBEDDED_PATH: `${dir}/gateway.db`,
+      IGGY_MQTT_GATEWAY_ID: "share-held",
+    };
+    const stored = (id: string) => ({ reconnectPeriod: 0, clientId: id, clean: false });
+    const held: string[] = [];
+    try {
+      const gw1 = await startGateway({ env });
+      try {
+        // a acknowledges what it gets (MQTT.js); b never does (a raw client), so b's copies
+        // are in flight when the gateway stops.
+        const a = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw1.port}`, stored("worker-a"));
+        await a.subscribeAsync(SHARE, { qos: 1 });
+        const b = await RawClient.connect(gw1.port);
+        await b.send(connectPacket("worker-b", { clean: false }));
+        assert.equal((await b.readPacket())?.[0], 0x20);
+        assert.deepEqual(await subscribe(b, [[SHARE, 1]]), [1]);
+        const sent = await publishMany(gw1, 20, "h");
+        const got = await receive(b, 1, { ack: false }); // the group dealt b some of them
+        held.push(...got.map((r) => r.payload));
+        held.push(...(await publishesBefore(b)).map((r) => r.payload));
+        assert.ok(held.length > 0 && held.length < sent.length, `b holds ${held.length}`);
+        await a.endAsync();
+        b.close();
+      } finally {
+        await gw1.stop();
+      }
+      const gw2 = await startGateway({ env });
+      try {
+        // a comes back first (its own position is past everything it acknowledged).
+        const got: string[] = [];
+        const back = mqtt.connect(`mqtt://127.0.0.1:${gw2.port}`, stored("worker-a"));
+        back.on("message", (_t, p) => got.push(new TextDecoder().decode(p)));
+        await waitFor(() => held.every((h) => got.includes(h)), 10_000, "b's held copies")
+          .catch((e) => {
+            throw new Error(`${e.message}: held ${held}, got ${got}`);
+          });
+        await back.endAsync();
       } finally {
         await gw2.stop();
       }
