@@ -58,6 +58,7 @@ export class PositionForgetter {
   readonly #inFlight = new Map<string, Promise<void>>();
   #run: Promise<void> | null = null;
   #deleted = 0;
+  #stopped = false;
 
   constructor(backend: LogBackend, logger: Logger) {
     this.#backend = backend;
@@ -76,7 +77,7 @@ export class PositionForgetter {
 
   /** Queues the deletion of `consumer`'s offsets on the triples `keys` (`clientId` removed). */
   forget(clientId: string, consumer: string, keys: Iterable<string>): void {
-    if (!this.able) return;
+    if (!this.able || this.#stopped) return;
     const list = [...keys];
     if (list.length === 0) return;
     this.#queue.set(clientId, { consumer, keys: list });
@@ -93,6 +94,16 @@ export class PositionForgetter {
   /** Resolves once a deletion under way for `clientId` (if any) has been answered. */
   settled(clientId: string): Promise<void> {
     return this.#inFlight.get(clientId) ?? Promise.resolve();
+  }
+
+  /**
+   * The gateway stops: what is queued is dropped (its rows stay), what is under way is waited
+   * for, so that a log that does not answer cannot hold the stop for a queue's worth of timeouts.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#queue.clear();
+    await this.idle();
   }
 
   /** Resolves when nothing is queued or in flight. */

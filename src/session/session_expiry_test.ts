@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { EmbeddedBackend } from "../log/embedded/mod.ts";
 import { Logger } from "../observe/logger.ts";
 import { sessionConsumer, type StoredSessionOptions, StoredSessions } from "./stored_sessions.ts";
-import { expiryOf } from "./session_expiry.ts";
+import { expiryOf, PositionForgetter } from "./session_expiry.ts";
 
 const DAY_S = 86_400;
 const STORE_311 = { store: true, cleanStart: false, expiryS: DAY_S };
@@ -226,4 +226,24 @@ Deno.test("StoredSessions: a clean start keeps the positions of the session it d
     assert.equal(await b.getOffset(sessionConsumer("back"), TOPIC), 0);
     assert.equal(await sessionRows(dir), 1);
   });
+});
+
+Deno.test("PositionForgetter.stop(): the deletions still queued are dropped; those under way are waited for", async () => {
+  let calls = 0;
+  let release = () => {};
+  const answered = new Promise<void>((r) => release = r); // the log answers when we say
+  const backend = {
+    deleteOffset: () => (calls++, answered),
+  } as unknown as EmbeddedBackend;
+  const forgetter = new PositionForgetter(backend, new Logger("error", () => {}));
+  for (let i = 0; i < 100; i++) forgetter.forget(`id-${i}`, `c-${i}`, [TRIPLE_KEY]);
+  await Promise.resolve();
+  const inFlight = calls;
+  assert.ok(inFlight > 0 && inFlight < 100, `one batch under way: ${inFlight}`);
+  const stopped = forgetter.stop();
+  forgetter.forget("late", "c-late", [TRIPLE_KEY]); // nothing is queued after stop()
+  release();
+  await stopped;
+  assert.equal(calls, inFlight, "no queued deletion was sent after stop()");
+  assert.equal(forgetter.deleted, inFlight);
 });

@@ -295,6 +295,7 @@ export class StoredSessions {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.idle();
+    await this.forgetter.stop();
   }
 
   /** Resolves when every record write so far, and the deletions after them, are answered. */
