@@ -29,6 +29,7 @@ import { DeadlineWheel } from "./base/deadline_wheel.ts";
 import { OutboundBudget } from "./session/outbox.ts";
 import type { MapSource } from "./session/publish.ts";
 import { ConnectionRegistry } from "./session/registry.ts";
+import { TakeoverWatch } from "./session/takeover_watch.ts";
 import { SourceGuard } from "./session/source_guard.ts";
 import {
   bindTcp,
@@ -50,6 +51,7 @@ import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
+import { watchRetention } from "./log/retention_watch.ts";
 import { readerGauges } from "./observe/triple_gauge.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
@@ -118,7 +120,7 @@ export class Gateway {
     this.durability = new DurabilityWatch(this.logger);
     const clock = o.clock ?? systemClock;
     const l = config.limits;
-    this.registry = new ConnectionRegistry(l.max_connections);
+    this.registry = new ConnectionRegistry(l.max_connections, new TakeoverWatch(this.logger));
     this.#refusals = new EarlyRefusals(config.listeners.mqtt_versions.includes("5"));
     this.#deadlines = new DeadlineWheel(clock);
     const preparer = publishPreparer(config, backend, this.maps, this.durability, o.clock);
@@ -384,6 +386,7 @@ export class Gateway {
     m.gauge("mqtt_connections", "Open MQTT connections", () => this.registry.size);
     sendRetryGauge(m, () => this.backend.remote?.resendCounters());
     sendHistograms(m, this.backend.remote?.watchSends);
+    watchRetention(this.backend, this.metrics, this.logger); // its counters and log line
     m.gauge(
       "mqtt_outbound_queue_bytes",
       "Bytes queued to subscribers, all clients",

@@ -126,6 +126,9 @@ export function storedSessionOptions(
     maxSessions: config.limits.max_stored_sessions,
     // The longest a session may live offline, 3.1.1 or MQTT 5 (the record topic keeps twice it).
     maxExpiryS: Math.max(s.expiry_s, s.max_expiry_s),
+    // Read at every expiry check: sessions stored under other settings follow these.
+    expiryS: s.expiry_s,
+    maxExpiryS5: s.max_expiry_s,
     // Often enough that an expiry is late by a small part of it, at most once a minute.
     sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
     onExpired,

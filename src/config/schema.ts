@@ -213,14 +213,14 @@ export const KEY_SPECS = [
     type: int(1, MAX_I32),
     default: 86_400,
     doc:
-      "A stored session (MQTT 3.1.1 clean session 0) is removed after this many seconds offline.",
+      "A stored session (MQTT 3.1.1 clean session 0) is removed after this many seconds offline; applies to sessions stored before a change too.",
   },
   {
     key: "session.max_expiry_s",
     type: int(0, MAX_I32),
     default: 86_400,
     doc:
-      "MQTT 5: a client's Session Expiry Interval is capped to this (s); 0 keeps every MQTT 5 session clean.",
+      "MQTT 5: a client's Session Expiry Interval is capped to this (s), also for sessions stored before a change; 0 keeps every MQTT 5 session clean.",
   },
   {
     key: "session.store_stream",

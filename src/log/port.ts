@@ -277,6 +277,20 @@ export interface GroupMembership {
   leave(stream: string, topic: string, group: string): Promise<void>;
 }
 
+/** What one retention pass deleted of one topic, and who had not read all of it. */
+export interface RetentionDeleted {
+  readonly stream: string;
+  readonly topic: string;
+  readonly messages: number;
+  /** Retention bytes (payload and headers) of the deleted messages. */
+  readonly bytes: number;
+  /** Consumers whose stored offset lay before the last deleted message. */
+  readonly unreadBy: readonly string[];
+}
+
+/** Told after each retention pass that deleted messages, once per pass. */
+export type RetentionObserver = (deleted: readonly RetentionDeleted[]) => void;
+
 /** The backend port. Every method may reject with {@link BackendError}. */
 export interface LogBackend {
   /** "embedded" or "iggy". */
@@ -358,4 +372,14 @@ export interface LogBackend {
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void>;
   /** The stored offset for a consumer on a partition, or null when none is stored. */
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null>;
+  /**
+   * Deletes the stored offset of a consumer on a partition; resolves as well when none is
+   * stored. Optional: a log without it keeps the offsets of consumers that are gone.
+   */
+  deleteOffset?(consumer: string, address: PartitionAddress): Promise<void>;
+  /**
+   * Has `observe` called after each of the log's own retention passes that deleted messages.
+   * Optional: the embedded log has it; Iggy deletes by its own retention, unseen by the gateway.
+   */
+  watchRetention?(observe: RetentionObserver): void;
 }

@@ -208,6 +208,16 @@ const COUNTERS = {
     name: "session_stored_expired_total",
     help: "Stored sessions removed after their expiry offline",
   },
+  retentionDeletedMessages: {
+    name: "log_retention_deleted_messages_total",
+    help:
+      "Messages the embedded log's retention deleted (age, topic size, forward mode's room); unread=yes: a stored session or $share group had not read them",
+  },
+  retentionDeletedBytes: {
+    name: "log_retention_deleted_bytes_total",
+    help:
+      "Bytes (payload and headers) of the messages the embedded log's retention deleted; unread as in log_retention_deleted_messages_total",
+  },
 } as const;
 
 /** One counter per entry of {@link COUNTERS}, in the field the entry names. */

@@ -1,10 +1,13 @@
 /**
  * Live connections: the `max_connections` bound and the client id each connection holds, for
  * session takeover [MQTT-3.1.4-2]: a second CONNECT with the same client id closes the older
- * one (only a CONNECT of the same principal gets this far: `client_id_owner.ts`).
+ * one (only a CONNECT of the same principal gets this far: `client_id_owner.ts`); an id taken
+ * over again and again is logged (`takeover_watch.ts`).
  *
  * @module
  */
+
+import type { TakeoverWatch } from "./takeover_watch.ts";
 
 /** What the registry needs of a connection. */
 export interface Registered {
@@ -14,6 +17,8 @@ export interface Registered {
   disconnect?(reasonCode: number, reason: string): void;
   /** The principal that owns its client id ("" anonymous); undefined before CONNECT. */
   readonly ownerName?: string;
+  /** The peer's address, for the log. */
+  readonly remoteAddress?: string;
 }
 
 /** Connection and client-id bookkeeping. */
@@ -21,7 +26,11 @@ export class ConnectionRegistry {
   #open = new Set<Registered>();
   #byClientId = new Map<string, Registered>();
 
-  constructor(readonly maxConnections: number) {}
+  readonly #watch: TakeoverWatch | undefined;
+
+  constructor(readonly maxConnections: number, watch?: TakeoverWatch) {
+    this.#watch = watch;
+  }
 
   /** Open connections (sockets accepted and not yet closed). */
   get size(): number {
@@ -62,6 +71,7 @@ export class ConnectionRegistry {
   takeOver(clientId: string, c: Registered): boolean {
     const old = this.claim(clientId, c);
     if (old === null) return false;
+    this.#watch?.noted(clientId, old.remoteAddress, c.remoteAddress);
     const why = "taken over by a new connection with the same client id";
     if (old.disconnect) old.disconnect(0x8e, why);
     else old.close(why);

@@ -5,22 +5,56 @@
  *
  * Fields: `v` 1, `s` [filter, granted QoS] pairs, `p` MQTT 5 options, `t` triple keys with a
  * position, `e` expiry (s), `o` wall-clock ms since offline or null, `u` the owner (the
- * principal's name; "" anonymous). A record without `u` was written before sessions had owners:
- * its session is owned by whoever resumes it first.
+ * principal's name; "" anonymous), `m` the protocol whose expiry rule the session follows (4:
+ * MQTT 3.1.1, whose expiry is `session.expiry_s` as it is now; 5: MQTT 5, whose expiry is its own
+ * granted interval `e`, capped by `session.max_expiry_s` as it is now). A record without `u` was
+ * written before sessions had owners: its session is owned by whoever resumes it first. A record
+ * without `m` was written before sessions kept their protocol: it is MQTT 5 when it carries
+ * MQTT 5 subscription options (`p`: every MQTT 5 subscription has them), else MQTT 3.1.1.
  *
  * @module
  */
 import { decodeStoredOptions, encodeStoredOptions, type StoredOptions } from "./stored_options.ts";
+import type { PacketIdSet } from "./packet_ids.ts";
+import type { Qos2Out } from "./qos2_out.ts";
 
 /** The part of a stored session a record carries. */
 export interface RecordedSession {
+  /** Filters as subscribed → granted QoS. */
   readonly subscriptions: Map<string, 0 | 1 | 2>;
+  /** MQTT 5 options of the filters that have them (`stored_options.ts`); absent on 3.1.1. */
   options?: StoredOptions;
+  /** Triple keys with a position: a missing stored offset there means offset 0. */
   readonly triples: Set<string>;
+  /** The interval asked at CONNECT (MQTT 5: granted; 3.1.1: `session.expiry_s` then). */
   expiryS: number;
+  /** Wall-clock ms since the client is offline; null while it is connected. */
   offlineSinceMs: number | null;
-  /** The principal that owns the client id; undefined for a record of before owners. */
+  /**
+   * The principal that owns the client id ("" anonymous): only it may resume, take over or
+   * discard the session. Undefined for a record written before sessions had owners.
+   */
   owner?: string;
+  /**
+   * MQTT 5: `expiryS` is the session's own granted interval; otherwise (MQTT 3.1.1) the
+   * session's expiry is the setting `session.expiry_s` whenever it is read (`session_expiry.ts`).
+   */
+  mqtt5?: boolean;
+}
+
+/** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
+export interface StoredSession extends RecordedSession {
+  readonly clientId: string;
+  /** Wall-clock ms of the last record written. */
+  savedAtMs: number;
+  /**
+   * QoS 2 state of the session [MQTT-4.1.0-1], kept in memory only (a gateway restart forgets
+   * it: a resent QoS 2 PUBLISH is then appended again, a PUBREL is answered all the same).
+   * `qos2Received`: the client's publishes awaiting their PUBREL; `qos2Out`: the QoS 2 copies
+   * that were in flight when it went offline (`qos2_out.ts`).
+   */
+  qos2Received?: PacketIdSet;
+  qos2Out?: Qos2Out;
 }
 
 /** The record of a session, ready for JSON. */
@@ -33,6 +67,7 @@ export function sessionRecordOf(s: RecordedSession): unknown {
     e: s.expiryS,
     o: s.offlineSinceMs,
     ...(s.owner === undefined ? {} : { u: s.owner }),
+    m: s.mqtt5 === true ? 5 : 4,
   };
 }
 
@@ -66,6 +101,7 @@ interface WellFormedRecord {
   e?: unknown;
   o?: number | null;
   u?: string;
+  m?: unknown;
 }
 
 function applyRecord(r: WellFormedRecord, s: RecordedSession, maxExpiryS: number): void {
@@ -80,6 +116,7 @@ function applyRecord(r: WellFormedRecord, s: RecordedSession, maxExpiryS: number
   s.expiryS = Number.isFinite(e) && e >= 0 ? e : maxExpiryS;
   s.offlineSinceMs = typeof r.o === "number" ? r.o : null;
   s.owner = r.u;
+  s.mqtt5 = r.m === 5 || (r.m !== 4 && s.options !== undefined);
 }
 
 /** A session record's shape: `s` [filter, qos] pairs, `t` triple keys, `o` a time or null. */

@@ -1,7 +1,8 @@
 /**
  * What a CONNECT asks of its session: a clean session, or a
  * stored one that outlives the connection for `expiryS` seconds offline. MQTT 3.1.1: clean
- * session 0 asks for a stored session with the configured `session.expiry_s`. MQTT 5: the
+ * session 0 asks for a stored session whose expiry is `session.expiry_s` (as it is set when
+ * the expiry is read, not when the session was stored: `session_expiry.ts`). MQTT 5: the
  * Session Expiry Interval granted in `connect_v5.ts` (capped by `session.max_expiry_s`)
  * becomes `expiryS`, and a value of 0 a clean-at-end session; the stored-session code takes this
  * value and never parses a CONNECT itself.
@@ -37,6 +38,7 @@ export function sessionRequestOf(
       cleanStart: p.cleanSession,
       expiryS,
       resumeOnly,
+      mqtt5: true,
     };
   }
   return {
@@ -60,6 +62,8 @@ export async function refuseStoredSession(
   if (!req.store) return null;
   let reason: string | null = null;
   let full = false;
+  // The positions of an earlier session under this id, if being deleted now, are gone first.
+  await ctx.sessions.forgetter.settled(clientId);
   if (!await ctx.sessions.sync()) {
     reason = "stored sessions are unavailable (the log did not answer)";
   } else if (!req.resumeOnly && (full = ctx.sessions.full(clientId))) {

@@ -6,9 +6,11 @@
  * ({@link sessionConsumer}), so both survive a disconnect and a gateway restart and are shared by
  * every gateway on the same log. The gateway keeps no database of its own.
  *
- * Bounds: at most `limits.max_stored_sessions` (a new one beyond → CONNACK 3); a session is removed
- * after its expiry offline; the record topic is created with a retention of twice the longest
- * expiry, and records of connected sessions are written again before half of it has passed.
+ * Bounds: at most `limits.max_stored_sessions` (a new one beyond → CONNACK 3, logged); a session
+ * is removed after its expiry offline, read from the settings as they are now
+ * (`session_expiry.ts`), and its positions are then deleted from the log; the record topic is
+ * created with a retention of twice the longest expiry, and records of connected sessions are
+ * written again before half of it has passed.
  *
  * @module
  */
@@ -18,10 +20,13 @@ import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import { readToEnd } from "../log/read_to_end.ts";
 import type { Logger } from "../observe/logger.ts";
-import type { StoredOptions } from "./stored_options.ts";
-import { parseSessionRecord, SESSION_TOMBSTONE, sessionRecordOf } from "./session_record.ts";
-import type { PacketIdSet } from "./packet_ids.ts";
-import type { Qos2Out } from "./qos2_out.ts";
+import {
+  parseSessionRecord,
+  SESSION_TOMBSTONE,
+  sessionRecordOf,
+  type StoredSession,
+} from "./session_record.ts";
+import { expiryOf, type ExpiryRules, PositionForgetter } from "./session_expiry.ts";
 
 /** Header naming the client id of a session record. */
 export const H_SESSION = "mqtt.session";
@@ -36,8 +41,10 @@ export interface SessionRequest {
   readonly store: boolean;
   /** A session stored before under this client id is discarded first [MQTT-3.1.2-6]. */
   readonly cleanStart: boolean;
-  /** Seconds offline after which the stored session is removed. */
+  /** Seconds offline after which the stored session is removed (MQTT 5: the granted interval). */
   readonly expiryS: number;
+  /** MQTT 5: `expiryS` is the session's own; else its expiry is `session.expiry_s` as it is now. */
+  readonly mqtt5?: boolean;
   /**
    * Only an existing stored session is resumed; without one the session is clean (no record,
    * no `max_stored_sessions` slot): MQTT 5 Clean Start 0 with expiry 0.
@@ -45,37 +52,11 @@ export interface SessionRequest {
   readonly resumeOnly?: boolean;
 }
 
-/** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
-export interface StoredSession {
-  readonly clientId: string;
-  /** Filters as subscribed → granted QoS. */
-  readonly subscriptions: Map<string, 0 | 1 | 2>;
-  /** MQTT 5 options of the filters that have them (`stored_options.ts`); absent on 3.1.1. */
-  options?: StoredOptions;
-  /** Triple keys with a position: a missing stored offset there means offset 0. */
-  readonly triples: Set<string>;
-  expiryS: number;
-  /** Wall-clock ms since the client is offline; null while it is connected. */
-  offlineSinceMs: number | null;
-  /** Wall-clock ms of the last record written. */
-  savedAtMs: number;
-  /**
-   * The principal that owns the client id ("" anonymous): only it may resume, take over or
-   * discard the session. Undefined for a record written before sessions had owners.
-   */
-  owner?: string;
-  /**
-   * QoS 2 state of the session [MQTT-4.1.0-1], kept in memory only (a gateway restart forgets
-   * it: a resent QoS 2 PUBLISH is then appended again, a PUBREL is answered all the same).
-   * `qos2Received`: the client's publishes awaiting their PUBREL; `qos2Out`: the QoS 2 copies
-   * that were in flight when it went offline (`qos2_out.ts`).
-   */
-  qos2Received?: PacketIdSet;
-  qos2Out?: Qos2Out;
-}
+/** One stored session, kept in memory while the gateway runs (`session_record.ts`). */
+export type { StoredSession } from "./session_record.ts";
 
-/** Options of the store. */
-export interface StoredSessionOptions {
+/** Options of the store; `expiryS` and `maxExpiryS5` apply to every session, whenever stored. */
+export interface StoredSessionOptions extends ExpiryRules {
   readonly stream: string;
   readonly topic: string;
   readonly maxSessions: number;
@@ -115,11 +96,14 @@ export class StoredSessions {
   /** This process's writer id (records it wrote are older than its memory). */
   #writer = crypto.randomUUID();
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** Removed sessions' positions, deleted from the log after their tombstones. */
+  readonly forgetter: PositionForgetter;
 
   constructor(backend: LogBackend, opts: StoredSessionOptions, logger: Logger) {
     this.#backend = backend;
     this.#opts = opts;
     this.#logger = logger;
+    this.forgetter = new PositionForgetter(backend, logger);
     this.#now = opts.now ?? Date.now;
     this.#address = { stream: opts.stream, topic: opts.topic, partition: 0 };
   }
@@ -221,6 +205,7 @@ export class StoredSessions {
     }
     if (!req.store || (req.resumeOnly && s === undefined)) return { session: null, present: false };
     const present = s !== undefined;
+    if (s === undefined) this.forgetter.cancel(clientId); // its old rows are written over
     s ??= {
       clientId,
       subscriptions: new Map(),
@@ -230,6 +215,7 @@ export class StoredSessions {
       savedAtMs: 0,
     };
     s.expiryS = req.expiryS;
+    s.mqtt5 = req.mqtt5 === true;
     s.offlineSinceMs = null;
     s.owner = owner;
     this.#sessions.set(clientId, s);
@@ -246,10 +232,24 @@ export class StoredSessions {
     this.save(s);
   }
 
-  /** Removes a stored session (its record is superseded by a tombstone). */
+  /**
+   * Removes a stored session: its record is superseded by a tombstone, and its positions are
+   * deleted from the log after it (unless the id gets a stored session again first).
+   */
   remove(clientId: string): void {
-    if (!this.#sessions.delete(clientId)) return;
-    this.#write(clientId, SESSION_TOMBSTONE);
+    const s = this.#sessions.get(clientId);
+    if (s === undefined) return;
+    this.#sessions.delete(clientId);
+    const consumer = sessionConsumer(clientId);
+    // Only after the tombstone (a session whose tombstone failed comes back at a restart), and
+    // only while the id has no stored session again (that one writes over the rows it uses).
+    const then = this.#write(clientId, SESSION_TOMBSTONE).then((stored) => {
+      if (stored && !this.#sessions.has(clientId)) {
+        this.forgetter.forget(clientId, consumer, s.triples);
+      }
+    });
+    this.#pending.add(then);
+    then.finally(() => this.#pending.delete(then));
   }
 
   /** Writes the session's record (its subscriptions, triples, expiry, offline time). */
@@ -302,32 +302,43 @@ export class StoredSessions {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.idle();
+    await this.forgetter.stop();
   }
 
-  /** Resolves when every record write so far has been answered. */
+  /** Resolves when every record write so far, and the deletions after them, are answered. */
   async idle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+    await this.forgetter.idle();
+  }
+
+  /** Seconds offline after which `s` is removed, under the settings now. */
+  expiryOf(s: StoredSession): number {
+    return expiryOf(s, this.#opts);
   }
 
   #expired(s: StoredSession, now: number): boolean {
-    return s.offlineSinceMs !== null && now - s.offlineSinceMs >= s.expiryS * 1000;
+    return s.offlineSinceMs !== null && now - s.offlineSinceMs >= this.expiryOf(s) * 1000;
   }
 
-  #write(clientId: string, record: unknown): void {
+  /** Appends a record; resolves true once it is stored, false when that failed (logged). */
+  #write(clientId: string, record: unknown): Promise<boolean> {
     const message = {
       payload: new TextEncoder().encode(JSON.stringify(record)),
       headers: new Map([[H_SESSION, clientId], [H_WRITER, this.#writer]]),
     };
     const p = this.#backend.append({ ...this.#address, messages: [message] }).then(
-      () => {},
+      () => true,
       (err) => {
         this.#logger.limited("warn", "Writing a stored session failed", {
           client_id: clientId,
           error: err,
         });
+        return false;
       },
-    ).finally(() => this.#pending.delete(p));
-    this.#pending.add(p);
+    );
+    const settled = p.then(() => {}).finally(() => this.#pending.delete(settled));
+    this.#pending.add(settled);
+    return p;
   }
 
   /** Records skipped as malformed since start (a foreign or damaged record). */

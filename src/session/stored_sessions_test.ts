@@ -36,6 +36,8 @@ function sessions(b: EmbeddedBackend, o: Partial<StoredSessionOptions> = {}): St
     topic: "sessions",
     maxSessions: 10,
     maxExpiryS: 60,
+    expiryS: 60,
+    maxExpiryS5: 60,
     sweepIntervalMs: 60_000,
     ...o,
   }, new Logger("error", () => {}));
@@ -82,7 +84,7 @@ Deno.test("StoredSessions.sweep() removes sessions offline longer than their exp
   await withBackend(async (b) => {
     let now = 0;
     const expired: number[] = [];
-    const a = sessions(b, { now: () => now, onExpired: (n) => expired.push(n) });
+    const a = sessions(b, { now: () => now, expiryS: 10, onExpired: (n) => expired.push(n) });
     await a.load();
     const s = a.open("dev", { ...STORE, expiryS: 10 }, "").session!;
     a.offline(s);
@@ -237,7 +239,7 @@ Deno.test("StoredSessions: the owner travels with the record to another gateway 
 Deno.test("StoredSessions.ownerOf() is null once the session has expired offline", async () => {
   await withBackend(async (b) => {
     let now = 1_000_000;
-    const a = sessions(b, { now: () => now });
+    const a = sessions(b, { now: () => now, expiryS: 10 });
     await a.load();
     const s = a.open("dev", { ...STORE, expiryS: 10 }, "alice").session!;
     a.offline(s);

@@ -219,6 +219,30 @@ export function runBackendContract(
     }
   });
 
+  test(
+    "deleteOffset() removes one consumer's offset on one partition; none stored resolves too",
+    async (b, n) => {
+      if (b.deleteOffset === undefined) return; // optional: such a log keeps gone consumers' rows
+      await b.createTopic(n.stream, n.topic, { partitions: 2 });
+      const p0 = { stream: n.stream, topic: n.topic, partition: 0 };
+      const p1 = { ...p0, partition: 1 };
+      await b.append({ ...p0, messages: [message("a"), message("b")] });
+      await b.append({ ...p1, messages: [message("c")] });
+      const gone = `mqtt-session-gone_${n.id}`;
+      const kept = `mqtt-session-kept_${n.id}`;
+      await b.storeOffset(gone, p0, 1);
+      await b.storeOffset(gone, p1, 0);
+      await b.storeOffset(kept, p0, 0);
+      await b.deleteOffset(gone, p0);
+      assert.equal(await b.getOffset(gone, p0), null);
+      assert.equal(await b.getOffset(gone, p1), 0, "its other partition is untouched");
+      assert.equal(await b.getOffset(kept, p0), 0, "another consumer is untouched");
+      await b.deleteOffset(gone, p0); // nothing stored any more: resolves all the same
+      await b.storeOffset(gone, p0, 0);
+      assert.equal(await b.getOffset(gone, p0), 0, "a store after the delete stands");
+    },
+  );
+
   test("storeOffset() and getOffset() keep one offset per consumer and partition", async (b, n) => {
     await b.createTopic(n.stream, n.topic, { partitions: 2 });
     const p0 = { stream: n.stream, topic: n.topic, partition: 0 };

@@ -18,6 +18,7 @@ const STORED_FIELDS = new Set([
   "options",
   "triples",
   "expiryS",
+  "mqtt5", // whose expiry rule it follows: a boolean
   "offlineSinceMs",
   "savedAtMs",
   // QoS 2 exchange state (only on sessions that used QoS 2): packet ids, plain numbers.
@@ -28,6 +29,7 @@ const STORED_FIELDS = new Set([
 /** True when `v` is a string, number or null, or a Map/Set/array made only of them. */
 function plainData(v: unknown): boolean {
   if (v === null || v === undefined || typeof v === "string" || typeof v === "number") return true;
+  if (typeof v === "boolean") return true;
   if (v instanceof Map) return [...v].every(([k, x]) => plainData(k) && plainOptions(x));
   if (v instanceof Set || Array.isArray(v)) return [...v].every(plainData);
   return false;

@@ -160,8 +160,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "limits.max_stored_sessions: a new stored session beyond the bound gets CONNACK 3; " +
-    "a known one and clean sessions still connect",
+  name: "limits.max_stored_sessions: a new stored session beyond the bound gets CONNACK 3 " +
+    "(logged); a known one and clean sessions still connect",
   ...opts,
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "1" } });
@@ -171,6 +171,11 @@ Deno.test({
       const b = await connectStored(gw.port, "keep-b");
       assert.equal(b.code, 3, "server unavailable");
       assert.equal(await b.c.readPacket(1000), null, "closed after CONNACK 3");
+      const refused = gw.logs.map((l) => JSON.parse(l)).filter((l) =>
+        l.msg === "Connection refused" && l.reason === "max_stored_sessions reached"
+      );
+      assert.equal(refused.length, 1, "the refusal is logged once, with its reason");
+      assert.equal(refused[0].level, "warn");
       a.c.close();
       await waitFor(() => gw.gateway.sessions.get("keep-a")?.offlineSinceMs != null, 5000, "off");
       const again = await connectStored(gw.port, "keep-a");

@@ -11,6 +11,7 @@
 import { setImmediate } from "node:timers";
 import type { MessageLog } from "./_message_log.ts";
 import { segmentBytesFor } from "./_log_segments.ts";
+import { type RetentionTally, tallyDrop } from "./_retention_report.ts";
 
 /** Most batches dropped between two yields to the event loop. */
 const CHUNK_RECORDS = 256;
@@ -46,6 +47,7 @@ export async function reclaimOldestSegment(
   log: MessageLog,
   hold: ForwardHold,
   stopped: () => boolean,
+  tally?: RetentionTally,
 ): Promise<number> {
   const end = log.firstSegmentEnd;
   const parts = [...log.partitions()];
@@ -62,7 +64,10 @@ export async function reclaimOldestSegment(
     if (best < 0) break;
     const p = parts[best];
     if (heads[best]!.end > firstUnforwarded[best] && !hold.dropUnforwarded) break;
-    dropped += log.dropOldest(p, () => true, 1).messages;
+    const bytesBefore = p.bytes;
+    const messages = log.dropOldest(p, () => true, 1).messages;
+    tallyDrop(tally, p, messages, bytesBefore);
+    dropped += messages;
     heads[best] = log.oldest(p);
     if (++taken % CHUNK_RECORDS === 0) await new Promise((r) => setImmediate(r));
   }

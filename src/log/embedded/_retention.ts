@@ -19,6 +19,7 @@
 import { setImmediate } from "node:timers";
 import type { TopicState } from "./_catalog.ts";
 import type { MessageLog, PartitionLog } from "./_message_log.ts";
+import { type RetentionTally, tallyDrop } from "./_retention_report.ts";
 
 /** Most batches dropped between two yields to the event loop. */
 export const CHUNK_RECORDS = 256;
@@ -38,7 +39,7 @@ export interface RetentionLimits {
 
 /**
  * Runs one retention pass over `topics`; stops early (between chunks) when `stopped()`.
- * Resolves with the number of messages dropped.
+ * Resolves with the number of messages dropped; `tally` gets them per partition.
  */
 export async function runRetentionPass(
   log: MessageLog,
@@ -46,6 +47,7 @@ export async function runRetentionPass(
   limits: RetentionLimits,
   nowMicros: number,
   stopped: () => boolean,
+  tally?: RetentionTally,
 ): Promise<number> {
   let deleted = 0;
   // Snapshot: a topic created while we yield is simply picked up by the next pass.
@@ -57,12 +59,12 @@ export async function runRetentionPass(
       for (const p of partitions) {
         if (stopped()) break;
         const keepFrom = limits.keepFrom?.(p.topicId, p.partition) ?? Infinity;
-        deleted += await expirePartition(log, p, nowMicros - maxAge, keepFrom, stopped);
+        deleted += await expirePartition(log, p, nowMicros - maxAge, keepFrom, stopped, tally);
       }
     }
     const maxBytes = state.maxTopicBytes || limits.maxTopicBytes;
     if (maxBytes > 0 && !stopped()) {
-      deleted += await trimTopic(log, partitions, maxBytes, limits.keepFrom, stopped);
+      deleted += await trimTopic(log, partitions, maxBytes, limits.keepFrom, stopped, tally);
     }
     if (stopped()) break;
   }
@@ -76,13 +78,16 @@ async function expirePartition(
   cutoff: number,
   keepFrom: number,
   stopped: () => boolean,
+  tally?: RetentionTally,
 ): Promise<number> {
   let deleted = 0;
   while (!stopped()) {
     // Timestamps rise with offsets (one writer stamps them), so the old ones form a prefix; a
     // clock step back only delays deletion, it never removes a newer message.
     const drop = (ts: number, end: number) => ts < cutoff && end <= keepFrom;
+    const bytesBefore = p.bytes;
     const { messages, records } = log.dropOldest(p, drop, CHUNK_RECORDS);
+    tallyDrop(tally, p, messages, bytesBefore);
     deleted += messages;
     if (records < CHUNK_RECORDS) break;
     await yieldToEventLoop();
@@ -100,6 +105,7 @@ async function trimTopic(
   maxBytes: number,
   keepFrom: RetentionLimits["keepFrom"],
   stopped: () => boolean,
+  tally?: RetentionTally,
 ): Promise<number> {
   let deleted = 0;
   let excess = -maxBytes;
@@ -121,7 +127,9 @@ async function trimTopic(
     if (best < 0) break; // counters say over, the log says empty: nothing left to drop
     const p = partitions[best];
     const before = p.bytes;
-    deleted += log.dropOldest(p, () => true, 1).messages;
+    const dropped = log.dropOldest(p, () => true, 1).messages;
+    tallyDrop(tally, p, dropped, before);
+    deleted += dropped;
     excess -= before - p.bytes;
     heads[best] = droppableHead(best);
     if (++taken % CHUNK_RECORDS === 0) await yieldToEventLoop();

@@ -10,6 +10,7 @@ import type { MessageLog } from "./_message_log.ts";
 import { type RetentionLimits, runRetentionPass } from "./_retention.ts";
 import { type ForwardHold, hasRoom, needsRoom, reclaimOldestSegment } from "./_reclaim.ts";
 import type { WriterLink } from "./_writer_link.ts";
+import type { RetentionTally } from "./_retention_report.ts";
 
 /** Forward mode: what must be kept for the upstream, and the store's bound. */
 export interface ForwardRoom {
@@ -31,6 +32,8 @@ export class RetentionRunner {
   readonly #limits: RetentionLimits;
   readonly #room: ForwardRoom | undefined;
   readonly #space: StoreSpace | undefined;
+  /** Told what a pass that deleted messages deleted, once the pass is done. */
+  readonly #onDeleted: ((tally: RetentionTally) => void) | undefined;
   #pass: Promise<number> | undefined;
   /** A pass was asked for while one ran: run another after it. */
   #again = false;
@@ -46,8 +49,10 @@ export class RetentionRunner {
     limits: RetentionLimits,
     room?: ForwardRoom,
     space?: StoreSpace,
+    onDeleted?: (tally: RetentionTally) => void,
   ) {
     this.#space = space;
+    this.#onDeleted = onDeleted;
     this.#log = log;
     this.#catalog = catalog;
     this.#link = link;
@@ -106,9 +111,11 @@ export class RetentionRunner {
   async #runPass(now: number): Promise<number> {
     const log = this.#log;
     const stopped = () => this.#stopped;
-    let deleted = await runRetentionPass(log, this.#catalog.topics(), this.#limits, now, stopped);
+    const tally: RetentionTally = new Map();
+    const topics = this.#catalog.topics();
+    let deleted = await runRetentionPass(log, topics, this.#limits, now, stopped, tally);
     if (this.#room && needsRoom(log, this.#room.maxStoreBytes)) {
-      const reclaimed = await reclaimOldestSegment(log, this.#room.hold, stopped);
+      const reclaimed = await reclaimOldestSegment(log, this.#room.hold, stopped, tally);
       // One segment a pass: go on while there is still no room and this one freed some.
       if (reclaimed > 0) this.#again = true;
       deleted += reclaimed;
@@ -125,6 +132,7 @@ export class RetentionRunner {
       const space = this.#space;
       if (space && hasRoom(log, space.maxBytes)) space.freed();
     }
+    if (tally.size > 0) this.#onDeleted?.(tally);
     return deleted;
   }
 }

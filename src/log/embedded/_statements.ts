@@ -10,6 +10,12 @@ import type { DatabaseSync, StatementSync } from "node:sqlite";
 /** Statements of a reading connection (the main thread, or the read-only `read` CLI). */
 export interface ReadStatements {
   readonly selectConsumerOffset: StatementSync;
+  /**
+   * The consumers of a partition whose stored offset lies below an offset (what retention
+   * deleted that they had not read). A scan of the table: run only after a retention pass
+   * that deleted something, once per partition it touched.
+   */
+  readonly selectConsumersBehind: StatementSync;
 }
 
 /** Statements of the writer. */
@@ -17,6 +23,7 @@ export interface WriteStatements {
   readonly begin: StatementSync;
   readonly commit: StatementSync;
   readonly upsertConsumerOffset: StatementSync;
+  readonly deleteConsumerOffset: StatementSync;
   /** A partition's floors (see the partitions table in _schema.ts). */
   readonly updateFloors: StatementSync;
 }
@@ -27,6 +34,10 @@ export function prepareReadStatements(db: DatabaseSync): ReadStatements {
     selectConsumerOffset: db.prepare(
       `SELECT consumer_offset FROM consumer_offsets
        WHERE consumer = ? AND topic_id = ? AND partition = ?`,
+    ),
+    selectConsumersBehind: db.prepare(
+      `SELECT consumer FROM consumer_offsets
+       WHERE topic_id = ? AND partition = ? AND consumer_offset < ?`,
     ),
   };
 }
@@ -41,6 +52,9 @@ export function prepareWriteStatements(db: DatabaseSync): WriteStatements {
       `INSERT INTO consumer_offsets (consumer, topic_id, partition, consumer_offset)
        VALUES (?, ?, ?, ?)
        ON CONFLICT (consumer, topic_id, partition) DO UPDATE SET consumer_offset = excluded.consumer_offset`,
+    ),
+    deleteConsumerOffset: db.prepare(
+      "DELETE FROM consumer_offsets WHERE consumer = ? AND topic_id = ? AND partition = ?",
     ),
     updateFloors: db.prepare(
       `UPDATE partitions SET start_offset = max(start_offset, ?), next_offset = max(next_offset, ?)

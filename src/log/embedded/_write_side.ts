@@ -10,9 +10,12 @@ import type { Catalog } from "./_catalog.ts";
 import { GroupCommit } from "./_group_commit.ts";
 import type { MessageLog } from "./_message_log.ts";
 import { RetentionRunner } from "./_retention_runner.ts";
-import { forwardRoom, type StoredOffsetOf } from "./_forward_room.ts";
+import { forwardRoom, storedOffset } from "./_forward_room.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions } from "./options.ts";
+import type { ReadStatements } from "./_statements.ts";
+import { retentionReport } from "./_retention_report.ts";
+import type { RetentionObserver } from "../port.ts";
 
 /** The writing side: absent in read-only mode. */
 export interface WriteSide {
@@ -34,8 +37,10 @@ export interface WriteSideHooks {
    * never sends that append).
    */
   roomFreed(): void;
-  /** A consumer's stored offset (forward mode's hold reads the forwarder's). */
-  readonly offsetOf: StoredOffsetOf;
+  /** The reading statements (forward mode's hold reads the forwarder's stored offset). */
+  reads(): ReadStatements | undefined;
+  /** Who is told what a retention pass deleted (`LogBackend.watchRetention`), if anyone. */
+  retentionObserver(): RetentionObserver | undefined;
   /** One retention pass with the backend's error handling (the timer's, and on demand). */
   runRetention(): Promise<unknown>;
 }
@@ -68,8 +73,12 @@ export function openWriteSide(
     catalog,
     link,
     { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
-    forwardRoom(options, hooks.offsetOf),
+    forwardRoom(options, (consumer, topicId, partition) => {
+      const reads = hooks.reads();
+      return reads ? storedOffset(reads, consumer, topicId, partition) : null;
+    }),
     { maxBytes: options.maxStoreBytes, freed: () => hooks.roomFreed() },
+    (tally) => hooks.retentionObserver()?.(retentionReport(tally, catalog, hooks.reads())),
   );
   retention.schedule(retentionIntervalMs, hooks.runRetention);
   return { link, commits, retention };

@@ -15,7 +15,13 @@ import { Catalog } from "./_catalog.ts";
 import { openDatabase } from "./_schema.ts";
 import { prepareWriteStatements, type WriteStatements } from "./_statements.ts";
 
-/** Consumer offsets to store, `[consumer, topicId, partition, offset]`, in one transaction. */
+/** The offset of an {@link OffsetsRequest} entry that deletes the consumer's row instead. */
+export const DELETED_OFFSET = -1;
+
+/**
+ * Consumer offsets to store, `[consumer, topicId, partition, offset]`, in one transaction; an
+ * entry with {@link DELETED_OFFSET} deletes the row (an expired stored session's position).
+ */
 export interface OffsetsRequest {
   readonly type: "offsets";
   readonly id: number;
@@ -118,11 +124,12 @@ export class Writer {
     }
   }
 
-  /** One transaction of consumer-offset upserts. */
+  /** One transaction of consumer-offset upserts and deletions, in their order. */
   storeOffsets(request: OffsetsRequest): null {
     this.#transaction(() => {
       for (const [consumer, topicId, p, offset] of request.offsets) {
-        this.#stmts.upsertConsumerOffset.run(consumer, topicId, p, offset);
+        if (offset === DELETED_OFFSET) this.#stmts.deleteConsumerOffset.run(consumer, topicId, p);
+        else this.#stmts.upsertConsumerOffset.run(consumer, topicId, p, offset);
       }
     });
     return null;

@@ -18,6 +18,7 @@ import {
   type LogBackend,
   type PartitionAddress,
   type PartitionBytes,
+  type RetentionObserver,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
@@ -35,6 +36,7 @@ import { checkAppendBatch, existingPartition, validateName } from "./_validate.t
 import { fullReason, storeHealth, type WriteTrouble } from "./_health.ts";
 import { storedOffset } from "./_forward_room.ts";
 import type { WriterLink } from "./_writer_link.ts";
+import { DELETED_OFFSET } from "./_writer.ts";
 import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
 
 /** An open store's files (see {@link OpenedStore}) and its write side. */
@@ -62,10 +64,9 @@ export class EmbeddedBackend implements LogBackend {
   /** What is wrong with writes (see {@link WriteTrouble}); the writer's death until reopened. */
   readonly #trouble: WriteTrouble = {};
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
+  #retentionObserver: RetentionObserver | undefined;
   /** The disk has room again, or retention freed some: the next append makes its segment. */
-  readonly #roomAgain = () => {
-    this.#trouble.full = undefined;
-  };
+  readonly #roomAgain = () => void (this.#trouble.full = undefined);
 
   constructor(options: EmbeddedOptions) {
     this.#options = options;
@@ -242,13 +243,22 @@ export class EmbeddedBackend implements LogBackend {
 
   /** Stores the offset in the catalog; resolves once it is on disk. */
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void> {
-    const action = "store consumer offset";
+    if (!Number.isSafeInteger(offset) || offset < 0) {
+      const why = `Cannot store consumer offset ${offset}: not an offset`;
+      return Promise.reject(new BackendError("invalid", why));
+    }
+    return this.#commitOffset("store consumer offset", consumer, address, offset);
+  }
+
+  /** Deletes the offset's row, in order with the stores before and after it; once on disk. */
+  deleteOffset(consumer: string, address: PartitionAddress): Promise<void> {
+    return this.#commitOffset("delete consumer offset", consumer, address, DELETED_OFFSET);
+  }
+
+  #commitOffset(action: string, consumer: string, address: PartitionAddress, offset: number) {
     try {
       const writer = this.#writer(action);
-      const state = this.#partition(address, "store consumer offset on");
-      if (!Number.isSafeInteger(offset) || offset < 0) {
-        throw new BackendError("invalid", `Cannot store consumer offset ${offset}: not an offset`);
-      }
+      const state = this.#partition(address, `${action} on`);
       const stored = writer.commits.storeOffset(consumer, state, address.partition, offset);
       // The forwarder moved on while the store is full: what it forwarded may now go.
       if (this.#trouble.full !== undefined && consumer === this.#options.forward?.consumer) {
@@ -267,6 +277,11 @@ export class EmbeddedBackend implements LogBackend {
       const state = this.#partition(address, "read consumer offset of");
       return storedOffset(s.reads, consumer, state.id, address.partition);
     });
+  }
+
+  /** `observe` is told what each retention pass that deleted messages deleted, per topic. */
+  watchRetention(observe: RetentionObserver): void {
+    this.#retentionObserver = observe;
   }
 
   /**
@@ -305,10 +320,8 @@ export class EmbeddedBackend implements LogBackend {
         this.#trouble.full = undefined;
         this.#trouble.appendFailure = undefined;
       },
-      offsetOf: (consumer, topicId, partition) => {
-        const reads = this.#state?.reads;
-        return reads ? storedOffset(reads, consumer, topicId, partition) : null;
-      },
+      reads: () => this.#state?.reads,
+      retentionObserver: () => this.#retentionObserver,
       roomFreed: this.#roomAgain,
       runRetention: () => this.runRetention(),
     });

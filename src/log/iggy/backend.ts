@@ -363,23 +363,23 @@ export class IggyBackend implements port.LogBackend {
     return nextOffsetIn(record, address);
   }
 
-  async storeOffset(
-    consumer: string,
-    address: port.PartitionAddress,
-    offset: number,
-  ): Promise<void> {
-    const action =
-      `store offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
-    await this.#partitions.storeOffset(consumer, address, offset).catch((e) => {
-      throw toBackendError(e, action);
+  async storeOffset(consumer: string, a: port.PartitionAddress, offset: number): Promise<void> {
+    await this.#partitions.storeOffset(consumer, a, offset).catch((e) => {
+      throw toBackendError(e, offsetAction("store", consumer, a));
     });
   }
 
-  getOffset(consumer: string, address: port.PartitionAddress): Promise<number | null> {
-    const action =
-      `read offset of consumer "${consumer}" on stream "${address.stream}" topic "${address.topic}"`;
-    return this.#partitions.getOffset(consumer, address).catch((e) => {
-      throw toBackendError(e, action);
+  /** Deletes the consumer's offset; none stored (3021) counts as deleted. */
+  async deleteOffset(consumer: string, a: port.PartitionAddress): Promise<void> {
+    await this.#partitions.deleteOffset(consumer, a).catch((e) => {
+      if (e instanceof IggyError && e.code === Status.CONSUMER_OFFSET_NOT_FOUND) return;
+      throw toBackendError(e, offsetAction("delete", consumer, a));
+    });
+  }
+
+  getOffset(consumer: string, a: port.PartitionAddress): Promise<number | null> {
+    return this.#partitions.getOffset(consumer, a).catch((e) => {
+      throw toBackendError(e, offsetAction("read", consumer, a));
     });
   }
 
@@ -391,4 +391,8 @@ export class IggyBackend implements port.LogBackend {
       acksBeforeDisk: this.#dialect.acksBeforeDisk(r),
     };
   }
+}
+
+function offsetAction(verb: string, consumer: string, a: port.PartitionAddress): string {
+  return `${verb} offset of consumer "${consumer}" on stream "${a.stream}" topic "${a.topic}"`;
 }

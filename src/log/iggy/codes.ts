@@ -21,6 +21,7 @@ export const Code = Object.freeze({
   SEND_MESSAGES: 101,
   GET_CONSUMER_OFFSET: 120,
   STORE_CONSUMER_OFFSET: 121,
+  DELETE_CONSUMER_OFFSET: 122,
   GET_STREAM: 200,
   GET_STREAMS: 201,
   CREATE_STREAM: 202,
@@ -73,6 +74,7 @@ const OPERATION_OF: ReadonlyMap<number, number> = new Map<number, number>([
   [Code.LEAVE_CONSUMER_GROUP, Operation.LEAVE_CONSUMER_GROUP],
   [Code.SEND_MESSAGES, Operation.SEND_MESSAGES],
   [Code.STORE_CONSUMER_OFFSET, Operation.STORE_CONSUMER_OFFSET],
+  [Code.DELETE_CONSUMER_OFFSET, Operation.DELETE_CONSUMER_OFFSET],
 ]);
 
 /** Operation byte for a command code; unknown codes go as NonReplicated reads. */

@@ -63,6 +63,8 @@ export interface PartitionOps {
   ): Promise<PollReply>;
   storeOffset(consumer: string, a: Address, offset: number): Promise<void>;
   getOffset(consumer: string, a: Address): Promise<number | null>;
+  /** Deletes a consumer offset (Iggy answers 3021 when none is stored). */
+  deleteOffset(consumer: string, a: Address): Promise<void>;
   /**
    * Whether a send that failed with `e` may still have been stored, so that the device's
    * retry can store it twice (0.11: an uncertain outcome; 0.12: never, resends are

@@ -122,6 +122,11 @@ export function getOffsetBody(consumer: string, t: Target): Uint8Array {
   return w.finish();
 }
 
+/** DELETE_CONSUMER_OFFSET body: the same fields as GET_CONSUMER_OFFSET's. */
+export function deleteOffsetBody(consumer: string, t: Target): Uint8Array {
+  return getOffsetBody(consumer, t);
+}
+
 /** GET_CONSUMER_OFFSET reply: stored offset, or null when empty (none stored). */
 export function decodeOffsetReply(body: Uint8Array): number | null {
   if (body.length === 0) return null;

@@ -316,6 +316,7 @@ export class FakeNode {
         return this.#poll(conn, req, r, respond);
       case 120:
       case 121:
+      case 122:
         return this.#offset(req, r, respond);
       default:
         return respond(undefined, 3);
@@ -462,6 +463,9 @@ export class FakeNode {
     if (req.code === 121) {
       this.o.store.offsets.set(key, Number(r.u64()));
       return respond(ok());
+    }
+    if (req.code === 122) { // Iggy: ConsumerOffsetNotFound when none is stored
+      return this.o.store.offsets.delete(key) ? respond(ok()) : respond(undefined, 3021);
     }
     const stored = this.o.store.offsets.get(key);
     if (stored === undefined) return respond();

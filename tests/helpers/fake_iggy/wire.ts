@@ -56,6 +56,8 @@ function codeOfOperation(op: number, frame: Uint8Array): number {
       return 101;
     case 161:
       return 121;
+    case 162:
+      return 122;
     default:
       return -op;
   }

@@ -40,6 +40,11 @@ export class PartitionOps011 implements PartitionOps {
     await this.#request(Code.STORE_CONSUMER_OFFSET, body, false, {});
   }
 
+  async deleteOffset(consumer: string, a: Address): Promise<void> {
+    const body = cmd.deleteOffsetBody(consumer, a);
+    await this.#request(Code.DELETE_CONSUMER_OFFSET, body, false, {});
+  }
+
   async getOffset(consumer: string, a: Address): Promise<number | null> {
     const body = cmd.getOffsetBody(consumer, a);
     return cmd.decodeOffsetReply(await this.#request(Code.GET_CONSUMER_OFFSET, body, false, {}));

@@ -329,6 +329,12 @@ export class PartitionOps012 implements PartitionOps {
     await this.#routed(a, (o) => this.#d.request(Code.STORE_CONSUMER_OFFSET, body, false, o));
   }
 
+  /** Deletes a consumer offset on the partition's primary. */
+  async deleteOffset(consumer: string, a: Address): Promise<void> {
+    const body = cmd.deleteOffsetBody(consumer, a);
+    await this.#routed(a, (o) => this.#d.request(Code.DELETE_CONSUMER_OFFSET, body, false, o));
+  }
+
   /** Reads a consumer offset from the partition's primary. */
   getOffset(consumer: string, a: Address): Promise<number | null> {
     const body = cmd.getOffsetBody(consumer, a);
