@@ -270,6 +270,14 @@ function crossCheck(c: GatewayConfig): void {
       "must be at least limits.max_outbound_queue_bytes_per_client",
     );
   }
+  if (c.limits.max_outbound_queue_bytes < c.limits.max_packet_bytes) {
+    // A copy of the largest message must fit the global budget, or a backlog holding one
+    // waits for room that never comes.
+    throw new ConfigError(
+      "limits.max_outbound_queue_bytes",
+      "must be at least limits.max_packet_bytes",
+    );
+  }
   if (c.limits.max_partial_packet_bytes_total < c.limits.max_packet_bytes + 4) {
     throw new ConfigError(
       "limits.max_partial_packet_bytes_total",

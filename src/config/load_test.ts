@@ -214,3 +214,11 @@ Deno.test("loadConfig() refuses a table, a list or a date where a value belongs 
     );
   }
 });
+
+Deno.test("limits.max_outbound_queue_bytes below limits.max_packet_bytes is refused, naming both", () => {
+  refuses(
+    "[limits]\nmax_packet_bytes = 2097152\nmax_outbound_queue_bytes = 1048576\nmax_outbound_queue_bytes_per_client = 1048576\nmax_partial_packet_bytes_total = 67108864",
+    {},
+    /"limits\.max_outbound_queue_bytes": must be at least limits\.max_packet_bytes$/,
+  );
+});

@@ -691,7 +691,8 @@ export const KEY_SPECS = [
     key: "limits.max_outbound_queue_bytes",
     type: int(1024, MAX_SAFE),
     default: 268_435_456,
-    doc: "Queued outbound bytes, all clients together; beyond → as the per-client cap.",
+    doc:
+      "Queued outbound bytes, all clients together; beyond → as the per-client cap. At least limits.max_outbound_queue_bytes_per_client and limits.max_packet_bytes.",
   },
   {
     key: "limits.slow_consumer_timeout_ms",
