@@ -176,19 +176,24 @@ async function run(
   };
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
+  // One reload at a time: a second SIGHUP waits for the first (two wss rebinds at once would
+  // race for the port).
+  let reloading = Promise.resolve();
   Deno.addSignalListener("SIGHUP", () => {
-    loadConfigFile(configPath, configPathGiven)
-      .then((next) => gateway.reload(next))
-      .catch((err) =>
-        gateway.logger.error(
-          err instanceof PartialReloadError
-            ? `Reload refused; the previous map and users stay, the ${
-              err.swapped.join(" and ")
-            } listener serves the new certificate`
-            : "Reload refused; the previous map, users and certificates stay",
-          { error: String(err?.message ?? err) },
+    reloading = reloading.then(() =>
+      loadConfigFile(configPath, configPathGiven)
+        .then((next) => gateway.reload(next))
+        .catch((err) =>
+          gateway.logger.error(
+            err instanceof PartialReloadError
+              ? `Reload refused; the previous map and users stay, the ${
+                err.swapped.join(" and ")
+              } listener serves the new certificate`
+              : "Reload refused; the previous map, users and certificates stay",
+            { error: String(err?.message ?? err) },
+          )
         )
-      );
+    );
   });
   await stopped.promise;
   return 0;
