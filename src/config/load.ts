@@ -264,13 +264,23 @@ function crossCheck(c: GatewayConfig): void {
   }
   checkClientIdPattern("auth.client_id_pattern", c.auth.client_id_pattern);
   checkIggyUse(c);
-  if (c.limits.max_outbound_queue_bytes < c.limits.max_outbound_queue_bytes_per_client) {
+  checkLimits(c.limits);
+  const names = new Set<string>();
+  for (const u of c.users) {
+    if (names.has(u.username)) throw new ConfigError("users", `duplicate user "${u.username}"`);
+    names.add(u.username);
+  }
+}
+
+/** The byte bounds that must hold one another. */
+function checkLimits(l: GatewayConfig["limits"]): void {
+  if (l.max_outbound_queue_bytes < l.max_outbound_queue_bytes_per_client) {
     throw new ConfigError(
       "limits.max_outbound_queue_bytes",
       "must be at least limits.max_outbound_queue_bytes_per_client",
     );
   }
-  if (c.limits.max_outbound_queue_bytes < c.limits.max_packet_bytes) {
+  if (l.max_outbound_queue_bytes < l.max_packet_bytes) {
     // A copy of the largest message must fit the global budget, or a backlog holding one
     // waits for room that never comes.
     throw new ConfigError(
@@ -278,16 +288,11 @@ function crossCheck(c: GatewayConfig): void {
       "must be at least limits.max_packet_bytes",
     );
   }
-  if (c.limits.max_partial_packet_bytes_total < c.limits.max_packet_bytes + 4) {
+  if (l.max_partial_packet_bytes_total < l.max_packet_bytes + 4) {
     throw new ConfigError(
       "limits.max_partial_packet_bytes_total",
       "must be at least limits.max_packet_bytes + 4 (one largest packet but its last byte)",
     );
-  }
-  const names = new Set<string>();
-  for (const u of c.users) {
-    if (names.has(u.username)) throw new ConfigError("users", `duplicate user "${u.username}"`);
-    names.add(u.username);
   }
 }
 
