@@ -92,7 +92,7 @@ async function main(argv: string[]): Promise<number> {
       if (args.string("map") === undefined) {
         const checked = await config();
         lines.push(...await configFileLines(checked));
-        lines.push(...storeDiskLines(checked));
+        lines.push(...await storeDiskLines(checked));
         lines.push(...await iggyLines(checked, map, args.flag("offline")));
       }
       for (const line of lines) console.log(line);

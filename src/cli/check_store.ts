@@ -5,12 +5,13 @@
  * @module
  */
 import type { GatewayConfig } from "../config/types.ts";
-import { diskRoomLine } from "../log/embedded/mod.ts";
+import { diskRoomLine, loadDiskMeasure } from "../log/embedded/mod.ts";
 
 /** One line in embedded mode (forward mode too) with a store on disk; none otherwise. */
-export function storeDiskLines(config: GatewayConfig): string[] {
+export async function storeDiskLines(config: GatewayConfig): Promise<string[]> {
   const path = config.embedded.path;
   if (config.gateway.backend !== "embedded" || path === ":memory:") return [];
+  await loadDiskMeasure().catch(() => {}); // not measurable: the line says so
   return [`embedded.path "${path}": ${diskRoomLine(existingDir(`${path}-log`))}`];
 }
 

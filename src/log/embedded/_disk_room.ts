@@ -8,11 +8,13 @@
  * and when not even the next append fits, the refusal is remembered. Appends that need a new
  * segment then fail at once, with no write and no syscall, until a timer sees the room back
  * (checked every {@link DISK_RETRY_MS}) or the log frees room itself (retention deleted
- * segments).
+ * segments). Deno measures a disk only through node:fs, whose modules cost the process some
+ * 1.4 MB: it is loaded when first needed (the first segment made or prepared, a refusal,
+ * `check`), so a gateway that has not made a segment since it started carries none of it, and
+ * until then the disk's free space reads "not measured yet".
  *
  * @module
  */
-import { statfsSync } from "node:fs";
 import { BackendError } from "../port.ts";
 
 /**
@@ -27,10 +29,26 @@ export const DISK_RETRY_MS = 500;
 
 const BLOCK = 4096;
 
-/** Free bytes an unprivileged writer may use on the disk holding `dir`; undefined if unknown. */
+type StatFs = (dir: string) => { bavail: number | bigint; bsize: number | bigint };
+let statfs: StatFs | undefined;
+let loading: Promise<void> | undefined;
+
+/** Loads what measures a disk (node:fs), once; resolves when {@link diskFreeBytes} can. */
+export function loadDiskMeasure(): Promise<void> {
+  loading ??= import("node:fs").then((fs) => {
+    statfs = fs.statfsSync as unknown as StatFs;
+  });
+  return loading;
+}
+
+/**
+ * Free bytes an unprivileged writer may use on the disk holding `dir`; undefined if unknown
+ * (not measurable here, or not measured yet: see {@link loadDiskMeasure}).
+ */
 export function diskFreeBytes(dir: string): number | undefined {
+  if (statfs === undefined) return undefined;
   try {
-    const s = statfsSync(dir);
+    const s = statfs(dir);
     return Number(s.bavail) * Number(s.bsize);
   } catch {
     return undefined; // not measurable here (no `sys` permission, odd filesystem): writes decide
@@ -47,6 +65,9 @@ export function diskFullReason(dir: string, free: number, needed: number): strin
 /** The free space of the disk holding `dir` against the reserve, for `check` and the start line. */
 export function diskRoomLine(dir: string): string {
   const free = diskFreeBytes(dir);
+  if (free === undefined && statfs === undefined) {
+    return `the free space of the disk holding "${dir}" is measured before the store's next new segment`;
+  }
   if (free === undefined) return `the free space of the disk holding "${dir}" cannot be measured`;
   const below = free < DISK_RESERVE_BYTES + BLOCK ? ", below it: appends are refused" : "";
   return `the disk holding "${dir}" has ${free} bytes free (reserve ${DISK_RESERVE_BYTES}${below})`;
@@ -103,6 +124,7 @@ export class DiskRoom {
 
   /** Makes a segment of `wanted` bytes or of what fits ({@link fit}); remembers ENOSPC. */
   async make<T>(create: (capacity: number) => Promise<T>, wanted: number, needed: number) {
+    await loadDiskMeasure().catch(() => {}); // not measurable: writes decide
     try {
       return await create(this.fit(wanted, needed));
     } catch (e) {
@@ -113,13 +135,17 @@ export class DiskRoom {
   /** Whether a spare of `capacity` fits now; measured at most once per {@link DISK_RETRY_MS}. */
   spareFits(capacity: number): boolean {
     if (this.#refusal !== undefined || this.#now() < this.#spareRetryAt) return false;
+    if (statfs === undefined) {
+      void loadDiskMeasure().catch(() => {}); // the next preparation measures
+      return false;
+    }
     const free = diskFreeBytes(this.#dir);
     if (free === undefined || free - DISK_RESERVE_BYTES >= capacity) return true;
     this.#spareRetryAt = this.#now() + DISK_RETRY_MS;
     return false;
   }
 
-  /** At open: a disk already below the reserve is refused from the start. */
+  /** At open: a disk already below the reserve is refused from the start (when measured yet). */
   check(): void {
     const free = diskFreeBytes(this.#dir);
     if (free !== undefined && free < DISK_RESERVE_BYTES + BLOCK) this.#refuse(free, BLOCK);
@@ -149,6 +175,7 @@ export class DiskRoom {
   }
 
   #refuse(free: number, needed: number): BackendError {
+    void loadDiskMeasure().catch(() => {}); // the timer measures from then on
     this.#refusal = new BackendError("full", diskFullReason(this.#dir, free, needed));
     this.#retryAt = this.#now() + DISK_RETRY_MS;
     this.#needed = needed;

@@ -8,4 +8,4 @@
  */
 export { EmbeddedBackend } from "./backend.ts";
 export type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
-export { DISK_RESERVE_BYTES, diskRoomLine } from "./_disk_room.ts";
+export { DISK_RESERVE_BYTES, diskRoomLine, loadDiskMeasure } from "./_disk_room.ts";
