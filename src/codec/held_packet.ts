@@ -1,8 +1,8 @@
 /**
  * The bytes that arrived of one packet not yet whole: one buffer grown by doubling, never past
  * the packet's announced size once it is known. A packet trickled a byte per read so costs at
- * most twice its bytes and is copied amortised once (a copy kept per read cost some 200 bytes
- * a byte).
+ * most twice its bytes and is copied amortised once (a copy kept per read cost many times
+ * the byte it held).
  *
  * @module
  */

@@ -8,10 +8,11 @@
  * and when not even the next append fits, the refusal is remembered. Appends that need a new
  * segment then fail at once, with no write and no syscall, until a timer sees the room back
  * (checked every {@link DISK_RETRY_MS}) or the log frees room itself (retention deleted
- * segments). Deno measures a disk only through node:fs, whose modules cost the process some
- * 1.4 MB: it is loaded when first needed (the first segment made or prepared, a refusal,
- * `check`), so a gateway that has not made a segment since it started carries none of it, and
- * until then the disk's free space reads "not measured yet".
+ * segments). Deno measures a disk only through node:fs, whose modules are a visible share of
+ * the gateway's memory at ready (docs/BENCHMARKS.md): it is loaded when first needed (the first
+ * segment made or prepared, a refusal, `check`), so a gateway that has made no segment since it
+ * started carries none of it, and until then its free space is said to be measured before the
+ * next new segment.
  *
  * @module
  */
