@@ -16,16 +16,8 @@ export interface Triple {
   readonly partition: number;
 }
 
-/** Key of a triple in maps. */
-export function tripleKey(t: Triple): string {
-  return `${t.stream}\u0000${t.topic}\u0000${t.partition}`;
-}
-
-/** The triple a {@link tripleKey} names. */
-export function tripleOfKey(key: string): Triple {
-  const [stream, topic, partition] = key.split("\u0000");
-  return { stream, topic, partition: Number(partition) };
-}
+/** Key of a triple in maps (stored in session records too), and the triple a key names. */
+export { partitionKey as tripleKey, partitionOfKey as tripleOfKey } from "../log/port.ts";
 
 /** One client's subscription to one filter. */
 export interface Subscription<C> {

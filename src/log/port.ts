@@ -27,6 +27,17 @@ export interface PartitionAddress {
   readonly partition: number;
 }
 
+/** A partition's key in maps and stored records (`stream\0topic\0partition`). */
+export function partitionKey(a: PartitionAddress): string {
+  return `${a.stream}\u0000${a.topic}\u0000${a.partition}`;
+}
+
+/** The partition a {@link partitionKey} names. */
+export function partitionOfKey(key: string): PartitionAddress {
+  const [stream, topic, partition] = key.split("\u0000");
+  return { stream, topic, partition: Number(partition) };
+}
+
 /** Append of one or more messages to one partition, in order. */
 export interface AppendRequest extends PartitionAddress {
   readonly messages: readonly OutgoingMessage[];

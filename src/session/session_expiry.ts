@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { LogBackend, PartitionAddress } from "../log/port.ts";
+import { type LogBackend, type PartitionAddress, partitionOfKey } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 
 /** The settings a session's expiry is read from (s). */
@@ -39,14 +39,10 @@ export function expiryOf(s: ExpiringSession, rules: ExpiryRules): number {
 /** Deletions of positions in flight at once (Iggy: one request each). */
 const FORGET_AT_ONCE = 32;
 
-/**
- * The triple a `delivery/registry.ts` triple key names (`stream\0topic\0partition`): the session
- * layer keeps the keys as the delivery layer wrote them.
- */
+/** The partition a stored triple key names (`partitionKey`), or null for a malformed one. */
 function addressOfKey(key: string): PartitionAddress | null {
-  const [stream, topic, partition] = key.split("\u0000");
-  const p = Number(partition);
-  return topic === undefined || !Number.isInteger(p) ? null : { stream, topic, partition: p };
+  const a = partitionOfKey(key);
+  return a.topic === undefined || !Number.isInteger(a.partition) ? null : a;
 }
 
 /** Deletes removed sessions' consumer offsets, a few at a time, after their tombstones. */
