@@ -20,8 +20,8 @@ import type { MqttClient } from "mqtt";
 import { partitionForKey } from "../../src/mapping/mod.ts";
 import type { PartitionAddress } from "../../src/log/port.ts";
 
-/** Test options: the gateway keeps timers and sockets of its own between tests. */
-export const opts = { sanitizeOps: false, sanitizeResources: false };
+/** Test options: sanitizers on, since a stopped gateway leaves no timers or sockets behind. */
+export const opts = {};
 
 const dec = new TextDecoder();
 

@@ -29,9 +29,7 @@ const ignore = ADDRESS === "";
 if (ignore) {
   console.warn("WARNING: IGGY_TEST_ADDRESS is not set; the Iggy-mode gateway tests are SKIPPED.");
 }
-// Sanitizers off: these run only against a real Iggy (IGGY_TEST_ADDRESS), and none was
-// available to check them with the sanitizers on.
-const opts = { sanitizeOps: false, sanitizeResources: false, ignore };
+const opts = { ignore };
 const SUFFIX = crypto.randomUUID().slice(0, 8);
 
 /** The map used here: streams carry a per-run suffix so runs never collide. */

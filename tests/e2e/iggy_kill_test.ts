@@ -49,9 +49,6 @@ Deno.test({
   name: `iggy kill -9: ${ROUNDS} rounds of SIGKILL of the Iggy server under QoS 1 load lose no ` +
     `PUBACKed message (auto-create durability ${DURABILITY})`,
   ignore: BIN === "",
-  // Sanitizers off: runs only against a real Iggy server binary, not checked with them on.
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const dataDir = await Deno.makeTempDir({ prefix: "iggy-kill-" });
     const iggyPort = freeFixedPort();

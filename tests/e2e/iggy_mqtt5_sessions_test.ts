@@ -17,9 +17,7 @@ const ignore = ADDRESS === "";
 if (ignore) {
   console.warn("WARNING: IGGY_TEST_ADDRESS is not set; the Iggy MQTT 5 session test is SKIPPED.");
 }
-// Sanitizers off: these run only against a real Iggy (IGGY_TEST_ADDRESS), and none was
-// available to check them with the sanitizers on.
-const opts = { sanitizeOps: false, sanitizeResources: false, ignore };
+const opts = { ignore };
 const SUFFIX = crypto.randomUUID().slice(0, 8);
 const MAP = `
 default_stream = "mqtt5_default_${SUFFIX}"

@@ -16,7 +16,7 @@ const ignore = ADDRESS === "";
 if (ignore) {
   console.warn("WARNING: IGGY_TEST_ADDRESS is not set; the Iggy retained tests are SKIPPED.");
 }
-const opts = { sanitizeOps: false, sanitizeResources: false, ignore };
+const opts = { ignore };
 const SUFFIX = crypto.randomUUID().slice(0, 8);
 const MAP = `
 default_stream = "mqtt_default_${SUFFIX}"

@@ -19,7 +19,7 @@ if (ignore) {
     "WARNING: IGGY_TEST_ADDRESS is not set; the Iggy shared subscription tests are SKIPPED.",
   );
 }
-const opts = { sanitizeOps: false, sanitizeResources: false, ignore };
+const opts = { ignore };
 
 function setup() {
   const suffix = crypto.randomUUID().slice(0, 8);

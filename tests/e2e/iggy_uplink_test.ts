@@ -180,9 +180,6 @@ Deno.test("Iggy mode on fake Iggy 0.12 behind a proxy switched off and on: one d
 Deno.test({
   name: "Iggy mode on a real Iggy: Iggy lost mid-run under QoS 1 load: one down, one up",
   ignore: REAL === "",
-  // Sanitizers off, as in the other real-Iggy tests: none was at hand to check them with.
-  sanitizeOps: false,
-  sanitizeResources: false,
   fn: async () => {
     await outageTest(switchableProxy(REAL), {
       IGGY_MQTT_IGGY_USERNAME: Deno.env.get("IGGY_TEST_USERNAME") || "iggy",

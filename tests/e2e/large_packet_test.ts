@@ -27,7 +27,7 @@ import {
   waitFor,
 } from "../helpers/gateway.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const MIB = 1024 * 1024;
 
 /** `n` bytes, byte i = (i * 31 + seed) & 0xff: a corrupted or cut copy cannot compare equal. */

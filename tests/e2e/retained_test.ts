@@ -11,7 +11,7 @@ import { startGateway, testEnv, type TestGateway, waitFor } from "../helpers/gat
 import { loadConfig } from "../../src/config/load.ts";
 import { cli, ROOT } from "../helpers/cli.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 interface Got {
   topic: string;

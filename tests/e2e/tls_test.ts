@@ -249,8 +249,6 @@ Deno.test({
 Deno.test({
   name:
     "reload refuses a change of listeners.tls_client_auth or tls_identity, naming the key: the listener keeps the mode it started with",
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const env = {
       IGGY_MQTT_LISTENERS_TLS: "127.0.0.1:0",

@@ -19,7 +19,7 @@ import {
 import { BROWSER, Browser } from "../helpers/browser.ts";
 import { mqttjsPing } from "./_subscribe_helpers.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 
 /** mosquitto_pub, over TCP: "from tcp" to sensors/tcp/data at QoS 1. */
 async function tcpPublish(port: number): Promise<void> {

@@ -50,9 +50,6 @@ function check(parts: { payload: string }[][], acked: Set<string>) {
 Deno.test({
   name: "forward to Iggy 0.9: uplink down for 100,000 QoS 1 messages, then 5 kill -9 of Iggy",
   ignore: BIN === "",
-  // Sanitizers off: runs only against a real Iggy server binary, not checked with them on.
-  sanitizeOps: false,
-  sanitizeResources: false,
   async fn() {
     const dataDir = await Deno.makeTempDir({ prefix: "forward-iggy-" });
     const port = freeFixedPort();

@@ -12,7 +12,7 @@ import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 import { startGateway, waitFor } from "../helpers/gateway.ts";
 import { maxPollMessages } from "../../src/log/iggy/frame_reader.ts";
 
-const opts = { sanitizeOps: false, sanitizeResources: false };
+const opts = {};
 const MIB = 1024 * 1024;
 
 Deno.test("maxPollMessages() keeps a poll of the largest messages within one frame, and 512 small ones", () => {
