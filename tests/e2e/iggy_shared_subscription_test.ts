@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { mqttjsPing } from "./_subscribe_helpers.ts";
 
 const ADDRESS = Deno.env.get("IGGY_TEST_ADDRESS") ?? "";
 const USER = Deno.env.get("IGGY_TEST_USERNAME") || "iggy";
@@ -68,6 +69,11 @@ async function publishRange(gw: TestGateway, from: number, to: number): Promise<
   await p.endAsync();
 }
 
+/** Nothing in flight: every share group's dealt copies acknowledged, none left to catch up. */
+function settled(gw: TestGateway): boolean {
+  return gw.gateway.delivery.shareStats().every((g) => g.lag === 0);
+}
+
 /** The partitions the gateways deal to the group: a split, none twice. */
 function owned(gw: TestGateway): number {
   return gw.gateway.delivery.sharePartitionsOwned;
@@ -94,7 +100,10 @@ Deno.test({
       await publishRange(a, 1, 401);
       const dealt = () => members.flatMap((m) => m.got);
       await waitFor(() => dealt().length >= 400, 15_000, "400 messages");
-      await new Promise((r) => setTimeout(r, 500)); // none more comes
+      // Barrier for "none twice": nothing in flight at either gateway, then a PINGRESP on every
+      // member, so any copy written before has been read.
+      await waitFor(() => settled(a) && settled(b), 5000, "every copy acknowledged");
+      for (const m of members) await mqttjsPing(m.c);
       const got = dealt();
       assert.equal(got.length, 400, "no message twice");
       assert.equal(new Set(got).size, 400);

@@ -14,7 +14,14 @@ import {
   type TestGateway,
   waitFor,
 } from "../helpers/gateway.ts";
-import { opts, publishesBefore, rawSubscriber, receive, subscribe } from "./_subscribe_helpers.ts";
+import {
+  mqttjsPing,
+  opts,
+  publishesBefore,
+  rawSubscriber,
+  receive,
+  subscribe,
+} from "./_subscribe_helpers.ts";
 import { cli } from "../helpers/cli.ts";
 
 const SHARE = "$share/workers/jobs/+";
@@ -29,6 +36,13 @@ async function member(gw: TestGateway, v5 = false) {
   c.on("message", (_t, p) => got.push(new TextDecoder().decode(p)));
   await c.subscribeAsync(SHARE, { qos: 1 });
   return { c, got };
+}
+
+/** Nothing in flight: every reader's copies and every share group's copies acknowledged. */
+function settled(gw: TestGateway): boolean {
+  const d = gw.gateway.delivery;
+  return d.readerStats().every((r) => r.unsettled === 0) &&
+    d.shareStats().every((g) => g.lag === 0);
 }
 
 async function publishMany(gw: TestGateway, n: number, prefix = "m"): Promise<string[]> {
@@ -61,7 +75,10 @@ Deno.test({
       const sent = await publishMany(gw, 3000);
       const total = () => members.reduce((n, m) => n + m.got.length, 0);
       await waitFor(() => total() >= 3000 && plain.length >= 3000, 15_000, "all delivered");
-      await new Promise((r) => setTimeout(r, 300));
+      // Barrier for "none twice": nothing left in flight at the gateway, then a PINGRESP on
+      // every client, so any copy it wrote before has been read.
+      await waitFor(() => settled(gw), 5000, "every copy acknowledged");
+      for (const c of [...members.map((m) => m.c), p]) await mqttjsPing(c);
       const all = members.flatMap((m) => m.got);
       assert.equal(all.length, 3000, "no message twice");
       assert.deepEqual(new Set(all), new Set(sent));
@@ -292,7 +309,9 @@ Deno.test({
         back.on("message", (_t, p) => got.push(new TextDecoder().decode(p)));
         await waitFor(() => new Set(got).size >= 30, 10_000, "20 before the restart, 10 after")
           .catch(() => {});
-        await new Promise((r) => setTimeout(r, 300));
+        // Barrier for "nothing else": nothing in flight at the gateway, then a PINGRESP.
+        await waitFor(() => settled(gw2), 5000, "every copy acknowledged");
+        await mqttjsPing(back);
         await back.endAsync();
         assert.deepEqual([...new Set(got)].sort(), want.sort());
       } finally {
