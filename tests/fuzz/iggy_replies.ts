@@ -1,6 +1,6 @@
 /**
  * Fuzz of every decoder of an Iggy reply, in both dialects: reply frames a broken or hostile
- * server could send, made from the captured 0.11 frames (`src/log/iggy/testdata/`), the 0.12
+ * server could send, made from the captured 0.11 frames (`tests/fixtures/iggy011/`), the 0.12
  * golden vectors (`tests/fixtures/iggy012/vectors.json`) and a few built here (consumer
  * groups, polls whose messages carry real envelopes, retained records and session records).
  *
@@ -272,7 +272,7 @@ export function replyCorpus(): ReplyCase[] {
   if (corpusCache) return corpusCache;
   const out: ReplyCase[] = [];
   for (const [file, code] of Object.entries(CAPTURED_011)) {
-    const url = new URL(`../../src/log/iggy/testdata/${file}.hex`, import.meta.url);
+    const url = new URL(`../fixtures/iggy011/${file}.hex`, import.meta.url);
     out.push({
       name: `0.11 ${file}`,
       code,

@@ -1,6 +1,6 @@
 /**
  * Real reply frames captured from an Iggy server (upstream cc269ef7, 0.9.0-edge.5, protocol
- * 0.11.0) by `testdata/capture_frames.ts`, decoded end to end: header, status, result
+ * 0.11.0) by `tests/fixtures/iggy011/capture_frames.ts`, decoded end to end: header, status, result
  * section, payload.
  */
 import assert from "node:assert/strict";
@@ -15,7 +15,7 @@ import { decodeStreams, decodeTopic, decodeUser } from "./records.ts";
 import { decodeReply } from "./reply.ts";
 
 async function frame(name: string): Promise<[Uint8Array, Uint8Array]> {
-  const url = new URL(`./testdata/${name}.hex`, import.meta.url);
+  const url = new URL(`../../../tests/fixtures/iggy011/${name}.hex`, import.meta.url);
   const f = fromHex(await Deno.readTextFile(url));
   return [f.subarray(0, HEADER_SIZE), f.subarray(HEADER_SIZE)];
 }
