@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { mqttjsPing } from "./_subscribe_helpers.ts";
 
 const ADDRESS = Deno.env.get("IGGY_TEST_ADDRESS") ?? "";
 const USER = Deno.env.get("IGGY_TEST_USERNAME") || "iggy";
@@ -48,7 +49,9 @@ async function retainedOf(gw: TestGateway, filter: string, expect: number): Prom
   await waitFor(() => got.length >= expect, 3000, `${expect} retained of ${filter}`).catch(
     () => {},
   );
-  await new Promise((r) => setTimeout(r, 300));
+  // Barrier for "no more": a SUBSCRIBE's retained copies are queued right after its SUBACK,
+  // before the next packet is read, so once the PINGRESP is in every copy is too.
+  await mqttjsPing(c);
   await c.endAsync();
   return got.sort();
 }

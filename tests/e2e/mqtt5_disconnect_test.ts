@@ -394,12 +394,18 @@ Deno.test({
       const publish = (id: number) =>
         packet(0x34, [...str("sensors/rm/data"), id >> 8, id & 0xff, 0, 0x78]);
       const pubrel = (id: number) => new Uint8Array([0x62, 2, id >> 8, id & 0xff]);
-      // As Paho's test client does: it publishes all five, then reads and answers PUBRECs.
+      // As Paho's test client does: it publishes all five, then reads and answers PUBRECs, one
+      // write every 20 ms (its pacing, kept in real time: the gateway's linger is under test).
       for (let id = 1; id <= 5; id++) {
         await c.send(publish(id));
         await new Promise((r) => setTimeout(r, 20));
       }
-      await new Promise((r) => setTimeout(r, 200)); // the DISCONNECT is written by now
+      // Barrier: the gateway logs the close in the same run that writes its DISCONNECT.
+      await waitFor(
+        () => gw.logs.some((l) => l.includes("Connection closed") && l.includes("linger-client")),
+        3000,
+        "the gateway's DISCONNECT",
+      );
       for (let id = 1; id <= 4; id++) {
         // Paho's client failed here ("Connection reset by peer") when the socket was closed.
         await c.send(pubrel(id));

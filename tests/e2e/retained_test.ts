@@ -10,6 +10,7 @@ import mqtt from "mqtt";
 import { startGateway, testEnv, type TestGateway, waitFor } from "../helpers/gateway.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import { cli, ROOT } from "../helpers/cli.ts";
+import { mqttjsPing } from "./_subscribe_helpers.ts";
 
 const opts = {};
 
@@ -39,8 +40,12 @@ async function client(gw: TestGateway, v5 = false, id?: string) {
   return { c, got };
 }
 
-async function settle(ms = 300): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
+/**
+ * Barrier: a SUBSCRIBE's retained copies are queued right after its SUBACK, before the client's
+ * next packet is read, so once the PINGRESP is in every copy is too.
+ */
+async function retainedSent(c: mqtt.MqttClient): Promise<void> {
+  await mqttjsPing(c);
 }
 
 function byTopic(got: Got[]): string[] {
@@ -58,11 +63,11 @@ Deno.test({
       await pub.c.publishAsync("home/kitchen/temp", "21", { qos: 1, retain: true });
       await pub.c.publishAsync("home/hall/temp", "19", { qos: 0, retain: true });
       await pub.c.publishAsync("home/hall/light", "on", { qos: 1, retain: false });
-      await settle();
+      await waitFor(() => gw.gateway.retained.set.size === 2, 3000, "both retained");
       const sub = await client(gw);
       await sub.c.subscribeAsync("home/+/temp", { qos: 1 });
       await waitFor(() => sub.got.length >= 2, 3000, "retained at subscribe");
-      await settle();
+      await retainedSent(sub.c);
       assert.deepEqual(byTopic(sub.got), [
         "home/hall/temp=19 (retained) q0",
         "home/kitchen/temp=21 (retained) q1",
@@ -81,7 +86,7 @@ Deno.test({
       const late = await client(gw);
       await late.c.subscribeAsync("home/#", { qos: 1 });
       await waitFor(() => late.got.length >= 1, 3000, "hall temp");
-      await settle();
+      await retainedSent(late.c);
       assert.deepEqual(byTopic(late.got), ["home/hall/temp=19 (retained) q0"]);
       const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
       assert.match(metrics, /^mqtt_retained_messages 1$/m);
@@ -114,7 +119,7 @@ Deno.test({
       let sub = await client(gw);
       await sub.c.subscribeAsync("#", { qos: 1 });
       await waitFor(() => sub.got.length >= 2, 3000, "retained after restart");
-      await settle();
+      await retainedSent(sub.c);
       assert.deepEqual(byTopic(sub.got), [
         "plant/line1/state=running (retained) q1",
         "plant/line2/state=stopped (retained) q1",
@@ -129,7 +134,7 @@ Deno.test({
       sub = await client(gw);
       await sub.c.subscribeAsync("plant/+/state", { qos: 1 });
       await waitFor(() => sub.got.length >= 1, 3000, "line2 after restart");
-      await settle();
+      await retainedSent(sub.c);
       assert.deepEqual(byTopic(sub.got), ["plant/line2/state=stopped (retained) q1"]);
       await sub.c.endAsync();
       await gw.stop();
@@ -165,7 +170,7 @@ Deno.test({
       assert.ok(p.messageExpiryInterval! > 3590 && p.messageExpiryInterval! <= 3600);
       await a.c.subscribeAsync("dev/+/config", { qos: 1, rh: 1 }); // exists: nothing
       await a.c.subscribeAsync("dev/#", { qos: 1, rh: 2 }); // never
-      await settle();
+      await retainedSent(a.c);
       assert.equal(a.got.length, 1);
       await a.c.subscribeAsync("dev/+/config", { qos: 1, rh: 0 }); // again, always
       await waitFor(() => a.got.length === 2, 3000, "rh 0 again");
@@ -210,7 +215,7 @@ Deno.test({
       const sub = await client(gw);
       await sub.c.subscribeAsync("#", { qos: 1 });
       await waitFor(() => sub.got.length >= 2, 3000, "retained set");
-      await settle();
+      await retainedSent(sub.c);
       assert.deepEqual(byTopic(sub.got), ["b/1=replaced (retained) q1", "b/2=x (retained) q1"]);
       const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
       assert.match(metrics, /^mqtt_retained_refused_total 2$/m);
@@ -254,7 +259,7 @@ send_messages = true
         (g) => g[0].qos,
         () => 128,
       );
-      await settle();
+      await retainedSent(deaf);
       assert.equal(granted, 128); // no poll right: refused, and no retained copy
       assert.deepEqual(got, []);
       const anon = await client(gw);
@@ -335,7 +340,7 @@ Deno.test({
       const sub = await client(gw);
       await sub.c.subscribeAsync("#", { qos: 1 });
       await waitFor(() => sub.got.length >= 1, 3000, "kept one");
-      await settle();
+      await retainedSent(sub.c);
       assert.deepEqual(byTopic(sub.got), ["alive/1=kept (retained) q1"]);
       await sub.c.endAsync();
     } finally {

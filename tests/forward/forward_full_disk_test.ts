@@ -14,6 +14,7 @@ import { testForwarderOptions } from "../helpers/forward.ts";
 import { openTestStore, sizedMessage } from "../helpers/embedded_store.ts";
 import { FaultyUpstream } from "../helpers/faulty_upstream.ts";
 import { mountSmallDisk, SMALL_DISK_NOTE, SMALL_DISK_SKIP } from "../helpers/small_disk.ts";
+import { waitFor } from "../helpers/wait.ts";
 
 const A = { stream: "s", topic: "t", partition: 0 };
 const MESSAGE_BYTES = 16 * 1024;
@@ -69,11 +70,11 @@ Deno.test({
       assert.ok(refusals > 0, "the disk refused at least once: the test reached its edge");
       // Segments never take the reserve; the catalog (offsets, floors) writes into it a little.
       assert.ok(disk.free() > DISK_RESERVE_BYTES / 2, `${disk.free()} bytes free: reserve taken`);
-      const deadline = Date.now() + 10_000;
-      while ((await upstream.backend.nextOffset(A).catch(() => 0)) < count) {
-        if (Date.now() > deadline) throw new Error("not everything reached the upstream");
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await waitFor(
+        async () => (await upstream.backend.nextOffset(A).catch(() => 0)) >= count,
+        10_000,
+        "everything to reach the upstream",
+      );
       assert.equal(fw.counters.dropped, 0, "nothing unforwarded was dropped");
     } finally {
       await fw.stop();

@@ -44,7 +44,7 @@ function steadyLoad(local: LogBackend) {
         await local.append({ ...at(p), messages });
         state.sent += messages.length;
       }
-      await new Promise((r) => setTimeout(r, 2));
+      await new Promise((r) => setTimeout(r, 2)); // real time: a steady trickle, not a flood
     }
     return state.sent;
   })();

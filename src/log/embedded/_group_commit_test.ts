@@ -62,7 +62,7 @@ Deno.test("GroupCommit: QoS 0 transactions resolve when written; one fsync per i
   const b = append(commit, true);
   await tick();
   assert.deepEqual([a.done, b.done, log.syncs], [true, true, 0], "confirmed, not synced yet");
-  await new Promise((r) => setTimeout(r, 60));
+  await new Promise((r) => setTimeout(r, 60)); // real time: past the 30 ms sync interval
   assert.equal(log.syncs, 1, "one fsync for both, within the interval");
   log.release();
   await commit.drain();
@@ -79,7 +79,7 @@ Deno.test("GroupCommit: a transaction someone waits for syncs (covering earlier 
   log.release();
   await tick();
   assert.equal(q1.done, true);
-  await new Promise((r) => setTimeout(r, 60));
+  await new Promise((r) => setTimeout(r, 60)); // real time: past the 30 ms sync interval
   assert.equal(log.syncs, 1, "the QoS 0 write was covered: no second fsync");
   await commit.drain();
 });
