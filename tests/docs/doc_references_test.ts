@@ -3,8 +3,6 @@
  * option of the gateway's commands, `deno task`, repository path and relative link in README.md,
  * SECURITY.md, docs/*.md, config/gateway.toml's comments and the systemd unit is checked against
  * the code (tests/docs/doc_references.ts says how each is found).
- *
- * docs/BENCHMARKS.md: only the "Figures" list of "Figures behind the code" ({@link DOCS} says why).
  */
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
@@ -21,38 +19,16 @@ import {
   registeredMetrics,
 } from "./doc_references.ts";
 
-/**
- * The docs read: whether each is Markdown (false: a commented config file), and for
- * docs/BENCHMARKS.md the one part checked. That page is a dated record of runs, each against a
- * named commit, that keeps the names and paths of its day (rewriting them would falsify the
- * record), and so is the "History" list of its "Figures behind the code" section; but that
- * section's "Figures" list is the live index that comments in src/ point to by file ("see
- * docs/BENCHMARKS.md, 'Figures behind the code'"), so the files it names must exist.
- */
-const DOCS: readonly { file: string; markdown: boolean; part?: { from: string; to: string } }[] = [
+/** The docs read: whether each is Markdown (false: a commented config file). */
+const DOCS: readonly { file: string; markdown: boolean }[] = [
   { file: "README.md", markdown: true },
   { file: "SECURITY.md", markdown: true },
   ...[...Deno.readDirSync(`${ROOT}docs`)]
-    .filter((e) => e.name.endsWith(".md") && e.name !== "BENCHMARKS.md")
+    .filter((e) => e.name.endsWith(".md"))
     .map((e) => ({ file: `docs/${e.name}`, markdown: true })),
-  {
-    file: "docs/BENCHMARKS.md",
-    markdown: true,
-    part: { from: "**Figures**", to: "**History" },
-  },
   { file: "config/gateway.toml", markdown: false },
   { file: "config/iggy-mqtt-gateway.service", markdown: false },
 ];
-
-/** Only the lines from the line `from` to the next that starts with `to`, the others blank. */
-function partOf(text: string, part: { from: string; to: string }): string {
-  const lines = text.split("\n");
-  const start = lines.indexOf(part.from);
-  assert.ok(start >= 0, `no line "${part.from}"`);
-  const end = lines.findIndex((l, i) => i > start && l.startsWith(part.to));
-  assert.ok(end > start, `no line "${part.to}…" after "${part.from}"`);
-  return lines.map((l, i) => (i >= start && i < end ? l : "")).join("\n");
-}
 
 /**
  * Names the docs cite on purpose that look like metrics and are not, each with why. Every entry
@@ -183,9 +159,8 @@ const KNOWN: Known = {
 
 Deno.test("docs: every key, name, metric, option, task, path and link they cite exists", () => {
   const problems: string[] = [];
-  for (const { file, markdown, part } of DOCS) {
-    const whole = Deno.readTextFileSync(`${ROOT}${file}`);
-    const text = part === undefined ? whole : partOf(whole, part);
+  for (const { file, markdown } of DOCS) {
+    const text = Deno.readTextFileSync(`${ROOT}${file}`);
     problems.push(...problemsOf(file, citationsOf(text, CONTEXT, markdown), KNOWN));
   }
   assert.deepEqual(problems, [], `docs cite what does not exist:\n${problems.join("\n")}`);
