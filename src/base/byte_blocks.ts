@@ -2,7 +2,7 @@
  * Copies of small byte ranges (PUBLISH payloads) carved out of shared blocks instead of one
  * ArrayBuffer each. A `slice` of a 100-byte payload is an off-heap backing store: a `calloc`
  * when decoded and a `free` when collected, per message. Blocks save much of the gateway's CPU
- * per message under QoS 0 ingest (see docs/BENCHMARKS.md, "Payload blocks"): one block serves
+ * per message under QoS 0 ingest: one block serves
  * dozens of payloads, and glibc's allocator does not slow down when they die young.
  *
  * A block lives while any copy carved from it does, so a copy kept long holds up to

@@ -11,8 +11,7 @@ export const systemClock: Clock = { now: () => performance.now() };
  * rest of the run gets that reading, and a microtask queued with the first read makes the
  * next run read again. For checks made per message (the topic cache's TTL under a flood
  * asks once per PUBLISH): a read is decoded and handled in one run, which takes well under
- * a millisecond, and `performance.now()` per PUBLISH is a visible share of QoS 0 ingest CPU
- * (see docs/BENCHMARKS.md, 'Figures behind the code').
+ * a millisecond, and `performance.now()` per PUBLISH is a visible share of QoS 0 ingest CPU.
  */
 export function oncePerRun(clock: Clock): Clock {
   let reading = 0;

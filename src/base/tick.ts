@@ -3,7 +3,7 @@
  * every read of that turn) runs together right after it, so the log gets one commit per tick.
  *
  * `setImmediate` is used because nested `setTimeout(fn, 0)` timers are clamped to a minimum
- * delay, far longer than a tick (see docs/BENCHMARKS.md, 'Figures behind the code').
+ * delay, far longer than a tick.
  *
  * @module
  */

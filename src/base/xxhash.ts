@@ -4,8 +4,8 @@
  * checksum; XXH3-64 seals Iggy message frames and batches.
  *
  * XXH32 is plain TypeScript, synchronous and allocation-free: beside hash-wasm's WebAssembly,
- * it is much faster on a partition key and slower only on long records (see
- * docs/BENCHMARKS.md, 'Figures behind the code'), and an embedded gateway then instantiates
+ * it is much faster on a partition key (no call into WebAssembly and back) and slower only on
+ * long records, and an embedded gateway then instantiates
  * no WebAssembly.
  *
  * XXH3-64 is our own small WebAssembly module (`tools/xxh3-wasm`, embedded in
@@ -13,8 +13,7 @@
  * session consumer names). An Iggy
  * batch is sealed in one call ({@link sealBatchXxh3}) — every frame's XXH3-64 and the batch's
  * over them — where a general library costs a round trip, a copy and an allocated digest per
- * frame: a large share of the gateway's CPU through Iggy (see docs/BENCHMARKS.md, 'Figures
- * behind the code').
+ * frame: a large share of the gateway's CPU through Iggy.
  *
  * @module
  */

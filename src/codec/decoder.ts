@@ -138,8 +138,8 @@ export class PacketDecoder {
    * the rest of `chunk` starts, or -1 when `chunk` does not complete it (then all of it is held
    * too). The held bytes are joined to the rest once, when the packet is whole: joining them at
    * every read copied a 1 MiB packet some 16 times over. Only the held packet's bytes of `chunk` are
-   * copied: joining the whole chunk to the tail copied every read of a flood (64 KiB), a
-   * visible share of QoS 0 ingest CPU (see docs/BENCHMARKS.md, 'Figures behind the code').
+   * copied: joining the whole chunk to the tail copied every read of a flood, a visible share
+   * of QoS 0 ingest CPU.
    */
   #completeHeld(chunk: Uint8Array, out: ClientPacket[]): number {
     if (this.#total === 0) {
@@ -288,8 +288,8 @@ function readTopic(
   const n = to - from;
   if (n === last.bytes.length && n > 0 && sameBytes(last.bytes, b, from)) {
     // Same bytes as the last topic: already decoded and validated (UTF-8, U+0000, wildcards,
-    // levels). Saves QoS 0 ingest CPU (see docs/BENCHMARKS.md, 'Figures behind the code'),
-    // and the string keeps its cached hash.
+    // levels). Saves QoS 0 ingest CPU (a flood repeats its topic), and the string keeps its
+    // cached hash.
     return last.topic;
   }
   const topic = decodeMqttString(b, from, to);

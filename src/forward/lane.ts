@@ -223,8 +223,8 @@ export class ForwardLane {
   /**
    * Whether `ready` messages fill a send, by count or by bytes (estimated from the mean size
    * sent so far). Less waits one linger first: a send has a fixed cost (reads, frame, seals,
-   * the write and the reply) that, paid per 90 messages under a steady stream, was nearly half
-   * of what forwarding cost the gateway (docs/BENCHMARKS.md, "Forward sends wait one linger").
+   * the write and the reply) that, paid for the few messages one round trip gathers under a
+   * steady stream, was a large part of what forwarding cost the gateway.
    */
   #fullBatch(ready: number): boolean {
     const { options, counters } = this.#ctx;

@@ -1,9 +1,8 @@
 /**
  * Loads the Iggy client (Iggy mode, and forward mode's upstream) from a URL built at run time.
  * `deno run` reads every module a literal `import("…")` names when the process starts, used or
- * not, and keeps its source for the life of the process (a type-only import too): the client's
- * ~250 KB of source cost an embedded gateway about 0.8 MB of RSS at ready (docs/BENCHMARKS.md,
- * "What a gateway loads at start"). So its type is declared here, not imported; `load_iggy_test.ts`
+ * not, and keeps its source for the life of the process (a type-only import too): an embedded
+ * gateway would hold the whole Iggy client's source in memory for nothing. So its type is declared here, not imported; `load_iggy_test.ts`
  * checks the real module against it, and the compile tasks `--include` the module, which a
  * compiled binary would otherwise lack. `deno run` needs read access to `./src/log` for it (the
  * `gateway` permission sets grant it).

@@ -10,8 +10,7 @@
  * The socket is registered once, edge-triggered, for reading and writing, and pausing is a
  * flag: no `epoll_ctl` per pause and resume. Under a QoS 0 flood every read pauses the
  * connection until its appends are confirmed, and the two `epoll_ctl` calls that took it out
- * of the set and back were a visible share of the gateway's CPU (see docs/BENCHMARKS.md,
- * 'Figures behind the code'). So the socket remembers that bytes wait
+ * of the set and back were a visible share of the gateway's CPU. So the socket remembers that bytes wait
  * (`#readable`: an event came, and no read since came back short or EAGAIN) and reads them on
  * resume; epoll reports it again only when more arrive.
  *

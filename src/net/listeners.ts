@@ -30,8 +30,7 @@ export interface TcpListenOptions {
 
 /**
  * Binds a TCP listener: epoll (memory per idle connection is only the gateway's own objects,
- * about half of what node:net holds per idle socket; see docs/BENCHMARKS.md, 'Figures behind
- * the code') or node:net (see
+ * less than what node:net holds per idle socket) or node:net (see
  * {@link NodeSocketTransport}). Rejects with an OperatorError naming the address when it
  * cannot be bound (port in use, not ours, privileged), or naming the key when `epoll` was
  * asked for and cannot be used.

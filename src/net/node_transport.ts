@@ -31,8 +31,7 @@ function endSink(socket: SinkedSocket, error?: unknown): void {
 /**
  * A node:net socket as a push transport. node:net waits for readability and takes a buffer
  * only when bytes arrive, so an idle socket holds no read promise or buffer: less RSS per idle
- * socket than `Deno.listen` with a pending read (see docs/BENCHMARKS.md, 'Figures behind the
- * code').
+ * socket than `Deno.listen` with a pending read.
  */
 export class NodeSocketTransport implements Transport {
   readonly remoteAddress: string;

@@ -1,10 +1,9 @@
 /**
  * The OpenTelemetry API, loaded only when Deno exports telemetry (`OTEL_DENO=true`, read once
  * when the gateway's modules load). Without an exporter every span and instrument of the API is
- * a no-op, yet importing its package costs RSS at start (about 0.8 MB here) and each no-op call
+ * a no-op, yet importing its package costs RSS at start and each no-op call
  * builds its options and a span object per append and per delivery batch; so when the export
- * is off the gateway does not load the package and its callers skip those calls
- * (docs/BENCHMARKS.md, "What a gateway loads at start").
+ * is off the gateway does not load the package and its callers skip those calls.
  *
  * @module
  */

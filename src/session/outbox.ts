@@ -3,7 +3,7 @@
  * of one read, the deliveries of one commit, the PUBACKs of one fsync) are written together in
  * one `write`, in a microtask queued by the first of them: every socket write has a fixed cost
  * however small it is, so coalescing matters, and a microtask keeps a lone delivery from waiting
- * for the next turn of the event loop (see docs/BENCHMARKS.md, 'Figures behind the code').
+ * for the next turn of the event loop.
  *
  * Bytes queued here count against the client's and the global outbound caps; a client whose
  * socket does not drain keeps its bytes here, which is how slow consumers are detected.
@@ -35,8 +35,7 @@ const NO_OWNER: OutboxOwner = { close: NOOP };
 
 /**
  * Bytes of a PUBACK staging block: 128 PUBACKs. A 4-byte array per PUBACK is a visible share
- * of the gateway's CPU under QoS 1 (and garbage); a block is cut into views instead (see
- * docs/BENCHMARKS.md, 'Figures behind the code').
+ * of the gateway's CPU under QoS 1 (and garbage); a block is cut into views instead.
  */
 const ACK_BLOCK_BYTES = 512;
 

@@ -54,8 +54,7 @@ interface PartitionBatch {
 /**
  * Empties a settled batch. Without this, a promoted closure context keeps each batch's
  * messages reachable until the next full GC, and young-generation GC copies those dead
- * messages at every scavenge under QoS 1 load: long pauses, the PUBACK latency tail (see
- * docs/BENCHMARKS.md, 'Figures behind the code').
+ * messages at every scavenge under QoS 1 load: long pauses, the PUBACK latency tail.
  */
 function release(b: PartitionBatch): void {
   b.messages.length = 0;

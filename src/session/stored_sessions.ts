@@ -157,7 +157,7 @@ export class StoredSessions {
    * Reads records written since the last read (another gateway's); false when unavailable.
    * One read at a time ({@link coalesced}): a read per CONNECT decodes the same tail once per
    * concurrent CONNECT — garbage per stored session in a burst, which grows the heap and the
-   * allocator for good (see docs/BENCHMARKS.md, 'Figures behind the code') — and two reads at
+   * allocator for good — and two reads at
    * once could apply an older record after a newer one.
    */
   readonly sync: () => Promise<boolean> = coalesced(() => this.#syncOnce());

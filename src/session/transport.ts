@@ -3,7 +3,7 @@
  * connection's {@link TransportSink} with each chunk that arrives, and the connection pauses
  * and resumes it for back-pressure. Push, not pull, because memory per idle connection is a
  * benchmark floor: a socket with a pending `read()` promise costs more memory than one that is
- * only watched for readability (see docs/BENCHMARKS.md, 'Figures behind the code').
+ * only watched for readability.
  * `node:net` and `node:tls` sockets are driven this way directly. The session logic never
  * touches a socket API.
  *

@@ -9,7 +9,7 @@
  * segment then fail at once, with no write and no syscall, until a timer sees the room back
  * (checked every {@link DISK_RETRY_MS}) or the log frees room itself (retention deleted
  * segments). Deno measures a disk only through node:fs, whose modules are a visible share of
- * the gateway's memory at ready (docs/BENCHMARKS.md): it is loaded when first needed (the first
+ * the gateway's memory at ready: it is loaded when first needed (the first
  * segment made or prepared, a refusal, `check`), so a gateway that has made no segment since it
  * started carries none of it, and until then its free space is said to be measured before the
  * next new segment.

@@ -13,8 +13,7 @@
  * the blocking calls of one handle behind each other). With one at a time, a transaction
  * written just after an fsync started waited for the rest of it and then for its own; and one
  * slow fsync held every transaction behind it. Here a transaction's own fsync starts at once,
- * and the disk runs overlapping flushes side by side, each about as fast as one alone (see
- * docs/BENCHMARKS.md, 'Figures behind the code').
+ * and the disk runs overlapping flushes side by side, each about as fast as one alone.
  *
  * Settling stays in call order: an fsync that finishes covers every sync request made before it
  * started, so it settles those too, oldest first; one that fails rejects only its own callers,

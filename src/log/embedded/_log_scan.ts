@@ -21,8 +21,7 @@ const SCAN_CHUNK_BYTES = 64 * 1024;
  * The one chunk buffer of the scans whose visitors keep nothing of it (the scan at open,
  * retention, reads). A fresh buffer per chunk makes the scan at open allocate as many bytes of
  * ArrayBuffers as the store holds: much of it garbage awaiting a GC at once, and the allocator
- * keeps the pages after they are freed, which raises RSS at ready (see docs/BENCHMARKS.md,
- * 'Figures behind the code'). Reads use it too, and copy out only the records they return
+ * keeps the pages after they are freed, which raises RSS at ready. Reads use it too, and copy out only the records they return
  * (the messages are views of those copies). It grows to the longest record scanned (a group
  * commit of 1,000 small messages is ~150 KiB), up to {@link SCRATCH_MAX_BYTES}; a longer
  * record gets a buffer of its own.

@@ -2,8 +2,7 @@
  * One segment of the message log (_message_log.ts): a file of fixed capacity, zero-filled and
  * synced before its first record, so that appending overwrites blocks that already exist and
  * each fdatasync flushes data only. Appending to a growing file instead makes every fdatasync
- * commit the filesystem's journal too, which slows QoS 1 ingest (see docs/BENCHMARKS.md,
- * 'Figures behind the code').
+ * commit the filesystem's journal too, which slows QoS 1 ingest.
  *
  * A file is named after its base: the log position of its first byte, zero-padded to
  * {@link NAME_DIGITS} digits, so that names sort in log order. Positions only grow: a new
@@ -22,7 +21,7 @@ const SUFFIX = ".log";
  * Zero-filling writes and syncs this much at a time, then pauses unless the log needs the
  * segment soon: one big fsync at the end of a whole segment holds every fdatasync of the active
  * segment behind it (the PUBACK latency tail under QoS 1 load); small synced steps keep each
- * wait short (see docs/BENCHMARKS.md, 'Figures behind the code').
+ * wait short.
  */
 const FILL_CHUNK_BYTES = 128 * 1024;
 const FILL_PAUSE_MS = 1;
@@ -143,8 +142,8 @@ export class FileSegment implements Segment {
 
   /**
    * Synchronous: a write into the page cache of already-allocated blocks takes microseconds,
-   * and two thread hops per commit (seek, write) cost more than that (see docs/BENCHMARKS.md,
-   * 'Figures behind the code'). The fsync, which does wait for the disk, stays off the event
+   * and two thread hops per commit (seek, write) cost more than that, on the path of every
+   * PUBACK and every live delivery. The fsync, which does wait for the disk, stays off the event
    * loop.
    */
   write(pos: number, data: Uint8Array): Promise<void> {

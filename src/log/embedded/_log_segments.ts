@@ -13,8 +13,7 @@ const MIN_SEGMENT_BYTES = 16 * 1024;
 /**
  * A new log's first segment: small, so that zero-filling it does not delay the first append.
  * Each next one is twice the one before, up to the full size: a full-size spare behind a small
- * segment holds up the first roll under QoS 1 load (see docs/BENCHMARKS.md, 'Figures behind
- * the code').
+ * segment holds up the first roll under QoS 1 load (its fill competes with the commits' syncs).
  */
 const FIRST_SEGMENT_BYTES = 1024 * 1024;
 

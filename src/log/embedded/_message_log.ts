@@ -2,11 +2,11 @@
  * The message log: every stored batch of every partition, appended in commit order to one
  * sequence of preallocated segment files (_log_segment.ts), one fdatasync per group commit.
  * The catalog (topics, consumer offsets, each partition's floors) stays in SQLite; messages
- * do not go through it: as SQLite rows each message was written twice (WAL, then checkpoint;
- * docs/BENCHMARKS.md, 'Figures behind the code'). Here a commit writes its records once.
+ * do not go through it: as SQLite rows each message was written twice (WAL, then checkpoint),
+ * and checkpoints held commits while they copied. Here a commit writes its records once.
  *
  * One log rather than one file per partition: a group commit touches many partitions, and one
- * fsync per partition costs more than the single one (docs/BENCHMARKS.md, same section).
+ * fsync per partition costs more than the single one.
  *
  * What lives where:
  * - Positions: a record's log position is its segment's base plus its place in the segment.
@@ -48,8 +48,8 @@ import { dropOldestRecords, type OldestRecord, oldestRecord } from "./_log_reten
 export { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
 export { segmentBytesFor } from "./_log_segments.ts";
 
-/** Bytes of the active segment used before the next one is zero-filled (a quarter of a full
- * segment left too little time at QoS 0 rates: docs/BENCHMARKS.md, same section). */
+/** Bytes of the active segment used before the next one is zero-filled (waiting for a quarter
+ * of a full segment left too little time at QoS 0 rates: appends stalled behind the fill). */
 const SPARE_AFTER_BYTES = 1024 * 1024;
 
 /** One partition run of a transaction, already encoded at `at + LOG_RECORD_HEADER_BYTES`. */

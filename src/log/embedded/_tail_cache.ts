@@ -7,9 +7,9 @@
  * The records are copied into one ring buffer made once, and each is known by its place in it.
  * Why not keep views of the transaction buffers just written, as this cache first did: a
  * buffer held for the fraction of a second the cache covers outlives two scavenges, so every
- * transaction's buffer was promoted to the old generation and freed only by a full collection:
- * under QoS 1 10×20 ingest with forwarding, 20–28 full collections in 13 s against 2–4 with
- * the ring (docs/BENCHMARKS.md, "Forward sends wait one linger"). The copy costs a memcpy of
+ * transaction's buffer was promoted to the old generation and freed only by a full collection,
+ * many times more full collections under ingest with forwarding than with the ring. The copy
+ * costs a memcpy of
  * what is written; a read copies what it keeps (`_log_read.ts`), as a read from the file always
  * did.
  *

@@ -284,8 +284,7 @@ export class IggyBackend implements port.LogBackend {
   /**
    * Encodes the send at once and keeps only the frame: from here on no message object is held
    * (`releasesMessages`), so under load they die in the young generation instead of surviving
-   * the round trip to Iggy, which lowers the GC's share of the gateway's busy time (see
-   * docs/BENCHMARKS.md, "Payload blocks").
+   * the round trip to Iggy, which lowers the GC's share of the gateway's busy time.
    */
   #send(
     a: port.PartitionAddress,

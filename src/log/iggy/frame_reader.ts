@@ -6,8 +6,8 @@
  * A transport with `read` (a Deno socket) is read into one buffer of this reader's own, reused
  * from read to read. Why not its `readable`: Deno's socket stream allocates a fresh 64 KiB
  * chunk for every read, and a send's reply is one small frame per read, so under QoS 1 load
- * that is a flood of short-lived ArrayBuffers and a GC share through Iggy several times the
- * embedded log's (see docs/BENCHMARKS.md, 'Figures behind the code').
+ * that is a flood of short-lived ArrayBuffers for the collector, which the embedded log does not
+ * pay.
  *
  * @module
  */

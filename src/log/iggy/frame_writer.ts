@@ -4,8 +4,7 @@
  * the one before it is out (a 0.12 connection has several requests in flight, whose frames
  * must not interleave); otherwise through the transport's `writable`. Why not always the
  * stream: a send through Iggy is one frame per batch, and the stream's writer added its own
- * promises and queue entries to each, a visible share of the gateway's CPU through Iggy (see
- * docs/BENCHMARKS.md, 'Figures behind the code').
+ * promises and queue entries to each, a visible share of the gateway's CPU through Iggy.
  *
  * @module
  */

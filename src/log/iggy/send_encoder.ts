@@ -5,8 +5,7 @@
  *
  * Why not `encodeSendMessages` over `BatchMessage`s: `TextEncoder.encode` of header strings, a
  * crypto call per message id, growing buffers and three copies of each batch (headers, batch,
- * body, frame) took a large share of the gateway's CPU through Iggy (see docs/BENCHMARKS.md,
- * 'Figures behind the code'). Here the buffer is sized once (an upper bound, trimmed at
+ * body, frame) took a large share of the gateway's CPU through Iggy. Here the buffer is sized once (an upper bound, trimmed at
  * the end), header keys and repeated values (client ids, topics) are encoded once and cached,
  * short ASCII values are written by a loop, message ids come from one random block per batch,
  * and HEADER_SIZE bytes are left in front so the connection writes its frame header in place.
@@ -86,8 +85,7 @@ export class SendEncoder {
    * nothing will read the frame again: the send was confirmed, so Iggy has read all of it and
    * no retry will resend it. A frame of a failed send is left to the garbage collector (a
    * write may still hold it). Why: a fresh buffer per batch has its pages zeroed every time,
-   * and its external memory makes the collector run more often (see docs/BENCHMARKS.md,
-   * 'Figures behind the code').
+   * and its external memory makes the collector run more often.
    */
   release(frame: Uint8Array): void {
     const buffer = frame.buffer as ArrayBuffer;
@@ -225,8 +223,7 @@ export class SendEncoder {
   /**
    * User headers as TLV (string keys, string values) from `at`; returns the end. Through
    * `Map.forEach` with one callback made once and the position in fields: a `for…of` over
-   * the map allocates an entry array per header, and this loop runs for every message (see
-   * docs/BENCHMARKS.md, 'Figures behind the code').
+   * the map allocates an entry array per header, and this loop runs for every message.
    */
   #writeHeaders(out: Uint8Array, at: number, headers: ReadonlyMap<string, string>): number {
     this.#out = out;

@@ -6,7 +6,7 @@
  * a char per byte: a string costs its length plus 16 bytes of heap, where a Uint8Array of its
  * own costs about 200 more (the typed array, its buffer, the buffer's backing store), which was
  * most of an entry's cost. An entry is then a map slot, the topic, a small object and that
- * string (`deno task bench --scenarios=retained` measures it, docs/BENCHMARKS.md).
+ * string (`deno task bench --scenarios=retained` measures it).
  *
  * Bounded: at most `maxMessages` topics and `maxBytes` stored bytes (topic + blob + payload);
  * {@link RetainedSet.room} says whether a new or larger message fits.

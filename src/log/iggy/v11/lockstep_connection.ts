@@ -220,9 +220,8 @@ export class IggyConnection {
   /**
    * The request timeout: one timer per connection, re-armed for what is left of the waiting
    * request's deadline, rather than a timer per request (Deno's timers are Node `Timeout`
-   * objects: a set and a clear per send is a visible share of the CPU of a send through Iggy;
-   * see docs/BENCHMARKS.md, 'Figures behind the code'). It
-   * fires at the same moment as a timer per request would.
+   * objects: a set and a clear per send is a visible share of the CPU of a send through Iggy).
+   * It fires at the same moment as a timer per request would.
    */
   readonly #onWatchdog = (): void => {
     this.#watchdog = undefined;
