@@ -29,7 +29,7 @@ Deno.test("CONNECT from an allowed anonymous source gets CONNACK 0; PINGREQ gets
     await connected(c, "dev-1");
     c.send([0xc0, 0]);
     assert.deepEqual([...(await c.readPacket())!], [0xd0, 0]);
-    assert.equal(gw.gateway.registry.connected, 1);
+    assert.equal(gw.view.connected, 1);
   } finally {
     await gw.stop();
   }
@@ -42,7 +42,7 @@ Deno.test("CONNECT with an empty client id and clean session 0 gets CONNACK 2, t
     c.send(connectPacket("", { clean: false }));
     assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 2]);
     await c.closedByGateway();
-    assert.equal(gw.gateway.metrics.registry.toPrometheus().includes('reason="connack_2"'), true);
+    assert.equal(gw.view.prometheus().includes('reason="connack_2"'), true);
   } finally {
     await gw.stop();
   }
@@ -69,7 +69,7 @@ Deno.test("CONNECT with a wrong password gets CONNACK 4 and counts an auth failu
     c.send(connectPacket("dev-1", { username: "writer", password: "wrong" }));
     assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 4]);
     await c.closedByGateway();
-    assert.match(gw.gateway.metrics.registry.toPrometheus(), /auth_failures\w* 1/);
+    assert.match(gw.view.prometheus(), /auth_failures\w* 1/);
   } finally {
     await gw.stop();
   }
@@ -83,7 +83,7 @@ Deno.test("CONNECT of protocol level 3 gets CONNACK 1, then close [MQTT-3.1.2-2]
     c.send([0x10, body.length, ...body]);
     assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 1]);
     await c.closedByGateway();
-    assert.ok(gw.gateway.metrics.registry.toPrometheus().includes('reason="protocol_version"'));
+    assert.ok(gw.view.prometheus().includes('reason="protocol_version"'));
   } finally {
     await gw.stop();
   }
@@ -98,7 +98,7 @@ Deno.test("a second CONNECT with the same client id takes over: the older connec
     await connected(second, "dev-1");
     await first.closedByGateway();
     assert.equal(second.closed, false);
-    assert.equal(gw.gateway.registry.connected, 1);
+    assert.equal(gw.view.connected, 1);
   } finally {
     await gw.stop();
   }
@@ -112,7 +112,7 @@ Deno.test("DISCONNECT closes the connection after what is queued is written", as
     c.send([0xc0, 0, 0xe0, 0]);
     assert.deepEqual([...(await c.readPacket())!], [0xd0, 0]);
     assert.equal(await c.readPacket(), null);
-    assert.equal(gw.gateway.registry.size, 0);
+    assert.equal(gw.view.connections, 0);
   } finally {
     await gw.stop();
   }

@@ -205,12 +205,12 @@ export function tripleOf(
 
 /** The stored offset of this gateway's consumer on a triple. */
 export function storedOffset(gw: TestGateway, t: PartitionAddress): Promise<number | null> {
-  return gw.gateway.backend.getOffset(`mqtt-gateway-${gw.config.gateway.id}`, t);
+  return gw.view.log.getOffset(`mqtt-gateway-${gw.config.gateway.id}`, t);
 }
 
 /** Reads a counter from the metrics registry by its Prometheus name (sum over labels). */
 export function counter(gw: TestGateway, name: string): number {
-  const text = gw.gateway.metrics.registry.toPrometheus();
+  const text = gw.view.prometheus();
   let sum = 0;
   for (const line of text.split("\n")) {
     if (line.startsWith("#")) continue;

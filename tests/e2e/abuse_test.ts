@@ -19,11 +19,11 @@ Deno.test({
       const clients: RawClient[] = [];
       for (let i = 0; i < 30; i++) clients.push(await RawClient.connect(gw.port));
       await waitFor(
-        () => gw.gateway.metrics.connectionsAccepted.get({ listener: "tcp" }) >= 30,
+        () => gw.view.metrics.connectionsAccepted.get({ listener: "tcp" }) >= 30,
         5000,
         "the gateway to take in all 30 sockets",
       );
-      const refused = gw.gateway.metrics.connectionsRefused.get({ reason: "rate_per_source" });
+      const refused = gw.view.metrics.connectionsRefused.get({ reason: "rate_per_source" });
       assert.ok(refused >= 15, `refused ${refused}`);
       clients.forEach((c) => c.close());
       // Real time: the bucket refills at 5 tokens per second (one token in 200 ms).

@@ -140,7 +140,7 @@ async function refusal(
 
 /** Counter value of `mqtt_connections_refused_total{reason="…"}` on the gateway. */
 function refusedCount(gw: TestGateway, reason: string): number {
-  const text = gw.gateway.metrics.registry.toPrometheus();
+  const text = gw.view.prometheus();
   const line = text.split("\n").find((l) =>
     l.startsWith("mqtt_connections_refused_total") && l.includes(`reason="${reason}"`)
   );
@@ -166,7 +166,7 @@ Deno.test({
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    const routed = () => gw.gateway.delivery.registry.exact("sensors/s7/data") !== undefined;
+    const routed = () => gw.view.exactSubscriptions("sensors/s7/data") !== undefined;
     await waitFor(routed, 10_000, "mosquitto_sub's subscription");
     const pub = await run("mosquitto_pub", [
       ...mosquittoTls(gw, d.valid),
@@ -211,7 +211,7 @@ Deno.test({
     assert.ok(none !== null, "no certificate is refused under require");
     assert.equal(refusedCount(gw, "tls_client_cert_unverified"), 2, "the two that do not verify");
     assert.equal(refusedCount(gw, "tls_client_cert_missing"), 1, "and the one without");
-    assert.equal(gw.gateway.registry.size, 0, "none of them became a connection");
+    assert.equal(gw.view.connections, 0, "none of them became a connection");
 
     assert.ok(await refusal(gw, d.revoked) !== null, "a revoked certificate is refused");
     assert.equal(refusedCount(gw, "tls_client_cert_revoked"), 1);

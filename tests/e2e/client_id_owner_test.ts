@@ -11,7 +11,7 @@ import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
 
 /** A counter's value for one label set, from /metrics' text. */
 function counter(gw: TestGateway, series: string): number {
-  const line = gw.gateway.metrics.registry.toPrometheus().split("\n")
+  const line = gw.view.prometheus().split("\n")
     .find((l) => l.startsWith(series + " "));
   return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
@@ -93,7 +93,7 @@ for (const version of [4, 5] as const) {
         const alice = await connect(gw, "alice", "dev-a", version);
         await alice.subscribeAsync(TOPIC, { qos: 1 });
         await alice.endAsync();
-        await waitFor(() => gw.gateway.sessions.get("dev-a")?.offlineSinceMs != null, 5000, "off");
+        await waitFor(() => gw.view.storedSession("dev-a")?.offlineSinceMs != null, 5000, "off");
         const pub = await connect(gw, "bob", "bob-publisher", version, true);
         for (let i = 0; i < 20; i++) await pub.publishAsync(TOPIC, `m${i}`, { qos: 1 });
         await pub.endAsync();

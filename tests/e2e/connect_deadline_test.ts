@@ -61,7 +61,7 @@ for (const tls of [false, true]) {
         assert.ok(ms >= TIMEOUT_MS - 100, `closed before the deadline: ${ms} ms`);
         assert.ok(ms <= TIMEOUT_MS + 2000, `closed ${ms} ms after accept, deadline ${TIMEOUT_MS}`);
         assert.ok(sent <= 5, `${sent} bytes went in before the close`);
-        assert.equal(gw.gateway.metrics.keepAliveExpired.get(), 1);
+        assert.equal(gw.view.metrics.keepAliveExpired.get(), 1);
       } finally {
         await gw.stop();
       }

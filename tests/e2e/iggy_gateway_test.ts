@@ -181,7 +181,7 @@ Deno.test({
       assert.deepEqual([...(await c.readPacket(10_000))!], [0x20, 2, 0, 0]);
       await c.send(publishPacket("building/east/room/1/t", "nope", 1, 1));
       assert.ok(await c.closedByPeer(10_000), "closed without PUBACK");
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "denied" }), 1);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "denied" }), 1);
       const probe = probeBackend();
       await probe.open();
       assert.equal(await probe.getTopic(`building_east_${SUFFIX}`, "telemetry"), null);
@@ -390,14 +390,14 @@ Deno.test({
         env: { ...iggyEnv("durability-gw"), IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true" },
       });
       try {
-        assert.deepEqual(gw.gateway.readiness().warnings.length, 1);
-        assert.match(gw.gateway.readiness().warnings[0], new RegExp(`${stream}/loose`));
+        assert.deepEqual(gw.view.readiness().warnings.length, 1);
+        assert.match(gw.view.readiness().warnings[0], new RegExp(`${stream}/loose`));
         const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
         await c.publishAsync("tight/1", "x", { qos: 1 });
         await c.endAsync();
         const tight = await probe.getTopic(stream, "tight");
         assert.ok(tight && !tight.acksBeforeDisk, "the auto-created topic enforces fsync");
-        assert.equal(gw.gateway.readiness().warnings[0].includes("tight"), false);
+        assert.equal(gw.view.readiness().warnings[0].includes("tight"), false);
       } finally {
         await gw.stop();
       }

@@ -75,7 +75,7 @@ Deno.test({
     const seqs = Array.from({ length: CLIENTS }, () => ({ n: 0 }));
     try {
       for (let round = 0; round < ROUNDS; round++) {
-        await waitFor(() => gw.gateway.readiness().ready, 30_000, "the gateway to be ready");
+        await waitFor(() => gw.view.readiness().ready, 30_000, "the gateway to be ready");
         const stop = new AbortController();
         const clients = seqs.map((s, i) =>
           publisher(gw.port, `kill-${round}-${i}`, TOPIC, tally, s, WINDOW, stop.signal)
@@ -91,7 +91,7 @@ Deno.test({
         iggy = startIggyServer(BIN, dataDir, iggyPort);
         await up();
       }
-      await waitFor(() => gw.gateway.readiness().ready, 30_000, "the gateway to be ready");
+      await waitFor(() => gw.view.readiness().ready, 30_000, "the gateway to be ready");
       await gw.stop();
       const found = await readBack(address, stream, "messages");
       const lost = [...tally.acked].filter((p) => !found.has(p));

@@ -89,7 +89,7 @@ Deno.test({
       assert.deepEqual(dev.got, [{ payload: "live", ids: [21, 22] }]);
       await dev.c.endAsync();
       await waitFor(
-        () => gw1.gateway.sessions.get("v5-iggy-dev")?.offlineSinceMs != null,
+        () => gw1.view.storedSession("v5-iggy-dev")?.offlineSinceMs != null,
         5000,
         "off",
       );

@@ -73,13 +73,13 @@ Deno.test({
       await publish(a, "site/1/state", "up");
       await publish(a, "site/2/state", "down");
       // Within one poll of B's retained reader.
-      await waitFor(() => b.gateway.retained.set.size === 2, 3000, "B read A's sets");
+      await waitFor(() => b.view.retainedCount === 2, 3000, "B read A's sets");
       assert.deepEqual(await retainedOf(b, "site/+/state", 2), [
         "site/1/state=up",
         "site/2/state=down",
       ]);
       await publish(b, "site/1/state", "");
-      await waitFor(() => a.gateway.retained.set.size === 1, 3000, "A read B's clear");
+      await waitFor(() => a.view.retainedCount === 1, 3000, "A read B's clear");
       assert.deepEqual(await retainedOf(a, "site/#", 1), ["site/2/state=down"]);
     } finally {
       await a.stop();

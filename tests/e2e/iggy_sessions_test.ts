@@ -75,7 +75,7 @@ Deno.test({
       assert.deepEqual((await receive(first.c, 1)).map((m) => m.payload), ["new stream"]);
       first.c.close();
       await waitFor(
-        () => gw1.gateway.sessions.get("iggy-dev")?.offlineSinceMs != null,
+        () => gw1.view.storedSession("iggy-dev")?.offlineSinceMs != null,
         5000,
         "off",
       );

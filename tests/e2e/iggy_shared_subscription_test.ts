@@ -69,14 +69,9 @@ async function publishRange(gw: TestGateway, from: number, to: number): Promise<
   await p.endAsync();
 }
 
-/** Nothing in flight: every share group's dealt copies acknowledged, none left to catch up. */
-function settled(gw: TestGateway): boolean {
-  return gw.gateway.delivery.shareStats().every((g) => g.lag === 0);
-}
-
 /** The partitions the gateways deal to the group: a split, none twice. */
 function owned(gw: TestGateway): number {
-  return gw.gateway.delivery.sharePartitionsOwned;
+  return gw.view.sharePartitionsOwned;
 }
 
 Deno.test({
@@ -102,7 +97,7 @@ Deno.test({
       await waitFor(() => dealt().length >= 400, 15_000, "400 messages");
       // Barrier for "none twice": nothing in flight at either gateway, then a PINGRESP on every
       // member, so any copy written before has been read.
-      await waitFor(() => settled(a) && settled(b), 5000, "every copy acknowledged");
+      await waitFor(() => a.view.settled() && b.view.settled(), 5000, "every copy acknowledged");
       for (const m of members) await mqttjsPing(m.c);
       const got = dealt();
       assert.equal(got.length, 400, "no message twice");
@@ -154,9 +149,7 @@ Deno.test({
       assert.deepEqual(missing.slice(0, 10), [], `${missing.length} lost`);
       const total = members.flatMap((m) => m.got).length;
       console.log(
-        `hand-over: ${
-          total - 600
-        } duplicates, ${a.gateway.metrics.shareHandover.get()} dealt again`,
+        `hand-over: ${total - 600} duplicates, ${a.view.metrics.shareHandover.get()} dealt again`,
       );
     } finally {
       for (const m of members) await m.c.endAsync().catch(() => {});

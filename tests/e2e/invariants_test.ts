@@ -87,7 +87,7 @@ Deno.test({
       await ready.body?.cancel();
       await c.send(publishPacket("sensors/a/data", "two", 1, 2));
       assert.ok(await c.closedByPeer(), "closed without PUBACK");
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "failed" }), 1);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "failed" }), 1);
       spy.failWith = null;
       const d = await connectRaw(gw.port, "fail-1");
       await d.send(publishPacket("sensors/a/data", "two", 1, 2));
@@ -116,7 +116,7 @@ Deno.test({
       await c.send(publishPacket("sensors/x/data", "denied", 0));
       await pingBarrier(c);
       assert.deepEqual(spy.calls.slice(before), []);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "denied" }), 2);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "denied" }), 2);
       c.close();
     } finally {
       await gw.stop();
@@ -146,13 +146,13 @@ Deno.test({
       );
       const p = partitionForKey("sensor_k1", 3);
       await waitFor(async () =>
-        (await gw.gateway.backend.poll(
+        (await gw.view.log.poll(
           { stream: "sensors", topic: "sensor_data", partition: p },
           0,
           1000,
         )).length === N
       );
-      const msgs = await gw.gateway.backend.poll(
+      const msgs = await gw.view.log.poll(
         { stream: "sensors", topic: "sensor_data", partition: p },
         0,
         1000,
@@ -164,7 +164,7 @@ Deno.test({
       for (let q = 0; q < 3; q++) {
         if (q === p) continue;
         assert.equal(
-          (await gw.gateway.backend.poll(
+          (await gw.view.log.poll(
             { stream: "sensors", topic: "sensor_data", partition: q },
             0,
             10,

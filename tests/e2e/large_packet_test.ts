@@ -39,7 +39,7 @@ function payloadOf(n: number, seed = 0): Buffer {
 
 /** A value of the gateway's Prometheus exposition. */
 function metric(gw: TestGateway, name: string): number {
-  const line = gw.gateway.metrics.registry.toPrometheus().split("\n")
+  const line = gw.view.prometheus().split("\n")
     .find((l) => l.startsWith(name + " "));
   return line === undefined ? NaN : Number(line.slice(name.length + 1));
 }
@@ -70,7 +70,7 @@ for (const version of [4, 5] as const) {
         // MQTT.js resolves a QoS 1 publish when its PUBACK arrives.
         await pub.publishAsync("sensors/big/data", small, { qos: 1 });
         await pub.publishAsync("sensors/big/data", large, { qos: 1 });
-        assert.equal(gw.gateway.metrics.publishes.get({ outcome: "acked" }), 2);
+        assert.equal(gw.view.metrics.publishes.get({ outcome: "acked" }), 2);
         await waitFor(() => got.length >= 2, 10_000, "both large messages delivered");
         assert.ok(got[0].equals(small), "100 KB delivered byte for byte");
         assert.ok(got[1].equals(large), "1 MiB - 64 B delivered byte for byte");
@@ -115,9 +115,9 @@ Deno.test({
       for (const qos of [0, 1]) {
         assert.ok(got[qos].every((p, i) => p.equals(sent[i])), `QoS ${qos} in order, whole`);
       }
-      assert.equal(gw.gateway.metrics.droppedQos0.get(), 0);
-      assert.equal(gw.gateway.metrics.evictions.get(), 0);
-      assert.equal(gw.gateway.metrics.retainedRefused.get(), 0);
+      assert.equal(gw.view.metrics.droppedQos0.get(), 0);
+      assert.equal(gw.view.metrics.evictions.get(), 0);
+      assert.equal(gw.view.metrics.retainedRefused.get(), 0);
       const late = await connect("late");
       const retained = new Promise<Buffer>((resolve) => late.on("message", (_t, p) => resolve(p)));
       await late.subscribeAsync(topic, { qos: 1 });
@@ -163,7 +163,7 @@ Deno.test({
         });
       assert.ok(replayed.every((p, i) => p.equals(sent[i])), "replay in order, whole");
       assert.ok(resumed.every((p, i) => p.equals(sent[i])), "stored session in order, whole");
-      assert.equal(gw.gateway.metrics.evictions.get(), 0);
+      assert.equal(gw.view.metrics.evictions.get(), 0);
     } finally {
       for (const c of clients) await c.endAsync();
       await gw.stop();
@@ -189,7 +189,7 @@ for (const version of ["311", "5"]) {
           timeoutMs: 15_000,
         });
         await waitFor(
-          () => (gw.gateway.delivery.registry.exact("sensors/m/data") !== undefined),
+          () => (gw.view.exactSubscriptions("sensors/m/data") !== undefined),
           10_000,
           "mosquitto_sub's subscription",
         );
@@ -218,7 +218,7 @@ Deno.test({
       await raw.send([0x32, 0x81, 0x80, 0x40]);
       assert.ok(await raw.closedByPeer(), "closed at the header");
       raw.close();
-      assert.equal(gw.gateway.metrics.protocolErrors.get({ rule: "MQTT-2.2.3" }), 1);
+      assert.equal(gw.view.metrics.protocolErrors.get({ rule: "MQTT-2.2.3" }), 1);
       assert.equal(metric(gw, "mqtt_partial_packet_bytes"), 0);
       // One byte less is held, waiting for its body.
       const fits = await connectRaw(gw.port, "fits-311");

@@ -284,7 +284,7 @@ class Witness {
 }
 
 async function runCase(gw: TestGateway, witness: Witness, c: Case, n: number): Promise<void> {
-  const m = gw.gateway.metrics;
+  const m = gw.view.metrics;
   const errorsBefore = total(m.protocolErrors.values);
   const e0 = c.expect;
   const ruleBefore = "closed" in e0
@@ -373,8 +373,8 @@ Deno.test({
       const growth = Deno.memoryUsage().rss - rssBefore;
       assert.ok(growth < 30 * 1024 * 1024, `rss grew by ${(growth / 1048576).toFixed(1)} MB`);
       // Every case's connection is gone: only the witness remains.
-      await waitFor(() => gw.gateway.registry.size <= 1, 5000, "the cases' connections closed");
-      assert.equal(gw.gateway.registry.size, 1, "open connections after the table");
+      await waitFor(() => gw.view.connections <= 1, 5000, "the cases' connections closed");
+      assert.equal(gw.view.connections, 1, "open connections after the table");
     } finally {
       witness.client.close();
       await gw.stop();
@@ -399,7 +399,7 @@ Deno.test({
       assert.ok(r.closed);
       assert.deepEqual(r.bytes, [0x20, 2, 0, 2], "CONNACK 2, then close");
       assert.equal(
-        gw.gateway.metrics.publishes.get({ outcome: "acked" }),
+        gw.view.metrics.publishes.get({ outcome: "acked" }),
         0,
         "the PUBLISH was not acked",
       );

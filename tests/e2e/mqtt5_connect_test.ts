@@ -166,7 +166,7 @@ c.loop_stop()
       const stored = [];
       for (let p = 0; p < 3; p++) {
         const a = { stream: "sensors", topic: "sensor_data", partition: p };
-        stored.push(...await gw.gateway.backend.poll(a, 0, 10));
+        stored.push(...await gw.view.log.poll(a, 0, 10));
       }
       assert.equal(stored[0].headers.get("mqtt5.user.0.site"), "north");
     } finally {

@@ -138,8 +138,7 @@ Deno.test({
     const relay = PingRelay.start(gw.port);
     const sub = pahoSubscriber(relay.port, "rm-sub", "sensors/rm/data", 2);
     const rm = tripleOf("sensors", "sensor_data", "sensor_rm");
-    const unsettled = () =>
-      gw.gateway.delivery.readerStats().find((r) => sameTriple(r.triple, rm))?.unsettled ?? 0;
+    const unsettled = () => gw.view.readers().find((r) => sameTriple(r.triple, rm))?.unsettled ?? 0;
     try {
       await sub.waitFor((l) => l.startsWith("suback"));
       const pub = await client(gw, 5);
@@ -183,7 +182,7 @@ Deno.test({
       await pub.c.publishAsync("sensors/mps/data", "small", { qos: 1 });
       await waitFor(() => sub.got.length === 1, 5000, "the small message");
       assert.equal(sub.got[0].payload, "small");
-      assert.equal(gw.gateway.metrics.droppedTooLarge.get({}), 2);
+      assert.equal(gw.view.metrics.droppedTooLarge.get({}), 2);
       await sub.c.endAsync();
       await pub.c.endAsync();
     } finally {
@@ -209,7 +208,7 @@ Deno.test({
       await pub.c.publishAsync("sensors/exp/data", "settled", { qos: 1 });
       await sub.waitFor(() => sub.messages().length === 1);
       await sub.send("ack");
-      const committed = () => gw.gateway.delivery.readerStats().some((r) => r.committed >= 0);
+      const committed = () => gw.view.readers().some((r) => r.committed >= 0);
       await waitFor(committed, 5000, "settled");
       await pub.c.publishAsync("sensors/exp/data", "short-lived", {
         qos: 1,
@@ -242,7 +241,7 @@ Deno.test({
       await waitFor(() => again.got.length >= 1, 5000, "redelivery after restart");
       await mqttjsPing(again.c); // barrier: nothing else was on its way to it
       assert.deepEqual(again.got, ["lasting"]);
-      assert.equal(gw.gateway.metrics.expired.get({}), 1);
+      assert.equal(gw.view.metrics.expired.get({}), 1);
       await again.c.endAsync();
     } finally {
       await sub.stop();
@@ -446,7 +445,7 @@ Deno.test({
         "10",
       ]);
       await waitFor(
-        () => (gw.gateway.delivery.registry.lookup("sensors/m/data")?.size ?? 0) === 2,
+        () => (gw.view.subscriptions("sensors/m/data")?.size ?? 0) === 2,
         5000,
         "both subscriptions",
       );
@@ -463,7 +462,7 @@ Deno.test({
       const stored = [];
       for (let p = 0; p < 3; p++) {
         const a = { stream: "sensors", topic: "sensor_data", partition: p };
-        stored.push(...await gw.gateway.backend.poll(a, 0, 10));
+        stored.push(...await gw.view.log.poll(a, 0, 10));
       }
       assert.equal(stored.length, 1);
       assert.equal(stored[0].headers.get("mqtt5.user.0.site"), "north");

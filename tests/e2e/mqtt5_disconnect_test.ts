@@ -88,7 +88,7 @@ Deno.test({
           name,
           ...opts,
           async fn() {
-            const before = [...gw.gateway.metrics.protocolErrors.values.values()].reduce(
+            const before = [...gw.view.metrics.protocolErrors.values.values()].reduce(
               (a, b) => a + b,
               0,
             );
@@ -100,7 +100,7 @@ Deno.test({
             assert.ok(await c.closedByPeer(), "closed after the DISCONNECT");
             c.close();
             if (code !== 0x99) {
-              const after = [...gw.gateway.metrics.protocolErrors.values.values()].reduce(
+              const after = [...gw.view.metrics.protocolErrors.values.values()].reduce(
                 (a, b) => a + b,
                 0,
               );
@@ -180,7 +180,7 @@ Deno.test({
       await waitFor(() => wills.length === 1, 5000, "the will");
       // Barrier: both devices' connections are closed (their wills decided), then an end
       // marker on the wills' partition comes after any will appended before it.
-      await waitFor(() => gw.gateway.registry.size === 1, 5000, "the devices' connections closed");
+      await waitFor(() => gw.view.connections === 1, 5000, "the devices' connections closed");
       await watcher.publishAsync("sensors/will/data", "end", { qos: 1 });
       await waitFor(() => wills.includes("end"), 5000, "the end marker");
       assert.deepEqual(wills, ["w-with-will", "end"]);

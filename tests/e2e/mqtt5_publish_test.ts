@@ -135,7 +135,7 @@ Deno.test({
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LOG_AUTO_CREATE: "false" } });
     try {
-      await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
+      await gw.view.log.createTopic("sensors", "sensor_data", { partitions: 1 });
       const k = await client5(gw);
       const denied = await publishQos1(k, "nowhere/at/all", "x");
       assert.equal(denied.reasonCode, 0x87);
@@ -149,8 +149,8 @@ Deno.test({
       assert.equal(k.c.connected, true);
       const ok = await publishQos1(k, "sensors/s1/data", "fine");
       assert.equal(ok.reasonCode ?? 0, 0);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "denied" }), 2);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "rejected" }), 1);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "denied" }), 2);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "rejected" }), 1);
       await k.c.endAsync();
     } finally {
       await gw.stop();
@@ -196,7 +196,7 @@ Deno.test({
       env: { IGGY_MQTT_LOG_AUTO_CREATE: "false", IGGY_MQTT_MQTT5_PUBACK_COORDINATES: "never" },
     });
     try {
-      await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
+      await gw.view.log.createTopic("sensors", "sensor_data", { partitions: 1 });
       const k = await client5(gw, { properties: { requestProblemInformation: false } });
       const denied = await publishQos1(k, "nowhere/at/all", "x");
       assert.equal(denied.reasonCode, 0x87);
@@ -217,7 +217,7 @@ Deno.test({
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LOG_AUTO_CREATE: "false" } });
     try {
-      await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
+      await gw.view.log.createTopic("sensors", "sensor_data", { partitions: 1 });
       const quiet = await client5(gw, { properties: { requestProblemInformation: false } });
       const ok = await publishQos1(quiet, "sensors/s1/data", "x");
       assert.equal(ok.reasonCode ?? 0, 0);
@@ -258,7 +258,7 @@ Deno.test({
       const stored = [];
       for (let p = 0; p < 3; p++) {
         stored.push(
-          ...await gw.gateway.backend.poll(
+          ...await gw.view.log.poll(
             { stream: "sensors", topic: "sensor_data", partition: p },
             0,
             10,
@@ -317,8 +317,8 @@ Deno.test({
       assert.equal(disconnects[0].reasonCode, 0x95);
       assert.match(disconnects[0].properties.reasonString, /response topic longer than 255/);
       k.c.end(true);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "rejected" }), 4);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "acked" }), 1);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "rejected" }), 4);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "acked" }), 1);
     } finally {
       await gw.stop();
     }
@@ -383,7 +383,7 @@ Deno.test({
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LOG_AUTO_CREATE: "false" } });
     try {
-      await gw.gateway.backend.createTopic("sensors", "sensor_data", { partitions: 1 });
+      await gw.view.log.createTopic("sensors", "sensor_data", { partitions: 1 });
       const properties = { maximumPacketSize: 64, requestProblemInformation: true };
       const k = await client5(gw, { properties });
       const errors: unknown[] = [];

@@ -272,7 +272,7 @@ Deno.test({
         });
         await dev.c.endAsync();
         await waitFor(
-          () => gw1.gateway.sessions.get("v5-dev")?.offlineSinceMs != null,
+          () => gw1.view.storedSession("v5-dev")?.offlineSinceMs != null,
           5000,
           "off",
         );
@@ -330,7 +330,7 @@ Deno.test({
       assert.equal(refused.code, 0x97, "one stored session is the bound");
       other.end(true);
       await dev.c.endAsync(false, { properties: { sessionExpiryInterval: 0 } });
-      await waitFor(() => gw.gateway.sessions.get("v5-end")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("v5-end")?.offlineSinceMs != null, 5000, "off");
       await pub.c.publishAsync("building/north/room/1", "while away", { qos: 1 });
       const back = await stored5(gw, "v5-end", 3600);
       assert.equal(back.connack.sessionPresent, false, "the session ended at the DISCONNECT");
@@ -357,14 +357,14 @@ Deno.test({
       const dev = await stored5(gw, "v5-zero", 3600);
       await dev.c.subscribeAsync("building/+/room/#", { qos: 1 });
       await dev.c.endAsync();
-      await waitFor(() => gw.gateway.sessions.get("v5-zero")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("v5-zero")?.offlineSinceMs != null, 5000, "off");
       await pub.c.publishAsync("building/north/room/1", "kept", { qos: 1 });
       const once = await stored5(gw, "v5-zero", 0);
       assert.equal(once.connack.sessionPresent, true);
       await waitFor(() => once.got.length === 1, 5000, "the backlog");
       assert.equal(once.got[0].payload, "kept");
       await once.c.endAsync();
-      await waitFor(() => gw.gateway.sessions.get("v5-zero")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("v5-zero")?.offlineSinceMs != null, 5000, "off");
       await pub.c.publishAsync("building/north/room/1", "gone", { qos: 1 });
       const after = await stored5(gw, "v5-zero", 0);
       assert.equal(after.connack.sessionPresent, false, "the session ended with the connection");
@@ -396,7 +396,7 @@ Deno.test({
         assert.equal(again.connack.sessionPresent, true);
         await again.c.endAsync();
         await waitFor(
-          () => gw1.gateway.sessions.get("v5-e0")?.offlineSinceMs != null,
+          () => gw1.view.storedSession("v5-e0")?.offlineSinceMs != null,
           5000,
           "off",
         );
@@ -429,7 +429,7 @@ Deno.test({
       const dev = await stored5(gw, "e0-new", 0);
       assert.equal(dev.connack.reasonCode ?? 0, 0);
       assert.equal(dev.connack.sessionPresent, false);
-      assert.equal(gw.gateway.sessions.get("e0-new"), undefined, "no stored session");
+      assert.equal(gw.view.storedSession("e0-new"), undefined, "no stored session");
       await dev.c.subscribeAsync("building/+/room/#", { qos: 1 });
       await dev.c.publishAsync("building/north/room/1", "hi", { qos: 1 });
       await waitFor(() => dev.got.length === 1, 5000, "its own message");

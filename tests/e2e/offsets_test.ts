@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import { connectRaw, startGateway, waitFor } from "../helpers/gateway.ts";
-import { tripleKey } from "../../src/delivery/mod.ts";
 import {
   counter,
   opts,
@@ -34,7 +33,7 @@ Deno.test({
     const p = await connectRaw(gw.port, "pub");
     try {
       const triple = tripleOf("building_north", "telemetry", "room_42");
-      const base = await gw.gateway.backend.nextOffset(triple);
+      const base = await gw.view.log.nextOffset(triple);
       const msgs: [string, string][] = Array.from({ length: 10 }, (_, i) => [ROOM42, `m${i}`]);
       await publishAll(p, msgs);
       const [a, b, c] = subs;
@@ -44,16 +43,16 @@ Deno.test({
       // c acknowledges everything except m4, out of order.
       for (const r of [...cs].reverse()) if (r.payload !== "m4") await c.send(puback(r.packetId));
       for (const x of subs) await publishesBefore(x); // every PUBACK above has been handled
-      const reader = gw.gateway.delivery.readers.get(tripleKey(triple))!;
-      assert.equal(reader.ledger.safeOffset, base + 3, "safe offset stops before m4");
+      const reader = gw.view.reader(triple)!;
+      assert.equal(reader.safeOffset, base + 3, "safe offset stops before m4");
       await waitFor(async () => (await storedOffset(gw, triple)) === base + 3, 3000, "commit");
-      assert.equal(reader.ledger.safeOffset, base + 3, "and stays there");
-      assert.equal(reader.ledger.size, 6, "m4..m9 held by the ledger");
+      assert.equal(reader.safeOffset, base + 3, "and stays there");
+      assert.equal(reader.unsettled, 6, "m4..m9 held by the ledger");
 
       await c.send(puback(cs[4].packetId));
       await publishesBefore(c);
       await waitFor(async () => (await storedOffset(gw, triple)) === base + 9, 3000, "release");
-      assert.equal(reader.ledger.size, 0);
+      assert.equal(reader.unsettled, 0);
     } finally {
       for (const x of [...subs, p]) x.close();
       await gw.stop();
@@ -72,12 +71,12 @@ Deno.test({
     const p = await connectRaw(gw.port, "pub");
     try {
       const triple = tripleOf("building_north", "telemetry", "room_42");
-      const base = await gw.gateway.backend.nextOffset(triple);
+      const base = await gw.view.log.nextOffset(triple);
       await publishAll(p, [[ROOM42, "x"], [ROOM42, "y"]]);
       await receive(keeper, 2);
       await receive(leaver, 2, { ack: false });
       await publishesBefore(keeper);
-      assert.equal(gw.gateway.delivery.readers.get(tripleKey(triple))!.ledger.safeOffset, base - 1);
+      assert.equal(gw.view.reader(triple)!.safeOffset, base - 1);
       leaver.close();
       await waitFor(async () => (await storedOffset(gw, triple)) === base + 1, 3000, "strike");
     } finally {
@@ -98,9 +97,9 @@ Deno.test({
     const p = await connectRaw(gw.port, "pub");
     try {
       const triple = tripleOf("building_north", "telemetry", "room_42");
-      const base = await gw.gateway.backend.nextOffset(triple);
+      const base = await gw.view.log.nextOffset(triple);
       await publishAll(p, Array.from({ length: 6 }, (_, i) => [ROOM42, `w${i}`]));
-      const reader = gw.gateway.delivery.readers.get(tripleKey(triple))!;
+      const reader = gw.view.reader(triple)!;
       await waitFor(() => reader.position === base + 6, 3000, "reader routed all 6");
       const first = await publishesBefore(c);
       assert.deepEqual(first.map((r) => r.payload), ["w0", "w1"]);
@@ -159,16 +158,16 @@ Deno.test({
       const sensors = tripleOf("sensors", "sensor_data", "sensor_abc");
       const room = tripleOf("building_north", "telemetry", "room_42");
       await waitFor(
-        () => gw.gateway.delivery.readers.get(tripleKey(room))!.ledger.size === 5,
+        () => gw.view.reader(room)!.unsettled === 5,
         3000,
         "5 QoS 1 copies routed",
       );
       const first = await publishesBefore(c);
       assert.equal(first.length, 1, "window of 1");
       const before = counter(gw, "mqtt_deliveries_dropped_total");
-      const sBase = await gw.gateway.backend.nextOffset(sensors);
+      const sBase = await gw.view.log.nextOffset(sensors);
       await publishAll(p, [["sensors/abc/data", `q0-${big}`]], 100);
-      const sReader = gw.gateway.delivery.readers.get(tripleKey(sensors))!;
+      const sReader = gw.view.reader(sensors)!;
       await waitFor(() => sReader.position === sBase + 1, 3000, "QoS 0 routed");
       assert.equal(counter(gw, "mqtt_deliveries_dropped_total"), before + 1);
       assert.deepEqual(await publishesBefore(c), [], "the over-cap QoS 0 copy was dropped");

@@ -43,7 +43,7 @@ Deno.test({
       })().catch(() => {});
       const pendingAppends = () =>
         Number(
-          gw.gateway.metrics.registry.toPrometheus().match(/^log_pending_appends (\d+)$/m)?.[1],
+          gw.view.prometheus().match(/^log_pending_appends (\d+)$/m)?.[1],
         );
       await waitFor(() => pendingAppends() >= 50, 5000, "max_pending_appends reached");
       // Real time: a stall can only be seen over time. A gateway still reading its socket now

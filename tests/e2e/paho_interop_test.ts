@@ -47,7 +47,7 @@ Deno.test({
     const gw = await startGateway({ env: { IGGY_MQTT_SESSION_EXPIRY_S: "1" } });
     try {
       await scenario(gw, "expiry_before");
-      await waitFor(() => gw.gateway.sessions.get("expiring") === undefined, 5000, "expiry");
+      await waitFor(() => gw.view.storedSession("expiring") === undefined, 5000, "expiry");
       await scenario(gw, "expiry_after");
     } finally {
       await gw.stop();
@@ -80,7 +80,7 @@ Deno.test({
     const gw = await startGateway({ env: { IGGY_MQTT_SESSION_EXPIRY_S: "1" } });
     try {
       await scenario(gw, "expiry_before", "5");
-      await waitFor(() => gw.gateway.sessions.get("expiring") === undefined, 5000, "expiry");
+      await waitFor(() => gw.view.storedSession("expiring") === undefined, 5000, "expiry");
       await scenario(gw, "expiry_after", "5");
     } finally {
       await gw.stop();

@@ -40,7 +40,7 @@ Deno.test({
       ]);
       assert.equal(r.code, 0, r.stderr);
       const partition = partitionForKey("room_42", 3);
-      const msgs = await gw.gateway.backend.poll(
+      const msgs = await gw.view.log.poll(
         { stream: "building_north", topic: "telemetry", partition },
         0,
         10,
@@ -75,10 +75,10 @@ Deno.test({
       await client.publishAsync("sensors/abc/data", "q0", { qos: 0 });
       const partition = partitionForKey("sensor_abc", 3);
       const address = { stream: "sensors", topic: "sensor_data", partition };
-      let msgs: Awaited<ReturnType<typeof gw.gateway.backend.poll>> = [];
+      let msgs: Awaited<ReturnType<typeof gw.view.log.poll>> = [];
       await waitFor(
         async () => {
-          msgs = await gw.gateway.backend.poll(address, 0, 10);
+          msgs = await gw.view.log.poll(address, 0, 10);
           return msgs.length >= 2;
         },
         5000,
@@ -112,7 +112,7 @@ Deno.test({
       const all = [];
       for (let p = 0; p < 3; p++) {
         all.push(
-          ...await gw.gateway.backend.poll(
+          ...await gw.view.log.poll(
             { stream: "sensors", topic: "messages_default", partition: p },
             0,
             10,

@@ -90,7 +90,7 @@ Deno.test({
       assert.deepEqual([...(await sub.readPacket())!], ack(PUBREL, q2.packetId));
       // Settled at the PUBREC: nothing of this triple is unsettled any more.
       await waitFor(
-        () => gw.gateway.delivery.readerStats().every((r) => r.unsettled === 0),
+        () => gw.view.readers().every((r) => r.unsettled === 0),
         3000,
         "settled",
       );
@@ -128,7 +128,7 @@ Deno.test({
       const own = parsePublish(two.find((p) => p[0] >> 4 === 3)!);
       assert.deepEqual([own.payload, own.qos], ["mine", 2]);
       first.c.close();
-      await waitFor(() => gw.gateway.sessions.get("q2-dev")?.offlineSinceMs != null, 3000, "off");
+      await waitFor(() => gw.view.storedSession("q2-dev")?.offlineSinceMs != null, 3000, "off");
 
       const again = await RawClient.connect(gw.port);
       await again.send(connectPacket("q2-dev", { clean: false }));
@@ -142,7 +142,7 @@ Deno.test({
       assert.deepEqual(redelivered.map((r) => [r.payload, r.qos, r.dup]), [["mine", 2, true]]);
       assert.equal(redelivered[0].packetId, own.packetId);
       // Its resent PUBLISH 77 is still held: PUBREC again, no second append.
-      const before = gw.gateway.delivery.readerStats()[0].position;
+      const before = gw.view.readers()[0].position;
       await again.send(publishPacket(TOPIC, "mine", 2, 77, true));
       assert.deepEqual([...(await again.readPacket())!], ack(PUBREC, 77));
       await again.send(ack(PUBREL, 77));
@@ -151,7 +151,7 @@ Deno.test({
       await again.send(ack(PUBREC, own.packetId));
       assert.deepEqual([...(await again.readPacket())!], ack(PUBREL, own.packetId));
       assert.deepEqual(await pingBarrier(again), []);
-      assert.equal(gw.gateway.delivery.readerStats()[0].position, before, "no second append");
+      assert.equal(gw.view.readers()[0].position, before, "no second append");
       again.close();
       pub.close();
     } finally {

@@ -169,7 +169,7 @@ Deno.test({
       assertLine(await refusedWith(gw, () => refusedClient(gw, cert)), "tls", reason);
     }
     assert.equal(refusals(gw).length, cases.length, "one line per refused client");
-    assert.equal(gw.gateway.registry.size, 0, "none of them became a connection");
+    assert.equal(gw.view.connections, 0, "none of them became a connection");
     const { client, error } = await tlsAttempt(gw.port, d.valid);
     await client.endAsync();
     assert.equal(error, null, "the real device still gets in");
@@ -273,7 +273,7 @@ Deno.test("refusal log: the per-source connection rate limit leaves one warn lin
 
 /** `mqtt_…{reason="…"}` or an unlabelled series' value, 0 when absent. */
 function metric(gw: TestGateway, name: string, label = ""): number {
-  const line = gw.gateway.metrics.registry.toPrometheus().split("\n").find((l) =>
+  const line = gw.view.prometheus().split("\n").find((l) =>
     l.startsWith(name) && l.includes(label)
   );
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
@@ -295,7 +295,7 @@ Deno.test({
     assert.equal(refusals(gw).length, logged, "the first lines of the window, no more");
     for (const l of refusals(gw)) assertLine(l, "tls", "protocol version");
     assert.equal(metric(gw, "mqtt_refusal_log_suppressed_total"), total - logged);
-    assert.equal(gw.gateway.registry.size, 0);
+    assert.equal(gw.view.connections, 0);
     await gw.stop(); // the window has not ended: stopping reports what it held back
     const [summary, ...more] = linesOf(gw, "Connection refusals not logged (rate limit)");
     assert.equal(more.length, 0, "one summary");

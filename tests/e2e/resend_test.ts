@@ -22,7 +22,7 @@ Deno.test({
       const again = (await sub.readPacket(3000))!;
       assert.equal(again[0], 0x3a, "QoS 1 PUBLISH with DUP");
       assert.deepEqual([...again.slice(1)], [...first.slice(1)], "same packet id, topic, payload");
-      assert.ok(gw.gateway.metrics.resent.get() >= 1);
+      assert.ok(gw.view.metrics.resent.get() >= 1);
       // PUBACK it: no further resends. Real time: three resend intervals (300 ms) pass without one.
       const idOffset = 2 + 2 + "sensors/r/data".length;
       await sub.send([0x40, 2, again[idOffset], again[idOffset + 1]]);

@@ -63,7 +63,7 @@ Deno.test({
       await pub.c.publishAsync("home/kitchen/temp", "21", { qos: 1, retain: true });
       await pub.c.publishAsync("home/hall/temp", "19", { qos: 0, retain: true });
       await pub.c.publishAsync("home/hall/light", "on", { qos: 1, retain: false });
-      await waitFor(() => gw.gateway.retained.set.size === 2, 3000, "both retained");
+      await waitFor(() => gw.view.retainedCount === 2, 3000, "both retained");
       const sub = await client(gw);
       await sub.c.subscribeAsync("home/+/temp", { qos: 1 });
       await waitFor(() => sub.got.length >= 2, 3000, "retained at subscribe");
@@ -361,7 +361,7 @@ Deno.test({
         will: { topic: "dev/7/status", payload: Buffer.from("offline"), qos: 1, retain: true },
       });
       dev.stream.destroy(); // gone without a DISCONNECT: the will goes out
-      await waitFor(() => gw.gateway.retained.set.size === 1, 3000, "will retained");
+      await waitFor(() => gw.view.retainedCount === 1, 3000, "will retained");
       const sub = await client(gw);
       await sub.c.subscribeAsync("dev/+/status", { qos: 1 });
       await waitFor(() => sub.got.length === 1, 3000, "retained will");

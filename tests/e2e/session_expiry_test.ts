@@ -51,21 +51,22 @@ Deno.test({
           assert.deepEqual(await subscribe(s.c, [[TOPIC, 1]]), [1]);
           s.c.close();
         }
-        const sessions = gw1.gateway.sessions;
         await waitFor(
-          () => [...Array(N).keys()].every((i) => sessions.get(`a-${i}`)?.offlineSinceMs != null),
+          () =>
+            [...Array(N).keys()].every((i) =>
+              gw1.view.storedSession(`a-${i}`)?.offlineSinceMs != null
+            ),
           30_000,
           "every session offline",
         );
         lastOffline = Math.max(
-          ...[...Array(N).keys()].map((i) => sessions.get(`a-${i}`)!.offlineSinceMs!),
+          ...[...Array(N).keys()].map((i) => gw1.view.storedSession(`a-${i}`)!.offlineSinceMs!),
         );
-        const [key] = sessions.get("a-0")!.triples;
+        const [key] = gw1.view.storedSession("a-0")!.triples;
         const [stream, topic, partition] = key.split("\u0000");
         triple = { stream, topic, partition: Number(partition) };
         await waitFor(
-          async () =>
-            await gw1.gateway.backend.getOffset(sessionConsumer(`a-${N - 1}`), triple) !== null,
+          async () => await gw1.view.log.getOffset(sessionConsumer(`a-${N - 1}`), triple) !== null,
           10_000,
           "the last position stored",
         );
@@ -77,16 +78,16 @@ Deno.test({
       await waitFor(() => Date.now() - lastOffline > 1000, 5000, "a second offline");
       const gw2 = await start({ IGGY_MQTT_SESSION_EXPIRY_S: "1" });
       try {
-        const expired = gw2.gateway.metrics.storedSessionsExpired;
-        await waitFor(() => gw2.gateway.sessions.size === 0, 10_000, "every session expired");
+        const expired = gw2.view.metrics.storedSessionsExpired;
+        await waitFor(() => gw2.view.storedSessionCount === 0, 10_000, "every session expired");
         assert.equal(expired.get(), N);
         const lines = gw2.logs.filter((l) => l.includes("Stored sessions expired"));
         assert.equal(lines.length, 1, `one sweep, one line: ${lines.join("\n")}`);
         assert.equal(JSON.parse(lines[0]).count, N);
 
-        await gw2.gateway.sessions.idle();
+        await gw2.view.storedSessionsIdle();
         for (let i = 0; i < N; i++) {
-          const row = await gw2.gateway.backend.getOffset(sessionConsumer(`a-${i}`), triple);
+          const row = await gw2.view.log.getOffset(sessionConsumer(`a-${i}`), triple);
           assert.equal(row, null, `a-${i}'s position is deleted`);
         }
         const back = await connectStored(gw2.port, "a-5");

@@ -36,11 +36,11 @@ async function storedCount(
   stream: string,
   topic: string,
 ) {
-  const info = await gw.gateway.backend.getTopic(stream, topic);
+  const info = await gw.view.log.getTopic(stream, topic);
   if (!info) return 0;
   let n = 0;
   for (let p = 0; p < info.partitions; p++) {
-    n += (await gw.gateway.backend.poll({ stream, topic, partition: p }, 0, 1000)).length;
+    n += (await gw.view.log.poll({ stream, topic, partition: p }, 0, 1000)).length;
   }
   return n;
 }
@@ -61,7 +61,7 @@ Deno.test({
       const c = await RawClient.connect(gw.port);
       await c.send(connectPacket("c3", { username: "ghost", password: "x" }));
       assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 4]);
-      assert.equal(gw.gateway.metrics.authFailures.get(), 3);
+      assert.equal(gw.view.metrics.authFailures.get(), 3);
       // MQTT.js sees the refusal too.
       await assert.rejects(
         mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
@@ -97,9 +97,9 @@ Deno.test({
       await c.send(publishPacket("building/south/room/1/t", "no", 1, 2));
       assert.ok(await c.closedByPeer());
       assert.equal(await storedCount(gw, "building_north", "telemetry"), 1);
-      assert.equal(await gw.gateway.backend.getTopic("building_south", "telemetry"), null);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "denied" }), 2);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "acked" }), 1);
+      assert.equal(await gw.view.log.getTopic("building_south", "telemetry"), null);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "denied" }), 2);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "acked" }), 1);
     } finally {
       await gw.stop();
     }
@@ -119,8 +119,8 @@ Deno.test({
       await c.send(publishPacket("a".repeat(70), "a", 0)); // stream name 281 bytes
       await c.send(publishPacket("short", "a", 0));
       await pingBarrier(c);
-      await waitFor(() => gw.gateway.metrics.publishes.get({ outcome: "appended" }) === 1);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "denied" }), 2);
+      await waitFor(() => gw.view.metrics.publishes.get({ outcome: "appended" }) === 1);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "denied" }), 2);
       c.close();
     } finally {
       await gw.stop();
@@ -139,7 +139,7 @@ Deno.test({
       assert.ok(await c.closedByPeer(4000), "closed within 1.5 s plus the wheel resolution");
       const elapsed = Date.now() - t0;
       assert.ok(elapsed >= 1400, `closed too early: ${elapsed} ms`);
-      assert.equal(gw.gateway.metrics.keepAliveExpired.get(), 1);
+      assert.equal(gw.view.metrics.keepAliveExpired.get(), 1);
       // A client that pings stays. Real time: 2 s of pings every 0.5 s, past 1.5 × keep-alive.
       const d = await connectRaw(gw.port, "ka-2", 1);
       for (let i = 0; i < 4; i++) {
@@ -178,7 +178,7 @@ Deno.test({
       const b = await connectRaw(gw.port, "same-id");
       assert.ok(await a.closedByPeer());
       assert.deepEqual(await pingBarrier(b), []);
-      assert.equal(gw.gateway.metrics.takeovers.get(), 1);
+      assert.equal(gw.view.metrics.takeovers.get(), 1);
       b.close();
     } finally {
       await gw.stop();
@@ -198,7 +198,7 @@ Deno.test({
       assert.ok(await c.closedByPeer());
       assert.deepEqual(await pingBarrier(a), []);
       a.close();
-      await waitFor(() => gw.gateway.registry.size === 1);
+      await waitFor(() => gw.view.connections === 1);
       const d = await connectRaw(gw.port, "m3");
       d.close();
       b.close();

@@ -38,13 +38,6 @@ async function member(gw: TestGateway, v5 = false) {
   return { c, got };
 }
 
-/** Nothing in flight: every reader's copies and every share group's copies acknowledged. */
-function settled(gw: TestGateway): boolean {
-  const d = gw.gateway.delivery;
-  return d.readerStats().every((r) => r.unsettled === 0) &&
-    d.shareStats().every((g) => g.lag === 0);
-}
-
 async function publishMany(gw: TestGateway, n: number, prefix = "m"): Promise<string[]> {
   const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
   const sent: string[] = [];
@@ -77,7 +70,7 @@ Deno.test({
       await waitFor(() => total() >= 3000 && plain.length >= 3000, 15_000, "all delivered");
       // Barrier for "none twice": nothing left in flight at the gateway, then a PINGRESP on
       // every client, so any copy it wrote before has been read.
-      await waitFor(() => settled(gw), 5000, "every copy acknowledged");
+      await waitFor(() => gw.view.settled(), 5000, "every copy acknowledged");
       for (const c of [...members.map((m) => m.c), p]) await mqttjsPing(c);
       const all = members.flatMap((m) => m.got);
       assert.equal(all.length, 3000, "no message twice");
@@ -310,7 +303,7 @@ Deno.test({
         await waitFor(() => new Set(got).size >= 30, 10_000, "20 before the restart, 10 after")
           .catch(() => {});
         // Barrier for "nothing else": nothing in flight at the gateway, then a PINGRESP.
-        await waitFor(() => settled(gw2), 5000, "every copy acknowledged");
+        await waitFor(() => gw2.view.settled(), 5000, "every copy acknowledged");
         await mqttjsPing(back);
         await back.endAsync();
         assert.deepEqual([...new Set(got)].sort(), want.sort());

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { connectRaw, startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
-import type { ClientQueue } from "../../src/delivery/client_queue.ts";
+import type { SubscriberView } from "../../src/gateway_view.ts";
 import {
   counter,
   FastSubscriber,
@@ -18,8 +18,8 @@ import {
 
 const ROOM42 = "building/north/room/42/temp";
 
-function queueOf(gw: TestGateway, clientId: string): ClientQueue | undefined {
-  const subs = gw.gateway.delivery.registry.lookup(ROOM42);
+function queueOf(gw: TestGateway, clientId: string): SubscriberView | undefined {
+  const subs = gw.view.subscriptions(ROOM42);
   for (const q of subs?.keys() ?? []) if (q.sub.clientId === clientId) return q;
   return undefined;
 }
@@ -50,11 +50,11 @@ Deno.test({
       Array.from({ length: 99 }, (_, i) => FastSubscriber.start(gw.port, `good-${i}`, ROOM42)),
     );
     const stuck = await stuckSubscriber(gw.port, "stuck", ROOM42);
-    await waitFor(() => gw.gateway.delivery.registry.lookup(ROOM42)?.size === 100, 5000, "100");
+    await waitFor(() => gw.view.subscriptions(ROOM42)?.size === 100, 5000, "100");
     const stuckQueue = queueOf(gw, "stuck")!;
     const pub = await connectRaw(gw.port, "pub");
     const triple = tripleOf("building_north", "telemetry", "room_42");
-    const base = await gw.gateway.backend.nextOffset(triple);
+    const base = await gw.view.log.nextOffset(triple);
     const payload = "p".repeat(200);
     try {
       // Sampler: queue bytes, pause and eviction times, the slowest good subscriber's lag.
@@ -153,10 +153,10 @@ Deno.test({
     });
     const reader = await FastSubscriber.start(gw.port, "reader", ROOM42);
     const stuck = await stuckSubscriber(gw.port, "stuck", ROOM42);
-    await waitFor(() => gw.gateway.delivery.registry.lookup(ROOM42)?.size === 2, 3000, "subs");
+    await waitFor(() => gw.view.subscriptions(ROOM42)?.size === 2, 3000, "subs");
     const pub = await connectRaw(gw.port, "pub");
     const triple = tripleOf("building_north", "telemetry", "room_42");
-    const base = await gw.gateway.backend.nextOffset(triple);
+    const base = await gw.view.log.nextOffset(triple);
     try {
       const t0 = performance.now();
       const payload = "h".repeat(300);

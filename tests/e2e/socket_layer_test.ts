@@ -52,7 +52,7 @@ for (const layer of ["epoll", "node"]) {
           async () => {
             stored = 0;
             for (let off = 0;;) {
-              const msgs = await gw.gateway.backend.poll(address, off, 1000);
+              const msgs = await gw.view.log.poll(address, off, 1000);
               if (msgs.length === 0) break;
               stored += msgs.length;
               off += msgs.length;
@@ -123,7 +123,7 @@ for (const layer of ["epoll", "node"]) {
         const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
         assert.match(metrics, /mqtt_connections_refused_total\{reason="max_connections"\} 3/);
         open.shift()!.close();
-        await waitFor(() => gw.gateway.registry.size === 4, 5000, "the slot to be freed");
+        await waitFor(() => gw.view.connections === 4, 5000, "the slot to be freed");
         open.push(await connectRaw(gw.port, "max-again"));
       } finally {
         for (const c of open) c.close();

@@ -98,8 +98,8 @@ Deno.test(
       // the window) and the publisher's messages are acknowledged.
       await waitFor(
         () =>
-          t.gateway.delivery.readerStats().some((r) => r.unsettled > 0) &&
-          t.gateway.metrics.publishes.get({ outcome: "acked" }) > 1,
+          t.view.readers().some((r) => r.unsettled > 0) &&
+          t.view.metrics.publishes.get({ outcome: "acked" }) > 1,
         5000,
         "copies delivered to the subscriber and publishes acknowledged",
       );

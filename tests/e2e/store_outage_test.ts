@@ -40,13 +40,13 @@ Deno.test({
         acked++;
       }
       assert.ok(acked > 50 && acked < 200, `${acked} PUBACKs before the store filled`);
-      assert.equal(gw.gateway.metrics.publishes.get({ outcome: "failed" }), 1);
+      assert.equal(gw.view.metrics.publishes.get({ outcome: "failed" }), 1);
       const down = await ready();
       assert.equal(down.status, 503);
       assert.match(down.body, /full: max_store_bytes reached \(\d+ of 1048576 bytes/);
       assert.doesNotMatch(down.body, /The disk holding/);
 
-      const { deleted } = await (gw.gateway.backend as EmbeddedBackend).runRetention();
+      const { deleted } = await (gw.view.log as EmbeddedBackend).runRetention();
       assert.ok(deleted > 0);
       c = await connectRaw(gw.port, "filler");
       await c.send(publishPacket("sensors/l/data", "after", 1, 7));

@@ -57,14 +57,13 @@ Deno.test({
       assert.ok(ack !== null && ack[0] === 0x20 && ack[3] === 0, "CONNACK accepted");
       const filters: [string, number][] = [["sensors/s1/data", 1], ["building/+/room/#", 0]];
       assert.deepEqual(await subscribe(c, filters), [1, 0]);
-      const d = gw.gateway.delivery;
-      assert.ok(d.registry.exact("sensors/s1/data")?.size === 1 && d.registry.hasWildcards);
-      assert.ok(d.readerStats().some((r) => r.subscribers > 0), "its readers while connected");
+      assert.ok(gw.view.exactSubscriptions("sensors/s1/data")?.size === 1 && gw.view.hasWildcards);
+      assert.ok(gw.view.readers().some((r) => r.subscribers > 0), "its readers while connected");
       await c.send([0xe0, 0x00]); // DISCONNECT
       c.close();
-      const s = gw.gateway.sessions.get("sleepy");
+      const s = gw.view.storedSession("sleepy");
       assert.ok(s !== undefined, "the session is stored");
-      await waitFor(() => gw.gateway.registry.size === 0 && s.offlineSinceMs !== null);
+      await waitFor(() => gw.view.connections === 0 && s.offlineSinceMs !== null);
 
       assert.deepEqual([...s.subscriptions], filters);
       assert.ok(s.triples.size >= 2, "positions on the exact filter's triple and the wildcard's");
@@ -72,12 +71,12 @@ Deno.test({
         assert.ok(STORED_FIELDS.has(k), `no connection-scoped field on a stored session: "${k}"`);
         assert.ok(plainData(v) || (k === "options" && plainOptions(v)), `"${k}" is plain data`);
       }
-      assert.equal(d.registry.lookup("sensors/s1/data"), undefined, "no routed subscription");
-      assert.equal(d.registry.exact("sensors/s1/data"), undefined);
-      assert.equal(d.registry.hasWildcards, false, "the wildcard left the topic trie");
-      assert.equal(d.registry.topics().length, 0);
-      assert.deepEqual(d.readerStats().filter((r) => r.subscribers > 0), [], "no reader kept");
-      assert.equal(gw.gateway.sessions.size, 1);
+      assert.equal(gw.view.subscriptions("sensors/s1/data"), undefined, "no routed subscription");
+      assert.equal(gw.view.exactSubscriptions("sensors/s1/data"), undefined);
+      assert.equal(gw.view.hasWildcards, false, "the wildcard left the topic trie");
+      assert.equal(gw.view.routedTopics().length, 0);
+      assert.deepEqual(gw.view.readers().filter((r) => r.subscribers > 0), [], "no reader kept");
+      assert.equal(gw.view.storedSessionCount, 1);
     } finally {
       await gw.stop();
     }

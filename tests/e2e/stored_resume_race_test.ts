@@ -78,7 +78,7 @@ Deno.test({
       await c.readPacket();
       await subscribe(c, topics.map((t) => [t, 1] as [string, number]));
       c.close();
-      await waitFor(() => gw.gateway.sessions.get("dev")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("dev")?.offlineSinceMs != null, 5000, "off");
       delay.ms = 20;
       const a = await RawClient.connect(gw.port);
       await a.send(connectPacket("dev", { clean: false }));
@@ -88,11 +88,11 @@ Deno.test({
       await b.send(connectPacket("dev", { clean: false }));
       await b.readPacket();
       await waitFor(
-        () => gw.gateway.delivery.registry.topics().length >= N,
+        () => gw.view.routedTopics().length >= N,
         5000,
         "the second connection's resume",
       );
-      assert.equal(gw.gateway.sessions.get("dev")!.subscriptions.size, N);
+      assert.equal(gw.view.storedSession("dev")!.subscriptions.size, N);
       assert.equal(gw.logs.filter((l) => l.includes("not restored")).length, 0);
       a.close();
       b.close();
@@ -127,11 +127,11 @@ Deno.test({
       const dev = sessionConsumer("dev");
       await waitFor(
         async () => {
-          const readers = gw.gateway.delivery.readerStats()
+          const readers = gw.view.readers()
             .filter((r) => r.triple.stream === "building_north");
           if (readers.length === 0) return false;
           for (const r of readers) {
-            const stored = await gw.gateway.backend.getOffset(dev, r.triple);
+            const stored = await gw.view.log.getOffset(dev, r.triple);
             if (r.position > 0 && stored !== r.position - 1) return false;
           }
           return true;
@@ -140,7 +140,7 @@ Deno.test({
         "its positions stored at the shared readers'",
       );
       c.close();
-      await waitFor(() => gw.gateway.sessions.get("dev")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("dev")?.offlineSinceMs != null, 5000, "off");
       delay.ms = 30;
       const a = await RawClient.connect(gw.port);
       await a.send(connectPacket("dev", { clean: false }));

@@ -52,7 +52,7 @@ Deno.test({
         const args = ["-h", "127.0.0.1", "-p", String(gw1.port), "-c", "-i", "dev-1", "-q", "1"];
         const first = run("mosquitto_sub", [...args, "-t", ROOM42, "-C", "1", "-W", "10"]);
         await waitFor(
-          () => gw1.gateway.delivery.registry.lookup(ROOM42) !== undefined,
+          () => gw1.view.subscriptions(ROOM42) !== undefined,
           5000,
           "SUB",
         );
@@ -61,7 +61,7 @@ Deno.test({
         const r = await first;
         assert.equal(r.code, 0, r.stderr);
         assert.equal(r.stdout, "hello\n");
-        await waitFor(() => gw1.gateway.sessions.get("dev-1")?.offlineSinceMs != null, 5000, "off");
+        await waitFor(() => gw1.view.storedSession("dev-1")?.offlineSinceMs != null, 5000, "off");
         const missed: [string, string][] = Array.from({ length: 50 }, (_, i) => [ROOM42, `m${i}`]);
         await publishAll(pub, missed, 10);
         pub.close();
@@ -102,7 +102,7 @@ Deno.test({
         const live = await receive(first.c, 2, { ack: false });
         assert.deepEqual(live.map((m) => m.payload), ["live", "wild"]);
         first.c.close();
-        await waitFor(() => gw1.gateway.sessions.get("dev-2")?.offlineSinceMs != null, 5000, "off");
+        await waitFor(() => gw1.view.storedSession("dev-2")?.offlineSinceMs != null, 5000, "off");
         await publishAll(pub, [[ROOM42, "away-1"], ["building/south/room/1/t", "away-2"]], 9);
         pub.close();
       } finally {
@@ -139,12 +139,12 @@ Deno.test({
       const first = await connectStored(gw.port, "dev-3");
       assert.deepEqual(await subscribe(first.c, [[ROOM42, 1]]), [1]);
       first.c.close();
-      await waitFor(() => gw.gateway.sessions.get("dev-3")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("dev-3")?.offlineSinceMs != null, 5000, "off");
       const pub = await connectRaw(gw.port, "pub");
       await publishAll(pub, [[ROOM42, "missed"]]);
       const clean = await connectStored(gw.port, "dev-3", true);
       assert.deepEqual([clean.present, clean.code], [0, 0]);
-      assert.equal(gw.gateway.sessions.get("dev-3"), undefined);
+      assert.equal(gw.view.storedSession("dev-3"), undefined);
       assert.deepEqual(await publishesBefore(clean.c), []);
       clean.c.close();
       // And back to clean session 0: a new, empty session.
@@ -177,12 +177,12 @@ Deno.test({
       assert.equal(refused.length, 1, "the refusal is logged once, with its reason");
       assert.equal(refused[0].level, "warn");
       a.c.close();
-      await waitFor(() => gw.gateway.sessions.get("keep-a")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("keep-a")?.offlineSinceMs != null, 5000, "off");
       const again = await connectStored(gw.port, "keep-a");
       assert.deepEqual([again.present, again.code], [1, 0]);
       const clean = await connectStored(gw.port, "clean-c", true);
       assert.equal(clean.code, 0);
-      assert.equal(gw.gateway.metrics.storedSessionsRefused.get(), 1);
+      assert.equal(gw.view.metrics.storedSessionsRefused.get(), 1);
       again.c.close();
       clean.c.close();
     } finally {
@@ -201,7 +201,7 @@ Deno.test({
       const first = await connectStored(gw.port, "dev-4");
       assert.deepEqual(await subscribe(first.c, [[ROOM42, 1]]), [1]);
       first.c.close();
-      await waitFor(() => gw.gateway.sessions.get("dev-4") === undefined, 5000, "expired");
+      await waitFor(() => gw.view.storedSession("dev-4") === undefined, 5000, "expired");
       const again = await connectStored(gw.port, "dev-4");
       assert.deepEqual([again.present, again.code], [0, 0]);
       again.c.close();

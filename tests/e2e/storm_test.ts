@@ -27,7 +27,7 @@ Deno.test({
         return buf[3];
       }));
       assert.equal(results.filter((r) => r === 0).length, CLIENTS);
-      assert.equal(gw.gateway.registry.connected, CLIENTS);
+      assert.equal(gw.view.connected, CLIENTS);
       const witness = await connectRaw(gw.port, "witness");
       assert.deepEqual(await pingBarrier(witness), []);
       witness.close();

@@ -41,7 +41,7 @@ Deno.test({
     try {
       const args = ["-h", "127.0.0.1", "-p", String(gw.port), "-i", "sub-1", "-q", "1"];
       const sub = run("mosquitto_sub", [...args, "-t", ROOM42, "-v", "-C", "1", "-W", "10"]);
-      await waitFor(() => gw.gateway.delivery.registry.lookup(ROOM42) !== undefined, 5000, "SUB");
+      await waitFor(() => gw.view.subscriptions(ROOM42) !== undefined, 5000, "SUB");
       const pub = await run("mosquitto_pub", [
         ...["-h", "127.0.0.1", "-p", String(gw.port), "-q", "1", "-t", ROOM42],
         ...["-m", "21.5 °C"],
@@ -118,8 +118,8 @@ Deno.test({
     const p = await connectRaw(gw.port, "pub");
     try {
       const triple = tripleOf("building_north", "telemetry", "room_42");
-      assert.deepEqual([...gw.gateway.delivery.readers.keys()], [tripleKey(triple)]);
-      const polls = () => gw.gateway.metrics.polls.get();
+      assert.deepEqual(gw.view.readers().map((r) => tripleKey(r.triple)), [tripleKey(triple)]);
+      const polls = () => gw.view.metrics.polls.get();
       const msgs: [string, string][] = [];
       for (let i = 0; i < 20; i++) msgs.push([i % 2 ? humidity : ROOM42, `m${i}`]);
       await publishAll(p, msgs);
@@ -131,8 +131,8 @@ Deno.test({
       assert.deepEqual(pairs(await receive(b, 10)), temp);
       assert.deepEqual(pairs(await receive(c, 10)), hum);
       for (const x of [a, b, c]) assert.deepEqual(await publishesBefore(x), []);
-      assert.equal(gw.gateway.delivery.readers.size, 1, "one shared reader for the triple");
-      assert.equal(gw.gateway.delivery.readers.get(tripleKey(triple))!.subscribers, 3);
+      assert.equal(gw.view.readers().length, 1, "one shared reader for the triple");
+      assert.equal(gw.view.reader(triple)!.subscribers, 3);
       assert.ok(polls() > 0);
     } finally {
       for (const x of [a, b, c, p]) x.close();
@@ -163,7 +163,7 @@ topic = 'telemetry'
     const pubs = await Promise.all(devices.map((_, i) => connectRaw(gw.port, `dev-${i}`)));
     try {
       // Unkeyed rule: one reader per partition of fleet/telemetry, however many topics.
-      assert.equal(gw.gateway.delivery.readers.size, 3);
+      assert.equal(gw.view.readers().length, 3);
       await Promise.all(pubs.map((c, i) => publishAll(c, [[devices[i], `reading-${i}`]])));
       const got = await receive(all, 20);
       assert.deepEqual(
@@ -215,7 +215,7 @@ send_messages = true
       ]);
       // (An empty filter closes the connection [MQTT-4.7.3-1]: tests/e2e/malformed_test.ts.)
       assert.deepEqual(codes, [1, 1, 0, 0x80, 2, 0x80, 0x80, 0]);
-      assert.equal(gw.gateway.delivery.registry.lookup(ROOM42), undefined);
+      assert.equal(gw.view.subscriptions(ROOM42), undefined);
       // The granted ones deliver, one copy although three filters match [MQTT-3.3.5-1].
       const p = await connectRaw(gw.port, "pub");
       await publishAll(p, [["sensors/abc/data", "ok"], [ROOM42, "not for you"]]);
@@ -252,7 +252,7 @@ Deno.test({
       const got2 = await receive(c, 1);
       assert.deepEqual(got2.map((r) => [r.payload, r.qos]), [["again", 1]]);
       assert.deepEqual(await publishesBefore(c), []);
-      assert.equal(gw.gateway.delivery.registry.lookup(ROOM42)!.size, 1);
+      assert.equal(gw.view.subscriptions(ROOM42)!.size, 1);
     } finally {
       c.close();
       p.close();
@@ -288,20 +288,20 @@ Deno.test({
     const c = await rawSubscriber(gw.port, "unsub", [[ROOM42, 1], ["sensors/abc/data", 1]]);
     const p = await connectRaw(gw.port, "pub");
     try {
-      assert.equal(gw.gateway.delivery.readers.size, 2);
+      assert.equal(gw.view.readers().length, 2);
       await publishAll(p, [[ROOM42, "before"]]);
       assert.deepEqual((await receive(c, 1)).map((r) => r.payload), ["before"]);
       await c.send(unsubscribePacket(5, [ROOM42, "never/subscribed"]));
       const unsuback = await c.readPacket();
       assert.deepEqual(unsuback && [...unsuback], [0xb0, 2, 0, 5]);
-      await waitFor(() => gw.gateway.delivery.readers.size === 1, 3000, "reader of room 42 stops");
+      await waitFor(() => gw.view.readers().length === 1, 3000, "reader of room 42 stops");
       await publishAll(p, [[ROOM42, "after"], ["sensors/abc/data", "still"]], 10);
       assert.deepEqual((await receive(c, 1)).map((r) => [r.topic, r.payload]), [
         ["sensors/abc/data", "still"],
       ]);
       assert.deepEqual(await publishesBefore(c), []);
       await c.send(unsubscribePacket(6, ["sensors/abc/data"]));
-      await waitFor(() => gw.gateway.delivery.readers.size === 0, 3000, "every reader stops");
+      await waitFor(() => gw.view.readers().length === 0, 3000, "every reader stops");
     } finally {
       c.close();
       p.close();
@@ -379,11 +379,11 @@ Deno.test({
     const p = await connectRaw(gw.port, "pub");
     try {
       const triple = tripleOf("building_north", "telemetry", "room_42");
-      const base = await gw.gateway.backend.nextOffset(triple);
+      const base = await gw.view.log.nextOffset(triple);
       const skipped = counter(gw, "reader_skipped_messages_total");
       // Appended behind the gateway's back (no in-process signal): the idle reader's back-off
       // must find it by polling.
-      await gw.gateway.backend.append({
+      await gw.view.log.append({
         ...triple,
         messages: [
           { payload: new TextEncoder().encode("foreign"), headers: new Map() },

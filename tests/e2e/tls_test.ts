@@ -36,11 +36,11 @@ Deno.test({
     });
     try {
       await client.publishAsync("sensors/tls/data", "secure", { qos: 1 });
-      const info = await gw.gateway.backend.getTopic("sensors", "sensor_data");
+      const info = await gw.view.log.getTopic("sensors", "sensor_data");
       assert.ok(info);
       let n = 0;
       for (let p = 0; p < info.partitions; p++) {
-        n += (await gw.gateway.backend.poll(
+        n += (await gw.view.log.poll(
           { stream: "sensors", topic: "sensor_data", partition: p },
           0,
           10,
@@ -164,7 +164,7 @@ Deno.test({
       // The peer sees the close (node:tls drops the handshake), and the slot serves the next.
       const closed = await raw.read(new Uint8Array(16)).then((n) => n === null, () => true);
       assert.ok(closed, "the silent TLS socket was not closed");
-      assert.ok(gw.gateway.metrics.keepAliveExpired.get() >= 1);
+      assert.ok(gw.view.metrics.keepAliveExpired.get() >= 1);
       const good = await mqtt.connectAsync(`mqtts://localhost:${gw.port}`, {
         ca: await Deno.readTextFile(`${FIX}server.crt`),
         reconnectPeriod: 0,

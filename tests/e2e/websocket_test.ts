@@ -333,7 +333,7 @@ Deno.test({
       await assert.rejects(reloadWith("README.txt", "server2.key"));
       const still = await mqtt.connectAsync(url, { ca: newCa, reconnectPeriod: 0 });
       await still.endAsync();
-      const m = gw.gateway.metrics.connectionsAccepted;
+      const m = gw.view.metrics.connectionsAccepted;
       assert.equal(m.get({ listener: "wss" }), 3, "before, withNew, still");
       // The same pair again (a reload for the map): the listener and its connections stay.
       const kept = await mqtt.connectAsync(url, { ca: newCa, reconnectPeriod: 0 });

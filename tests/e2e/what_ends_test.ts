@@ -32,7 +32,7 @@ Deno.test({
       assert.equal((await sub.readPacket())?.[3], 0);
       assert.deepEqual(await subscribe(sub, [[TOPIC, 1]]), [1]);
       sub.close();
-      await waitFor(() => gw.gateway.sessions.get("away-1")?.offlineSinceMs != null, 5000, "off");
+      await waitFor(() => gw.view.storedSession("away-1")?.offlineSinceMs != null, 5000, "off");
       // 200 KB in 20 appends while it is away: the 64 KiB bound deletes most of them.
       const kb = "x".repeat(1024);
       for (let i = 0; i < 20; i++) {
@@ -50,7 +50,7 @@ Deno.test({
       assert.equal(typeof t.stream, "string");
       assert.equal(typeof t.topic, "string");
       assert.ok((t.messages as number) > 0 && (t.bytes as number) >= (t.messages as number) * 1024);
-      const counted = gw.gateway.metrics.retentionDeletedMessages.get({ unread: "yes" });
+      const counted = gw.view.metrics.retentionDeletedMessages.get({ unread: "yes" });
       assert.ok(counted >= (t.messages as number), `counted ${counted}`);
       const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
       assert.match(metrics, /log_retention_deleted_messages_total\{unread="yes"\} \d+/);
@@ -79,7 +79,7 @@ Deno.test({
       const peers = [lines[0].previous_peer, lines[0].new_peer] as string[];
       // Both "devices" are on this host here: the same address twice (the port is not kept).
       for (const p of peers) assert.match(p, /127\.0\.0\.1/);
-      assert.equal(gw.gateway.metrics.takeovers.get(), 5);
+      assert.equal(gw.view.metrics.takeovers.get(), 5);
       for (const c of clients) c.close();
     } finally {
       await gw.stop();

@@ -58,7 +58,7 @@ Deno.test({
       await sub.readPacket();
       gate.resolve();
       await waitFor(() => answered === asked, 5000, "the join's await to be over");
-      const held = gw.gateway.delivery.readerStats()
+      const held = gw.view.readers()
         .filter((r) => r.triple.stream === "building_south" && r.subscribers > 0);
       assert.deepEqual(held, []);
       sub.close();

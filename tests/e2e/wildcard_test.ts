@@ -49,7 +49,7 @@ Deno.test({
         ...["-C", String(MATCHING.length), "-W", "15"],
       ]);
       await waitFor(
-        () => gw.gateway.delivery.registry.lookup("building/+/room/#") !== undefined,
+        () => gw.view.subscriptions("building/+/room/#") !== undefined,
         5000,
         "SUBSCRIBE",
       );
@@ -168,7 +168,7 @@ Deno.test({
     const gw = await startGateway();
     try {
       const sub = await rawSubscriber(gw.port, "s", [["plant/+/line", 1]]);
-      const before = gw.gateway.delivery.registry.lookup("plant/+/line")!.values().next().value!;
+      const before = gw.view.subscriptions("plant/+/line")!.values().next().value!;
       assert.deepEqual([...before.startOffsets.keys()].map((k) => k.split("\u0000")[1]), [
         "messages_default",
         "messages_default",
@@ -222,7 +222,7 @@ topic = 'sessions'
       await publishAll(pub, [["plant/sessions", "x"]]); // creates stream "plant", topic "sessions"
       const c = await connectRaw(gw.port, "s");
       assert.deepEqual(await subscribe(c, [["+/sessions", 1]]), [1]);
-      const s = gw.gateway.delivery.registry.lookup("+/sessions")!.values().next().value!;
+      const s = gw.view.subscriptions("+/sessions")!.values().next().value!;
       const streams = new Set([...s.startOffsets.keys()].map((k) => k.split("\u0000")[0]));
       assert.deepEqual([...streams].sort(), ["plant", "sensors"], "not mqtt_gateway/sessions");
       c.close();

@@ -104,7 +104,7 @@ Deno.test({
       assert.match(await paho(gw, "tasmota-7", "reset"), /connack 0\ndone/);
       await waitFor(() => sub.got.length === 1, 5000, "the will at the subscriber");
       assert.deepEqual(sub.got, [{ topic: WILL_TOPIC, payload: "offline" }]);
-      const wills = await storedWills(gw.gateway.backend);
+      const wills = await storedWills(gw.view.log);
       assert.equal(wills.length, 1);
       assert.equal(wills[0]["mqtt.topic"], WILL_TOPIC);
       assert.equal(wills[0]["mqtt.client_id"], "tasmota-7");
@@ -113,7 +113,7 @@ Deno.test({
       assert.equal(wills[0]["mqtt.packet_id"], undefined);
       // Counted once the append is durable, which can be after the live subscriber got it.
       await waitFor(
-        () => gw.gateway.metrics.publishes.get({ outcome: "appended" }) === 1,
+        () => gw.view.metrics.publishes.get({ outcome: "appended" }) === 1,
         5000,
         "appended",
       );
@@ -133,14 +133,14 @@ Deno.test({
     const sub = await subscriber(gw);
     try {
       assert.match(await paho(gw, "shelly-1", "disconnect"), /connack 0\ndone/);
-      await waitFor(() => gw.gateway.registry.size === 1, 3000, "the device to be gone");
+      await waitFor(() => gw.view.connections === 1, 3000, "the device to be gone");
       // A message after it, through the same path: once it arrives, a will would have too.
       const p = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
       await p.publishAsync(WILL_TOPIC, "sentinel", { qos: 1 });
       await p.endAsync();
       await waitFor(() => sub.got.length >= 1, 5000, "the sentinel");
       assert.deepEqual(sub.got.map((m) => m.payload), ["sentinel"]);
-      assert.deepEqual(await storedWills(gw.gateway.backend), []);
+      assert.deepEqual(await storedWills(gw.view.log), []);
     } finally {
       await sub.close();
       await gw.stop();
@@ -183,8 +183,8 @@ Deno.test({
         assert.notEqual(r.code, 0);
         assert.match(r.stderr, /not authori[sz]ed/i);
       }
-      assert.deepEqual(await storedWills(gw.gateway.backend), []);
-      assert.ok(gw.gateway.metrics.connectionsRefused.get({ reason: "connack_5" }) >= 1);
+      assert.deepEqual(await storedWills(gw.view.log), []);
+      assert.ok(gw.view.metrics.connectionsRefused.get({ reason: "connack_5" }) >= 1);
     } finally {
       await gw.stop();
     }
@@ -210,10 +210,10 @@ Deno.test({
       stderr: "null",
     }).spawn();
     try {
-      await waitFor(() => gw.gateway.registry.size === 2, 5000, "both clients connected");
+      await waitFor(() => gw.view.connections === 2, 5000, "both clients connected");
       // Both have subscribed once the gateway holds their subscriptions.
       await waitFor(
-        () => gw.gateway.delivery.registry.lookup(WILL_TOPIC) !== undefined,
+        () => gw.view.subscriptions(WILL_TOPIC) !== undefined,
         5000,
         "the dashboard's subscription",
       );
@@ -223,7 +223,7 @@ Deno.test({
       const out = await listener.output();
       clearTimeout(timer);
       assert.equal(new TextDecoder().decode(out.stdout).trim(), `${WILL_TOPIC} offline`);
-      const wills = await storedWills(gw.gateway.backend);
+      const wills = await storedWills(gw.view.log);
       assert.deepEqual(wills.map((w) => w["mqtt.client_id"]), ["zigbee2mqtt"]);
     } finally {
       try {
@@ -266,7 +266,7 @@ Deno.test({
       ]);
       await second.endAsync();
       [silent, first, rude].forEach((c) => c.close());
-      assert.equal((await storedWills(gw.gateway.backend)).length, 3);
+      assert.equal((await storedWills(gw.view.log)).length, 3);
     } finally {
       await sub.close();
       await gw.stop();

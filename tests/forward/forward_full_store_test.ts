@@ -68,7 +68,7 @@ for (const dialect of ["0.11", "0.12"] as const) {
       node.listen(port);
       let n = 1000;
       await waitFor(async () => await publish(c, n++) === 0, 20_000, "PUBACKs again");
-      await waitFor(() => gw.gateway.forwarder!.status().lagMessages === 0, 10_000, "drained");
+      await waitFor(() => gw.view.forwarder!.status().lagMessages === 0, 10_000, "drained");
       const upstream = [...upstreamPayloads(node.o.store)].map((p) =>
         p.slice(0, p.indexOf(":") + 1)
       );

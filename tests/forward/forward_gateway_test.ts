@@ -117,7 +117,7 @@ for (const dialect of ["0.11", "0.12"] as const) {
       assert.match(page.uplink.reason, /\S/);
       node.listen(port);
       await waitFor(() => upstreamCount(store) >= 2000, 15_000, "2000 messages upstream");
-      await waitFor(() => gw.gateway.forwarder!.status().lagMessages === 0, 5_000, "no lag");
+      await waitFor(() => gw.view.forwarder!.status().lagMessages === 0, 5_000, "no lag");
       assertOncePerDeviceInOrder(await readUpstream(address, dialect), 4, 500);
       assert.equal(upstreamCount(store), 2000);
       const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
@@ -144,7 +144,7 @@ for (const dialect of ["0.11", "0.12"] as const) {
         proxy.resetNow();
       }
       await waitFor(
-        () => upstreamCount(store) >= 6000 && gw.gateway.forwarder!.status().lagMessages === 0,
+        () => upstreamCount(store) >= 6000 && gw.view.forwarder!.status().lagMessages === 0,
         20_000,
         "6000 messages upstream",
       );

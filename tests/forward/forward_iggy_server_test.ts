@@ -84,8 +84,8 @@ Deno.test({
       const t0 = performance.now();
       await waitFor(
         () =>
-          gw.gateway.forwarder!.status().lagMessages === 0 &&
-          gw.gateway.forwarder!.counters.sent + gw.gateway.forwarder!.counters.foundUpstream >=
+          gw.view.forwarder!.status().lagMessages === 0 &&
+          gw.view.forwarder!.counters.sent + gw.view.forwarder!.counters.foundUpstream >=
             pubacked,
         60_000,
         "all forwarded within 60 s",
@@ -113,7 +113,7 @@ Deno.test({
         live.abort();
         await Promise.all(load);
       }
-      const fw = gw.gateway.forwarder!;
+      const fw = gw.view.forwarder!;
       await waitFor(() => fw.status().up && fw.status().lagMessages === 0, 60_000, "caught up");
       console.log(`forward iggy: counters ${JSON.stringify(fw.counters)}`);
       r = check(await readBack(address, stream, "messages"), tally.acked);

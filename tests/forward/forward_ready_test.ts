@@ -104,7 +104,7 @@ for (const dialect of ["0.11", "0.12"] as const) {
     try {
       let n = 0;
       for (; n < 50; n++) assert.equal(await publish(c, n), 0);
-      await waitFor(() => gw.gateway.uplink!.fields().up, 10_000, "uplink up");
+      await waitFor(() => gw.view.uplink!.fields().up, 10_000, "uplink up");
       await node.close(); // Iggy stops mid-run
       let refused = 0;
       for (; n < 2_000 && refused === 0; n++) refused = await publish(c, n);

@@ -772,7 +772,7 @@ async function fuzzSockets(
     : null;
   const port = o.port ?? gw!.port;
   const wsPort = gw?.wsPort ?? null;
-  const errorsAtStart = gw ? total(gw.gateway.metrics.protocolErrors.values) : 0;
+  const errorsAtStart = gw ? total(gw.view.metrics.protocolErrors.values) : 0;
   const r = rng(o.seed ^ 0x5bd1e995);
   const corpus = buildCorpus();
   const witness = await connectRaw(port, "fuzz-witness");
@@ -819,15 +819,15 @@ async function fuzzSockets(
     if (gw) {
       // Every fuzz connection is closed on our side: none may stay open in the gateway.
       const until = Date.now() + 3000;
-      while (gw.gateway.registry.size > 0 && Date.now() < until) {
+      while (gw.view.connections > 0 && Date.now() < until) {
         await new Promise((res) => setTimeout(res, 20));
       }
-      if (gw.gateway.registry.size > 0) {
+      if (gw.view.connections > 0) {
         report.crashes++;
-        fail(report, `gateway kept ${gw.gateway.registry.size} connections open after the run`);
+        fail(report, `gateway kept ${gw.view.connections} connections open after the run`);
       }
       scanLogs(gw.logs, report);
-      report.gatewayProtocolErrors = total(gw.gateway.metrics.protocolErrors.values) -
+      report.gatewayProtocolErrors = total(gw.view.metrics.protocolErrors.values) -
         errorsAtStart;
       await gw.stop();
     }

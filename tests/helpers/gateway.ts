@@ -8,6 +8,7 @@ import { concatBytes } from "../../src/base/bytes.ts";
 import { loadConfig } from "../../src/config/load.ts";
 import type { GatewayConfig } from "../../src/config/types.ts";
 import { Gateway, type GatewayOverrides } from "../../src/gateway.ts";
+import { GatewayView } from "../../src/gateway_view.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
 import { remainingLength } from "../../src/codec/encoder.ts";
@@ -32,7 +33,10 @@ partition_key = 'sensor_$1'
 
 /** A running test gateway. */
 export interface TestGateway {
+  /** Its operations (reload, stop); read state through `view`, not the gateway's fields. */
   readonly gateway: Gateway;
+  /** What the gateway holds and counts, read-only. */
+  readonly view: GatewayView;
   readonly config: GatewayConfig;
   readonly port: number;
   readonly httpPort: number;
@@ -92,6 +96,7 @@ export async function startGateway(o: StartOptions = {}): Promise<TestGateway> {
   let stopped = false;
   return {
     gateway,
+    view: new GatewayView(gateway),
     config,
     port: ports.tcp ?? ports.tls!,
     httpPort: ports.http!,

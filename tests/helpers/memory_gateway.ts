@@ -10,6 +10,7 @@ import { loadConfig } from "../../src/config/load.ts";
 import { createBackend } from "../../src/log/create.ts";
 import type { LogBackend } from "../../src/log/port.ts";
 import { Gateway } from "../../src/gateway.ts";
+import { GatewayView } from "../../src/gateway_view.ts";
 import { compileMap } from "../../src/mapping/mod.ts";
 import { Logger } from "../../src/observe/logger.ts";
 import { type MemoryClient, memoryTransportPair } from "./memory_transport.ts";
@@ -18,6 +19,8 @@ import { connectPacket, DESIGN_MAP, testEnv } from "./gateway.ts";
 /** A started gateway reachable only through memory transports. */
 export interface MemoryGateway {
   readonly gateway: Gateway;
+  /** What the gateway holds and counts, read-only: tests read state here, not in `gateway`. */
+  readonly view: GatewayView;
   readonly logs: string[];
   /** A new client connection from `remoteAddress` (no CONNECT sent yet). */
   open(remoteAddress?: string): MemoryClient;
@@ -61,6 +64,7 @@ export async function startMemoryGateway(o: MemoryGatewayOptions = {}): Promise<
   };
   return {
     gateway,
+    view: new GatewayView(gateway),
     logs,
     open,
     async connect(clientId) {

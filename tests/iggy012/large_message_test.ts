@@ -51,7 +51,7 @@ for (const dialect of ["0.12", "0.11"] as const) {
         await sub.subscribeAsync("$replay/earliest/sensors/a/data", { qos: 1 });
         await waitFor(() => got.length === 70, 30_000, `70 replayed (${got.length})`);
         assert.ok(got.every((p, i) => p.length === MIB - 64 && p[0] === i && p[MIB - 65] === i));
-        assert.equal(gw.gateway.metrics.evictions.get(), 0);
+        assert.equal(gw.view.metrics.evictions.get(), 0);
         assert.ok(!gw.logs.some((l) => l.includes("poll failed")), "no poll failed");
       } finally {
         for (const c of clients) await c.endAsync();

@@ -50,10 +50,10 @@ export interface Import {
 /** Repository-relative module path → its imports of other modules of the repository. */
 export type ImportGraph = ReadonlyMap<string, readonly Import[]>;
 
-/** The folder that names a module's layer (`gateway` and `main` for the two root files). */
+/** The folder that names a module's layer (`gateway` for the files at src/'s root, `main`). */
 export function unitOf(path: string): string | null {
   if (path === "main.ts") return "main";
-  if (path === "src/gateway.ts" || path === "src/wiring.ts") return "gateway";
+  if (/^src\/[^/]+\.ts$/.test(path)) return "gateway";
   const m = /^src\/([^/]+)\//.exec(path);
   return m === null ? null : m[1];
 }
