@@ -12,8 +12,7 @@
  * says nothing about Iggy's). Start Iggy off the gateway's core: `taskset -c 1` with
  * `IGGY_SYSTEM_SHARDING_CPU_ALLOCATION=1` (one shard, bound within the allowed cores). Iggy
  * 0.9's default allocation binds a shard to every core whatever the `taskset` mask, so one of
- * them shares core 0 with the gateway (docs/BENCHMARKS.md, "Iggy's shards and the gateway's
- * core").
+ * them shares core 0 with the gateway and takes part of its CPU.
  *
  * @module
  */

@@ -78,6 +78,7 @@ Deno.test({
       const c = await RawClient.connect(gw.port);
       await c.send(connectPacket("in-time", { keepAlive: 60 }));
       assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
+      // Real time: twice the 1 s connect deadline passes without a close.
       assert.equal(await c.closedByPeer(2000), false, "closed although CONNECT came in time");
       c.close();
     } finally {
