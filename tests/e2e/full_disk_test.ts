@@ -71,6 +71,7 @@ class Device {
   async #loop(port: number): Promise<void> {
     while (!this.#stopped) {
       await this.#session(port).catch(() => {});
+      // Real time: a device reconnects after a pause, as a real one would.
       if (!this.#stopped) await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -96,6 +96,7 @@ function qos1Load(gw: TestGateway, devices: number) {
       reconnectPeriod: 50,
     });
     clients.push(c);
+    // A refused publish waits 20 ms before the next, as a device backs off (real time).
     for (let n = 0; state.on; n++) {
       await c.publishAsync(`sensors/d${d}/data`, `${n}:${"x".repeat(1000)}`, { qos: 1 })
         .then(() => state.acked++, () => new Promise((r) => setTimeout(r, 20)));
