@@ -9,7 +9,10 @@ Deno.test("deno.json: the compile tasks carry every runtime flag of the start ta
   const config = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
   const flags = startTaskFlags();
   assert.ok(flags.includes("-P=gateway"), `start task flags: ${flags.join(" ")}`);
-  assert.ok(flags.includes("--no-code-cache"), "RSS at ready: no V8 code cache (~3 MB)");
+  assert.ok(
+    flags.includes("--no-code-cache"),
+    "RSS at ready: no V8 code cache (docs/BENCHMARKS.md, decision records)",
+  );
   assert.ok(
     flags.includes("--v8-flags=--max-semi-space-size=4"),
     "young generation chosen by measurement (QoS 1 PUBACK p99, idle memory)",
