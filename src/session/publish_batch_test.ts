@@ -9,7 +9,7 @@ import type { StoredMessage } from "../log/port.ts";
 
 /** Every stored message of stream/topic, all partitions. */
 async function stored(gw: MemoryGateway, stream: string, topic: string): Promise<StoredMessage[]> {
-  const backend = gw.gateway.backend;
+  const backend = gw.view.log;
   const info = await backend.getTopic(stream, topic);
   if (info === null) return [];
   const all: StoredMessage[] = [];
@@ -79,7 +79,7 @@ Deno.test("ConnectionPublisher: a denied QoS 1 PUBLISH gets no PUBACK and closes
     c.send(publishPacket("$SYS/x", "no", 1, 2));
     assert.deepEqual([...(await c.readPacket())!], puback(1));
     assert.equal(await c.readPacket(), null);
-    assert.match(gw.gateway.metrics.registry.toPrometheus(), /outcome="denied"\S* 1/);
+    assert.match(gw.view.prometheus(), /outcome="denied"\S* 1/);
   } finally {
     await gw.stop();
   }

@@ -88,7 +88,7 @@ Deno.test("releasesMessages: with nobody subscribed the session drops an append'
     const pub = await gw.connect("pub-1");
     await publishOne(pub, probe, "sensors/s1/data", 1);
     assert.deepEqual(probe.appends, [{ sent: 1, after: 1 }], "dropped, not emptied");
-    const backend = gw.gateway.backend;
+    const backend = gw.view.log;
     const info = (await backend.getTopic("sensors", "sensor_data"))!;
     let stored = 0;
     for (let partition = 0; partition < info.partitions; partition++) {
