@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { readOperatorBytes, readOperatorFile } from "./config/files.ts";
+import { fileAccessError, readOperatorBytes, readOperatorFile } from "./config/files.ts";
 import { OperatorError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
@@ -12,6 +12,8 @@ import type { LogBackend, TopicInfo } from "./log/port.ts";
 import { TopicCache, type TopicCacheOptions } from "./log/topic_cache.ts";
 import type { DurabilityWatch } from "./log/durability_watch.ts";
 import { type Clock, oncePerRun, systemClock } from "./base/clock.ts";
+import { wallClock } from "./base/wall_clock.ts";
+import { ClockLedger, clockLedgerPath } from "./log/clock_ledger.ts";
 import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
@@ -303,4 +305,84 @@ export async function bindTls(
           : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
       }`,
   }, accept);
+}
+
+/**
+ * Opens the backend, turning what the operator must fix into one line: an embedded store
+ * outside the permission set or on a path the OS refuses, an Iggy CA file that cannot be
+ * read (read here first because the Iggy client would report it as "cannot connect"), in
+ * Iggy mode and in forward mode alike.
+ */
+export async function openBackend(c: GatewayConfig, backend: LogBackend): Promise<void> {
+  const iggy = c.gateway.backend === "iggy" || c.forward.enabled;
+  if (iggy && c.iggy.tls && c.iggy.tls_ca_file !== "") {
+    await readOperatorFile("iggy.tls_ca_file", c.iggy.tls_ca_file);
+  }
+  try {
+    await backend.open();
+  } catch (err) {
+    if (backend.kind !== "embedded") throw err;
+    throw fileAccessError(err, "write", "embedded store", c.embedded.path) ?? err;
+  }
+}
+
+/** How often the wall clock is compared with the monotonic one when nothing else reads it (ms). */
+const CLOCK_LOOK_MS = 1_000;
+
+/**
+ * The wall clock's watch: a look every second (a step is noticed within one), each step logged
+ * at warn with its size and direction and counted in `clock_jumps_total`; with an embedded
+ * store (embedded and forward modes) the clock ledger beside it keeps the age shifts across
+ * restarts (`log/clock_ledger.ts`). Iggy mode has no ledger: a step is made up for while the
+ * gateway runs, not after a restart.
+ */
+export class ClockWatch {
+  readonly #ledger: ClockLedger | null;
+  readonly #timer: ReturnType<typeof setInterval>;
+  readonly #unwatch: () => void;
+
+  private constructor(ledger: ClockLedger | null, unwatch: () => void) {
+    this.#ledger = ledger;
+    this.#unwatch = unwatch;
+    this.#timer = setInterval(() => wallClock.now(), CLOCK_LOOK_MS);
+    Deno.unrefTimer(this.#timer as unknown as number);
+    ledger?.start();
+  }
+
+  /** Starts the watch; a ledger that cannot be written is logged and done without. */
+  static async open(
+    c: GatewayConfig,
+    logger: Logger,
+    metrics: GatewayMetrics,
+  ): Promise<ClockWatch> {
+    const jumps = metrics.registry.counter("clock_jumps_total", "Steps of the wall clock seen");
+    const unwatch = wallClock.onJump((jump) => {
+      const direction = jump.stepMs > 0 ? "forward" : "backward";
+      jumps.inc({ direction });
+      logger.limited("warn", "Wall clock jumped; ages count the time that actually passed", {
+        direction,
+        step_s: Math.round(Math.abs(jump.stepMs) / 1000),
+        from: new Date(jump.atMs - jump.stepMs).toISOString(),
+        to: new Date(jump.atMs).toISOString(),
+      });
+    });
+    if (c.gateway.backend === "iggy") return new ClockWatch(null, unwatch);
+    const path = clockLedgerPath(c.embedded.path);
+    try {
+      return new ClockWatch(await ClockLedger.open(path, wallClock, logger), unwatch);
+    } catch (err) {
+      logger.warn("Cannot write the clock ledger; a restart ages by stored timestamps", {
+        path,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return new ClockWatch(null, unwatch);
+    }
+  }
+
+  /** Ends the looks and records the stop in the ledger. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#unwatch();
+    await this.#ledger?.close();
+  }
 }

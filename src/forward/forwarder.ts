@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { wallClock } from "../base/wall_clock.ts";
 import { BackendError, type PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import { Uplink, type UplinkBacklog } from "../observe/uplink.ts";
@@ -143,7 +144,7 @@ export class Forwarder {
   }
 
   /** The uplink's state and the lag over every partition. */
-  status(nowMicros = Date.now() * 1000): UplinkStatus {
+  status(nowMicros = wallClock.nowMicros()): UplinkStatus {
     const u = this.uplinkState.fields(nowMicros / 1000);
     const health = this.#upstream?.health();
     return {
@@ -167,7 +168,9 @@ export class Forwarder {
       const t = lane.oldestUnforwardedMicros;
       if (t !== null && t < oldest) oldest = t;
     }
-    return { messages, bytes, oldestMicros: oldest === Infinity ? null : oldest };
+    // Its age counts from its timestamp moved by the clock's forward steps since.
+    const oldestMicros = oldest === Infinity ? null : wallClock.correctedMicros(oldest);
+    return { messages, bytes, oldestMicros };
   }
 
   /**

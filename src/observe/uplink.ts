@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { wallClock } from "../base/wall_clock.ts";
 import type { Logger } from "./logger.ts";
 
 /** What waits for the uplink, as its owner measures it. */
@@ -69,7 +70,7 @@ export class Uplink {
   constructor(source: UplinkSource, logger: Logger) {
     this.#src = source;
     this.#logger = logger;
-    this.#now = source.now ?? Date.now;
+    this.#now = source.now ?? (() => wallClock.now());
     this.#since = this.#now();
   }
 

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { wallClock } from "../../base/wall_clock.ts";
 import type { BackendError } from "../port.ts";
 import type { Catalog } from "./_catalog.ts";
 import { GroupCommit } from "./_group_commit.ts";
@@ -72,7 +73,11 @@ export function openWriteSide(
     log,
     catalog,
     link,
-    { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
+    {
+      maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
+      maxTopicBytes: retentionMaxTopicBytes,
+      correctedMicros: (micros) => (options.ageClock ?? wallClock).correctedMicros(micros),
+    },
     forwardRoom(options, (consumer, topicId, partition) => {
       const reads = hooks.reads();
       return reads ? storedOffset(reads, consumer, topicId, partition) : null;
