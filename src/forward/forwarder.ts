@@ -187,7 +187,7 @@ export class Forwarder {
     if (upstream && !this.#stopping) {
       const health = upstream.health();
       if (!health.ready) state.down(health.reason ?? "upstream not ready");
-      else if (!state.up && Date.now() - this.#lastFailureAt >= TIMING.discoverEveryMs) {
+      else if (!state.up && performance.now() - this.#lastFailureAt >= TIMING.discoverEveryMs) {
         state.reached(health.detail);
       }
     }
@@ -300,7 +300,7 @@ export class Forwarder {
    */
   #failed(e: unknown, where: PartitionAddress): void {
     this.counters.failures++;
-    this.#lastFailureAt = Date.now();
+    this.#lastFailureAt = performance.now();
     const reason = e instanceof Error ? e.message : String(e);
     // A deleted or changed upstream topic is looked up again.
     this.#targets.delete(`${where.stream}\n${where.topic}`);
