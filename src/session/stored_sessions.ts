@@ -102,7 +102,10 @@ export class StoredSessions {
 
   constructor(backend: LogBackend, opts: StoredSessionOptions, logger: Logger) {
     this.#backend = backend;
-    this.#opts = opts;
+    // A test's own `now` is another timeline than the process clock's steps.
+    this.#opts = opts.now && !opts.clock
+      ? { ...opts, clock: { now: opts.now, corrected: (t) => t } }
+      : opts;
     this.#logger = logger;
     this.forgetter = new PositionForgetter(backend, logger);
     this.#now = opts.now ?? (() => clockOf(opts).now());

@@ -76,7 +76,7 @@ export function openWriteSide(
     {
       maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
       maxTopicBytes: retentionMaxTopicBytes,
-      correctedMicros: (micros) => (options.ageClock ?? wallClock).correctedMicros(micros),
+      correctedMicros: ageCorrection(options),
     },
     forwardRoom(options, (consumer, topicId, partition) => {
       const reads = hooks.reads();
@@ -87,4 +87,13 @@ export function openWriteSide(
   );
   retention.schedule(retentionIntervalMs, hooks.runRetention);
   return { link, commits, retention };
+}
+
+/**
+ * How retention moves a stored timestamp before aging it: by `ageClock`'s steps, or the process's
+ * `wallClock`'s; not at all under a test's own `clock` (another timeline than the process's).
+ */
+function ageCorrection(options: EmbeddedOptions): (micros: number) => number {
+  const clock = options.ageClock ?? (options.clock ? undefined : wallClock);
+  return clock ? (micros) => clock.correctedMicros(micros) : (micros) => micros;
 }
