@@ -16,7 +16,7 @@ import { type AgeShift, JUMP_THRESHOLD_MS, type WallClock } from "../base/wall_c
 import type { Logger } from "../observe/logger.ts";
 
 /** How often the running gateway records that it is running (ms). */
-export const SIGHTING_INTERVAL_MS = 10_000;
+export const SIGHTING_INTERVAL_MS = 60_000;
 
 interface LedgerFile {
   readonly version: 1;
