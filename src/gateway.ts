@@ -210,8 +210,9 @@ export class Gateway {
         extra: (_req, url) => handleStatusRoute(url, this),
       });
     }
-    await openBackend(c, this.backend);
     this.#clockWatch = await ClockWatch.open(c, this.logger, this.metrics);
+    await openBackend(c, this.backend);
+    await this.#clockWatch.start();
     await this.sessions.load();
     this.sessions.start();
     await this.retained.load();

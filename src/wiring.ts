@@ -333,23 +333,25 @@ const CLOCK_LOOK_MS = 1_000;
  * The wall clock's watch: a look every second (a step is noticed within one), each step logged
  * at warn with its size and direction and counted in `clock_jumps_total`; with an embedded
  * store (embedded and forward modes) the clock ledger beside it keeps the age shifts across
- * restarts (`log/clock_ledger.ts`). Iggy mode has no ledger: a step is made up for while the
- * gateway runs, not after a restart.
+ * restarts (`log/clock_ledger.ts`), read before the store opens (nothing is aged before) and
+ * written once it has. Iggy mode has no ledger: a step is made up for while the gateway runs,
+ * not after a restart.
  */
 export class ClockWatch {
-  readonly #ledger: ClockLedger | null;
+  #ledger: ClockLedger | null;
+  readonly #logger: Logger;
   readonly #timer: ReturnType<typeof setInterval>;
   readonly #unwatch: () => void;
 
-  private constructor(ledger: ClockLedger | null, unwatch: () => void) {
+  private constructor(ledger: ClockLedger | null, logger: Logger, unwatch: () => void) {
     this.#ledger = ledger;
+    this.#logger = logger;
     this.#unwatch = unwatch;
     this.#timer = setInterval(() => wallClock.now(), CLOCK_LOOK_MS);
     Deno.unrefTimer(this.#timer as unknown as number);
-    ledger?.start();
   }
 
-  /** Starts the watch; a ledger that cannot be written is logged and done without. */
+  /** Starts watching and reads the ledger (before the store opens). */
   static async open(
     c: GatewayConfig,
     logger: Logger,
@@ -366,16 +368,21 @@ export class ClockWatch {
         to: new Date(jump.atMs).toISOString(),
       });
     });
-    if (c.gateway.backend === "iggy") return new ClockWatch(null, unwatch);
-    const path = clockLedgerPath(c.embedded.path);
+    const ledger = c.gateway.backend === "iggy"
+      ? null
+      : await ClockLedger.read(clockLedgerPath(c.embedded.path), wallClock, logger);
+    return new ClockWatch(ledger, logger, unwatch);
+  }
+
+  /** Writes the ledger for this run (the store is open); one that cannot be is logged, done without. */
+  async start(): Promise<void> {
     try {
-      return new ClockWatch(await ClockLedger.open(path, wallClock, logger), unwatch);
+      await this.#ledger?.start();
     } catch (err) {
-      logger.warn("Cannot write the clock ledger; a restart ages by stored timestamps", {
-        path,
+      this.#logger.warn("Cannot write the clock ledger; a restart ages by stored timestamps", {
         error: err instanceof Error ? err.message : String(err),
       });
-      return new ClockWatch(null, unwatch);
+      this.#ledger = null;
     }
   }
 

@@ -6,9 +6,10 @@
  * At start the file is read before anything is aged. The box's clock cannot be trusted across
  * a stop (an edge box without a battery-backed clock boots with a stale time and steps when
  * NTP answers, maybe days later), so the time the gateway was stopped does not count toward
- * any age: what was stored up to the last run's last sighting is shifted by the gap. A clock
- * that now reads earlier than that sighting (the stored times lie in the future) is logged
- * with both times; nothing is moved for it (what is stored then looks younger, never older).
+ * any age: what was stored before this start is shifted by the gap since the last run was last
+ * seen running. A clock that now reads earlier than that sighting (the stored times lie in the
+ * future) is logged with both times; nothing is moved for it (what is stored then looks younger,
+ * never older).
  *
  * @module
  */
@@ -46,30 +47,34 @@ export class ClockLedger {
   }
 
   /**
-   * Reads the file (a missing one is a first run; an unreadable one is logged and started
-   * afresh), restores the shifts, moves what the last run stored past the stop, and writes the
-   * file for this run. Throws only when the file cannot be written.
+   * Reads the file (a missing one is a first run; an unreadable or malformed one is logged and
+   * started afresh), restores the shifts and moves what the last run stored past the stop. Writes
+   * nothing: before the store opens, its directory may not exist yet.
    */
-  static async open(path: string, clock: WallClock, logger: Logger): Promise<ClockLedger> {
+  static async read(path: string, clock: WallClock, logger: Logger): Promise<ClockLedger> {
     const ledger = new ClockLedger(path, clock);
     const last = await readLedger(path, logger);
     if (last) {
       clock.restore(last.shifts);
       judgeStop(last, ledger.#startedMs, clock, logger);
     }
-    await ledger.#write();
     return ledger;
   }
 
-  /** Records a sighting every `SIGHTING_INTERVAL_MS` and at once after a step. */
-  start(): void {
+  /**
+   * Writes the file for this run, then a sighting every `SIGHTING_INTERVAL_MS` and at once after
+   * a step. Throws when the file cannot be written.
+   */
+  async start(): Promise<void> {
+    await this.#write();
     this.#timer = setInterval(() => this.#save(), SIGHTING_INTERVAL_MS);
     Deno.unrefTimer(this.#timer as unknown as number);
     this.#unwatch = this.#clock.onJump(() => this.#save());
   }
 
-  /** Records the last sighting (the stop). */
+  /** Records the last sighting (the stop), if started. */
   async close(): Promise<void> {
+    if (this.#timer === undefined) return;
     clearInterval(this.#timer);
     this.#timer = undefined;
     this.#unwatch();
@@ -142,7 +147,9 @@ function judgeStop(last: LedgerFile, startedMs: number, clock: WallClock, logger
       { ...times, behind_s: Math.round(-gap / 1000) },
     );
   } else if (gap > JUMP_THRESHOLD_MS) {
-    clock.shift(last.run.lastSeenMs, gap);
+    // Up to the start, not the sighting: what came after the last sighting (a crash leaves up
+    // to a minute) was stored before the stop too.
+    clock.shift(startedMs, gap);
     logger.info("The time the gateway was stopped does not count toward stored ages", {
       ...times,
       stopped_s: Math.round(gap / 1000),

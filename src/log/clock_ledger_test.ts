@@ -11,6 +11,13 @@ function logger() {
   return { lines, logger: new Logger("info", (l) => lines.push(JSON.parse(l))) };
 }
 
+/** The ledger read and written for a run, as the gateway does around opening its store. */
+async function started(path: string, clock: WallClock, log: Logger): Promise<ClockLedger> {
+  const ledger = await ClockLedger.read(path, clock, log);
+  await ledger.start();
+  return ledger;
+}
+
 function clockAt(c: { wall: number; mono: number }): WallClock {
   return new WallClock({ wall: () => c.wall, mono: () => c.mono });
 }
@@ -22,8 +29,7 @@ Deno.test("ClockLedger: a step survives a restart, and the stop does not count t
     const c = { wall: T0 - 20 * DAY_MS, mono: 0 };
     const first = clockAt(c);
     const stored = first.now();
-    const l1 = await ClockLedger.open(path, first, logger().logger);
-    l1.start();
+    const l1 = await started(path, first, logger().logger);
     c.wall = T0; // NTP answers
     c.mono += 1_000;
     first.now();
@@ -33,7 +39,7 @@ Deno.test("ClockLedger: a step survives a restart, and the stop does not count t
     // the hour stopped does not.
     const second = clockAt({ wall: T0 + 3_600_000, mono: 0 });
     const { lines, logger: log } = logger();
-    const l2 = await ClockLedger.open(path, second, log);
+    const l2 = await started(path, second, log);
     assert.equal(second.since(stored), 1_000, "aged by the time the gateway ran");
     assert.ok(
       lines.some((l) =>
@@ -51,10 +57,10 @@ Deno.test("ClockLedger: a clock behind the last run is logged with both times; n
   const dir = await Deno.makeTempDir();
   const path = clockLedgerPath(`${dir}/gateway.db`);
   try {
-    await (await ClockLedger.open(path, clockAt({ wall: T0, mono: 0 }), logger().logger)).close();
+    await (await started(path, clockAt({ wall: T0, mono: 0 }), logger().logger)).close();
     const booted = clockAt({ wall: 0, mono: 0 }); // no battery: 1970
     const { lines, logger: log } = logger();
-    await (await ClockLedger.open(path, booted, log)).close();
+    await (await started(path, booted, log)).close();
     const warn = lines.find((l) => l.level === "warn");
     assert.equal(warn?.now, new Date(0).toISOString());
     assert.equal(warn?.last_run_seen, new Date(T0).toISOString());
@@ -70,7 +76,7 @@ Deno.test("ClockLedger: a malformed file is logged and started afresh", async ()
   try {
     await Deno.writeTextFile(path, "{not json");
     const { lines, logger: log } = logger();
-    await (await ClockLedger.open(path, clockAt({ wall: T0, mono: 0 }), log)).close();
+    await (await started(path, clockAt({ wall: T0, mono: 0 }), log)).close();
     assert.ok(
       lines.some((l) => l.msg === "Clock ledger is malformed; ages count from stored timestamps"),
     );
@@ -82,6 +88,19 @@ Deno.test("ClockLedger: a malformed file is logged and started afresh", async ()
       )?.shifts,
       [{ beforeMs: 1, shiftMs: 2 }],
     );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("ClockLedger: read() writes nothing (the store's directory may not exist yet); start() says when it cannot write", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = clockLedgerPath(`${dir}/missing/gateway.db`);
+    const ledger = await ClockLedger.read(path, clockAt({ wall: T0, mono: 0 }), logger().logger);
+    await assert.rejects(() => ledger.start());
+    await ledger.close();
+    await assert.rejects(() => Deno.stat(path), Deno.errors.NotFound);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
