@@ -34,7 +34,6 @@ import {
   bindTcp,
   bindTls,
   bindWs,
-  ClockWatch,
   deliveryOptions,
   dropUnmapped,
   loadMap,
@@ -53,6 +52,7 @@ import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
 import { watchRetention } from "./log/retention_watch.ts";
+import { ClockWatch } from "./log/clock_watch.ts";
 import { readerGauges } from "./observe/triple_gauge.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
