@@ -38,7 +38,10 @@ export interface ClockSource {
 
 /** A difference between the two clocks smaller than this is drift and slewing, not a step. */
 export const JUMP_THRESHOLD_MS = 5_000;
-/** Age shifts remembered; past this the oldest is forgotten (what it moved then ages by its timestamp). */
+/**
+ * Age shifts remembered; past this the two oldest become one (their sum, up to the later one's
+ * time): what lay between them then counts the older one's shift too, younger, never older.
+ */
 export const MAX_AGE_SHIFTS = 64;
 
 const systemSource: ClockSource = { wall: Date.now, mono: () => performance.now() };
@@ -93,7 +96,7 @@ export class WallClock {
   shift(beforeMs: number, shiftMs: number): void {
     if (!(shiftMs > 0)) return;
     this.#shifts.push({ beforeMs, shiftMs });
-    if (this.#shifts.length > MAX_AGE_SHIFTS) this.#shifts.shift();
+    this.#bound();
   }
 
   /** The shifts in force, oldest first (what a restart must get back). */
@@ -103,7 +106,15 @@ export class WallClock {
 
   /** Restores the shifts of past runs (before any of this run's). */
   restore(shifts: readonly AgeShift[]): void {
-    this.#shifts = [...shifts, ...this.#shifts].slice(-MAX_AGE_SHIFTS);
+    this.#shifts = [...shifts, ...this.#shifts];
+    this.#bound();
+  }
+
+  #bound(): void {
+    while (this.#shifts.length > MAX_AGE_SHIFTS) {
+      const [a, b] = this.#shifts;
+      this.#shifts.splice(0, 2, { beforeMs: b.beforeMs, shiftMs: a.shiftMs + b.shiftMs });
+    }
   }
 
   /** Steps seen since start. */
