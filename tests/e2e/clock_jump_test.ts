@@ -36,6 +36,8 @@ if (LIBFAKETIME === undefined) {
   );
 }
 const SKIP = LIBFAKETIME === undefined || !HAS_MOSQUITTO_CLIENTS;
+// The gateway's output pipes are read by tasks that end with the process, after the test's
+// last await, as in restart_test.ts; MQTT.js keeps a timer a moment after end().
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
 const DAY_MS = 86_400_000;
