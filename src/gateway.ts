@@ -5,7 +5,6 @@
  * @module
  */
 import { parseAddress } from "./config/load.ts";
-import { fileAccessError, readOperatorFile } from "./config/files.ts";
 import { ConfigError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
@@ -38,6 +37,7 @@ import {
   deliveryOptions,
   dropUnmapped,
   loadMap,
+  openBackend,
   publishPreparer,
   readTlsMaterial,
   refusalLog,
@@ -52,6 +52,7 @@ import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
 import { watchRetention } from "./log/retention_watch.ts";
+import { ClockWatch } from "./log/clock_watch.ts";
 import { readerGauges } from "./observe/triple_gauge.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
@@ -106,6 +107,7 @@ export class Gateway {
   /** Sockets over a connection limit: MQTT 5 clients get CONNACK 0x97 / 0x9F first. */
   #refusals: EarlyRefusals;
   #started = false;
+  #clockWatch: ClockWatch | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -191,6 +193,7 @@ export class Gateway {
       this.#http = null;
       await this.forwarder?.stop();
       await this.backend.close().catch(() => {});
+      await this.#clockWatch?.close();
       this.#ctx.refusalLog.close();
       throw err;
     }
@@ -207,7 +210,9 @@ export class Gateway {
         extra: (_req, url) => handleStatusRoute(url, this),
       });
     }
-    await this.#openBackend();
+    this.#clockWatch = await ClockWatch.open(c, this.logger, this.metrics);
+    await openBackend(c, this.backend);
+    await this.#clockWatch.start();
     await this.sessions.load();
     this.sessions.start();
     await this.retained.load();
@@ -244,26 +249,6 @@ export class Gateway {
       });
     }
     return ports;
-  }
-
-  /**
-   * Opens the backend, turning what the operator must fix into one line: an embedded store
-   * outside the permission set or on a path the OS refuses, an Iggy CA file that cannot be
-   * read (read here first because the Iggy client would report it as "cannot connect"), in
-   * Iggy mode and in forward mode alike.
-   */
-  async #openBackend(): Promise<void> {
-    const c = this.config;
-    const iggy = c.gateway.backend === "iggy" || c.forward.enabled;
-    if (iggy && c.iggy.tls && c.iggy.tls_ca_file !== "") {
-      await readOperatorFile("iggy.tls_ca_file", c.iggy.tls_ca_file);
-    }
-    try {
-      await this.backend.open();
-    } catch (err) {
-      if (this.backend.kind !== "embedded") throw err;
-      throw fileAccessError(err, "write", "embedded store", c.embedded.path) ?? err;
-    }
   }
 
   /** Readiness for /ready. */
@@ -376,6 +361,7 @@ export class Gateway {
     await this.forwarder?.stop();
     this.#backendUplink?.stop();
     await this.backend.close();
+    await this.#clockWatch?.close();
     await this.#http?.close();
     this.#ctx.refusalLog.close(); // what the rate limit held back is reported, not lost
     this.logger.info("Gateway stopped");

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { readOperatorBytes, readOperatorFile } from "./config/files.ts";
+import { fileAccessError, readOperatorBytes, readOperatorFile } from "./config/files.ts";
 import { OperatorError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
@@ -303,4 +303,23 @@ export async function bindTls(
           : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
       }`,
   }, accept);
+}
+
+/**
+ * Opens the backend, turning what the operator must fix into one line: an embedded store
+ * outside the permission set or on a path the OS refuses, an Iggy CA file that cannot be
+ * read (read here first because the Iggy client would report it as "cannot connect"), in
+ * Iggy mode and in forward mode alike.
+ */
+export async function openBackend(c: GatewayConfig, backend: LogBackend): Promise<void> {
+  const iggy = c.gateway.backend === "iggy" || c.forward.enabled;
+  if (iggy && c.iggy.tls && c.iggy.tls_ca_file !== "") {
+    await readOperatorFile("iggy.tls_ca_file", c.iggy.tls_ca_file);
+  }
+  try {
+    await backend.open();
+  } catch (err) {
+    if (backend.kind !== "embedded") throw err;
+    throw fileAccessError(err, "write", "embedded store", c.embedded.path) ?? err;
+  }
 }

@@ -350,7 +350,8 @@ export const KEY_SPECS = [
     key: "log.retention_max_age_s",
     type: int(0, MAX_I32),
     default: 604_800,
-    doc: "Messages older than this are deleted (s); 0 keeps them forever.",
+    doc:
+      "Messages older than this are deleted (s); 0 keeps them forever. Age is time that passed: a step of the wall clock or a stop of the gateway does not count (embedded and forward modes; Iggy ages by its own clock).",
   },
   {
     key: "log.retention_max_topic_bytes",

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { wallClock } from "../base/wall_clock.ts";
 import { encodeMessageProperties, withSubscriptionIds } from "../codec/encode_v5.ts";
 import type { MessageProperties } from "../codec/packets.ts";
 import { H_CLIENT_ID, H_RETAIN } from "../log/envelope.ts";
@@ -20,7 +21,9 @@ import type { Subscription } from "./registry.ts";
 export function expiryLeft(m: StoredMessage): number | null {
   const interval = storedExpiry(m.headers);
   if (interval === null) return null;
-  return interval - Math.floor((Date.now() * 1000 - m.timestampMicros) / 1_000_000);
+  // Counted from the timestamp moved by the clock's forward steps since (a step ages nothing).
+  const passedMicros = wallClock.nowMicros() - wallClock.correctedMicros(m.timestampMicros);
+  return interval - Math.floor(passedMicros / 1_000_000);
 }
 
 /** No Local [MQTT-3.8.3-3]: the subscriber published this message itself. */

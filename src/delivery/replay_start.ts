@@ -2,6 +2,9 @@
  * Where a replay starts on one triple: `earliest` is the oldest message
  * retention kept; `time:` the first message appended at or after that time, found by a binary
  * search over offsets with one-message polls (O(log n) polls, any backend); `latest` is live.
+ * The search assumes timestamps rise with offsets: after a backward step of the wall clock they
+ * go down once, and a time inside the range stamped before the step may start on either side of
+ * it (docs/OPERATIONS.md, "Time and the wall clock").
  *
  * @module
  */

@@ -33,6 +33,20 @@ Deno.test("replayStartOffset() finds the first message at or after a time, earli
     assert.equal(await replayStartOffset(backend, a, { kind: "time", micros: 1075 }), 8);
     assert.equal(await replayStartOffset(backend, a, { kind: "time", micros: 1080 }), 8);
     assert.equal(await replayStartOffset(backend, a, { kind: "time", micros: 9999 }), 20);
+    // The clock steps back: offsets 20..29 are stamped below offset 0. Asked for a time before
+    // everything stamped before the step (and after some of what came after it), the replay
+    // starts at the oldest message: both sides of the step come, in their order.
+    for (let i = 0; i < 10; i++) {
+      micros = 500 + i * 100; // 500 … 1400: below, inside and above the first stretch's range
+      await backend.append({
+        ...a,
+        messages: [{ payload: new Uint8Array([20 + i]), headers: new Map() }],
+      });
+    }
+    assert.equal(await replayStartOffset(backend, a, { kind: "time", micros: 900 }), 0);
+    assert.equal(await replayStartOffset(backend, a, { kind: "time", micros: 1000 }), 0);
+    // Above everything before the step: the first message after the step stamped at or after it.
+    assert.equal(await replayStartOffset(backend, a, { kind: "time", micros: 1250 }), 28);
   } finally {
     await backend.close();
     await Deno.remove(dir, { recursive: true });

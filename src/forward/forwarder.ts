@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { wallClock } from "../base/wall_clock.ts";
 import { BackendError, type PartitionAddress } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import { Uplink, type UplinkBacklog } from "../observe/uplink.ts";
@@ -143,7 +144,7 @@ export class Forwarder {
   }
 
   /** The uplink's state and the lag over every partition. */
-  status(nowMicros = Date.now() * 1000): UplinkStatus {
+  status(nowMicros = wallClock.nowMicros()): UplinkStatus {
     const u = this.uplinkState.fields(nowMicros / 1000);
     const health = this.#upstream?.health();
     return {
@@ -167,7 +168,9 @@ export class Forwarder {
       const t = lane.oldestUnforwardedMicros;
       if (t !== null && t < oldest) oldest = t;
     }
-    return { messages, bytes, oldestMicros: oldest === Infinity ? null : oldest };
+    // Its age counts from its timestamp moved by the clock's forward steps since.
+    const oldestMicros = oldest === Infinity ? null : wallClock.correctedMicros(oldest);
+    return { messages, bytes, oldestMicros };
   }
 
   /**
@@ -184,7 +187,7 @@ export class Forwarder {
     if (upstream && !this.#stopping) {
       const health = upstream.health();
       if (!health.ready) state.down(health.reason ?? "upstream not ready");
-      else if (!state.up && Date.now() - this.#lastFailureAt >= TIMING.discoverEveryMs) {
+      else if (!state.up && performance.now() - this.#lastFailureAt >= TIMING.discoverEveryMs) {
         state.reached(health.detail);
       }
     }
@@ -297,7 +300,7 @@ export class Forwarder {
    */
   #failed(e: unknown, where: PartitionAddress): void {
     this.counters.failures++;
-    this.#lastFailureAt = Date.now();
+    this.#lastFailureAt = performance.now();
     const reason = e instanceof Error ? e.message : String(e);
     // A deleted or changed upstream topic is looked up again.
     this.#targets.delete(`${where.stream}\n${where.topic}`);

@@ -11,6 +11,7 @@
  * @module
  */
 import type { UplinkFields } from "../observe/uplink.ts";
+import { type WallClock, wallClock } from "../base/wall_clock.ts";
 
 /** A counter as the page reads it (`src/observe/metrics.ts` `Counter` fits). */
 export interface CounterReading {
@@ -119,6 +120,17 @@ function sum(c: CounterReading): number {
   return n;
 }
 
+/** Steps of the wall clock since start, and the last one (null when none). */
+export function clockJson(clock: Pick<WallClock, "jumps" | "lastJump">): unknown {
+  const j = clock.lastJump;
+  const last = j === null ? null : {
+    at: new Date(j.atMs).toISOString(),
+    direction: j.stepMs > 0 ? "forward" : "backward",
+    step_s: Math.round(Math.abs(j.stepMs) / 1000),
+  };
+  return { jumps: clock.jumps, last_jump: last };
+}
+
 /** The figures behind `/status.json`: counters are totals; the page computes rates. */
 export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
   const m = g.metrics;
@@ -132,6 +144,7 @@ export function statusJson(g: StatusSource, now: number = Date.now()): unknown {
     },
     ...(g.uplink ? { uplink: g.uplink.fields(now) } : {}),
     time_ms: now,
+    clock: clockJson(wallClock),
     ready: readiness.ready,
     not_ready_reasons: [...readiness.reasons],
     warnings: [...readiness.warnings],
@@ -260,6 +273,7 @@ code { font: .9em ui-monospace, monospace; }
 <span id="state">…</span><span id="updated" class="muted"></span></header>
 <main>
 <div id="uplink" class="banner" hidden></div>
+<div id="clock" class="banner warn" hidden></div>
 <div class="tiles">
 <div class="tile"><div class="v" id="connections">–</div><div class="l">connections</div></div>
 <div class="tile"><div class="v" id="rate-appended">–</div><div class="l">appended/s (QoS 0)</div></div>
@@ -311,6 +325,7 @@ function render(s) {
     (uplinkDown ? " · uplink down" : "") + warned;
   $("state").className = s.ready ? (warned || uplinkDown ? "warn" : "ok") : "bad";
   renderUplink(s.uplink);
+  renderClock(s.clock);
   $("updated").textContent = "updated " + new Date(s.time_ms).toLocaleTimeString();
   $("connections").textContent = fmt(s.connections);
   $("retained-topics").textContent = fmt(s.retained?.topics);
@@ -356,6 +371,13 @@ function renderUplink(u) {
   $("uplink").textContent = (u.up ? "Uplink up since " + since
     : "Uplink DOWN since " + since + ": " + u.reason) + " · " + waiting + drain;
   $("uplink").className = "banner " + (u.up ? (u.draining ? "warn" : "ok") : "bad");
+}
+function renderClock(c) {
+  const j = c && c.last_jump;
+  $("clock").hidden = !j;
+  if (!j) return;
+  $("clock").textContent = "Wall clock jumped " + j.direction + " by " + fmt(j.step_s) + " s at " +
+    j.at + " (" + fmt(c.jumps) + " since start): ages count the time that actually passed";
 }
 async function poll() {
   try {

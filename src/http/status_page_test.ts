@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import type { Gateway } from "../gateway.ts";
+import { WallClock } from "../base/wall_clock.ts";
 import { GatewayMetrics, sendHistograms, sendRetryGauge } from "../observe/gateway_metrics.ts";
 import {
+  clockJson,
   handleStatusRoute,
   renderStatusPage,
   statusJson,
@@ -79,6 +81,7 @@ Deno.test("statusJson() reports connections, outcome totals, share groups, reade
   assert.deepEqual(statusJson(g, 1_700_000_000_000), {
     gateway: { id: "edge-7", backend: "embedded" },
     time_ms: 1_700_000_000_000,
+    clock: { jumps: 0, last_jump: null },
     ready: true,
     not_ready_reasons: [],
     warnings: [],
@@ -222,4 +225,18 @@ Deno.test("the iggy_send_retries gauge has a series per kind, none without count
   seen.counts = { resends: 1, renewals: 0, possibleDuplicates: 4 };
   assert.match(m.registry.toPrometheus(), /iggy_send_retries\{kind="possible_duplicate"\} 4/);
   assert.match(m.registry.toPrometheus(), /iggy_send_retries\{kind="resent"\} 1/);
+});
+
+Deno.test("clockJson() names the last step of the wall clock, and the page shows it as a banner", () => {
+  let wall = 1_700_000_000_000;
+  const clock = new WallClock({ wall: () => wall, mono: () => 0 });
+  assert.deepEqual(clockJson(clock), { jumps: 0, last_jump: null });
+  wall += 20 * 86_400_000;
+  clock.now();
+  assert.deepEqual(clockJson(clock), {
+    jumps: 1,
+    last_jump: { at: new Date(wall).toISOString(), direction: "forward", step_s: 1_728_000 },
+  });
+  assert.match(renderStatusPage(), /id="clock"/);
+  assert.match(renderStatusPage(), /renderClock\(s\.clock\)/);
 });

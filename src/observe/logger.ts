@@ -55,7 +55,8 @@ export class Logger {
     let suppressed = 0;
     if (limit) {
       let r = this.#recent.get(msg);
-      if (!r || now - r.start >= this.windowMs) {
+      // Either way: a wall clock stepped back must not hold the window shut until it catches up.
+      if (!r || Math.abs(now - r.start) >= this.windowMs) {
         suppressed = r?.suppressed ?? 0;
         r = { start: now, count: 0, suppressed: 0 };
         this.#recent.set(msg, r);

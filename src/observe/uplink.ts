@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { wallClock } from "../base/wall_clock.ts";
 import type { Logger } from "./logger.ts";
 
 /** What waits for the uplink, as its owner measures it. */
@@ -55,6 +56,8 @@ export class Uplink {
   readonly #src: UplinkSource;
   readonly #logger: Logger;
   readonly #now: () => number;
+  /** A time `#now` gave earlier, moved by the wall clock's forward steps since (durations). */
+  readonly #corrected: (ms: number) => number;
   /** null until the first connection or the first failure. */
   #up: boolean | null = null;
   #since: number;
@@ -69,7 +72,8 @@ export class Uplink {
   constructor(source: UplinkSource, logger: Logger) {
     this.#src = source;
     this.#logger = logger;
-    this.#now = source.now ?? Date.now;
+    this.#now = source.now ?? (() => wallClock.now());
+    this.#corrected = source.now ? (ms) => ms : (ms) => wallClock.corrected(ms);
     this.#since = this.#now();
   }
 
@@ -121,7 +125,7 @@ export class Uplink {
     // Without a count of what went upstream (Iggy mode) the outage ends here, with no drain.
     const waiting = this.#src.forwarded ? this.#backlog() : NOTHING;
     this.#drain = {
-      downMs: now - this.#downAt,
+      downMs: now - this.#corrected(this.#downAt),
       waited: waiting,
       upAt: now,
       target: (this.#src.forwarded?.() ?? 0) + waiting.messages,
@@ -167,7 +171,7 @@ export class Uplink {
       down_ms: d.downMs,
       waited_messages: d.waited.messages,
       waited_bytes: d.waited.bytes,
-      drain_ms: now - d.upAt,
+      drain_ms: now - this.#corrected(d.upAt),
       ...(drained ? {} : { drained: false }),
     };
     this.#logger.info("Uplink up", fields);

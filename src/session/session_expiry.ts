@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { type WallClock, wallClock } from "../base/wall_clock.ts";
 import { type LogBackend, type PartitionAddress, partitionOfKey } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 
@@ -23,6 +24,21 @@ export interface ExpiryRules {
   readonly expiryS: number;
   /** `session.max_expiry_s`: the cap on every MQTT 5 session's own interval. */
   readonly maxExpiryS5: number;
+  /** The wall clock sessions are timed by (ms); default the process's `wallClock`. */
+  readonly clock?: Pick<WallClock, "now" | "corrected">;
+}
+
+/**
+ * Ms actually passed from the wall time `ms` (recorded earlier, in this run or a past one) to
+ * `now`: `ms` is moved by the clock's forward steps since, so a step does not age a session.
+ */
+export function msSince(ms: number, now: number, rules: ExpiryRules): number {
+  return now - clockOf(rules).corrected(ms);
+}
+
+/** The clock `rules` time sessions by. */
+export function clockOf(rules: ExpiryRules): Pick<WallClock, "now" | "corrected"> {
+  return rules.clock ?? wallClock;
 }
 
 /** The part of a session its expiry depends on. */
@@ -34,6 +50,16 @@ export interface ExpiringSession {
 /** Seconds offline after which `s` is removed, under the rules as they are now. */
 export function expiryOf(s: ExpiringSession, rules: ExpiryRules): number {
   return s.mqtt5 === true ? Math.min(s.expiryS, rules.maxExpiryS5) : rules.expiryS;
+}
+
+/** Whether `s` is offline (since `offlineSinceMs`) and has been for its expiry, as of `now`. */
+export function expiredAt(
+  s: ExpiringSession & { readonly offlineSinceMs: number | null },
+  now: number,
+  rules: ExpiryRules,
+): boolean {
+  return s.offlineSinceMs !== null &&
+    msSince(s.offlineSinceMs, now, rules) >= expiryOf(s, rules) * 1000;
 }
 
 /** Deletions of positions in flight at once (Iggy: one request each). */

@@ -3,6 +3,7 @@ import { EmbeddedBackend } from "../log/embedded/mod.ts";
 import { Logger } from "../observe/logger.ts";
 import { sessionConsumer, type StoredSessionOptions, StoredSessions } from "./stored_sessions.ts";
 import { expiryOf, PositionForgetter } from "./session_expiry.ts";
+import { WallClock } from "../base/wall_clock.ts";
 
 const DAY_S = 86_400;
 const STORE_311 = { store: true, cleanStart: false, expiryS: DAY_S };
@@ -246,4 +247,26 @@ Deno.test("PositionForgetter.stop(): the deletions still queued are dropped; tho
   await stopped;
   assert.equal(calls, inFlight, "no queued deletion was sent after stop()");
   assert.equal(forgetter.deleted, inFlight);
+});
+
+Deno.test("StoredSessions: a forward step of the wall clock does not age an offline session; real time does", async () => {
+  await withBackend(async (b) => {
+    let wall = 1_780_000_000_000 - 20 * DAY_S * 1000; // 20 days behind
+    let mono = 0;
+    const clock = new WallClock({ wall: () => wall, mono: () => mono });
+    const s = sessions(b, { clock, expiryS: 60 });
+    await s.load();
+    const { session } = s.open("dev", STORE_311, "");
+    s.offline(session!);
+    wall += 20 * DAY_S * 1000; // NTP answers
+    wall += 30_000;
+    mono += 30_000;
+    assert.equal(s.sweep(), 0, "30 s offline, not 20 days");
+    assert.equal(s.open("dev", { ...STORE_311, store: true }, "").present, true);
+    s.offline(s.get("dev")!);
+    wall += 61_000;
+    mono += 61_000;
+    assert.equal(s.sweep(), 1, "61 s of real time: expired");
+    await s.stop();
+  });
 });

@@ -27,6 +27,7 @@ import {
   type StoredSession,
 } from "./session_record.ts";
 import { expiryOf, type ExpiryRules, PositionForgetter } from "./session_expiry.ts";
+import { clockOf, expiredAt, msSince } from "./session_expiry.ts";
 
 /** Header naming the client id of a session record. */
 export const H_SESSION = "mqtt.session";
@@ -62,7 +63,7 @@ export interface StoredSessionOptions extends ExpiryRules {
   readonly maxSessions: number;
   /** The longest expiry a session may have (the record topic's retention is twice it). */
   readonly maxExpiryS: number;
-  /** Wall clock, ms since the epoch (expiry counts across restarts). */
+  /** Wall clock, ms since the epoch (expiry counts across restarts); default `clock`'s. */
   readonly now?: () => number;
   /** How often expired sessions are looked for (ms). */
   readonly sweepIntervalMs: number;
@@ -101,10 +102,13 @@ export class StoredSessions {
 
   constructor(backend: LogBackend, opts: StoredSessionOptions, logger: Logger) {
     this.#backend = backend;
-    this.#opts = opts;
+    // A test's own `now` is another timeline than the process clock's steps.
+    this.#opts = opts.now && !opts.clock
+      ? { ...opts, clock: { now: opts.now, corrected: (t) => t } }
+      : opts;
     this.#logger = logger;
     this.forgetter = new PositionForgetter(backend, logger);
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? (() => clockOf(opts).now());
     this.#address = { stream: opts.stream, topic: opts.topic, partition: 0 };
   }
 
@@ -179,7 +183,7 @@ export class StoredSessions {
    */
   ownerOf(clientId: string): string | undefined | null {
     const s = this.#sessions.get(clientId);
-    if (s === undefined || this.#expired(s, this.#now())) return null;
+    if (s === undefined || expiredAt(s, this.#now(), this.#opts)) return null;
     return s.owner;
   }
 
@@ -199,7 +203,7 @@ export class StoredSessions {
     owner: string,
   ): { session: StoredSession | null; present: boolean } {
     let s = this.#sessions.get(clientId);
-    if (s !== undefined && (req.cleanStart || this.#expired(s, this.#now()))) {
+    if (s !== undefined && (req.cleanStart || expiredAt(s, this.#now(), this.#opts))) {
       this.remove(clientId);
       s = undefined;
     }
@@ -265,18 +269,19 @@ export class StoredSessions {
    */
   sweep(): number {
     const now = this.#now();
+    const maxMs = this.#opts.maxExpiryS * 1000;
     let expired = 0;
     for (const s of [...this.#sessions.values()]) {
-      if (this.#expired(s, now)) {
+      if (expiredAt(s, now, this.#opts)) {
         this.remove(s.clientId);
         expired++;
-      } else if (s.offlineSinceMs === null && now - s.savedAtMs > this.#opts.maxExpiryS * 1000) {
+      } else if (s.offlineSinceMs === null && msSince(s.savedAtMs, now, this.#opts) > maxMs) {
         // Only a session attached here is kept alive; a remote gateway's "connected" record
         // that its gateway stopped renewing (gone without a word) counts as offline since.
         if (this.#attached.has(s)) this.save(s);
-        else if (now - s.savedAtMs > 2 * this.#opts.maxExpiryS * 1000) {
+        else if (msSince(s.savedAtMs, now, this.#opts) > 2 * maxMs) {
           s.offlineSinceMs = s.savedAtMs;
-          if (this.#expired(s, now)) {
+          if (expiredAt(s, now, this.#opts)) {
             this.remove(s.clientId);
             expired++;
           }
@@ -314,10 +319,6 @@ export class StoredSessions {
   /** Seconds offline after which `s` is removed, under the settings now. */
   expiryOf(s: StoredSession): number {
     return expiryOf(s, this.#opts);
-  }
-
-  #expired(s: StoredSession, now: number): boolean {
-    return s.offlineSinceMs !== null && now - s.offlineSinceMs >= this.expiryOf(s) * 1000;
   }
 
   /** Appends a record; resolves true once it is stored, false when that failed (logged). */

@@ -27,7 +27,7 @@ export class TakeoverWatch {
   #windowStart: number;
   readonly #counts = new Map<string, number>();
 
-  constructor(logger: Logger, now: () => number = Date.now) {
+  constructor(logger: Logger, now: () => number = () => performance.now()) {
     this.#logger = logger;
     this.#now = now;
     this.#windowStart = now();

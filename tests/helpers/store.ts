@@ -24,11 +24,11 @@ export async function openStoreReadOnly(path: string): Promise<EmbeddedBackend> 
 }
 
 /**
- * Removes an embedded store: the catalog file, its WAL and shared-memory files, and the
- * message log's directory beside it (`<path>-log`). Missing parts are fine.
+ * Removes an embedded store: the catalog file, its WAL and shared-memory files, the message
+ * log's directory beside it (`<path>-log`) and its clock ledger. Missing parts are fine.
  */
 export async function removeStore(path: string): Promise<void> {
-  for (const suffix of ["", "-wal", "-shm", "-log"]) {
+  for (const suffix of ["", "-wal", "-shm", "-log", "-clock.json", "-clock.json.tmp"]) {
     await Deno.remove(`${path}${suffix}`, { recursive: true }).catch(() => {});
   }
 }

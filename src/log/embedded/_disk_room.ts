@@ -89,7 +89,11 @@ export class DiskRoom {
   #timer: ReturnType<typeof setInterval> | undefined;
 
   /** @param onRoom called when the timer finds room again after a refusal. */
-  constructor(dir: string, onRoom: () => void = () => {}, now: () => number = Date.now) {
+  constructor(
+    dir: string,
+    onRoom: () => void = () => {},
+    now: () => number = () => performance.now(),
+  ) {
     this.#dir = dir;
     this.#onRoom = onRoom;
     this.#now = now;

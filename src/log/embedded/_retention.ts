@@ -35,6 +35,8 @@ export interface RetentionLimits {
    * not yet forwarded); absent = no such hold.
    */
   readonly keepFrom?: (topicId: number, partition: number) => number;
+  /** A batch's timestamp moved by the wall clock's forward steps since: its age counts from this. */
+  readonly correctedMicros?: (micros: number) => number;
 }
 
 /**
@@ -59,7 +61,8 @@ export async function runRetentionPass(
       for (const p of partitions) {
         if (stopped()) break;
         const keepFrom = limits.keepFrom?.(p.topicId, p.partition) ?? Infinity;
-        deleted += await expirePartition(log, p, nowMicros - maxAge, keepFrom, stopped, tally);
+        const cutoff = nowMicros - maxAge;
+        deleted += await expirePartition(log, p, cutoff, keepFrom, limits, stopped, tally);
       }
     }
     const maxBytes = state.maxTopicBytes || limits.maxTopicBytes;
@@ -77,14 +80,17 @@ async function expirePartition(
   p: PartitionLog,
   cutoff: number,
   keepFrom: number,
+  limits: RetentionLimits,
   stopped: () => boolean,
   tally?: RetentionTally,
 ): Promise<number> {
   let deleted = 0;
+  const corrected = limits.correctedMicros ?? ((micros: number) => micros);
   while (!stopped()) {
     // Timestamps rise with offsets (one writer stamps them), so the old ones form a prefix; a
-    // clock step back only delays deletion, it never removes a newer message.
-    const drop = (ts: number, end: number) => ts < cutoff && end <= keepFrom;
+    // clock step back only delays deletion, it never removes a newer message. A step forward
+    // moves every earlier timestamp by the step (`corrected`), which keeps them rising.
+    const drop = (ts: number, end: number) => corrected(ts) < cutoff && end <= keepFrom;
     const bytesBefore = p.bytes;
     const { messages, records } = log.dropOldest(p, drop, CHUNK_RECORDS);
     tallyDrop(tally, p, messages, bytesBefore);

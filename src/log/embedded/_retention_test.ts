@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { CHUNK_RECORDS } from "./_retention.ts";
+import { WallClock } from "../../base/wall_clock.ts";
 import { openTestStore, sizedMessage, textMessage } from "../../../tests/helpers/embedded_store.ts";
 
 const HOUR_MICROS = 3_600_000_000;
@@ -178,4 +179,28 @@ Deno.test("runRetention() deletes in chunks and lets appends through between the
     }),
   ]);
   assert.deepEqual((await backend.poll(address, 0, 10)).map((m) => m.offset), [total]);
+});
+
+Deno.test("runRetention() ages a message from its timestamp moved by the clock's forward steps since", async () => {
+  let wallMs = 1_700_000_000_000;
+  let monoMs = 0;
+  const ageClock = new WallClock({ wall: () => wallMs, mono: () => monoMs });
+  await using store = await openTestStore({
+    retentionMaxAgeSeconds: 7 * 86_400,
+    clock: () => wallMs * 1000,
+    ageClock,
+  });
+  const { backend } = store;
+  await backend.createTopic("s", "t", { partitions: 1 });
+  await backend.append({ ...address, messages: [textMessage("before")] });
+  wallMs += 20 * 86_400_000; // a clock 20 days behind is set right
+  monoMs += 1_000;
+  wallMs += 1_000;
+  await backend.append({ ...address, messages: [textMessage("after")] });
+  assert.deepEqual(await backend.runRetention(ageClock.nowMicros()), { deleted: 0 });
+  // Seven real days on, the first is older than the limit and goes; the second stays.
+  wallMs += 7 * 86_400_000 - 500;
+  monoMs += 7 * 86_400_000 - 500;
+  assert.deepEqual(await backend.runRetention(ageClock.nowMicros()), { deleted: 1 });
+  assert.deepEqual((await backend.poll(address, 0, 10)).map((m) => m.offset), [1]);
 });

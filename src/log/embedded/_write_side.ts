@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { wallClock } from "../../base/wall_clock.ts";
 import type { BackendError } from "../port.ts";
 import type { Catalog } from "./_catalog.ts";
 import { GroupCommit } from "./_group_commit.ts";
@@ -72,7 +73,11 @@ export function openWriteSide(
     log,
     catalog,
     link,
-    { maxAgeMicros: retentionMaxAgeSeconds * 1_000_000, maxTopicBytes: retentionMaxTopicBytes },
+    {
+      maxAgeMicros: retentionMaxAgeSeconds * 1_000_000,
+      maxTopicBytes: retentionMaxTopicBytes,
+      correctedMicros: ageCorrection(options),
+    },
     forwardRoom(options, (consumer, topicId, partition) => {
       const reads = hooks.reads();
       return reads ? storedOffset(reads, consumer, topicId, partition) : null;
@@ -82,4 +87,13 @@ export function openWriteSide(
   );
   retention.schedule(retentionIntervalMs, hooks.runRetention);
   return { link, commits, retention };
+}
+
+/**
+ * How retention moves a stored timestamp before aging it: by `ageClock`'s steps, or the process's
+ * `wallClock`'s; not at all under a test's own `clock` (another timeline than the process's).
+ */
+function ageCorrection(options: EmbeddedOptions): (micros: number) => number {
+  const clock = options.ageClock ?? (options.clock ? undefined : wallClock);
+  return clock ? (micros) => clock.correctedMicros(micros) : (micros) => micros;
 }

@@ -6,6 +6,7 @@
  * @module
  */
 import type { UserConfig } from "../../config/types.ts";
+import { wallClock } from "../../base/wall_clock.ts";
 import {
   type AppendReceipt,
   type AppendRequest,
@@ -37,7 +38,7 @@ import { fullReason, storeHealth, type WriteTrouble } from "./_health.ts";
 import { storedOffset } from "./_forward_room.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import { DELETED_OFFSET } from "./_writer.ts";
-import type { EmbeddedOptions, EmbeddedStats } from "./options.ts";
+import { type EmbeddedOptions, type EmbeddedStats, wallClockMicros } from "./options.ts";
 
 /** An open store's files (see {@link OpenedStore}) and its write side. */
 interface OpenState extends Omit<OpenedStore, "link"> {
@@ -289,7 +290,9 @@ export class EmbeddedBackend implements LogBackend {
    * Drops what the limits say in the log, stores every partition's floors, then deletes the
    * segments nothing needs any more. Resolves with the number of messages dropped.
    */
-  async runRetention(now: number = this.#clock()): Promise<{ deleted: number }> {
+  async runRetention(
+    now: number = this.#options.clock?.() ?? (this.#options.ageClock ?? wallClock).nowMicros(),
+  ): Promise<{ deleted: number }> {
     const writer = this.#state?.writer;
     if (!writer) return { deleted: 0 };
     try {
@@ -395,6 +398,3 @@ export class EmbeddedBackend implements LogBackend {
     return new BackendError("unavailable", message);
   }
 }
-
-/** Wall-clock time in microseconds since the epoch (Iggy's timestamp unit). */
-const wallClockMicros = (): number => Date.now() * 1000;

@@ -4,6 +4,7 @@
  * @module
  */
 import type { UserConfig } from "../../config/types.ts";
+import type { WallClock } from "../../base/wall_clock.ts";
 
 /**
  * Forward mode: what a consumer (the forwarder) has not stored its offset past is kept by
@@ -60,6 +61,11 @@ export interface EmbeddedOptions {
   /** Clock for append timestamps and retention, µs since the epoch; tests inject one. */
   readonly clock?: () => number;
   /**
+   * What age retention counts by: its now, and a stored timestamp moved by the wall clock's
+   * forward steps since it was written (default: the process's `wallClock`).
+   */
+  readonly ageClock?: Pick<WallClock, "nowMicros" | "correctedMicros">;
+  /**
    * Starts the catalog writer's worker from its module URL; default `new Worker(url)`. Tests
    * inject one that keeps the worker, to post it a request it does not know (its crash path).
    */
@@ -79,3 +85,6 @@ export interface EmbeddedStats {
   readonly writerThread: "worker" | "in-process" | "none";
   readonly writerReason?: string;
 }
+
+/** Append timestamps: wall-clock µs since the epoch (Iggy's unit), as the clock reads. */
+export const wallClockMicros = (): number => Date.now() * 1000;

@@ -145,10 +145,10 @@ export class IggyPool {
       if (prompt) this.#reconnecting--;
       if (conn) {
         this.#wake(); // requests waiting for a connection take this one
-        const since = Date.now();
+        const since = performance.now();
         this.#lastError = await conn.closed;
         this.#conns[slot] = undefined;
-        prompt = Date.now() - since >= UP_FOR_MS;
+        prompt = performance.now() - since >= UP_FOR_MS;
         failures = prompt ? 0 : failures + 1;
       } else {
         prompt = false;
@@ -224,7 +224,7 @@ export class IggyPool {
   }
 
   #ping(): void {
-    const idleSince = Date.now() - this.#o.heartbeatMs;
+    const idleSince = performance.now() - this.#o.heartbeatMs;
     for (const c of this.#conns) {
       // a failed ping closes the connection; its slot then reconnects
       if (c && !c.isClosed && c.load === 0 && c.lastUsed <= idleSince) {

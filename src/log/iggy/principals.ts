@@ -138,7 +138,7 @@ export class PrincipalAuthenticator {
 
   constructor(options: PrincipalOptions) {
     this.#o = options;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? (() => performance.now());
   }
 
   /** Checks the credentials against Iggy; expected failures are values. */

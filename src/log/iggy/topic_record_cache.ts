@@ -30,7 +30,7 @@ export class TopicRecordCache {
   readonly #entries = new Map<string, CacheEntry>();
   readonly #loading = new Map<string, Promise<TopicRecord | null>>();
 
-  constructor(fetch: TopicFetcher, ttlMs: number, now: () => number = Date.now) {
+  constructor(fetch: TopicFetcher, ttlMs: number, now: () => number = () => performance.now()) {
     this.#fetch = fetch;
     this.#ttlMs = ttlMs;
     this.#now = now;

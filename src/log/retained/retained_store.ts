@@ -20,6 +20,7 @@
  * @module
  */
 import { coalesced } from "../../base/coalesced.ts";
+import { wallClock } from "../../base/wall_clock.ts";
 import type { GatewayConfig } from "../../config/types.ts";
 import type { Logger } from "../../observe/logger.ts";
 import { envelope, H_EMPTY } from "../envelope.ts";
@@ -119,7 +120,7 @@ export class RetainedStore {
     this.#backend = backend;
     this.#opts = opts;
     this.#logger = logger;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? (() => wallClock.now());
     this.set = new RetainedSet(opts);
     this.#address = { stream: opts.stream, topic: opts.topic, partition: 0 };
   }
@@ -394,6 +395,6 @@ export class RetainedStore {
 
 /** Whether a retained message's MQTT 5 Message Expiry has passed. */
 function expired(m: StoredMessage, nowMicros: number): boolean {
-  const interval = storedExpiry(m.headers);
-  return interval !== null && m.timestampMicros + interval * 1_000_000 <= nowMicros;
+  const interval = storedExpiry(m.headers), from = wallClock.correctedMicros(m.timestampMicros);
+  return interval !== null && from + interval * 1_000_000 <= nowMicros;
 }

@@ -85,8 +85,8 @@ export class IggyConnection {
   #reading: Promise<void>;
   /** Resolves (never rejects) with the reason once the connection is dead. */
   readonly closed: Promise<Error>;
-  /** `Date.now()` of the last request sent. */
-  lastUsed = Date.now();
+  /** `performance.now()` of the last request sent (monotonic: a clock step moves no timeout). */
+  lastUsed = performance.now();
   /** What Register answered, once registered. */
   registration: RegisterReply | undefined;
 
@@ -161,10 +161,10 @@ export class IggyConnection {
         session: kind === "register" ? 0n : this.#session,
         code: operation === 2 ? code : undefined,
       }, frame);
-      const started = Date.now();
+      const started = performance.now();
       for (;;) {
         const reply = this.#nextFrame(code);
-        this.lastUsed = Date.now();
+        this.lastUsed = performance.now();
         const written = this.#writer.write(frame).catch((e) => {
           this.#fail(
             new IggyConnectionError(`Iggy connection ${this.#label} failed writing: ${e}`, {
@@ -180,7 +180,7 @@ export class IggyConnection {
         try {
           return decodeReply(f.header, f.body, code);
         } catch (e) {
-          const late = Date.now() - started + TRANSIENT_RETRY_MS >= this.#timeoutMs;
+          const late = performance.now() - started + TRANSIENT_RETRY_MS >= this.#timeoutMs;
           if (late || !isReplayable(e, kind)) throw e;
           transient = e;
         }
@@ -210,7 +210,7 @@ export class IggyConnection {
 
   #nextFrame(code: number): Promise<Frame> {
     return new Promise<Frame>((resolve, reject) => {
-      this.#deadline = Date.now() + this.#timeoutMs;
+      this.#deadline = performance.now() + this.#timeoutMs;
       this.#waitingFor = code;
       this.#waiter = { resolve, reject };
       this.#watchdog ??= setTimeout(this.#onWatchdog, this.#timeoutMs);
@@ -226,7 +226,7 @@ export class IggyConnection {
   readonly #onWatchdog = (): void => {
     this.#watchdog = undefined;
     if (this.#waiter === undefined || this.#closedWith) return;
-    const left = this.#deadline - Date.now();
+    const left = this.#deadline - performance.now();
     if (left > 0) {
       this.#watchdog = setTimeout(this.#onWatchdog, left);
       return;

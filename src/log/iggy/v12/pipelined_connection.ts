@@ -108,12 +108,12 @@ export class IggyConnection012 {
   #queued = 0;
   #closedWith: Error | undefined;
   #onClose: (e: Error) => void = () => {};
-  #lastReceived = Date.now();
+  #lastReceived = performance.now();
   readonly #reading: Promise<void>;
   /** Resolves (never rejects) with the reason once the connection is dead. */
   readonly closed: Promise<Error>;
-  /** `Date.now()` of the last request sent. */
-  lastUsed = Date.now();
+  /** `performance.now()` of the last request sent (monotonic: a clock step moves no timeout). */
+  lastUsed = performance.now();
   /** What Register answered, once registered. */
   registration: RegisterReply | undefined;
   /** Replica id of the node, from the `replica` byte (61) of its replies. */
@@ -277,7 +277,7 @@ export class IggyConnection012 {
     timeoutMs: number,
     onSent?: (cancel: () => void) => void,
   ): Promise<Uint8Array> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (
       let backoff = TRANSIENT_BACKOFF_MS;;
       backoff = Math.min(2 * backoff, TRANSIENT_BACKOFF_MAX_MS)
@@ -286,7 +286,7 @@ export class IggyConnection012 {
       // Awaited below; a timeout or #fail can reject it while the write is still pending, and
       // an unobserved rejection would end the process.
       reply.catch(() => {});
-      this.lastUsed = Date.now();
+      this.lastUsed = performance.now();
       const written = this.#writer.write(frame).catch((e) =>
         this.#fail(
           new IggyConnectionError(`Iggy connection ${this.#o.label} failed writing: ${e}`, {
@@ -301,7 +301,7 @@ export class IggyConnection012 {
       try {
         return decodeReply(f.header, f.body, code);
       } catch (e) {
-        if (!isTransient(e) || Date.now() + backoff >= deadline) throw e;
+        if (!isTransient(e) || performance.now() + backoff >= deadline) throw e;
       }
       await new Promise((r) => setTimeout(r, backoff));
       if (this.#closedWith) throw this.#closedWith;
@@ -310,14 +310,14 @@ export class IggyConnection012 {
 
   #await(code: number, request: bigint, deadline: number): Promise<Frame> {
     return new Promise<Frame>((resolve, reject) => {
-      const waitMs = Math.max(0, deadline - Date.now());
+      const waitMs = Math.max(0, deadline - performance.now());
       const timer = setTimeout(() => {
         this.#pending.delete(request);
         reject(
           new IggyTimeoutError(`Iggy did not answer ${commandName(code)} within ${waitMs} ms`),
         );
         // Nothing came back at all for as long: the connection is dead, not one request.
-        if (Date.now() - this.#lastReceived >= Math.min(waitMs, this.#o.timeoutMs)) {
+        if (performance.now() - this.#lastReceived >= Math.min(waitMs, this.#o.timeoutMs)) {
           this.#fail(new IggyTimeoutError(`Iggy connection ${this.#o.label} went silent`));
         }
       }, waitMs);
@@ -350,7 +350,7 @@ export class IggyConnection012 {
   }
 
   #deliver(frame: Frame): void {
-    this.#lastReceived = Date.now();
+    this.#lastReceived = performance.now();
     this.replica = frame.header[REPLICA_AT];
     if (readFrameKind(frame.header) === FrameKind.EVICTION) {
       try {

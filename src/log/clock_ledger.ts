@@ -1,0 +1,158 @@
+/**
+ * What the wall clock did, kept beside the embedded store (`<embedded.path>-clock.json`) so a
+ * restart ages what is stored as the run before did: the age shifts of the clock's forward
+ * steps (`base/wall_clock.ts`), and when the last run started and was last seen running.
+ *
+ * At start the file is read before anything is aged. The box's clock cannot be trusted across
+ * a stop (an edge box without a battery-backed clock boots with a stale time and steps when
+ * NTP answers, maybe days later), so the time the gateway was stopped does not count toward
+ * any age: what was stored before this start is shifted by the gap since the last run was last
+ * seen running. A clock that now reads earlier than that sighting (the stored times lie in the
+ * future) is logged with both times; nothing is moved for it (what is stored then looks younger,
+ * never older).
+ *
+ * @module
+ */
+import { type AgeShift, JUMP_THRESHOLD_MS, type WallClock } from "../base/wall_clock.ts";
+import type { Logger } from "../observe/logger.ts";
+
+/** How often the running gateway records that it is running (ms). */
+export const SIGHTING_INTERVAL_MS = 60_000;
+
+interface LedgerFile {
+  readonly version: 1;
+  readonly shifts: readonly AgeShift[];
+  /** This run: when it started and when it was last seen running (wall ms). */
+  readonly run: { readonly startedMs: number; readonly lastSeenMs: number };
+}
+
+/** The ledger file of the store at `storePath`. */
+export function clockLedgerPath(storePath: string): string {
+  return `${storePath}-clock.json`;
+}
+
+/** Keeps `clock`'s shifts and this run's sightings in a file; see the module comment. */
+export class ClockLedger {
+  readonly #path: string;
+  readonly #clock: WallClock;
+  readonly #startedMs: number;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #writing: Promise<void> = Promise.resolve();
+  #unwatch = () => {};
+
+  private constructor(path: string, clock: WallClock) {
+    this.#path = path;
+    this.#clock = clock;
+    this.#startedMs = clock.now();
+  }
+
+  /**
+   * Reads the file (a missing one is a first run; an unreadable or malformed one is logged and
+   * started afresh), restores the shifts and moves what the last run stored past the stop. Writes
+   * nothing: before the store opens, its directory may not exist yet.
+   */
+  static async read(path: string, clock: WallClock, logger: Logger): Promise<ClockLedger> {
+    const ledger = new ClockLedger(path, clock);
+    const last = await readLedger(path, logger);
+    if (last) {
+      clock.restore(last.shifts);
+      judgeStop(last, ledger.#startedMs, clock, logger);
+    }
+    return ledger;
+  }
+
+  /**
+   * Writes the file for this run, then a sighting every `SIGHTING_INTERVAL_MS` and at once after
+   * a step. Throws when the file cannot be written.
+   */
+  async start(): Promise<void> {
+    await this.#write();
+    this.#timer = setInterval(() => this.#save(), SIGHTING_INTERVAL_MS);
+    Deno.unrefTimer(this.#timer as unknown as number);
+    this.#unwatch = this.#clock.onJump(() => this.#save());
+  }
+
+  /** Records the last sighting (the stop), if started. */
+  async close(): Promise<void> {
+    if (this.#timer === undefined) return;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#unwatch();
+    this.#save();
+    await this.#writing;
+  }
+
+  #save(): void {
+    this.#writing = this.#writing.then(() => this.#write()).catch(() => {});
+  }
+
+  async #write(): Promise<void> {
+    const file: LedgerFile = {
+      version: 1,
+      shifts: this.#clock.shifts,
+      run: { startedMs: this.#startedMs, lastSeenMs: this.#clock.now() },
+    };
+    const tmp = `${this.#path}.tmp`;
+    await Deno.writeTextFile(tmp, JSON.stringify(file) + "\n");
+    await Deno.rename(tmp, this.#path);
+  }
+}
+
+async function readLedger(path: string, logger: Logger): Promise<LedgerFile | null> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return null;
+    logger.warn("Cannot read the clock ledger; ages count from stored timestamps", {
+      path,
+      error: e instanceof Error ? e.message : String(e),
+    });
+    return null;
+  }
+  const file = parseLedger(text);
+  if (file === null) {
+    logger.warn("Clock ledger is malformed; ages count from stored timestamps", { path });
+  }
+  return file;
+}
+
+/** The ledger in `text`, or null when it is not one. */
+export function parseLedger(text: string): LedgerFile | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const r = raw as Partial<LedgerFile> | null;
+  const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+  if (r?.version !== 1 || !Array.isArray(r.shifts) || !r.run) return null;
+  if (!isNumber(r.run.startedMs) || !isNumber(r.run.lastSeenMs)) return null;
+  const shifts = r.shifts.filter((s) => isNumber(s?.beforeMs) && isNumber(s?.shiftMs));
+  return { version: 1, shifts, run: r.run };
+}
+
+/** The stop between the last run and this one, as `startedMs` sees it. */
+function judgeStop(last: LedgerFile, startedMs: number, clock: WallClock, logger: Logger): void {
+  const gap = startedMs - last.run.lastSeenMs;
+  const times = {
+    now: new Date(startedMs).toISOString(),
+    last_run_seen: new Date(last.run.lastSeenMs).toISOString(),
+  };
+  if (gap < -JUMP_THRESHOLD_MS) {
+    logger.warn(
+      "Wall clock reads earlier than the last run was seen: stored times lie in the future; " +
+        "they count as new until the clock passes them (order the unit after time sync)",
+      { ...times, behind_s: Math.round(-gap / 1000) },
+    );
+  } else if (gap > JUMP_THRESHOLD_MS) {
+    // Up to the start, not the sighting: what came after the last sighting (a crash leaves up
+    // to a minute) was stored before the stop too.
+    clock.shift(startedMs, gap);
+    logger.info("The time the gateway was stopped does not count toward stored ages", {
+      ...times,
+      stopped_s: Math.round(gap / 1000),
+    });
+  }
+}
