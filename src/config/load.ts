@@ -13,6 +13,8 @@ import { closestName } from "./closest_key.ts";
 import type { GatewayConfig, UserConfig } from "./types.ts";
 import { checkClientIdPattern, parseAnonymous, parseUsers } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
+import { type JwtTemplates, parseJwtTemplates } from "./jwt_templates.ts";
+import { checkJwtKeys } from "./jwt_check.ts";
 
 type Scalar = number | boolean | string | readonly string[];
 
@@ -27,8 +29,8 @@ export interface LoadInput {
 }
 
 const TABLES = new Set(KEY_SPECS.map((s) => s.key.split(".")[0]));
-/** Tables that hold no key of the schema but are read by name: `[[users]]`, `[anonymous]`. */
-const OTHER_TABLES = ["users", "anonymous"];
+/** Tables that hold no key of the schema but are read by name: `[[users]]`, `[anonymous]`, … */
+const OTHER_TABLES = ["users", "anonymous", "jwt_templates"];
 
 /** Every key's environment name → the key. */
 const ENV_NAMES: ReadonlyMap<string, string> = new Map(
@@ -67,7 +69,12 @@ export function loadConfig(input: LoadInput): GatewayConfig {
   const values = new Map<string, Scalar>();
   let usersRaw: unknown = [];
   let anonymousRaw: unknown = null;
+  let templates: JwtTemplates = new Map();
   for (const [table, body] of Object.entries(doc)) {
+    if (table === "jwt_templates") {
+      templates = parseJwtTemplates(body);
+      continue;
+    }
     if (table === "users") {
       usersRaw = body;
       continue;
@@ -108,7 +115,7 @@ export function loadConfig(input: LoadInput): GatewayConfig {
   checkEnvNames(input.env);
   const get = (key: string): Scalar => values.get(key) ?? KEY_SPEC_BY_KEY.get(key)!.default;
   const anonymous = anonymousOf(anonymousRaw, values.has("auth.anonymous_permissions"));
-  const config = assemble(get, parseUsers(usersRaw), anonymous);
+  const config = { ...assemble(get, parseUsers(usersRaw), anonymous), jwt_templates: templates };
   crossCheck(config);
   return deepFreeze(config);
 }
@@ -198,9 +205,9 @@ function assemble(
   get: (k: string) => Scalar,
   users: UserConfig[],
   anonymous: Permissions | null,
-): GatewayConfig {
+): Omit<GatewayConfig, "jwt_templates"> {
   /** One table of the config: each of its keys from the schema, with its checked value. */
-  type Name = Exclude<keyof GatewayConfig, "users" | "anonymous_permissions">;
+  type Name = Exclude<keyof GatewayConfig, "users" | "anonymous_permissions" | "jwt_templates">;
   const table = <T extends Name>(name: T): GatewayConfig[T] => {
     const out: Record<string, Scalar> = {};
     for (const spec of KEY_SPECS) {
@@ -263,6 +270,7 @@ function crossCheck(c: GatewayConfig): void {
     }
   }
   checkClientIdPattern("auth.client_id_pattern", c.auth.client_id_pattern);
+  checkJwtKeys(c);
   checkIggyUse(c);
   checkLimits(c.limits);
   const names = new Set<string>();

@@ -6,6 +6,7 @@
  */
 import type { Permissions } from "../access/permissions.ts";
 import type { KEY_SPECS, KeyType } from "./schema.ts";
+import type { JwtTemplates } from "./jwt_templates.ts";
 
 /** A configured embedded-mode user. */
 export interface UserConfig {
@@ -48,4 +49,6 @@ export type GatewayConfig =
     readonly users: readonly UserConfig[];
     /** `[anonymous.permissions]`: anonymous clients' rights per stream/topic; null = none. */
     readonly anonymous_permissions: Permissions | null;
+    /** `[jwt_templates.<name>]`: login tokens' permission templates, `{claim}` not filled in. */
+    readonly jwt_templates: JwtTemplates;
   };
