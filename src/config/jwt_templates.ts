@@ -16,13 +16,11 @@
 import { ConfigError } from "./errors.ts";
 import { parsePermissions } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
+import type { JwtTemplates } from "./types.ts";
 
 /** A template's placeholders: `{` a claim name `}`. */
 export const PLACEHOLDER = /\{([^{}]*)\}/g;
 const CLAIM_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
-
-/** The templates by name, their names still holding `{claim}` placeholders. */
-export type JwtTemplates = ReadonlyMap<string, Permissions>;
 
 /** Parses the `jwt_templates` table of the config document. */
 export function parseJwtTemplates(raw: unknown): JwtTemplates {

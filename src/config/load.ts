@@ -13,7 +13,7 @@ import { closestName } from "./closest_key.ts";
 import type { GatewayConfig, UserConfig } from "./types.ts";
 import { checkClientIdPattern, parseAnonymous, parseUsers } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
-import { type JwtTemplates, parseJwtTemplates } from "./jwt_templates.ts";
+import { parseJwtTemplates } from "./jwt_templates.ts";
 import { checkJwtKeys } from "./jwt_check.ts";
 
 type Scalar = number | boolean | string | readonly string[];
@@ -67,20 +67,11 @@ export function loadConfig(input: LoadInput): GatewayConfig {
     });
   }
   const values = new Map<string, Scalar>();
-  let usersRaw: unknown = [];
-  let anonymousRaw: unknown = null;
-  let templates: JwtTemplates = new Map();
+  /** The tables read by name (OTHER_TABLES), as the file gives them. */
+  const other: Record<string, unknown> = { users: [], anonymous: null, jwt_templates: {} };
   for (const [table, body] of Object.entries(doc)) {
-    if (table === "jwt_templates") {
-      templates = parseJwtTemplates(body);
-      continue;
-    }
-    if (table === "users") {
-      usersRaw = body;
-      continue;
-    }
-    if (table === "anonymous") {
-      anonymousRaw = body;
+    if (OTHER_TABLES.includes(table)) {
+      other[table] = body;
       continue;
     }
     if (table === "mqtt") {
@@ -114,8 +105,9 @@ export function loadConfig(input: LoadInput): GatewayConfig {
   }
   checkEnvNames(input.env);
   const get = (key: string): Scalar => values.get(key) ?? KEY_SPEC_BY_KEY.get(key)!.default;
-  const anonymous = anonymousOf(anonymousRaw, values.has("auth.anonymous_permissions"));
-  const config = { ...assemble(get, parseUsers(usersRaw), anonymous), jwt_templates: templates };
+  const anonymous = anonymousOf(other.anonymous, values.has("auth.anonymous_permissions"));
+  const templates = parseJwtTemplates(other.jwt_templates);
+  const config = { ...assemble(get, parseUsers(other.users), anonymous), jwt_templates: templates };
   crossCheck(config);
   return deepFreeze(config);
 }

@@ -6,7 +6,6 @@
  */
 import type { Permissions } from "../access/permissions.ts";
 import type { KEY_SPECS, KeyType } from "./schema.ts";
-import type { JwtTemplates } from "./jwt_templates.ts";
 
 /** A configured embedded-mode user. */
 export interface UserConfig {
@@ -20,6 +19,12 @@ export interface UserConfig {
   readonly clientIdPattern?: string;
   readonly permissions: Permissions;
 }
+
+/**
+ * Login tokens' permission templates by name (`[jwt_templates.<name>]`), their stream and topic
+ * names still holding `{claim}` placeholders.
+ */
+export type JwtTemplates = ReadonlyMap<string, Permissions>;
 
 /** The value type of a key of type `T`: an enum's values, a list's strings, and so on. */
 type ValueOf<T extends KeyType> = T extends { readonly kind: "int" } ? number

@@ -10,14 +10,14 @@
  *
  * @module
  */
-import type { GatewayConfig } from "../config/types.ts";
+import type { GatewayConfig, JwtTemplates } from "../config/types.ts";
 import type { Principal } from "../log/port.ts";
 import { verifyJwt } from "../access/jwt.ts";
 import type { JwtKeySet } from "../access/jwt_keys.ts";
 import type { Permissions, StreamPermissions, TopicPermissions } from "../access/permissions.ts";
 import { parsePermissions } from "../config/users.ts";
 import { ConfigError } from "../config/errors.ts";
-import { type JwtTemplates, PLACEHOLDER } from "../config/jwt_templates.ts";
+import { PLACEHOLDER } from "../config/jwt_templates.ts";
 import { utf8Length } from "../base/utf8.ts";
 
 /** A principal that logged in with a token: it holds until `tokenValidUntilMs` (wall clock). */

@@ -27,6 +27,7 @@ import {
   unsignedToken,
 } from "../helpers/jwt.ts";
 import { spawnGateway } from "../helpers/process.ts";
+import { cli, ownStderrLines } from "../helpers/cli.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -412,4 +413,23 @@ Deno.test({
       }
     }
   },
+});
+
+Deno.test("check reads the JWK set as run does: its keys, or one line naming the bad key", async () => {
+  const jwks = `config/.test-check-jwks-${crypto.randomUUID()}.json`;
+  const env = { IGGY_MQTT_AUTH_JWT_JWKS_FILE: jwks };
+  try {
+    await Deno.writeTextFile(`${ROOT}${jwks}`, jwksOf(rsa, ed));
+    const ok = await cli(["check"], { env });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /auth.jwt_jwks_file ".*": 2 key\(s\): RS256 "rsa-1", EdDSA "ed-1"/);
+    await Deno.writeTextFile(`${ROOT}${jwks}`, '{"keys": [{"kty": "oct", "k": "AA", "kid": "s"}]}');
+    const bad = await cli(["check"], { env });
+    assert.equal(bad.code, 1);
+    assert.deepEqual(ownStderrLines(bad.stderr), [
+      `Cannot use auth.jwt_jwks_file "${jwks}": key 0 ("s") is a symmetric key: set it as auth.jwt_hmac_secret`,
+    ]);
+  } finally {
+    await Deno.remove(`${ROOT}${jwks}`);
+  }
 });
