@@ -21,6 +21,7 @@ import {
 import {
   claimsFor,
   jwksOf,
+  makeOpensslSigner,
   makeSigner,
   signHs256,
   signToken,
@@ -28,6 +29,7 @@ import {
 } from "../helpers/jwt.ts";
 import { spawnGateway } from "../helpers/process.ts";
 import { cli, ownStderrLines } from "../helpers/cli.ts";
+import { hasOpenssl } from "../helpers/client_pki.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -64,10 +66,11 @@ function device(sub: string, extra: Record<string, unknown> = {}) {
 
 async function jwtGateway(
   env: Record<string, string> = {},
+  keySet = jwksOf(rsa, ec, ed),
 ): Promise<TestGateway & { jwks: string }> {
   const dir = await Deno.makeTempDir({ prefix: "jwt-keys-" });
   const jwks = `${dir}/jwks.json`;
-  await Deno.writeTextFile(jwks, jwksOf(rsa, ec, ed));
+  await Deno.writeTextFile(jwks, keySet);
   const gw = await startGateway({
     toml: TEMPLATES,
     map: MAP,
@@ -432,4 +435,33 @@ Deno.test("check reads the JWK set as run does: its keys, or one line naming the
   } finally {
     await Deno.remove(`${ROOT}${jwks}`);
   }
+});
+
+Deno.test({
+  name:
+    "tokens signed by openssl (RS256 and Ed25519 keys made by openssl genpkey) log in with mosquitto_pub",
+  ignore: !HAS_MOSQUITTO_CLIENTS || !await hasOpenssl(),
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "jwt-openssl-" });
+    try {
+      const signers = [
+        await makeOpensslSigner("RS256", "ossl-rsa", dir),
+        await makeOpensslSigner("EdDSA", "ossl-ed", dir),
+      ];
+      const gw = await jwtGateway({}, jwksOf(...signers));
+      try {
+        for (const s of signers) {
+          const user = `dev-${s.jwk.kid}`;
+          const token = await s.sign(device(user));
+          const r = await mosquittoPub(gw.port, { user, token, topic: `devices/${user}/temp` });
+          assert.equal(r.code, 0, `${s.jwk.kid}: ${r.stderr}`);
+          assert.deepEqual(await stored(gw, user), ["21.5"]);
+        }
+      } finally {
+        await gw.stop();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });

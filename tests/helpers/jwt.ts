@@ -1,6 +1,6 @@
 /**
- * Login tokens for tests: key pairs made by Web Crypto, tokens signed with them, JWK sets to
- * write to a file. Only tests sign; the gateway only verifies.
+ * Login tokens for tests: key pairs made by Web Crypto (or by openssl), tokens signed with them,
+ * JWK sets to write to a file. Only tests sign; the gateway only verifies.
  */
 import type { JwtAlgorithm } from "../../src/access/jwt_keys.ts";
 
@@ -42,7 +42,7 @@ export async function makeSigner(alg: TestSigner["alg"], kid: string): Promise<T
 }
 
 /** A JWKS document of the signers' public keys. */
-export function jwksOf(...signers: TestSigner[]): string {
+export function jwksOf(...signers: { readonly jwk: JsonWebKey }[]): string {
   return JSON.stringify({ keys: signers.map((s) => s.jwk) });
 }
 
@@ -101,4 +101,71 @@ export function unsignedToken(claims: Record<string, unknown>): string {
   return `${b64url(JSON.stringify({ alg: "none", typ: "JWT" }))}.${
     b64url(JSON.stringify(claims))
   }.`;
+}
+
+/** A key pair made by openssl (RS256 or EdDSA): its public JWK, and a signer that runs openssl. */
+export interface OpensslSigner {
+  readonly jwk: JsonWebKey & { kid: string };
+  sign(claims: Record<string, unknown>): Promise<string>;
+}
+
+async function openssl(args: string[], stdin?: Uint8Array): Promise<Uint8Array> {
+  const p = new Deno.Command("openssl", {
+    args,
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin !== undefined) {
+    const w = p.stdin.getWriter();
+    await w.write(stdin);
+    await w.close();
+  }
+  const out = await p.output();
+  if (!out.success) throw new Error(`openssl ${args[0]}: ${new TextDecoder().decode(out.stderr)}`);
+  return out.stdout;
+}
+
+/**
+ * A key made by `openssl genpkey` in `dir`; tokens signed by `openssl dgst` (RS256) or
+ * `openssl pkeyutl -rawin` (Ed25519): a signer that is not Web Crypto.
+ */
+export async function makeOpensslSigner(
+  alg: "RS256" | "EdDSA",
+  kid: string,
+  dir: string,
+): Promise<OpensslSigner> {
+  const key = `${dir}/${kid}.pem`;
+  const algorithm = alg === "RS256" ? ["RSA", "-pkeyopt", "rsa_keygen_bits:2048"] : ["ED25519"];
+  await openssl(["genpkey", "-algorithm", ...algorithm, "-out", key]);
+  const spki = await openssl(["pkey", "-in", key, "-pubout", "-outform", "DER"]);
+  const params = alg === "RS256"
+    ? { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }
+    : { name: "Ed25519" };
+  const pub = await crypto.subtle.importKey("spki", spki as BufferSource, params, true, ["verify"]);
+  const jwk = await crypto.subtle.exportKey("jwk", pub);
+  delete jwk.key_ops;
+  delete jwk.ext;
+  return {
+    jwk: { ...jwk, kid },
+    async sign(claims) {
+      const h = b64url(JSON.stringify({ alg, typ: "JWT", kid }));
+      const input = new TextEncoder().encode(`${h}.${b64url(JSON.stringify(claims))}`);
+      const sig = alg === "RS256"
+        ? await openssl(["dgst", "-sha256", "-sign", key], input)
+        : await opensslRawSign(key, input, dir);
+      return `${new TextDecoder().decode(input)}.${b64url(sig)}`;
+    },
+  };
+}
+
+/** Ed25519 signs the message itself (no digest): `pkeyutl -rawin` reads it from a file. */
+async function opensslRawSign(key: string, input: Uint8Array, dir: string): Promise<Uint8Array> {
+  const file = `${dir}/input-${crypto.randomUUID()}`;
+  await Deno.writeFile(file, input);
+  try {
+    return await openssl(["pkeyutl", "-sign", "-inkey", key, "-rawin", "-in", file]);
+  } finally {
+    await Deno.remove(file);
+  }
 }
