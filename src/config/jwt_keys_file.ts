@@ -17,6 +17,7 @@ import {
   type JwtKeySet,
 } from "../access/jwt_keys.ts";
 import { parseErrorLine } from "../base/parse_error.ts";
+import { utf8Length } from "../base/utf8.ts";
 
 /** Largest JWKS file read: a hundred RSA-4096 keys fit several times over. */
 export const MAX_JWKS_FILE_BYTES = 1 << 20;
@@ -32,8 +33,11 @@ export async function readJwtKeys(auth: GatewayConfig["auth"]): Promise<JwtKeySe
 
 async function readJwks(path: string): Promise<unknown> {
   const what = "auth.jwt_jwks_file";
-  const text = await readOperatorFile(what, path);
-  if (text.length > MAX_JWKS_FILE_BYTES) {
+  // The size first, so a wrong path (a log file, say) is not read whole; a stat that fails is
+  // reported by the read below, in its words.
+  const size = await Deno.stat(path).then((s) => s.size, () => 0);
+  const text = size > MAX_JWKS_FILE_BYTES ? "" : await readOperatorFile(what, path);
+  if (size > MAX_JWKS_FILE_BYTES || utf8Length(text) > MAX_JWKS_FILE_BYTES) {
     throw new OperatorError(
       "invalid_file",
       `Cannot use ${what} "${path}": larger than ${MAX_JWKS_FILE_BYTES} bytes`,
