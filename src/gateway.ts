@@ -211,6 +211,7 @@ export class Gateway {
       });
     }
     this.#clockWatch = await ClockWatch.open(c, this.logger, this.metrics);
+    this.#ctx.authenticator.useTokens(await Authenticator.readTokens(c));
     await openBackend(c, this.backend);
     await this.#clockWatch.start();
     await this.sessions.load();
@@ -304,9 +305,9 @@ export class Gateway {
   }
 
   /**
-   * SIGHUP: recompiles the topic map, users/ACL and TLS material from `next` (a freshly loaded
-   * config). The map is compiled and the TLS files read first, so a failure there leaves the old
-   * set in force; then the secure listeners take the new material one at a time (tls, then wss:
+   * SIGHUP: recompiles the topic map, users/ACL, token keys and TLS material from `next` (a fresh
+   * config). The map is compiled, token keys and TLS files read first, so a failure there leaves
+   * the old set in force; then the secure listeners take the new material one at a time (tls, then wss:
    * a wss rebind closes its open connections, and a failure there leaves the tls swap in place
    * and the map and users old). New CONNECTs use the new users; subscriptions whose resolution
    * changed are re-resolved.
@@ -318,12 +319,12 @@ export class Gateway {
       // The TLS listener asks for (and names) client certificates as it was started to.
       throw new ConfigError(`listeners.${key}`, `changed from "${was}" to "${now}": restart`);
     }
-    const map = await loadMap(next);
+    const [map, tokens] = await Promise.all([loadMap(next), Authenticator.readTokens(next)]);
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
     const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;
     if (tls !== null) await reloadSecureListeners(secure, tls);
     this.backend.setUsers?.(next.users);
-    this.#ctx.authenticator.reload(next.auth, next.anonymous_permissions);
+    this.#ctx.authenticator.reload(next.auth, next.anonymous_permissions, tokens);
     const previous = this.maps.current;
     this.maps.current = map;
     await this.#checkDurability(map);

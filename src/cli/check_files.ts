@@ -2,7 +2,8 @@
  * `check`: the files the config names that `run` will read, read as `run` reads them (under
  * the same permission set) and parsed: the TLS listener's certificate chain and key, and that
  * they are a pair the TLS stack takes; with client certificates on, the client CA and the CRL;
- * in Iggy mode and forward mode with `iggy.tls`, the CA file for Iggy's certificate. (The topic
+ * in Iggy mode and forward mode with `iggy.tls`, the CA file for Iggy's certificate; the JWK set
+ * of login tokens, every key imported. (The topic
  * map is compiled before this.) A file named by a key `run` will not use is not read: what
  * `check` refuses, `run` refuses too. The first problem throws an {@link OperatorError} whose
  * one-line message names the key and the file.
@@ -13,6 +14,7 @@ import { OperatorError } from "../config/errors.ts";
 import { readOperatorBytes, readOperatorFile } from "../config/files.ts";
 import type { GatewayConfig } from "../config/types.ts";
 import { parseRevocationList } from "../net/revocation.ts";
+import { readJwtKeys } from "../config/jwt_keys_file.ts";
 import { proveTlsMaterial } from "../net/tls_listener.ts";
 
 /**
@@ -49,7 +51,15 @@ export async function configFileLines(config: GatewayConfig): Promise<string[]> 
     const ca = await certificates(crypto, "iggy.tls_ca_file", i.tls_ca_file);
     lines.push(`iggy.tls_ca_file "${i.tls_ca_file}": ${describeCa(ca)}`);
   }
+  if (config.auth.jwt_jwks_file !== "") lines.push(await jwksLine(config.auth));
   return lines;
+}
+
+/** The login tokens' key set: it parses and every key imports, as at start. */
+async function jwksLine(auth: GatewayConfig["auth"]): Promise<string> {
+  const { keys } = (await readJwtKeys({ ...auth, jwt_hmac_secret: "" }))!;
+  const names = keys.map((k) => k.kid === "" ? k.alg : `${k.alg} "${k.kid}"`);
+  return `auth.jwt_jwks_file "${auth.jwt_jwks_file}": ${keys.length} key(s): ${names.join(", ")}`;
 }
 
 /** The listener's certificate chain and key: both parse, the key is the first certificate's. */

@@ -13,6 +13,8 @@ import { closestName } from "./closest_key.ts";
 import type { GatewayConfig, UserConfig } from "./types.ts";
 import { checkClientIdPattern, parseAnonymous, parseUsers } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
+import { parseJwtTemplates } from "./jwt_templates.ts";
+import { checkJwtKeys } from "./jwt_check.ts";
 
 type Scalar = number | boolean | string | readonly string[];
 
@@ -27,8 +29,8 @@ export interface LoadInput {
 }
 
 const TABLES = new Set(KEY_SPECS.map((s) => s.key.split(".")[0]));
-/** Tables that hold no key of the schema but are read by name: `[[users]]`, `[anonymous]`. */
-const OTHER_TABLES = ["users", "anonymous"];
+/** Tables that hold no key of the schema but are read by name: `[[users]]`, `[anonymous]`, … */
+const OTHER_TABLES = ["users", "anonymous", "jwt_templates"];
 
 /** Every key's environment name → the key. */
 const ENV_NAMES: ReadonlyMap<string, string> = new Map(
@@ -65,15 +67,11 @@ export function loadConfig(input: LoadInput): GatewayConfig {
     });
   }
   const values = new Map<string, Scalar>();
-  let usersRaw: unknown = [];
-  let anonymousRaw: unknown = null;
+  /** The tables read by name (OTHER_TABLES), as the file gives them. */
+  const other: Record<string, unknown> = { users: [], anonymous: null, jwt_templates: {} };
   for (const [table, body] of Object.entries(doc)) {
-    if (table === "users") {
-      usersRaw = body;
-      continue;
-    }
-    if (table === "anonymous") {
-      anonymousRaw = body;
+    if (OTHER_TABLES.includes(table)) {
+      other[table] = body;
       continue;
     }
     if (table === "mqtt") {
@@ -107,8 +105,9 @@ export function loadConfig(input: LoadInput): GatewayConfig {
   }
   checkEnvNames(input.env);
   const get = (key: string): Scalar => values.get(key) ?? KEY_SPEC_BY_KEY.get(key)!.default;
-  const anonymous = anonymousOf(anonymousRaw, values.has("auth.anonymous_permissions"));
-  const config = assemble(get, parseUsers(usersRaw), anonymous);
+  const anonymous = anonymousOf(other.anonymous, values.has("auth.anonymous_permissions"));
+  const templates = parseJwtTemplates(other.jwt_templates);
+  const config = { ...assemble(get, parseUsers(other.users), anonymous), jwt_templates: templates };
   crossCheck(config);
   return deepFreeze(config);
 }
@@ -198,9 +197,9 @@ function assemble(
   get: (k: string) => Scalar,
   users: UserConfig[],
   anonymous: Permissions | null,
-): GatewayConfig {
+): Omit<GatewayConfig, "jwt_templates"> {
   /** One table of the config: each of its keys from the schema, with its checked value. */
-  type Name = Exclude<keyof GatewayConfig, "users" | "anonymous_permissions">;
+  type Name = Exclude<keyof GatewayConfig, "users" | "anonymous_permissions" | "jwt_templates">;
   const table = <T extends Name>(name: T): GatewayConfig[T] => {
     const out: Record<string, Scalar> = {};
     for (const spec of KEY_SPECS) {
@@ -263,6 +262,7 @@ function crossCheck(c: GatewayConfig): void {
     }
   }
   checkClientIdPattern("auth.client_id_pattern", c.auth.client_id_pattern);
+  checkJwtKeys(c);
   checkIggyUse(c);
   checkLimits(c.limits);
   const names = new Set<string>();

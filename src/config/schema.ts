@@ -317,6 +317,74 @@ export const KEY_SPECS = [
     default: 30_000,
     doc: "Iggy mode: how long a verified login and its permissions are reused (ms).",
   },
+  {
+    key: "auth.jwt_jwks_file",
+    type: optStr,
+    default: "",
+    doc:
+      'Login tokens: a JSON Web Key Set file ({"keys": [...]}) of public keys that may sign them (RSA → RS256, EC P-256 → ES256, OKP Ed25519 → EdDSA). A CONNECT password starting "eyJ" is then a token. Reloaded on SIGHUP. Empty = none.',
+  },
+  {
+    key: "auth.jwt_hmac_secret",
+    type: optStr,
+    default: "",
+    doc:
+      "Login tokens signed with HS256 by this shared secret (at least 32 bytes; environment only). Empty = none.",
+    secret: true,
+  },
+  {
+    key: "auth.jwt_issuer",
+    type: optStr,
+    default: "",
+    doc: "A token's iss must be this. Empty = not checked.",
+  },
+  {
+    key: "auth.jwt_audience",
+    type: optStr,
+    default: "",
+    doc: "A token's aud must be or hold this. Empty = not checked.",
+  },
+  {
+    key: "auth.jwt_leeway_s",
+    type: int(0, 600),
+    default: 30,
+    doc:
+      "Clock skew allowed on a token's exp and nbf (s); a connection is closed at exp plus this.",
+  },
+  {
+    key: "auth.jwt_principal_claim",
+    type: str,
+    default: "sub",
+    doc:
+      "The claim naming a token's principal (its user name: client-id ownership, client_id_pattern, logs).",
+  },
+  {
+    key: "auth.jwt_permissions_claim",
+    type: str,
+    default: "mqtt_permissions",
+    doc:
+      "The claim holding a token's rights in a [[users]] entry's permissions form ({global, streams}); it wins over a template.",
+  },
+  {
+    key: "auth.jwt_template_claim",
+    type: str,
+    default: "mqtt_template",
+    doc:
+      "The claim naming a [jwt_templates.<name>] permission template for a token without a permissions claim.",
+  },
+  {
+    key: "auth.jwt_default_template",
+    type: optStr,
+    default: "",
+    doc:
+      "The [jwt_templates.<name>] template of tokens with neither claim. Empty = such a token is refused.",
+  },
+  {
+    key: "auth.jwt_max_bytes",
+    type: int(64, 65_535),
+    default: 4096,
+    doc: "Longest token accepted (bytes); a longer one is refused before it is parsed.",
+  },
 
   // [mapping]
   {

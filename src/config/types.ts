@@ -20,6 +20,12 @@ export interface UserConfig {
   readonly permissions: Permissions;
 }
 
+/**
+ * Login tokens' permission templates by name (`[jwt_templates.<name>]`), their stream and topic
+ * names still holding `{claim}` placeholders.
+ */
+export type JwtTemplates = ReadonlyMap<string, Permissions>;
+
 /** The value type of a key of type `T`: an enum's values, a list's strings, and so on. */
 type ValueOf<T extends KeyType> = T extends { readonly kind: "int" } ? number
   : T extends { readonly kind: "bool" } ? boolean
@@ -48,4 +54,6 @@ export type GatewayConfig =
     readonly users: readonly UserConfig[];
     /** `[anonymous.permissions]`: anonymous clients' rights per stream/topic; null = none. */
     readonly anonymous_permissions: Permissions | null;
+    /** `[jwt_templates.<name>]`: login tokens' permission templates, `{claim}` not filled in. */
+    readonly jwt_templates: JwtTemplates;
   };

@@ -1,7 +1,9 @@
 /**
  * Authentication of a CONNECT: credentials are checked by the backend
- * (config users with salted hashes in embedded mode, Iggy users in Iggy mode); anonymous
- * clients only when configured and only from the configured source addresses.
+ * (config users with salted hashes in embedded mode, Iggy users in Iggy mode), or, when token
+ * keys are configured, a password with a token's shape is a signed token checked by
+ * {@link TokenLogin}; anonymous clients only when configured and only from the configured
+ * source addresses.
  *
  * @module
  */
@@ -10,6 +12,8 @@ import { ConnackCode } from "../codec/encoder.ts";
 import type { ConnectPacket } from "../codec/packets.ts";
 import type { LogBackend, Principal } from "../log/port.ts";
 import { hasAnyDataRight, NO_GLOBAL_PERMISSIONS, type Permissions } from "../access/permissions.ts";
+import { looksLikeToken, TokenLogin } from "./token_login.ts";
+import { readJwtKeys } from "../config/jwt_keys_file.ts";
 
 /** Outcome of authenticating a CONNECT. */
 export type AuthDecision =
@@ -46,6 +50,8 @@ export class Authenticator {
   #anonymous: Principal;
   /** Which certificate name is the principal (`listeners.tls_identity`), for messages. */
   readonly #identity: string;
+  /** Token login; null while no token key is configured. */
+  #tokens: TokenLogin | null = null;
 
   /** @param anonymous `[anonymous.permissions]`, replacing `auth.anonymous_permissions`. */
   constructor(
@@ -66,16 +72,36 @@ export class Authenticator {
     return new Authenticator(config.auth, backend, l.tls_identity, config.anonymous_permissions);
   }
 
-  /** Swaps the auth config (hot reload). */
-  reload(auth: GatewayConfig["auth"], anonymous: Permissions | null = null): void {
+  /**
+   * The token login of `config`: its keys read and imported (`auth.jwt_jwks_file`,
+   * `auth.jwt_hmac_secret`); null when neither is set. Rejects with a one-line OperatorError
+   * naming the file; nothing is swapped yet.
+   */
+  static async readTokens(config: GatewayConfig): Promise<TokenLogin | null> {
+    return TokenLogin.of(config, await readJwtKeys(config.auth));
+  }
+
+  /** Swaps the auth config (hot reload); `tokens` as read by {@link readTokens}, absent: kept. */
+  reload(
+    auth: GatewayConfig["auth"],
+    anonymous: Permissions | null = null,
+    tokens?: TokenLogin | null,
+  ): void {
     this.#auth = auth;
     this.#anonymous = anonymousPrincipal(auth, anonymous);
+    if (tokens !== undefined) this.#tokens = tokens;
+  }
+
+  /** Takes the token login (at start). */
+  useTokens(tokens: TokenLogin | null): void {
+    this.#tokens = tokens;
   }
 
   /**
    * A CONNECT over a verified client certificate (`certificateName` given) is the user that
    * name names, with no password checked; a CONNECT username, if sent, must be that name.
-   * Otherwise username/password, or anonymous.
+   * Otherwise a token (when token keys are configured and the password has a token's shape),
+   * username/password, or anonymous.
    */
   async authenticate(
     p: ConnectPacket,
@@ -83,19 +109,12 @@ export class Authenticator {
     certificateName?: string,
   ): Promise<AuthDecision> {
     if (certificateName !== undefined) return await this.#byCertificate(p, certificateName);
-    if (p.username === null) {
-      if (!this.#auth.allow_anonymous) {
-        return deny(ConnackCode.NOT_AUTHORIZED, "anonymous access is disabled");
-      }
-      const sources = this.#auth.anonymous_sources;
-      if (!sources.includes("*") && !sources.includes(remoteAddress)) {
-        return deny(
-          ConnackCode.NOT_AUTHORIZED,
-          `anonymous access is not allowed from ${remoteAddress}`,
-        );
-      }
-      return { ok: true, principal: this.#anonymous };
+    // A token may come without a username (MQTT 5 allows a password alone).
+    const tokens = this.#tokens;
+    if (tokens !== null && p.password !== null && p.username !== this.#auth.pat_username) {
+      if (looksLikeToken(p.password)) return await byToken(tokens, p.password, p.username);
     }
+    if (p.username === null) return this.#anonymousFrom(remoteAddress);
     const password = p.password === null ? "" : new TextDecoder().decode(p.password);
     const result = await this.#backend.authenticate(p.username, password);
     if (!result.ok) {
@@ -105,6 +124,20 @@ export class Authenticator {
       return deny(ConnackCode.BAD_USERNAME_OR_PASSWORD, `authentication failed (${result.reason})`);
     }
     return withDataRights(result.principal);
+  }
+
+  #anonymousFrom(remoteAddress: string): AuthDecision {
+    if (!this.#auth.allow_anonymous) {
+      return deny(ConnackCode.NOT_AUTHORIZED, "anonymous access is disabled");
+    }
+    const sources = this.#auth.anonymous_sources;
+    if (!sources.includes("*") && !sources.includes(remoteAddress)) {
+      return deny(
+        ConnackCode.NOT_AUTHORIZED,
+        `anonymous access is not allowed from ${remoteAddress}`,
+      );
+    }
+    return { ok: true, principal: this.#anonymous };
   }
 
   async #byCertificate(p: ConnectPacket, name: string): Promise<AuthDecision> {
@@ -130,6 +163,23 @@ export class Authenticator {
       }user`,
     );
   }
+}
+
+/** A token login; an oversized token is refused before a byte of it is decoded. */
+async function byToken(
+  tokens: TokenLogin,
+  token: Uint8Array,
+  username: string | null,
+): Promise<AuthDecision> {
+  if (token.length > tokens.maxBytes) {
+    return deny(
+      ConnackCode.BAD_USERNAME_OR_PASSWORD,
+      `token refused: ${token.length} bytes, over auth.jwt_max_bytes (${tokens.maxBytes})`,
+    );
+  }
+  const result = await tokens.login(new TextDecoder().decode(token), username);
+  if (!result.ok) return deny(ConnackCode.BAD_USERNAME_OR_PASSWORD, result.reason);
+  return withDataRights(result.principal);
 }
 
 function withDataRights(principal: Principal): AuthDecision {

@@ -20,6 +20,7 @@ import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
 import type { Registered } from "./registry.ts";
 import type { SessionRequest } from "./session_request.ts";
 import type { StoredSession } from "./stored_sessions.ts";
+import { closeAtTokenExpiry, type ExpiringConnection } from "./token_expiry.ts";
 
 /** The principal a client id belongs to, as recorded: its user name, "" for anonymous. */
 export function ownerName(p: Principal): string {
@@ -108,11 +109,12 @@ export interface ClaimedClientId {
  * Gives the claimed client id to `c`, or refuses it ({@link refuseForeignClientId}), in one
  * synchronous step so nothing can claim the id in between: a live connection with the id is
  * taken over [MQTT-3.1.4-2] (it stores its positions and goes offline), a delayed will of the
- * session is settled, then the stored session is opened under the claimant's name.
+ * session is settled, then the stored session is opened under the claimant's name. A token's
+ * principal holds the id until its token expires: the connection is closed then.
  */
 export function claimClientId(
   ctx: SessionContext,
-  c: Registered,
+  c: Registered & ExpiringConnection,
   claim: ClientIdClaim,
 ): ConnackOutcome | ClaimedClientId {
   const { clientId, principal, session } = claim;
@@ -120,5 +122,7 @@ export function claimClientId(
   if (refused !== null) return refused;
   if (ctx.registry.takeOver(clientId, c)) ctx.metrics.takeovers.inc();
   ctx.wills.reconnected(clientId, session.cleanStart); // after takeOver's close()
-  return ctx.sessions.open(clientId, session, ownerName(principal));
+  const opened = ctx.sessions.open(clientId, session, ownerName(principal));
+  closeAtTokenExpiry(ctx, c, principal, clientId);
+  return opened;
 }
