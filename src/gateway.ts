@@ -216,7 +216,7 @@ export class Gateway {
     await this.#checkDurability(this.maps.current);
     const accept = (listener: string) => (t: Transport) => this.#accept(t, listener);
     if (c.listeners.tcp !== "") {
-      this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept("tcp")));
+      this.#listeners.push(await bindTcp(c, this.#ctx, accept("tcp")));
     }
     if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.#ctx, accept("tls")));
     this.#listeners.push(...await bindWs(c, this.#ctx, accept));

@@ -28,6 +28,8 @@ import {
 } from "./net/listeners.ts";
 import { listenTls, type TlsRefused } from "./net/tls_listener.ts";
 import { listenWs } from "./net/ws_listener.ts";
+import type { ProxyOptions, ProxyRefused } from "./net/proxy_transport.ts";
+import { IpBlockSet } from "./base/ip.ts";
 import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
 
@@ -186,23 +188,46 @@ export function storedSessions(
 
 /**
  * Binds the TCP listener of `listeners.tcp` on `listeners.tcp_socket_layer`: a fallback to
- * node:net is logged, sockets shed for want of file descriptors are counted.
+ * node:net is logged, sockets shed for want of file descriptors are counted, and so are
+ * connections closed for their PROXY header.
  */
 export function bindTcp(
   config: GatewayConfig,
-  logger: Logger,
-  metrics: GatewayMetrics,
+  r: ListenerReports,
   accept: AcceptHandler,
 ): Promise<MqttListener> {
   const a = parseAddress("listeners.tcp", config.listeners.tcp);
   return listenTcp(a.hostname, a.port, {
     layer: config.listeners.tcp_socket_layer ?? "auto",
-    onFallback: (reason) => logger.info("TCP listener uses node:net, not epoll", { reason }),
+    onFallback: (reason) => r.logger.info("TCP listener uses node:net, not epoll", { reason }),
     onShed: () => {
-      metrics.connectionsRefused.inc({ reason: "fd_limit" });
-      logger.limited("warn", "Connection refused: out of file descriptors", {});
+      r.metrics.connectionsRefused.inc({ reason: "fd_limit" });
+      r.logger.limited("warn", "Connection refused: out of file descriptors", {});
     },
+    proxy: proxyOptions(config, r, "tcp"),
   }, accept);
+}
+
+/**
+ * The PROXY protocol settings of the `tcp` or `tls` listener, or undefined when
+ * `listeners.proxy_protocol_from` is empty; refusals are counted and logged.
+ */
+export function proxyOptions(
+  config: GatewayConfig,
+  r: ListenerReports,
+  listener: "tcp" | "tls",
+): ProxyOptions | undefined {
+  const from = config.listeners.proxy_protocol_from;
+  if (from.length === 0) return undefined;
+  return {
+    trusted: new IpBlockSet(from),
+    timeoutMs: config.limits.connect_timeout_ms,
+    maxPending: config.limits.max_connections,
+    onRefused: ({ why, remote, reason }: ProxyRefused) => {
+      r.metrics.connectionsRefused.inc({ reason: why, listener });
+      r.refusalLog.refuse(remote, listener, reason);
+    },
+  };
 }
 
 /**
