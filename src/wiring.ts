@@ -327,5 +327,6 @@ export async function bindTls(
           ? ""
           : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
       }`,
+    proxy: proxyOptions(config, r, "tls"),
   }, accept);
 }
