@@ -241,9 +241,13 @@ export async function bindWs(
 ): Promise<MqttListener[]> {
   const l = config.listeners;
   const out: MqttListener[] = [];
+  const proxies = l.proxy_protocol_from.length > 0
+    ? new IpBlockSet(l.proxy_protocol_from)
+    : undefined;
   const o = (listener: "ws" | "wss") => ({
     path: l.ws_path,
     allowedOrigins: l.ws_allowed_origins,
+    proxies,
     onRefused: (reason: string, remote: string) => {
       r.metrics.connectionsRefused.inc({ reason: "ws_upgrade", listener });
       r.refusalLog.refuse(remote, listener, reason);

@@ -164,3 +164,51 @@ Deno.test("PROXY protocol on TLS: the header before the handshake names the clie
     await other.stop();
   }
 });
+
+/** A WebSocket with `X-Forwarded-For: xff`: the CONNACK's code, or null when refused or closed. */
+async function wsConnectVia(port: number, xff: string, id: string): Promise<number | null> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/mqtt`, {
+    protocols: ["mqtt"],
+    headers: { "x-forwarded-for": xff },
+  } as unknown as string[]);
+  ws.binaryType = "arraybuffer";
+  const got = Promise.withResolvers<number | null>();
+  ws.onopen = () => ws.send(connectPacket(id));
+  ws.onmessage = (e) => got.resolve(new Uint8Array(e.data as ArrayBuffer)[3]);
+  ws.onerror = () => got.resolve(null);
+  ws.onclose = () => got.resolve(null);
+  try {
+    return await got.promise;
+  } finally {
+    const closed = new Promise((r) => ws.readyState === WebSocket.CLOSED ? r(0) : ws.onclose = r);
+    ws.close();
+    await closed;
+  }
+}
+
+Deno.test("X-Forwarded-For on the WebSocket listener: taken from a trusted proxy, ignored from others, refused when malformed", async () => {
+  const env = (from: string) => ({
+    IGGY_MQTT_LISTENERS_WS: "127.0.0.1:0",
+    IGGY_MQTT_LISTENERS_PROXY_PROTOCOL_FROM: from,
+    IGGY_MQTT_AUTH_ANONYMOUS_SOURCES: "198.51.100.8",
+  });
+  const gw = await startGateway({ env: env("127.0.0.1, 10.0.0.0/8") });
+  const other = await startGateway({ env: env("10.0.0.0/8") });
+  try {
+    const port = gw.wsPort!;
+    assert.equal(await wsConnectVia(port, "198.51.100.8", "ws-device"), 0);
+    // Read from the right, past the trusted proxies (10.0.0.3 is one): a forged left end is not.
+    assert.equal(await wsConnectVia(port, "198.51.100.7, 198.51.100.8, 10.0.0.3", "ws-chain"), 0);
+    assert.equal(await wsConnectVia(port, "198.51.100.8, 198.51.100.7", "ws-stranger"), 0x05);
+    assert.equal(await wsConnectVia(port, "unknown", "ws-bad"), null);
+    assert.deepEqual(refusals(gw).map((r) => [r.remote, r.listener, r.reason]), [
+      ["198.51.100.7", "ws", "anonymous access is not allowed from 198.51.100.7"],
+      ["127.0.0.1", "ws", 'X-Forwarded-For: "unknown" is not an IP'],
+    ]);
+    // From a peer not trusted the header is not taken: its own address is no anonymous source.
+    assert.equal(await wsConnectVia(other.wsPort!, "198.51.100.8", "ws-spoofer"), 0x05);
+  } finally {
+    await gw.stop();
+    await other.stop();
+  }
+});
