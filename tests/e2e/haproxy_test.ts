@@ -79,7 +79,9 @@ async function startHaproxy(config: string, gw: TestGateway) {
     fronts,
     /** Stops haproxy (once); its log: health-check changes, alerts. */
     async stop(): Promise<string> {
-      if (!stopped) child.kill("SIGTERM");
+      try {
+        if (!stopped) child.kill("SIGTERM");
+      } catch { /* exited already: its log says why */ }
       stopped = true;
       await child.status;
       return await stderr;
@@ -152,6 +154,13 @@ async function gatewayBehindHaproxy(): Promise<TestGateway> {
 
 const ok = (r: { code: number; stderr: string }, what: string) =>
   assert.equal(r.code, 0, `${what}: ${r.stderr}`);
+
+Deno.test("docs/OPERATIONS.md shows the HAProxy configuration this test runs, as it is", async () => {
+  const docs = await Deno.readTextFile(new URL("../../docs/OPERATIONS.md", import.meta.url));
+  const block = /^```haproxy\n([\s\S]*?)^```$/m.exec(docs);
+  assert.ok(block !== null, "a haproxy block in OPERATIONS.md");
+  assert.equal(block[1], await Deno.readTextFile(CONFIG));
+});
 
 Deno.test({
   name:
