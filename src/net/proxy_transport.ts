@@ -98,11 +98,17 @@ function joined(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out;
 }
 
-/** Puts the PROXY protocol in front of a listener's accept handler. */
+/**
+ * Puts the PROXY protocol in front of a listener's accept handler. Connections waiting for
+ * their header share one timer, not one each (as keep-alives share one deadline wheel): every
+ * one has the same timeout, so the oldest is always due first.
+ */
 export class ProxyAcceptor {
   readonly #o: ProxyOptions;
   readonly #onAccept: AcceptHandler;
-  #pending = 0;
+  /** Trusted connections waiting for their header, oldest first. */
+  readonly #waiting = new Set<ProxiedTransport>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(o: ProxyOptions, onAccept: AcceptHandler) {
     this.#o = o;
@@ -111,7 +117,7 @@ export class ProxyAcceptor {
 
   /** Connections waiting for their header now. */
   get pending(): number {
-    return this.#pending;
+    return this.#waiting.size;
   }
 
   /** The listener's accept handler. */
@@ -119,20 +125,20 @@ export class ProxyAcceptor {
     if (!this.#o.trusted.has(t.remoteAddress)) {
       return this.#onAccept(new ProxiedTransport(t, this, false));
     }
-    if (this.#pending >= this.#o.maxPending) {
+    if (this.#waiting.size >= this.#o.maxPending) {
       t.close();
-      const reason = `${this.#pending} connections wait for their PROXY header already`;
+      const reason = `${this.#waiting.size} connections wait for their PROXY header already`;
       return this.#o.onRefused({ why: "proxy_pending", remote: t.remoteAddress, reason });
     }
-    this.#pending++;
     const w = new ProxiedTransport(t, this, true);
-    w.timer = setTimeout(() => w.expire(this.#o.timeoutMs), this.#o.timeoutMs);
+    this.#waiting.add(w);
+    this.#arm();
     t.start(w);
   };
 
   /** A trusted connection's header phase ended (read, refused, timed out or abandoned). */
-  settled(): void {
-    this.#pending--;
+  settled(t: ProxiedTransport): void {
+    this.#waiting.delete(t);
   }
 
   opened(t: ProxiedTransport): void {
@@ -141,6 +147,27 @@ export class ProxyAcceptor {
 
   refused(why: ProxyRefusal, remote: string, reason: string): void {
     this.#o.onRefused({ why, remote, reason });
+  }
+
+  /** The timer, for the oldest waiting connection's deadline. */
+  #arm(): void {
+    if (this.#timer !== undefined) return;
+    const oldest = this.#waiting.values().next();
+    if (oldest.done) return;
+    const due = oldest.value.acceptedAt! + this.#o.timeoutMs - performance.now();
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#expire();
+    }, Math.max(0, due));
+  }
+
+  #expire(): void {
+    const now = performance.now();
+    for (const w of this.#waiting) {
+      if (w.acceptedAt! + this.#o.timeoutMs > now) break;
+      w.expire(this.#o.timeoutMs); // leaves the set (deleting while iterating a Set is safe)
+    }
+    this.#arm();
   }
 }
 
@@ -151,8 +178,6 @@ export class ProxyAcceptor {
 export class ProxiedTransport implements Transport, TransportSink {
   remoteAddress: string;
   readonly acceptedAt: number | undefined;
-  /** The header deadline of a trusted connection, until its header is read. */
-  timer: ReturnType<typeof setTimeout> | undefined;
   readonly #inner: Transport;
   readonly #acceptor: ProxyAcceptor;
   readonly #trusted: boolean;
@@ -269,10 +294,7 @@ export class ProxiedTransport implements Transport, TransportSink {
 
   /** A trusted connection no longer waits for its header: its deadline and slot go. */
   #endHeaderPhase(): void {
-    if (this.timer === undefined) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.#acceptor.settled();
+    if (this.#trusted) this.#acceptor.settled(this);
   }
 
   /** Hands the connection what was read past the header, then reads on (unless paused). */
