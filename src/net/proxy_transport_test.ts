@@ -220,3 +220,20 @@ Deno.test("ProxyAcceptor: an untrusted source's PROXY header is refused; its pla
   device.client.end();
   await sink.until(() => sink.ended);
 });
+
+Deno.test("ProxyAcceptor: each waiting connection gets its own deadline from the one timer", async () => {
+  const { a, accepted, refused, events } = acceptor({ timeoutMs: 80 });
+  const first = memoryTransportPair("127.0.0.1");
+  a.accept(first.transport);
+  await new Promise((r) => setTimeout(r, 40));
+  const second = memoryTransportPair("127.0.0.1");
+  a.accept(second.transport);
+  await events.until(() => refused.length === 1);
+  assert.ok(first.client.closed);
+  assert.equal(a.pending, 1, "the second is not due with the first");
+  second.client.send(HEADER);
+  await events.until(() => accepted.length === 1);
+  assert.equal(accepted[0].remoteAddress, "198.51.100.7");
+  assert.equal(refused.length, 1);
+  assert.equal(a.pending, 0);
+});
