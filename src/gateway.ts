@@ -327,11 +327,14 @@ export class Gateway {
    * changed are re-resolved.
    */
   async reload(next: GatewayConfig): Promise<void> {
-    for (const key of ["tls_client_auth", "tls_identity"] as const) {
-      const [was, now] = [this.config.listeners[key], next.listeners[key]];
+    for (const key of ["tls_client_auth", "tls_identity", "proxy_protocol_from"] as const) {
+      const [was, now] = [this.config.listeners[key], next.listeners[key]].map((v) =>
+        JSON.stringify(v)
+      );
       if (was === now) continue;
-      // The TLS listener asks for (and names) client certificates as it was started to.
-      throw new ConfigError(`listeners.${key}`, `changed from "${was}" to "${now}": restart`);
+      // The listeners ask for (and name) client certificates, and trust balancers, as they were
+      // started to: a list of balancers left stale without a word would trust a removed one.
+      throw new ConfigError(`listeners.${key}`, `changed from ${was} to ${now}: restart`);
     }
     const map = await loadMap(next);
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss

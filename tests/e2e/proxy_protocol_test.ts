@@ -13,9 +13,11 @@ import {
   connectPacket,
   RawClient,
   startGateway,
+  testEnv,
   type TestGateway,
   waitFor,
 } from "../helpers/gateway.ts";
+import { loadConfig } from "../../src/config/load.ts";
 
 const FIX = new URL("../fixtures/tls/", import.meta.url).pathname;
 const text = (s: string) => new TextEncoder().encode(s);
@@ -210,5 +212,25 @@ Deno.test("X-Forwarded-For on the WebSocket listener: taken from a trusted proxy
   } finally {
     await gw.stop();
     await other.stop();
+  }
+});
+
+Deno.test("A reload that changes listeners.proxy_protocol_from is refused, naming the key: the listeners trust as they were started to", async () => {
+  const env = { IGGY_MQTT_LISTENERS_PROXY_PROTOCOL_FROM: "10.0.0.2" };
+  const gw = await startGateway({ env });
+  const reloadWith = (from: string) =>
+    gw.gateway.reload(loadConfig({
+      text: "",
+      source: "reload",
+      env: { ...testEnv(gw.dir), IGGY_MQTT_LISTENERS_PROXY_PROTOCOL_FROM: from },
+    }));
+  try {
+    await assert.rejects(
+      reloadWith("10.0.0.2,10.0.0.3"),
+      /listeners\.proxy_protocol_from.*changed from \["10\.0\.0\.2"\] to \["10\.0\.0\.2","10\.0\.0\.3"\]: restart/,
+    );
+    await reloadWith("10.0.0.2"); // the same list still reloads
+  } finally {
+    await gw.stop();
   }
 });
