@@ -234,3 +234,48 @@ Deno.test("A reload that changes listeners.proxy_protocol_from is refused, namin
     await gw.stop();
   }
 });
+
+Deno.test("PROXY protocol: 300 mutated headers over real sockets leave the gateway serving (epoll layer)", async () => {
+  const gw = await startGateway({
+    env: {
+      IGGY_MQTT_LISTENERS_TCP_SOCKET_LAYER: "epoll",
+      IGGY_MQTT_LISTENERS_PROXY_PROTOCOL_FROM: "127.0.0.1",
+      IGGY_MQTT_AUTH_ANONYMOUS_SOURCES: "*",
+      IGGY_MQTT_LIMITS_CONNECT_TIMEOUT_MS: "500",
+    },
+  });
+  let seed = 54;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x80000000;
+  };
+  const int = (n: number) => Math.floor(random() * n);
+  const seeds = [v1("198.51.100.7"), v2("198.51.100.7"), text("PROXY UNKNOWN\r\n")];
+  try {
+    for (let round = 0; round < 30; round++) {
+      await Promise.all(Array.from({ length: 10 }, async (_, i) => {
+        const bytes = [...seeds[int(seeds.length)]];
+        for (let m = 1 + int(3); m > 0; m--) {
+          const at = int(bytes.length);
+          if (random() < 0.5) bytes[at] = int(256);
+          else bytes.splice(at, int(3));
+        }
+        const c = await RawClient.connect(gw.port);
+        try {
+          await c.send([...bytes, ...connectPacket(`fuzz-${round}-${i}`)]);
+          await c.readPacket(2000); // a CONNACK, or the close
+        } finally {
+          c.close();
+        }
+      }));
+    }
+    assert.equal(await connectVia(gw.port, v2("198.51.100.9"), "witness"), 0);
+    const malformed = gw.gateway.metrics.connectionsRefused.get({
+      reason: "proxy_header",
+      listener: "tcp",
+    });
+    assert.ok(malformed > 0, "malformed headers were counted");
+  } finally {
+    await gw.stop();
+  }
+});
