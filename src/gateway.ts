@@ -6,7 +6,6 @@
  */
 import { parseAddress } from "./config/load.ts";
 import { fileAccessError, readOperatorFile } from "./config/files.ts";
-import { ConfigError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
@@ -41,6 +40,7 @@ import {
   publishPreparer,
   readTlsMaterial,
   refusalLog,
+  refuseListenerChanges,
   retainedStore,
   sourceGuardOptions,
   storedSessions,
@@ -327,15 +327,7 @@ export class Gateway {
    * changed are re-resolved.
    */
   async reload(next: GatewayConfig): Promise<void> {
-    for (const key of ["tls_client_auth", "tls_identity", "proxy_protocol_from"] as const) {
-      const [was, now] = [this.config.listeners[key], next.listeners[key]].map((v) =>
-        JSON.stringify(v)
-      );
-      if (was === now) continue;
-      // The listeners ask for (and name) client certificates, and trust balancers, as they were
-      // started to: a list of balancers left stale without a word would trust a removed one.
-      throw new ConfigError(`listeners.${key}`, `changed from ${was} to ${now}: restart`);
-    }
+    refuseListenerChanges(this.config, next);
     const map = await loadMap(next);
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
     const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;

@@ -5,7 +5,7 @@
  * @module
  */
 import { readOperatorBytes, readOperatorFile } from "./config/files.ts";
-import { OperatorError } from "./config/errors.ts";
+import { ConfigError, OperatorError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
 import type { LogBackend, TopicInfo } from "./log/port.ts";
@@ -300,6 +300,19 @@ export interface ListenerReports {
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   readonly refusalLog: RefusalLog;
+}
+
+/**
+ * Throws a ConfigError naming the first listener key a reload may not change: the listeners ask
+ * for (and name) client certificates, and trust balancers, as they were started to; a list of
+ * balancers left stale without a word would go on trusting a removed one.
+ */
+export function refuseListenerChanges(was: GatewayConfig, next: GatewayConfig): void {
+  for (const key of ["tls_client_auth", "tls_identity", "proxy_protocol_from"] as const) {
+    const [before, after] = [was, next].map((c) => JSON.stringify(c.listeners[key]));
+    if (before === after) continue;
+    throw new ConfigError(`listeners.${key}`, `changed from ${before} to ${after}: restart`);
+  }
 }
 
 /** Binds the TLS listener of `listeners.tls`; refused handshakes are counted and logged. */
