@@ -6,6 +6,7 @@
  */
 import { parseAddress } from "./config/load.ts";
 import { ConfigError } from "./config/errors.ts";
+import { fileAccessError, readOperatorFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
@@ -41,6 +42,7 @@ import {
   publishPreparer,
   readTlsMaterial,
   refusalLog,
+  refuseListenerChanges,
   retainedStore,
   sourceGuardOptions,
   storedSessions,
@@ -222,7 +224,7 @@ export class Gateway {
     await this.#checkDurability(this.maps.current);
     const accept = (listener: string) => (t: Transport) => this.#accept(t, listener);
     if (c.listeners.tcp !== "") {
-      this.#listeners.push(await bindTcp(c, this.logger, this.metrics, accept("tcp")));
+      this.#listeners.push(await bindTcp(c, this.#ctx, accept("tcp")));
     }
     if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.#ctx, accept("tls")));
     this.#listeners.push(...await bindWs(c, this.#ctx, accept));
@@ -313,12 +315,7 @@ export class Gateway {
    * changed are re-resolved.
    */
   async reload(next: GatewayConfig): Promise<void> {
-    for (const key of ["tls_client_auth", "tls_identity"] as const) {
-      const [was, now] = [this.config.listeners[key], next.listeners[key]];
-      if (was === now) continue;
-      // The TLS listener asks for (and names) client certificates as it was started to.
-      throw new ConfigError(`listeners.${key}`, `changed from "${was}" to "${now}": restart`);
-    }
+    refuseListenerChanges(this.config, next);
     const [map, tokens] = await Promise.all([loadMap(next), Authenticator.readTokens(next)]);
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
     const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;

@@ -5,7 +5,7 @@
  * @module
  */
 import { fileAccessError, readOperatorBytes, readOperatorFile } from "./config/files.ts";
-import { OperatorError } from "./config/errors.ts";
+import { ConfigError, OperatorError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
 import type { LogBackend, TopicInfo } from "./log/port.ts";
@@ -28,6 +28,8 @@ import {
 } from "./net/listeners.ts";
 import { listenTls, type TlsRefused } from "./net/tls_listener.ts";
 import { listenWs } from "./net/ws_listener.ts";
+import type { ProxyOptions, ProxyRefused } from "./net/proxy_transport.ts";
+import { IpBlockSet } from "./base/ip.ts";
 import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
 
@@ -186,23 +188,46 @@ export function storedSessions(
 
 /**
  * Binds the TCP listener of `listeners.tcp` on `listeners.tcp_socket_layer`: a fallback to
- * node:net is logged, sockets shed for want of file descriptors are counted.
+ * node:net is logged, sockets shed for want of file descriptors are counted, and so are
+ * connections closed for their PROXY header.
  */
 export function bindTcp(
   config: GatewayConfig,
-  logger: Logger,
-  metrics: GatewayMetrics,
+  r: ListenerReports,
   accept: AcceptHandler,
 ): Promise<MqttListener> {
   const a = parseAddress("listeners.tcp", config.listeners.tcp);
   return listenTcp(a.hostname, a.port, {
     layer: config.listeners.tcp_socket_layer ?? "auto",
-    onFallback: (reason) => logger.info("TCP listener uses node:net, not epoll", { reason }),
+    onFallback: (reason) => r.logger.info("TCP listener uses node:net, not epoll", { reason }),
     onShed: () => {
-      metrics.connectionsRefused.inc({ reason: "fd_limit" });
-      logger.limited("warn", "Connection refused: out of file descriptors", {});
+      r.metrics.connectionsRefused.inc({ reason: "fd_limit" });
+      r.logger.limited("warn", "Connection refused: out of file descriptors", {});
     },
+    proxy: proxyOptions(config, r, "tcp"),
   }, accept);
+}
+
+/**
+ * The PROXY protocol settings of the `tcp` or `tls` listener, or undefined when
+ * `listeners.proxy_protocol_from` is empty; refusals are counted and logged.
+ */
+export function proxyOptions(
+  config: GatewayConfig,
+  r: ListenerReports,
+  listener: "tcp" | "tls",
+): ProxyOptions | undefined {
+  const from = config.listeners.proxy_protocol_from;
+  if (from.length === 0) return undefined;
+  return {
+    trusted: new IpBlockSet(from),
+    timeoutMs: config.limits.connect_timeout_ms,
+    maxPending: config.limits.max_connections,
+    onRefused: ({ why, remote, reason }: ProxyRefused) => {
+      r.metrics.connectionsRefused.inc({ reason: why, listener });
+      r.refusalLog.refuse(remote, listener, reason);
+    },
+  };
 }
 
 /**
@@ -216,9 +241,13 @@ export async function bindWs(
 ): Promise<MqttListener[]> {
   const l = config.listeners;
   const out: MqttListener[] = [];
+  const proxies = l.proxy_protocol_from.length > 0
+    ? new IpBlockSet(l.proxy_protocol_from)
+    : undefined;
   const o = (listener: "ws" | "wss") => ({
     path: l.ws_path,
     allowedOrigins: l.ws_allowed_origins,
+    proxies,
     onRefused: (reason: string, remote: string) => {
       r.metrics.connectionsRefused.inc({ reason: "ws_upgrade", listener });
       r.refusalLog.refuse(remote, listener, reason);
@@ -273,6 +302,19 @@ export interface ListenerReports {
   readonly refusalLog: RefusalLog;
 }
 
+/**
+ * Throws a ConfigError naming the first listener key a reload may not change: the listeners ask
+ * for (and name) client certificates, and trust balancers, as they were started to; a list of
+ * balancers left stale without a word would go on trusting a removed one.
+ */
+export function refuseListenerChanges(was: GatewayConfig, next: GatewayConfig): void {
+  for (const key of ["tls_client_auth", "tls_identity", "proxy_protocol_from"] as const) {
+    const [before, after] = [was, next].map((c) => JSON.stringify(c.listeners[key]));
+    if (before === after) continue;
+    throw new ConfigError(`listeners.${key}`, `changed from ${before} to ${after}: restart`);
+  }
+}
+
 /** Binds the TLS listener of `listeners.tls`; refused handshakes are counted and logged. */
 export async function bindTls(
   config: GatewayConfig,
@@ -302,6 +344,7 @@ export async function bindTls(
           ? ""
           : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
       }`,
+    proxy: proxyOptions(config, r, "tls"),
   }, accept);
 }
 

@@ -7,6 +7,7 @@
 import { parse as parseToml } from "smol-toml";
 import { parseErrorLine } from "../base/parse_error.ts";
 import { type HostPort, splitHostPort } from "../base/address.ts";
+import { IpBlockSet } from "../base/ip.ts";
 import { ConfigError } from "./errors.ts";
 import { envNameOf, KEY_SPEC_BY_KEY, KEY_SPECS, type KeySpec } from "./schema.ts";
 import { closestName } from "./closest_key.ts";
@@ -263,12 +264,22 @@ function crossCheck(c: GatewayConfig): void {
   }
   checkClientIdPattern("auth.client_id_pattern", c.auth.client_id_pattern);
   checkJwtKeys(c);
+  checkIpBlocks("listeners.proxy_protocol_from", c.listeners.proxy_protocol_from);
   checkIggyUse(c);
   checkLimits(c.limits);
   const names = new Set<string>();
   for (const u of c.users) {
     if (names.has(u.username)) throw new ConfigError("users", `duplicate user "${u.username}"`);
     names.add(u.username);
+  }
+}
+
+/** A list of IPs and CIDR blocks; the first entry that is neither is named. */
+function checkIpBlocks(key: string, entries: readonly string[]): void {
+  try {
+    new IpBlockSet(entries);
+  } catch (err) {
+    throw new ConfigError(key, (err as Error).message);
   }
 }
 

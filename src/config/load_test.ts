@@ -58,6 +58,18 @@ Deno.test("loadConfig() refuses a bound on partly received packets below one lar
   assert.equal(c.limits.max_partial_packet_bytes_total, 1_048_580);
 });
 
+Deno.test("loadConfig() takes listeners.proxy_protocol_from as IPs and CIDR blocks, naming a bad entry", () => {
+  const c = load("", { IGGY_MQTT_LISTENERS_PROXY_PROTOCOL_FROM: "10.0.0.0/8, ::1" });
+  assert.deepEqual(c.listeners.proxy_protocol_from, ["10.0.0.0/8", "::1"]);
+  assert.deepEqual(load("").listeners.proxy_protocol_from, []);
+  refuses(
+    '[listeners]\nproxy_protocol_from = ["10.0.0.0/33"]\n',
+    {},
+    "listeners.proxy_protocol_from",
+  );
+  refuses('[listeners]\nproxy_protocol_from = ["lb.example"]\n', {}, /"lb\.example" is not an IP/);
+});
+
 Deno.test("loadConfig() accepts secrets only from the environment", () => {
   refuses('[iggy]\npassword = "hunter2"\n', {}, "iggy.password");
   const c = load('[gateway]\nbackend = "iggy"\n', { IGGY_MQTT_IGGY_PASSWORD: "hunter2" });

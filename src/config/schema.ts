@@ -176,6 +176,13 @@ export const KEY_SPECS = [
     doc:
       "Origins a browser may open a WebSocket from; empty: every origin is accepted (and clients that send none).",
   },
+  {
+    key: "listeners.proxy_protocol_from",
+    type: list,
+    default: [],
+    doc:
+      "Load balancers (IPs or CIDR blocks, e.g. [\"10.0.0.0/8\"]) whose connections start with a PROXY protocol header (v1 or v2) on the TCP and TLS listeners (for TLS before the handshake), and whose X-Forwarded-For is taken on the WebSocket listeners: the client's address it names is then the connection's for limits, anonymous sources and logs. A connection from these without a valid header within limits.connect_timeout_ms is closed; a PROXY header from any other source is refused. Empty: off (a PROXY header is then an MQTT protocol error). A SIGHUP that changes it is refused: restart.",
+  },
 
   // [mqtt5]
   {

@@ -5,6 +5,9 @@
  *
  * @module
  */
+import { formatIp } from "../base/ip.ts";
+
+export { parseIp } from "../base/ip.ts";
 
 const SYMBOLS = {
   socket: { parameters: ["i32", "i32", "i32"], result: "i32" },
@@ -113,31 +116,6 @@ export function sysError(call: string, e: number): Error & { code: string } {
   return Object.assign(new Error(`${call}: ${code}`), { code, errno: e });
 }
 
-/** The 4 or 16 bytes of an IP literal, or null when `host` is not one. */
-export function parseIp(host: string): Uint8Array | null {
-  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  if (v4 !== null) {
-    const b = v4.slice(1).map(Number);
-    return b.every((x) => x <= 255) ? Uint8Array.from(b) : null;
-  }
-  if (!/^[0-9a-fA-F:]+$/.test(host) || host.split("::").length > 2) return null;
-  const [head, tail] = host.includes("::") ? host.split("::") : [host, null];
-  const groups = (s: string) => s === "" ? [] : s.split(":");
-  const h = groups(head);
-  const t = tail === null ? [] : groups(tail);
-  const zeros = 8 - h.length - t.length;
-  if ((tail === null && zeros !== 0) || zeros < 0 || [...h, ...t].some((g) => g.length > 4)) {
-    return null;
-  }
-  const all = [...h, ...Array(zeros).fill("0"), ...t].map((g) => parseInt(g, 16));
-  const out = new Uint8Array(16);
-  all.forEach((g, i) => {
-    out[2 * i] = g >> 8;
-    out[2 * i + 1] = g & 0xff;
-  });
-  return out;
-}
-
 /** A `sockaddr_in`/`sockaddr_in6` for `ip` (from {@link parseIp}) and `port`. */
 export function sockaddrOf(ip: Uint8Array, port: number): Uint8Array {
   const sa = new Uint8Array(ip.length === 4 ? 16 : 28);
@@ -159,23 +137,6 @@ export function portOf(sa: Uint8Array): number {
  */
 export function addressOf(sa: Uint8Array): string {
   const family = sa[0] | (sa[1] << 8);
-  if (family === AF_INET) return `${sa[4]}.${sa[5]}.${sa[6]}.${sa[7]}`;
-  if (family !== AF_INET6) return "";
-  const b = sa.subarray(8, 24);
-  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) {
-    return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
-  }
-  const g = Array.from({ length: 8 }, (_, i) => (b[2 * i] << 8) | b[2 * i + 1]);
-  // The longest run of two or more zero groups becomes "::" (RFC 5952).
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8;) {
-    let j = i;
-    while (j < 8 && g[j] === 0) j++;
-    if (j - i > bestLen) [best, bestLen] = [i, j - i];
-    i = j === i ? i + 1 : j;
-  }
-  const hex = g.map((x) => x.toString(16));
-  if (best < 0) return hex.join(":");
-  return `${hex.slice(0, best).join(":")}::${hex.slice(best + bestLen).join(":")}`;
+  if (family === AF_INET) return formatIp(sa.subarray(4, 8));
+  return family === AF_INET6 ? formatIp(sa.subarray(8, 24)) : "";
 }

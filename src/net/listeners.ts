@@ -12,6 +12,7 @@ import { bindableIp, EpollListener } from "./_epoll_listener.ts";
 import { addressOf, openLibc, sockaddrOf } from "./_libc.ts";
 import type { AcceptHandler, MqttListener } from "./mqtt_listener.ts";
 import { bind, NodeSocketTransport } from "./node_transport.ts";
+import { ProxyAcceptor, type ProxyOptions } from "./proxy_transport.ts";
 
 export type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 
@@ -26,6 +27,8 @@ export interface TcpListenOptions {
   onFallback(reason: string): void;
   /** A connection was closed at once for want of file descriptors (epoll layer). */
   onShed(): void;
+  /** The PROXY protocol (`listeners.proxy_protocol_from`), when any source may send it. */
+  readonly proxy?: ProxyOptions;
 }
 
 /**
@@ -33,14 +36,16 @@ export interface TcpListenOptions {
  * less than what node:net holds per idle socket) or node:net (see
  * {@link NodeSocketTransport}). Rejects with an OperatorError naming the address when it
  * cannot be bound (port in use, not ours, privileged), or naming the key when `epoll` was
- * asked for and cannot be used.
+ * asked for and cannot be used. With `o.proxy`, every connection passes a {@link ProxyAcceptor}
+ * first, whichever layer accepted it.
  */
 export function listenTcp(
   hostname: string,
   port: number,
   o: TcpListenOptions,
-  onAccept: AcceptHandler,
+  accept: AcceptHandler,
 ): Promise<MqttListener> {
+  const onAccept = o.proxy === undefined ? accept : new ProxyAcceptor(o.proxy, accept).accept;
   if (o.layer !== "node") {
     const opened = openLibc();
     const ip = bindableIp(hostname);

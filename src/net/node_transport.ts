@@ -39,9 +39,15 @@ export class NodeSocketTransport implements Transport {
   readonly certificateName: string | undefined;
   readonly #socket: SinkedSocket;
 
-  constructor(socket: net.Socket, acceptedAt?: number, certificateName?: string) {
+  /** `remoteAddress`: the client's, when a PROXY header named it; else the socket's peer. */
+  constructor(
+    socket: net.Socket,
+    acceptedAt?: number,
+    certificateName?: string,
+    remoteAddress?: string,
+  ) {
     this.#socket = socket;
-    this.remoteAddress = plainAddress(socket.remoteAddress ?? "");
+    this.remoteAddress = remoteAddress ?? plainAddress(socket.remoteAddress ?? "");
     this.acceptedAt = acceptedAt;
     this.certificateName = certificateName;
   }

@@ -15,6 +15,8 @@ import { judgePeer, type TlsClientAuth, type TlsIdentity } from "./client_certif
 import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 import { bind, NodeSocketTransport, plainAddress } from "./node_transport.ts";
 import { caSubjectsOf, handshakeFailure, TlsReason } from "./tls_refusal.ts";
+import type { ProxyOptions } from "./proxy_transport.ts";
+import { CLIENT_ADDRESS, type ProxiedSocket, proxyFront } from "./tls_proxy.ts";
 
 /** Why a TLS connection ended before it became an MQTT connection (counters). */
 export type TlsRefusal =
@@ -50,6 +52,8 @@ export interface TlsListenOptions {
   onAbandoned(remote: string): void;
   /** Where the certificate and key came from, for the error on unusable ones. */
   readonly source?: string;
+  /** The PROXY protocol before the handshake (`listeners.proxy_protocol_from`). */
+  readonly proxy?: ProxyOptions;
 }
 
 /**
@@ -66,7 +70,7 @@ export function proveTlsMaterial(m: TlsMaterial): void {
 
 /** When a TLS listener accepted the TCP socket under a TLS socket (`performance.now()`). */
 const ACCEPTED_AT = Symbol("acceptedAt");
-type TimedSocket = net.Socket & { [ACCEPTED_AT]?: number };
+type TimedSocket = ProxiedSocket & { [ACCEPTED_AT]?: number };
 
 /**
  * Binds a TLS listener (node:tls). The connect deadline includes the handshake: node:tls
@@ -101,10 +105,12 @@ export function listenTls(
   }
   // node:tls only when a TLS listener is configured: its modules are RSS a plain-TCP gateway
   // would carry for nothing.
-  return import("node:tls").then(({ default: tls }) => {
+  return Promise.all([import("node:tls"), import("node:net")]).then(([tls, net]) => {
     const state = stateOf(material);
-    const server = tlsServer(tls, material, state, o, onAccept);
-    return bindTls(server, hostname, port, state, o);
+    const secure = tlsServer(tls.default, material, state, o, onAccept);
+    const front = o.proxy &&
+      proxyFront(net.default, secure, o.proxy, o.maxConnections, stampAccept);
+    return bindTls(secure, front, hostname, port, state, o);
   });
 }
 
@@ -124,20 +130,29 @@ function secureOptions(m: TlsMaterial, clientAuth: TlsClientAuth): tls.SecureCon
   return clientAuth === "none" ? base : { ...base, ca: m.clientCa };
 }
 
-/** Binds the TLS server; reloads swap its secure context and revocation list. */
+function stampAccept(raw: TimedSocket): void {
+  raw[ACCEPTED_AT] = performance.now();
+}
+
+/**
+ * Binds the TLS server, or the PROXY protocol's TCP server in front of it; reloads swap its
+ * secure context and revocation list.
+ */
 function bindTls(
   server: tls.Server,
+  front: net.Server | undefined,
   hostname: string,
   port: number,
   state: TlsState,
   o: TlsListenOptions,
 ): Promise<MqttListener> {
-  return bind(server, "MQTT TLS listener", hostname, port).then((a) => ({
+  const bound = front ?? server;
+  return bind(bound, "MQTT TLS listener", hostname, port).then((a) => ({
     kind: "tls",
     layer: "node",
     hostname: a.address,
     port: a.port,
-    close: () => server.close(),
+    close: () => bound.close(),
     reloadTls(next: TlsMaterial) {
       proveTlsMaterial(next); // bad material throws here: the old one stays
       server.setSecureContext(secureOptions(next, o.clientAuth));
@@ -152,9 +167,14 @@ function parentOf(socket: tls.TLSSocket): TimedSocket | undefined {
   return (socket as unknown as { _parent?: TimedSocket })._parent;
 }
 
-/** The peer's IP: a TLS socket whose handshake failed has none of its own, its TCP socket has. */
+/**
+ * The peer's IP: the client's a PROXY header named; else the socket's (a TLS socket whose
+ * handshake failed has none of its own, its TCP socket has).
+ */
 function peerAddressOf(socket: tls.TLSSocket): string {
-  return plainAddress(socket.remoteAddress ?? parentOf(socket)?.remoteAddress ?? "");
+  const raw = parentOf(socket);
+  return raw?.[CLIENT_ADDRESS] ??
+    plainAddress(socket.remoteAddress ?? raw?.remoteAddress ?? "");
 }
 
 /** A finished handshake: the client certificate judged (when asked for), then accepted. */
@@ -175,7 +195,7 @@ function acceptSecure(
     name = verdict.name;
   }
   const raw = parentOf(socket);
-  onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT], name));
+  onAccept(new NodeSocketTransport(socket, raw?.[ACCEPTED_AT], name, raw?.[CLIENT_ADDRESS]));
 }
 
 /** The node:tls server: bounded handshakes, accept time kept, failed handshakes dropped. */
@@ -202,7 +222,7 @@ function tlsServer(
   // Sockets still in their handshake hold no connection slot yet: this bounds them too.
   server.maxConnections = o.maxConnections;
   server.on("connection", (raw: TimedSocket) => {
-    raw[ACCEPTED_AT] = performance.now();
+    raw[ACCEPTED_AT] ??= performance.now(); // set: accepted before its PROXY header
     raw.setNoDelay(true);
   });
   server.on("secureConnection", (socket: tls.TLSSocket) => {

@@ -17,6 +17,8 @@ import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.t
 import { bindError } from "./bind_error.ts";
 import { nextTick } from "../base/tick.ts";
 import { ProtocolError } from "../codec/errors.ts";
+import type { IpBlockSet } from "../base/ip.ts";
+import { forwardedClient } from "./forwarded_for.ts";
 
 /** Bytes held for a paused connection before it is closed. */
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
@@ -30,6 +32,8 @@ export interface WsListenOptions {
   readonly onRefused?: (reason: string, remote: string) => void;
   /** Serve `wss` with this certificate and key (PEM). */
   readonly tls?: { readonly cert: string; readonly key: string };
+  /** Proxies whose `X-Forwarded-For` names the client (`listeners.proxy_protocol_from`). */
+  readonly proxies?: IpBlockSet;
 }
 
 /** One WebSocket as a transport. */
@@ -242,7 +246,15 @@ async function serveWs(
     onListen: (a) => ready.resolve(a.port),
     ...(o.tls ?? {}),
   }, (req, info) => {
-    const remote = info.remoteAddr.hostname; // read before the upgrade takes the request
+    const peer = info.remoteAddr.hostname; // read before the upgrade takes the request
+    const client = o.proxies === undefined
+      ? { address: peer }
+      : forwardedClient(req.headers.get("x-forwarded-for"), peer, o.proxies);
+    if ("refused" in client) {
+      o.onRefused?.(client.refused, peer);
+      return new Response(client.refused + "\n", { status: 400 });
+    }
+    const remote = client.address;
     let upgraded: { socket: WebSocket; response: Response };
     try {
       const refused = refusal(req, o);
