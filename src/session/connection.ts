@@ -2,8 +2,8 @@
  * One MQTT connection: the read loop (reads pushed by the {@link Transport}, decoded by the
  * codec's `PacketDecoder`), a dispatcher handing each packet to its handler (`connect.ts`,
  * `publish_batch.ts`, `subscribe.ts`, `control.ts`), and the outbox on the way out. Handlers
- * return outcomes that `wire.ts` `act()` turns into wire actions; PUBACKs and PUBRECs leave
- * through `pubackReady` (the fast path allocates no outcome).
+ * return outcomes that `wire.ts` `act()` turns into wire actions; PUBACKs and PUBRECs go from
+ * the publisher's `AckQueue` straight into the outbox (the fast path allocates no outcome).
  *
  * @module
  */
@@ -283,11 +283,6 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     ctx.logger.debug("Connection closed", { client_id: this.#clientId, reason });
     this.#live?.delete(this);
     this.#live = null;
-  }
-
-  /** AckQueue: the PUBACK (or PUBREC: `type`) of `packetId`, or `packet`, may go now. */
-  pubackReady(packetId: number, packet: Uint8Array | undefined, type: number): void {
-    packet === undefined ? this.outbox.pushPuback(packetId, type) : this.outbox.push(packet);
   }
 
   /** AckQueue: a QoS 1 publish gets no PUBACK, so the connection must close. */

@@ -1,6 +1,6 @@
 /**
  * Every acknowledgement of an inbound PUBLISH or PUBREL that is not the plain 4-byte one (those
- * the connection's outbox writes itself, `Outbox.pushPuback`): MQTT 5 PUBACKs with a reason
+ * the connection's outbox writes itself, `Outbox.pushAck`): MQTT 5 PUBACKs with a reason
  * code, the PUBACK with log coordinates, and the PUBCOMP of an unknown packet id. Each fits the
  * client's Maximum Packet Size: what would not fit (a reason string, user properties) is left
  * out, the bare reason code always fits [MQTT-3.1.2-25, MQTT-3.4.2-2, MQTT-3.4.2-3].

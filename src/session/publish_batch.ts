@@ -25,9 +25,8 @@ import type { Principal } from "../log/port.ts";
 import type { Span, SpanContext } from "@opentelemetry/api";
 import { startAppendSpan } from "../observe/tracing.ts";
 import { SPAN_STATUS_ERROR } from "../observe/otel.ts";
-import { type AckOwner, AckQueue } from "./ack_queue.ts";
+import { type AckCloser, type AckOutbox, AckQueue } from "./ack_queue.ts";
 import type { SessionContext } from "./context.ts";
-import type { Outbox } from "./outbox.ts";
 import { PacketIdSet } from "./packet_ids.ts";
 import { Qos2Inbound } from "./qos2_in.ts";
 import { type Denied, type Failed, placedAt, type Prepared } from "./publish.ts";
@@ -64,11 +63,11 @@ function release(b: PartitionBatch): void {
   b.qos2 = 0;
 }
 
-/** What the publisher needs of its connection: PUBACK sending (AckOwner) and the trace. */
-export interface PublishSite extends AckOwner {
+/** What the publisher needs of its connection: its outbox, the close (AckCloser), the trace. */
+export interface PublishSite extends AckCloser {
   readonly spanContext: SpanContext | null;
-  /** Where a PUBCOMP goes. */
-  readonly outbox: Pick<Outbox, "push" | "pushPuback">;
+  /** Where PUBACKs, PUBRECs and PUBCOMPs go. */
+  readonly outbox: AckOutbox;
   /** The stored session, whose QoS 2 packet ids outlive the connection; null when clean. */
   readonly session?: { qos2Received?: PacketIdSet } | null;
   /** MQTT 5 session state; null on 3.1.1. */
@@ -100,7 +99,7 @@ export class ConnectionPublisher {
     this.#site = site;
     this.#principal = principal;
     this.#clientId = clientId;
-    this.#acks = new AckQueue(site);
+    this.#acks = new AckQueue(site.outbox, site);
   }
 
   /** The QoS 2 packet ids: appended ones are the stored session's (they outlive the connection). */
@@ -355,7 +354,7 @@ export class ConnectionPublisher {
    */
   release(packetId: number): undefined {
     const held = this.#qos2.released(packetId);
-    if (held || this.#site.v5 == null) this.#site.outbox.pushPuback(packetId, AckType.PUBCOMP);
+    if (held || this.#site.v5 == null) this.#site.outbox.pushAck(packetId, AckType.PUBCOMP);
     else this.#site.outbox.push(unknownPubcomp(packetId));
   }
 
