@@ -21,7 +21,7 @@ import type { V5Session } from "./v5_session.ts";
 import { countReadError, decoderFor, type PacketDecoder } from "./decoder_of.ts";
 import type { StoredSession } from "./stored_sessions.ts";
 import { Outbox } from "./outbox.ts";
-import { ConnectionPublisher, type PublishSite, readGate } from "./publish_batch.ts";
+import { ConnectionPublisher, type PublishSite, readGate } from "./connection_publisher.ts";
 import { handleSubscribe, handleUnsubscribe } from "./subscribe.ts";
 import { closeQuietly, lingerThenClose, type Transport, type TransportSink } from "./transport.ts";
 import { type HeldWill, publishOnClose } from "./will.ts";

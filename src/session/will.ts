@@ -19,7 +19,7 @@ import type { Logger } from "../observe/logger.ts";
 import type { AppendBudget } from "./append_budget.ts";
 import type { DeliveryPort } from "./delivery_port.ts";
 import type { PublishPreparer } from "./publish.ts";
-import { appendAndOffer } from "./append_offer.ts";
+import { appendAndOffer } from "./appender.ts";
 import { keepRetained } from "./publish_retained.ts";
 import type { RetainedStore } from "../log/retained/retained_store.ts";
 

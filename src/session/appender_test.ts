@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { appendAndOffer, type AppendContext } from "./append_offer.ts";
+import { appendAndOffer, type OfferContext } from "./appender.ts";
 import {
   type AppendReceipt,
   type AppendRequest,
@@ -26,7 +26,7 @@ function context(
       wantsAppended: () => o.wants ?? true,
     },
     preparer: { topics: { invalidate: (s: string, t: string) => invalidated.push(`${s}/${t}`) } },
-  } as unknown as AppendContext;
+  } as unknown as OfferContext;
   return { ctx, offers, invalidated };
 }
 
