@@ -92,7 +92,7 @@ export function appendAndOffer(
   // On the Iggy path: held until the receipt, every message in flight survives the scavenges of
   // a whole send; dropped here, they die young and the GC's share of the gateway's busy time
   // drops (see docs/BENCHMARKS.md, 'Figures behind the code').
-  if (ctx.backend.remote?.releasesMessages && ctx.delivery.wantsAppended?.(a.address) === false) {
+  if (ctx.backend.remote?.releasesMessages && !ctx.delivery.wantsAppended(a.address)) {
     a.messages = [];
   }
   return appended.then(

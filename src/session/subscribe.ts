@@ -26,7 +26,7 @@ export async function handleSubscribe(
     return await handleSubscribe5(ctx, sub, p.packetId, p.subscriptions);
   }
   const codes = await ctx.delivery.subscribe(sub, p.subscriptions);
-  const after = () => ctx.delivery.afterSuback?.(sub);
+  const after = () => ctx.delivery.afterSuback(sub);
   return { kind: "suback", packetId: p.packetId, codes, after };
 }
 
