@@ -108,8 +108,6 @@ export function handleUnsubscribe5(
   filters: readonly string[],
 ): UnsubackOutcome {
   const existed = ctx.delivery.unsubscribe(sub, filters);
-  const codes = filters.map((_, i) =>
-    existed[i] ? 0 : Suback5.NO_SUBSCRIPTION_EXISTED
-  );
+  const codes = filters.map((_, i) => existed[i] ? 0 : Suback5.NO_SUBSCRIPTION_EXISTED);
   return { kind: "unsuback", packetId, codes };
 }
