@@ -21,6 +21,12 @@ import type { Registered } from "./registry.ts";
 import type { SessionRequest } from "./session_request.ts";
 import type { StoredSession } from "./stored_sessions.ts";
 
+/** The services the claim of a client id uses (the takeover of an older connection included). */
+export type ClaimContext = Pick<
+  SessionContext,
+  "config" | "metrics" | "registry" | "sessions" | "wills"
+>;
+
 /** The principal a client id belongs to, as recorded: its user name, "" for anonymous. */
 export function ownerName(p: Principal): string {
   return p.username;
@@ -38,7 +44,7 @@ export function clientIdPatternFor(pattern: string, username: string): RegExp {
  * `auth.anonymous_sources`). Null when the id may be used.
  */
 export function refuseClientIdPattern(
-  ctx: SessionContext,
+  ctx: Pick<SessionContext, "config" | "metrics">,
   clientId: string,
   principal: Principal,
 ): ConnackOutcome | null {
@@ -62,7 +68,7 @@ export function refuseClientIdPattern(
  * whoever resumes it first. Null when the CONNECT may take the id.
  */
 export function refuseForeignClientId(
-  ctx: SessionContext,
+  ctx: Pick<SessionContext, "metrics" | "registry" | "sessions">,
   clientId: string,
   principal: Principal,
   v5: { readonly maximumPacketSize?: number } | null,
@@ -111,7 +117,7 @@ export interface ClaimedClientId {
  * session is settled, then the stored session is opened under the claimant's name.
  */
 export function claimClientId(
-  ctx: SessionContext,
+  ctx: ClaimContext,
   c: Registered,
   claim: ClientIdClaim,
 ): ConnackOutcome | ClaimedClientId {

@@ -18,6 +18,9 @@ import type { Subscriber, SubscribeRequest } from "./delivery_port.ts";
 import { parseReplayFrom, type ReplayFrom } from "./replay_from.ts";
 import type { SubackOutcome, UnsubackOutcome } from "./outcome.ts";
 
+/** The services SUBSCRIBE and UNSUBSCRIBE use. */
+export type SubscribeContext = Pick<SessionContext, "config" | "delivery" | "logger">;
+
 /** SUBACK / UNSUBACK reason codes [MQTT-3.9.3, 3.11.3]. */
 export const Suback5 = {
   UNSPECIFIED_ERROR: 0x80,
@@ -49,7 +52,7 @@ function precheck(f: Subscription): number | null {
 
 /** 0x97 for each new filter past `limits.max_subscriptions_per_client` (replacements count not). */
 function quota(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   subscriptions: readonly Subscription[],
   codes: number[],
@@ -70,7 +73,7 @@ function quota(
 
 /** S1–S5 for an MQTT 5 SUBSCRIBE; the SUBACK with one reason code per filter. */
 export async function handleSubscribe5(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   packetId: number,
   subscriptions: readonly Subscription[],
@@ -102,7 +105,7 @@ export async function handleSubscribe5(
 
 /** UNSUBSCRIBE of an MQTT 5 client: 0 per removed subscription, 0x11 when none existed. */
 export function handleUnsubscribe5(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   packetId: number,
   filters: readonly string[],

@@ -31,6 +31,9 @@ import type { ConnackOutcome, Outcome } from "./outcome.ts";
 import type { Outbox } from "./outbox.ts";
 import type { V5Session } from "./v5_session.ts";
 
+/** The services that turn outcomes into wire actions use: counters and the refusal log. */
+export type WireContext = Pick<SessionContext, "metrics" | "refusalLog">;
+
 /** What acting needs of a connection. */
 export interface WireSite {
   readonly outbox: Outbox;
@@ -46,7 +49,7 @@ export interface WireSite {
 }
 
 /** Carries out `o` on `site`. Synchronous; returns undefined so dispatchers can return it. */
-export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined {
+export function act(ctx: WireContext, site: WireSite, o: Outcome): undefined {
   switch (o.kind) {
     case "connack":
       if (o.code !== ConnackCode.ACCEPTED) countRefusal(ctx, site, o);
@@ -92,7 +95,7 @@ function encodeConnackOf5(o: ConnackOutcome): Uint8Array {
 }
 
 /** Counters and the refusal log's line of a refused CONNECT. */
-function countRefusal(ctx: SessionContext, site: WireSite, o: ConnackOutcome): void {
+function countRefusal(ctx: WireContext, site: WireSite, o: ConnackOutcome): void {
   // CONNACK 1 is decided by the decoder's protocol check, before any login: it has its own
   // counter label.
   if (o.code === ConnackCode.UNACCEPTABLE_PROTOCOL_VERSION) {
