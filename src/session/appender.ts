@@ -17,6 +17,7 @@ import type { PublishPacket } from "../codec/packets.ts";
 import {
   type AppendReceipt,
   BackendError,
+  type LogBackend,
   type OutgoingMessage,
   type PartitionAddress,
 } from "../log/port.ts";
@@ -24,20 +25,36 @@ import type { Span, SpanContext } from "@opentelemetry/api";
 import { startAppendSpan } from "../observe/tracing.ts";
 import { SPAN_STATUS_ERROR } from "../observe/otel.ts";
 import { type AckCloser, type AckOutbox, AckQueue } from "./ack_queue.ts";
-import type { SessionContext } from "./context.ts";
+import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
+import type { Logger } from "../observe/logger.ts";
+import type { Clock } from "../base/clock.ts";
+import type { GatewayConfig } from "../config/types.ts";
+import type { AppendBudget } from "./append_budget.ts";
+import type { DeliveryPort } from "./delivery_port.ts";
 import { PacketIdSet } from "./packet_ids.ts";
 import { Qos2Inbound } from "./qos2_in.ts";
-import type { PreparedAppend } from "./publish.ts";
+import type { PreparedAppend, PublishPreparer } from "./publish.ts";
 import { coordinatesPuback, failurePuback } from "./publish_acks.ts";
 import type { V5Session } from "./v5_session.ts";
 
-/** The services one append and its offer use (a will's append too). */
-export type OfferContext = Pick<SessionContext, "backend" | "delivery" | "preparer">;
+/**
+ * The services one append and its offer use (a will's append too): a part of `SessionContext`,
+ * named here because the context holds the will publisher, which appends through this file.
+ */
+export interface OfferContext {
+  readonly backend: LogBackend;
+  readonly delivery: DeliveryPort;
+  readonly preparer: PublishPreparer;
+}
 
 /** The services an {@link Appender} uses. */
-export type AppendContext =
-  & OfferContext
-  & Pick<SessionContext, "metrics" | "logger" | "clock" | "appendBudget" | "config">;
+export interface AppendContext extends OfferContext {
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly appendBudget: AppendBudget;
+  readonly config: GatewayConfig;
+}
 
 /** What the appender needs of its connection. */
 export interface AppendSite extends AckCloser {
