@@ -5,7 +5,8 @@
  *
  * The PUBLISH path does not come through here (no outcome object per message): its
  * acknowledgements are encoded in `publish_acks.ts` (the plain 4-byte ones by the outbox) and
- * go from the `AckQueue` straight into the outbox; its outcomes are counted in `publish_batch.ts`.
+ * go from the appender's `AckQueue` straight into the outbox; its outcomes are counted in
+ * `connection_publisher.ts` and `appender.ts`.
  *
  * @module
  */
