@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
-import { appendAndOffer, type OfferContext } from "./appender.ts";
+import { appendAndOffer, type AppendContext, Appender, type OfferContext } from "./appender.ts";
+import { AppendBudget } from "./append_budget.ts";
+import type { V5Session } from "./v5_session.ts";
+import type { PublishPacket } from "../codec/packets.ts";
 import {
   type AppendReceipt,
   type AppendRequest,
@@ -65,4 +68,89 @@ Deno.test("appendAndOffer(): a target the backend no longer has leaves the topic
   const other = context(() => Promise.reject(new BackendError("timeout", "slow")));
   await assert.rejects(appendAndOffer(other.ctx, { address: A, messages: [message] }));
   assert.deepEqual(other.invalidated, [], "only not_found");
+});
+
+/** An appender over `answer`, recording what its outbox got and what was offered. */
+function appender(answer: (r: AppendRequest) => Promise<AppendReceipt>, v5: object | null) {
+  const { ctx, offers } = context(answer);
+  const written: Uint8Array[] = [];
+  let closed = 0;
+  const count = { inc: () => {}, observe: () => {} };
+  const full = {
+    ...ctx,
+    metrics: {
+      appendBatch: count,
+      pubackLatency: count,
+      outcome: { acked: count, appended: count, failed: count },
+    },
+    logger: { limited: () => {} },
+    clock: { now: () => 0 },
+    appendBudget: new AppendBudget(100),
+    config: { limits: { max_append_batch: 100 } },
+  } as unknown as AppendContext;
+  const site = {
+    outbox: {
+      push: (b: Uint8Array) => written.push(b),
+      pushAck: (id: number, type = 0x40) =>
+        written.push(new Uint8Array([type, 2, id >> 8, id & 0xff])),
+    },
+    unacknowledged: () => closed++,
+    spanContext: null,
+    session: null,
+    v5: v5 as V5Session | null,
+  };
+  return { a: new Appender(full, site), written, offers, closed: () => closed };
+}
+
+function publish(packetId: number, qos: 0 | 1 | 2 = 1): PublishPacket {
+  return {
+    type: "publish",
+    topic: "t",
+    payload: new Uint8Array([1]),
+    qos,
+    retain: false,
+    dup: false,
+    packetId,
+  };
+}
+
+Deno.test("Appender: where the backend placed a batch is read once from its receipt, for the offer and the PUBACK's coordinates alike", async () => {
+  const v5 = { pubackCoordinates: true, maximumPacketSize: 1 << 20, problemInformation: false };
+  const { a, written, offers } = appender(
+    () => Promise.resolve({ baseOffset: 40, partition: 2 }),
+    v5,
+  );
+  const balanced = { ...A, balancedOver: 3 };
+  a.add(publish(5), { kind: "append", address: balanced, message, rule: null });
+  a.add(publish(6), { kind: "append", address: balanced, message, rule: null });
+  a.flush();
+  await a.idle();
+  assert.deepEqual(offers, [[{ ...A, partition: 2 }, 40, 2]]);
+  const text = written.map((b) => new TextDecoder().decode(b));
+  assert.equal(written.length, 2);
+  for (const [i, t] of text.entries()) {
+    assert.equal(written[i][0], 0x40);
+    assert.match(t, /iggy\.partition.*2/s);
+    assert.match(t, new RegExp(`iggy\\.offset.*${40 + i}`, "s"));
+  }
+});
+
+Deno.test("Appender: PUBACKs go into the outbox in arrival order across partitions; a refused 3.1.1 publish closes after those before it", async () => {
+  const later = Promise.withResolvers<AppendReceipt>();
+  const { a, written, offers, closed } = appender(
+    (r) => r.partition === 0 ? later.promise : Promise.resolve({ baseOffset: 0 }),
+    null,
+  );
+  a.add(publish(1), { kind: "append", address: A, message, rule: null });
+  a.add(publish(2), { kind: "append", address: { ...A, partition: 1 }, message, rule: null });
+  a.notAppended(publish(3), null);
+  a.flush();
+  // Every microtask runs before a timer: 2's receipt has been handled by then.
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(offers.length, 1, "2 is confirmed");
+  assert.deepEqual(written, [], "its PUBACK waits for 1's");
+  later.resolve({ baseOffset: 0 });
+  await a.idle();
+  assert.deepEqual(written.map((b) => b[3]), [1, 2]);
+  assert.equal(closed(), 1);
 });

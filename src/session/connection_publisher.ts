@@ -150,7 +150,8 @@ export class ConnectionPublisher {
       reason: r.reason,
     });
     const v5 = this.#site.v5;
-    this.#appender.notAppended(p, v5 == null ? null : refusalPuback(v5, p.packetId, r));
+    const puback = v5 == null || p.qos === 0 ? null : refusalPuback(v5, p.packetId, r);
+    this.#appender.notAppended(p, puback);
   }
 
   /** MQTT 5: refused for its content (`rejected`): PUBACK 0x99 (QoS 1 and 2) or DISCONNECT. */
