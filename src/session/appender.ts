@@ -62,9 +62,9 @@ export interface AppendSite extends AckCloser {
   readonly outbox: AckOutbox;
   readonly spanContext: SpanContext | null;
   /** The stored session, whose QoS 2 packet ids outlive the connection; null when clean. */
-  readonly session?: { qos2Received?: PacketIdSet } | null;
+  readonly session: { qos2Received?: PacketIdSet } | null;
   /** MQTT 5 session state; null on 3.1.1. */
-  readonly v5?: V5Session | null;
+  readonly v5: V5Session | null;
 }
 
 /** What is appended: `messages` is replaced by an empty list once nobody needs them after. */

@@ -41,7 +41,7 @@ export type PublishContext = AppendContext & Pick<SessionContext, "retained">;
 /** What the publisher needs of its connection. */
 export interface PublishSite extends AppendSite {
   /** Closes, telling an MQTT 5 client why. */
-  disconnect?(reasonCode: number, reason: string): void;
+  disconnect(reasonCode: number, reason: string): void;
 }
 
 /** The PUBLISH pipeline of one connected client. */
@@ -77,7 +77,7 @@ export class ConnectionPublisher {
       if (seen === "appended") this.#appender.acknowledgeAgain(p.packetId);
       if (seen !== "new") return undefined;
     }
-    if (p.qos > 0 && this.#site.v5 != null && this.#pastReceiveMaximum()) {
+    if (p.qos > 0 && this.#site.v5 !== null && this.#pastReceiveMaximum()) {
       return this.#receiveMaximumExceeded();
     }
     if (p.properties !== undefined) {
@@ -105,7 +105,7 @@ export class ConnectionPublisher {
       const r = await pending;
       if (r.kind !== "append" || ctx.retained === undefined) return r;
       const deps = { retained: ctx.retained, metrics: ctx.metrics, logger: ctx.logger };
-      const v5 = this.#site.v5 != null;
+      const v5 = this.#site.v5 !== null;
       return await keepRetained(deps, p, r, v5, this.#clientId, this.#retainedNotes);
     })());
     this.#take(p, r);
@@ -127,7 +127,7 @@ export class ConnectionPublisher {
     this.#ctx.metrics.outcome.rejected.inc();
     this.#ctx.logger.limited("warn", "Publish rejected", { client_id: this.#clientId, reason });
     this.flush();
-    this.#site.disconnect?.(RECEIVE_MAXIMUM_EXCEEDED, reason);
+    this.#site.disconnect(RECEIVE_MAXIMUM_EXCEEDED, reason);
     return undefined;
   }
 
@@ -163,7 +163,7 @@ export class ConnectionPublisher {
     const v5 = this.#site.v5;
     if (p.qos === 0 || v5 == null) {
       this.flush(); // what came before it is appended
-      this.#site.disconnect?.(contentDisconnectCode(problem), reason);
+      this.#site.disconnect(contentDisconnectCode(problem), reason);
       return;
     }
     this.#appender.notAppended(p, contentPuback(v5, p.packetId, problem));
