@@ -76,7 +76,7 @@ export function writePuback(out: Uint8Array, at: number, packetId: number): numb
 
 /**
  * First bytes of the 4-byte acknowledgements [MQTT-3.4.1, 3.5.1, 3.6.1, 3.7.1]; the outbox
- * writes them (`Outbox.pushPuback`).
+ * writes them (`Outbox.pushAck`).
  */
 export const AckType = { PUBACK: 0x40, PUBREC: 0x50, PUBREL: 0x62, PUBCOMP: 0x70 } as const;
 

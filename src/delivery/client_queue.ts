@@ -219,7 +219,7 @@ export class ClientQueue implements DeadlineOwner {
   pubrec(packetId: number, reasonCode: number): void {
     const copy = this.#inflight.get(packetId);
     if (!copy || copy.qos !== 2) {
-      if (this.#releasing?.has(packetId)) this.sub.outbox.pushPuback(packetId, AckType.PUBREL);
+      if (this.#releasing?.has(packetId)) this.sub.outbox.pushAck(packetId, AckType.PUBREL);
       return;
     }
     this.#inflight.delete(packetId);
@@ -260,7 +260,7 @@ export class ClientQueue implements DeadlineOwner {
   #release(packetId: number): void {
     (this.#releasing ??= new Set()).add(packetId);
     if (this.#limits.resendAfterMs) this.#sentAt.set(packetId, this.now());
-    this.sub.outbox.pushPuback(packetId, AckType.PUBREL);
+    this.sub.outbox.pushAck(packetId, AckType.PUBREL);
   }
 
   /** Moves waiting copies into the window and unpauses once under the cap. */
@@ -366,7 +366,7 @@ export class ClientQueue implements DeadlineOwner {
     for (const [id, at] of this.#sentAt) {
       if (now - at < after) continue;
       if (this.#releasing?.has(id)) {
-        this.sub.outbox.pushPuback(id, AckType.PUBREL);
+        this.sub.outbox.pushAck(id, AckType.PUBREL);
         this.#sentAt.set(id, now);
         n++;
         continue;

@@ -17,7 +17,7 @@ class FakeOutbox {
     this.budget.bytes += b.length;
   }
   /** A 4-byte acknowledgement (PUBREL: 0x62). */
-  pushPuback(id: number, type = 0x40): void {
+  pushAck(id: number, type = 0x40): void {
     this.push(new Uint8Array([type, 2, id >> 8, id & 0xff]));
   }
   /** The packet ids of the 4-byte acknowledgements of first byte `type` pushed so far. */

@@ -43,8 +43,6 @@ export interface DeliveryOptions extends SubscribeOptions, QueueLimits {}
 export class Delivery implements DeliveryPort {
   readonly registry = new SubscriptionRegistry<ClientQueue>();
   readonly readers: Map<string, SharedReader>;
-  /** Wildcard filters are resolved into triples (MQTT 5 SUBACK: no 0xA2). */
-  readonly wildcards = true;
   /** The gateway is stopping: no new subscriptions, no strikes (see {@link beginStop}). */
   #stopping = false;
   #clients: ClientQueues;

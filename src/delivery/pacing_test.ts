@@ -34,7 +34,7 @@ class SlowOutbox {
     if (b[0] >> 4 === 3) this.received++;
     this.maxQueued = Math.max(this.maxQueued, this.queuedBytes);
   }
-  pushPuback(): void {}
+  pushAck(): void {}
   /** The socket takes everything queued. */
   write(): void {
     this.budget.bytes -= this.queuedBytes;

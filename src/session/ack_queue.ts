@@ -6,6 +6,10 @@
  * A QoS 2 publish takes a slot too; its acknowledgement is a PUBREC [MQTT-4.3.3-2], released
  * in the same order [MQTT-4.6.0-3].
  *
+ * Released acknowledgements are written straight into the connection's outbox: the plain
+ * 4-byte ones in place (`Outbox.pushAck`), MQTT 5 ones with a reason code or properties as
+ * encoded when their slot was settled.
+ *
  * A slot ends as `ack` (send PUBACK), or `close`: a denied or failed QoS 1 publish gets no
  * PUBACK, and MQTT 3.1.1 then requires the connection to be closed [MQTT-3.3.5-2], after
  * the PUBACKs owed for earlier publishes are sent.
@@ -13,17 +17,16 @@
  * @module
  */
 import { AckType } from "../codec/encoder.ts";
+import type { Outbox } from "./outbox.ts";
 
 /** How a slot ended. */
 export type SlotEnd = "ack" | "close";
 
-/** Who sends the released PUBACKs, and closes when a slot ends without one. */
-export interface AckOwner {
-  /**
-   * `packet`: an MQTT 5 PUBACK already encoded (reason code, properties); else the plain one.
-   * `type`: the first byte, 0x40 PUBACK or, for a QoS 2 publish, 0x50 PUBREC.
-   */
-  pubackReady(packetId: number, packet: Uint8Array | undefined, type: number): void;
+/** Where released acknowledgements are written: the connection's outbox. */
+export type AckOutbox = Pick<Outbox, "push" | "pushAck">;
+
+/** Who closes the connection when a slot ends without an acknowledgement. */
+export interface AckCloser {
   unacknowledged(): void;
 }
 
@@ -55,10 +58,12 @@ export class AckQueue {
   #tail = 0;
   /** MQTT 5 PUBACKs encoded per slot (reason codes, coordinates); made on first use. */
   #packets: (Uint8Array | undefined)[] | null = null;
-  readonly #owner: AckOwner;
+  readonly #outbox: AckOutbox;
+  readonly #closer: AckCloser;
 
-  constructor(owner: AckOwner) {
-    this.#owner = owner;
+  constructor(outbox: AckOutbox, closer: AckCloser) {
+    this.#outbox = outbox;
+    this.#closer = closer;
   }
 
   /** Slots not yet released. */
@@ -104,18 +109,18 @@ export class AckQueue {
       if (state === OPEN) break;
       this.#head++;
       if (state === CLOSE) {
-        this.#owner.unacknowledged();
+        this.#closer.unacknowledged();
         this.#head = this.#tail;
         return;
       }
       const type = (this.#ends[at] & REC) !== 0 ? AckType.PUBREC : AckType.PUBACK;
       const packets = this.#packets;
-      if (packets === null) this.#owner.pubackReady(this.#ids[at], undefined, type);
+      const packet = packets === null ? undefined : packets[at];
+      if (packet === undefined) this.#outbox.pushAck(this.#ids[at], type);
       else {
-        const packet = packets[at];
-        if (packet !== undefined) packet[0] = type; // a v5 PUBREC is laid out as its PUBACK
-        this.#owner.pubackReady(this.#ids[at], packet, type);
-        packets[at] = undefined;
+        packet[0] = type; // a v5 PUBREC is laid out as its PUBACK
+        this.#outbox.push(packet);
+        packets![at] = undefined;
       }
     }
   }

@@ -4,7 +4,11 @@ import { AckQueue } from "./ack_queue.ts";
 function queue() {
   const acked: number[] = [];
   let closed = 0;
-  const q = new AckQueue({ pubackReady: (id) => acked.push(id), unacknowledged: () => closed++ });
+  const outbox = {
+    push: (b: Uint8Array) => acked.push((b[2] << 8) | b[3]),
+    pushAck: (id: number) => acked.push(id),
+  };
+  const q = new AckQueue(outbox, { unacknowledged: () => closed++ });
   return { q, acked, closed: () => closed };
 }
 

@@ -22,6 +22,12 @@ import type { SessionRequest } from "./session_request.ts";
 import type { StoredSession } from "./stored_sessions.ts";
 import { closeAtTokenExpiry, type ExpiringConnection } from "./token_expiry.ts";
 
+/** The services the claim of a client id uses (the takeover of an older connection included). */
+export type ClaimContext = Pick<
+  SessionContext,
+  "config" | "metrics" | "registry" | "sessions" | "wills" | "deadlines" | "clock" | "logger"
+>;
+
 /** The principal a client id belongs to, as recorded: its user name, "" for anonymous. */
 export function ownerName(p: Principal): string {
   return p.username;
@@ -39,7 +45,7 @@ export function clientIdPatternFor(pattern: string, username: string): RegExp {
  * `auth.anonymous_sources`). Null when the id may be used.
  */
 export function refuseClientIdPattern(
-  ctx: SessionContext,
+  ctx: Pick<SessionContext, "config" | "metrics">,
   clientId: string,
   principal: Principal,
 ): ConnackOutcome | null {
@@ -63,7 +69,7 @@ export function refuseClientIdPattern(
  * whoever resumes it first. Null when the CONNECT may take the id.
  */
 export function refuseForeignClientId(
-  ctx: SessionContext,
+  ctx: Pick<SessionContext, "metrics" | "registry" | "sessions">,
   clientId: string,
   principal: Principal,
   v5: { readonly maximumPacketSize?: number } | null,
@@ -113,7 +119,7 @@ export interface ClaimedClientId {
  * principal holds the id until its token expires: the connection is closed then.
  */
 export function claimClientId(
-  ctx: SessionContext,
+  ctx: ClaimContext,
   c: Registered & ExpiringConnection,
   claim: ClientIdClaim,
 ): ConnackOutcome | ClaimedClientId {

@@ -24,6 +24,12 @@ import { type HeldWill, refuseWill } from "./will.ts";
 import { refuseClientIdPattern } from "./client_id_owner.ts";
 import { refuseStoredSession, type SessionRequest, sessionRequestOf } from "./session_request.ts";
 
+/** The services deciding a CONNECT uses (the will check and the stored-session quota included). */
+export type ConnectContext = Pick<
+  SessionContext,
+  "authenticator" | "config" | "sourceGuard" | "preparer" | "metrics" | "sessions"
+>;
+
 /** A CONNECT that passed every check: the session to establish. */
 export interface AcceptedConnect {
   readonly kind: "accepted";
@@ -59,7 +65,7 @@ export interface ConnectSite {
  * (nothing is to be sent then).
  */
 export async function handleConnect(
-  ctx: SessionContext,
+  ctx: ConnectContext,
   p: ConnectPacket,
   site: ConnectSite,
 ): Promise<ConnectResult | null> {
@@ -69,7 +75,7 @@ export async function handleConnect(
 }
 
 async function decideConnect(
-  ctx: SessionContext,
+  ctx: ConnectContext,
   p: ConnectPacket,
   site: ConnectSite,
 ): Promise<ConnectResult | null> {
@@ -156,7 +162,7 @@ function isForbiddenClientId(id: string): boolean {
 }
 
 /** The will policy, before any backend call: `session.will = refuse`. */
-function refuseByPolicy(ctx: SessionContext, p: ConnectPacket): ConnackOutcome | null {
+function refuseByPolicy(ctx: ConnectContext, p: ConnectPacket): ConnackOutcome | null {
   if (p.will !== null && ctx.config.session.will === "refuse") {
     return refuseConnect(
       ConnackCode.NOT_AUTHORIZED,

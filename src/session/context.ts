@@ -1,6 +1,8 @@
 /**
  * Everything a connection shares with the rest of the gateway, gathered in one object the
- * composition root builds.
+ * composition root builds. The connection holds it; each handler takes only the part it uses,
+ * named where it is used (`PublishContext`, `AppendContext`, `ConnectContext`, `ClaimContext`,
+ * `SubscribeContext`, `WireContext`, `WillContext`).
  *
  * @module
  */

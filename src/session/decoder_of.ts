@@ -57,7 +57,7 @@ export function partialPacketBudget(config: GatewayConfig, metrics: GatewayMetri
 
 /** Counts and logs what ended a read: a protocol violation (`rejected` for a PUBLISH) or an error. */
 export function countReadError(
-  ctx: SessionContext,
+  ctx: Pick<SessionContext, "logger" | "metrics">,
   err: unknown,
   clientId: string | null,
   remote: string,

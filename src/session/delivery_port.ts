@@ -58,18 +58,16 @@ export interface DeliveryPort {
   subscribe(sub: Subscriber, subscriptions: readonly SubscribeRequest[]): Promise<number[]>;
   /**
    * Removes the client's subscriptions to these filters. Returns, per filter, whether a
-   * subscription existed (MQTT 5 UNSUBACK 0x11), when the implementation knows.
+   * subscription existed (MQTT 5 UNSUBACK 0x11).
    */
-  unsubscribe(sub: Subscriber, filters: readonly string[]): void | boolean[];
+  unsubscribe(sub: Subscriber, filters: readonly string[]): boolean[];
   /** How many subscriptions the client holds, and whether it holds one to `filter`. */
-  subscriptionsOf?(sub: Subscriber): { count: number; has(filter: string): boolean };
+  subscriptionsOf(sub: Subscriber): { count: number; has(filter: string): boolean };
   /**
    * The SUBACK of the client's last SUBSCRIBE is queued: the retained messages its new
    * subscriptions are owed go out now, after it.
    */
-  afterSuback?(sub: Subscriber): void;
-  /** Wildcard filters are resolved; absent or false: MQTT 5 SUBACK 0xA2 for them. */
-  readonly wildcards?: boolean;
+  afterSuback(sub: Subscriber): void;
   /** A PUBACK from the client settles its ack-ledger entry. */
   puback(sub: Subscriber, packetId: number): void;
   /**
@@ -91,9 +89,8 @@ export interface DeliveryPort {
    * Whether {@link notifyAppended} would use the messages of an append to `address` made now
    * (a reader of its partition, or a wildcard subscription, exists). When not, and the backend
    * lets go of them once encoded, the session drops them at once and later notifies with none.
-   * Absent: always.
    */
-  wantsAppended?(address: PartitionAddress & { readonly balancedOver?: number }): boolean;
+  wantsAppended(address: PartitionAddress & { readonly balancedOver?: number }): boolean;
   /**
    * This gateway confirmed an append to a partition at `baseOffset` (null when the backend
    * did not say): its reader may route the messages at once or poll. `messages` is empty when

@@ -51,7 +51,7 @@ export class Outbox {
   #budget: OutboundBudget;
   #drainWaiters: (() => void)[] | null = null;
   readonly #owner: OutboxOwner;
-  /** PUBACKs written in place: block, end of the last one, start of those not yet queued. */
+  /** 4-byte acks written in place: block, end of the last one, start of those not yet queued. */
   #acks: Uint8Array | null = null;
   #acksEnd = 0;
   #acksFrom = 0;
@@ -88,10 +88,10 @@ export class Outbox {
   }
 
   /**
-   * Queues an MQTT 3.1.1 PUBACK (or v5 PUBACK with reason 0x00 and no properties); `type`
-   * another 4-byte acknowledgement's first byte (PUBREC 0x50, PUBREL 0x62, PUBCOMP 0x70).
+   * Queues a 4-byte acknowledgement (MQTT 5: reason 0x00, no properties) of first byte `type`:
+   * PUBACK 0x40, PUBREC 0x50, PUBREL 0x62 or PUBCOMP 0x70 (`AckType`).
    */
-  pushPuback(packetId: number, type = 0x40): void {
+  pushAck(packetId: number, type = 0x40): void {
     if (this.#closed) return;
     let block = this.#acks;
     if (block === null || this.#acksEnd + 4 > block.length) {
@@ -101,7 +101,7 @@ export class Outbox {
       this.#acksEnd = this.#acksFrom = 0;
     }
     const at = this.#acksEnd;
-    block[at] = type; // 0x40 PUBACK, or another 4-byte ack (PUBREC, PUBREL, PUBCOMP)
+    block[at] = type;
     block[at + 1] = 2;
     block[at + 2] = packetId >> 8;
     block[at + 3] = packetId & 0xff;

@@ -32,10 +32,10 @@ Deno.test("Outbox: staged PUBACKs and pushed packets leave in the order they wer
   const r = recording();
   const budget = new OutboundBudget(1 << 20);
   const o = new Outbox(r.t, budget);
-  o.pushPuback(1);
-  o.pushPuback(0x0203);
+  o.pushAck(1);
+  o.pushAck(0x0203);
   o.push(encodePingresp());
-  o.pushPuback(0xfffe);
+  o.pushAck(0xfffe);
   assert.equal(o.queuedBytes, 14);
   assert.equal(budget.bytes, 14);
   await o.drained();
@@ -51,11 +51,11 @@ Deno.test("Outbox: PUBACKs queued during a write, across many blocks, are neithe
   const r = recording();
   const o = new Outbox(r.t, new OutboundBudget(1 << 20));
   r.hold();
-  o.pushPuback(1);
+  o.pushAck(1);
   await new Promise((res) => setTimeout(res, 0)); // the first write is now in flight
   const ids: number[] = [1];
   for (let id = 2; id <= 1000; id++) {
-    o.pushPuback(id); // 1000 PUBACKs: several 128-PUBACK blocks
+    o.pushAck(id); // 1000 PUBACKs: several 128-PUBACK blocks
     ids.push(id);
   }
   r.release();
@@ -67,10 +67,10 @@ Deno.test("Outbox: close drops staged PUBACKs and gives their bytes back to the 
   const r = recording();
   const budget = new OutboundBudget(1 << 20);
   const o = new Outbox(r.t, budget);
-  o.pushPuback(7);
-  o.pushPuback(8);
+  o.pushAck(7);
+  o.pushAck(8);
   o.close();
-  o.pushPuback(9);
+  o.pushAck(9);
   assert.equal(budget.bytes, 0);
   assert.equal(o.queuedBytes, 0);
   await new Promise((res) => setTimeout(res, 5));

@@ -6,8 +6,8 @@
  * place.
  *
  * PUBLISH is the exception, for speed: the QoS 0/1 fast path allocates no outcome object per
- * message (`publish_batch.ts` counts `appended | acked | denied | failed` itself, and its PUBACKs
- * leave through the connection's ack queue).
+ * message (`connection_publisher.ts` and `appender.ts` count `appended | acked | rejected |
+ * denied | failed` themselves, and its PUBACKs go from the appender's ack queue into the outbox).
  *
  * @module
  */

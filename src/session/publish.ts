@@ -2,8 +2,8 @@
  * The produce algorithm's decision steps for one PUBLISH, as named steps:
  * P2 match and P3 resolve through the topic map ({@link PublishPreparer.resolve}), P4 permission
  * (`permit`) and target check, P5 partition (`#partition`), P6 envelope (`envelope`).
- * P1 (frame validation) happened in the decoder; P7 (append) is `publish_batch.ts`, so
- * that appends of one read can be grouped per partition.
+ * P1 (frame validation) happened in the decoder; P7 (append) is the connection's `Appender`
+ * (`appender.ts`), so that appends of one read can be grouped per partition.
  *
  * Expected outcomes are values: `denied` carries its reason. No backend call is made before
  * the permission check passes (invariant).
@@ -28,12 +28,6 @@ export interface BalancedAddress extends PartitionAddress {
   readonly balancedOver: number;
 }
 
-/** Where a backend that placed the batch itself put it. */
-export function placedAt(asked: PartitionAddress, partition?: number): PartitionAddress {
-  if (partition === undefined || partition === asked.partition) return asked;
-  return { stream: asked.stream, topic: asked.topic, partition };
-}
-
 /** A publish ready to append. */
 export interface PreparedAppend {
   readonly kind: "append";
@@ -44,12 +38,14 @@ export interface PreparedAppend {
   readonly rule: number | null;
 }
 
+/** Why a publish is denied; its MQTT 5 reason code is decided in `publish_acks.ts`. */
+export type DenialCause = "not_authorized" | "topic_name_invalid" | "quota_exceeded";
+
 /** A publish that will not be appended. */
 export interface Denied {
   readonly kind: "denied";
   readonly reason: string;
-  /** MQTT 5 PUBACK reason code: 0x87 not authorized (default), 0x90 topic name invalid. */
-  readonly reasonCode?: number;
+  readonly cause: DenialCause;
 }
 
 /** A publish that could not be prepared because the backend failed. */
@@ -125,7 +121,7 @@ export class PublishPreparer {
   ): Prepared | Promise<Prepared> {
     // $SYS topics are the server's own namespace: refused.
     if (p.topic.startsWith("$SYS")) {
-      return denied(`topic "${p.topic}" is reserved ($SYS)`, TOPIC_NAME_INVALID);
+      return denied(`topic "${p.topic}" is reserved ($SYS)`, "topic_name_invalid");
     }
     const r = this.resolve(p.topic); // P2 match, P3 resolve
     // P4, first half: before any backend call
@@ -239,18 +235,13 @@ export class PublishPreparer {
  * principal may send there.
  */
 function permit(r: Resolution, invalid: string | null, principal: Principal): Denied | null {
-  if (invalid !== null) return denied(invalid, TOPIC_NAME_INVALID);
+  if (invalid !== null) return denied(invalid, "topic_name_invalid");
   if (!canSend(principal.permissions, r.stream, r.topic)) {
     return denied(`user "${principal.username}" may not send to ${r.stream}/${r.topic}`);
   }
   return null;
 }
 
-/** MQTT 5 0x90: the topic name is well formed but this gateway cannot take it. */
-const TOPIC_NAME_INVALID = 0x90;
-
-function denied(reason: string, reasonCode?: number): Denied {
-  return reasonCode === undefined
-    ? { kind: "denied", reason }
-    : { kind: "denied", reason, reasonCode };
+function denied(reason: string, cause: DenialCause = "not_authorized"): Denied {
+  return { kind: "denied", reason, cause };
 }

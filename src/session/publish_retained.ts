@@ -16,9 +16,6 @@ import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Prepared, PreparedAppend } from "./publish.ts";
 
-/** MQTT 5 PUBACK 0x97 Quota exceeded. */
-const QUOTA_EXCEEDED = 0x97;
-
 /** What the retained step needs of the gateway. */
 export interface RetainedDeps {
   readonly retained: RetainedStore;
@@ -62,5 +59,5 @@ export async function keepRetained(
     });
   }
   if (!refused) return r;
-  return { kind: "denied", reason: `limits.${why} reached`, reasonCode: QUOTA_EXCEEDED };
+  return { kind: "denied", reason: `limits.${why} reached`, cause: "quota_exceeded" };
 }

@@ -55,7 +55,7 @@ export function sessionRequestOf(
  * resumes its session.
  */
 export async function refuseStoredSession(
-  ctx: SessionContext,
+  ctx: Pick<SessionContext, "metrics" | "sessions">,
   clientId: string,
   req: SessionRequest,
 ): Promise<ConnackOutcome | null> {

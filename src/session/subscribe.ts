@@ -5,7 +5,7 @@
  * @module
  */
 import type { ClientPacket } from "../codec/packets.ts";
-import type { SessionContext } from "./context.ts";
+import type { SubscribeContext } from "./subscribe_v5.ts";
 import type { Subscriber } from "./delivery_port.ts";
 import type { SubackOutcome, UnsubackOutcome } from "./outcome.ts";
 import { handleSubscribe5, handleUnsubscribe5 } from "./subscribe_v5.ts";
@@ -17,7 +17,7 @@ export type UnsubscribePacket = Extract<ClientPacket, { type: "unsubscribe" }>;
 
 /** S1–S5 for every filter; resolves with the SUBACK to send (one return code per filter). */
 export async function handleSubscribe(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   p: SubscribePacket,
 ): Promise<SubackOutcome> {
@@ -26,13 +26,13 @@ export async function handleSubscribe(
     return await handleSubscribe5(ctx, sub, p.packetId, p.subscriptions);
   }
   const codes = await ctx.delivery.subscribe(sub, p.subscriptions);
-  const after = () => ctx.delivery.afterSuback?.(sub);
+  const after = () => ctx.delivery.afterSuback(sub);
   return { kind: "suback", packetId: p.packetId, codes, after };
 }
 
 /** Removes the client's subscriptions to the filters; the UNSUBACK to send. */
 export function handleUnsubscribe(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   p: UnsubscribePacket,
   v5 = false,

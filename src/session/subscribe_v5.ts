@@ -1,11 +1,8 @@
 /**
  * MQTT 5 SUBSCRIBE and UNSUBSCRIBE: a reason code per filter instead of
  * 3.1.1's bare 0x80. The refusals the session can tell apart are decided here, before the
- * delivery is asked: 0xA2 wildcards (when the delivery does not
- * resolve them: `DeliveryPort.wildcards`), 0x87 `$SYS`, 0x97 quota exceeded past
- * `limits.max_subscriptions_per_client`; with a delivery that does not resolve filters itself,
- * 0x8F a filter the gateway cannot map and 0x87 no poll right. UNSUBACK: 0x11 when no
- * subscription existed.
+ * delivery is asked: 0x87 `$SYS`, 0x83 a malformed `iggy-from`, 0x97 quota exceeded past
+ * `limits.max_subscriptions_per_client`. UNSUBACK: 0x11 when no subscription existed.
  *
  * The subscription options (No Local, Retain As Published, identifier) travel with each filter
  * into the delivery, which keeps them with the subscription. A SUBSCRIBE user property
@@ -16,20 +13,19 @@
  * @module
  */
 import type { Subscription } from "../codec/packets.ts";
-import { canPoll } from "../access/permissions.ts";
-import { checkResolution } from "../mapping/mod.ts";
 import type { SessionContext } from "./context.ts";
 import type { Subscriber, SubscribeRequest } from "./delivery_port.ts";
 import { parseReplayFrom, type ReplayFrom } from "./replay_from.ts";
 import type { SubackOutcome, UnsubackOutcome } from "./outcome.ts";
 
+/** The services SUBSCRIBE and UNSUBSCRIBE use. */
+export type SubscribeContext = Pick<SessionContext, "config" | "delivery" | "logger">;
+
 /** SUBACK / UNSUBACK reason codes [MQTT-3.9.3, 3.11.3]. */
 export const Suback5 = {
   UNSPECIFIED_ERROR: 0x80,
   NOT_AUTHORIZED: 0x87,
-  TOPIC_FILTER_INVALID: 0x8f,
   QUOTA_EXCEEDED: 0x97,
-  WILDCARDS_NOT_SUPPORTED: 0xa2,
   NO_SUBSCRIPTION_EXISTED: 0x11,
   IMPLEMENTATION_SPECIFIC_ERROR: 0x83,
 } as const;
@@ -48,29 +44,20 @@ export function replayFromOf(f: Subscription): ReplayFrom | undefined | null {
 }
 
 /** The reason code that refuses `f` before the delivery is asked, or null. */
-function precheck(ctx: SessionContext, sub: Subscriber, f: Subscription): number | null {
-  const filter = f.filter;
-  if ((filter.includes("#") || filter.includes("+")) && ctx.delivery.wildcards !== true) {
-    return Suback5.WILDCARDS_NOT_SUPPORTED;
-  }
-  if (filter.startsWith("$SYS")) return Suback5.NOT_AUTHORIZED;
+function precheck(f: Subscription): number | null {
+  if (f.filter.startsWith("$SYS")) return Suback5.NOT_AUTHORIZED;
   if (replayFromOf(f) === null) return Suback5.IMPLEMENTATION_SPECIFIC_ERROR;
-  if (ctx.delivery.wildcards === true) return null; // the delivery resolves wildcard filters
-  const r = ctx.preparer.resolve(filter);
-  if (checkResolution(r) !== null) return Suback5.TOPIC_FILTER_INVALID;
-  if (!canPoll(sub.principal.permissions, r.stream, r.topic)) return Suback5.NOT_AUTHORIZED;
   return null;
 }
 
 /** 0x97 for each new filter past `limits.max_subscriptions_per_client` (replacements count not). */
 function quota(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   subscriptions: readonly Subscription[],
   codes: number[],
 ): void {
-  const held = ctx.delivery.subscriptionsOf?.(sub);
-  if (held === undefined) return;
+  const held = ctx.delivery.subscriptionsOf(sub);
   const max = ctx.config.limits.max_subscriptions_per_client;
   let count = held.count;
   const added = new Set<string>();
@@ -86,12 +73,12 @@ function quota(
 
 /** S1–S5 for an MQTT 5 SUBSCRIBE; the SUBACK with one reason code per filter. */
 export async function handleSubscribe5(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   packetId: number,
   subscriptions: readonly Subscription[],
 ): Promise<SubackOutcome> {
-  const codes: number[] = subscriptions.map((f) => precheck(ctx, sub, f) ?? -1);
+  const codes: number[] = subscriptions.map((f) => precheck(f) ?? -1);
   quota(ctx, sub, subscriptions, codes);
   const asked: SubscribeRequest[] = [];
   for (const [i, f] of subscriptions.entries()) {
@@ -113,19 +100,17 @@ export async function handleSubscribe5(
       if (unspecified) codes[i] = Suback5.UNSPECIFIED_ERROR;
     }
   }
-  return { kind: "suback", packetId, codes, after: () => ctx.delivery.afterSuback?.(sub) };
+  return { kind: "suback", packetId, codes, after: () => ctx.delivery.afterSuback(sub) };
 }
 
 /** UNSUBSCRIBE of an MQTT 5 client: 0 per removed subscription, 0x11 when none existed. */
 export function handleUnsubscribe5(
-  ctx: SessionContext,
+  ctx: SubscribeContext,
   sub: Subscriber,
   packetId: number,
   filters: readonly string[],
 ): UnsubackOutcome {
   const existed = ctx.delivery.unsubscribe(sub, filters);
-  const codes = filters.map((_, i) =>
-    Array.isArray(existed) && !existed[i] ? Suback5.NO_SUBSCRIPTION_EXISTED : 0
-  );
+  const codes = filters.map((_, i) => existed[i] ? 0 : Suback5.NO_SUBSCRIPTION_EXISTED);
   return { kind: "unsuback", packetId, codes };
 }

@@ -20,7 +20,7 @@ export type ExpiringConnection = Registered & { readonly closed?: boolean };
 
 /** Closes `c` when its principal's token expires; nothing for a principal without a token. */
 export function closeAtTokenExpiry(
-  ctx: SessionContext,
+  ctx: Pick<SessionContext, "deadlines" | "clock" | "logger">,
   c: ExpiringConnection,
   principal: Principal,
   clientId: string,

@@ -19,7 +19,7 @@ import type { Logger } from "../observe/logger.ts";
 import type { AppendBudget } from "./append_budget.ts";
 import type { DeliveryPort } from "./delivery_port.ts";
 import type { PublishPreparer } from "./publish.ts";
-import { appendAndOffer } from "./append_offer.ts";
+import { appendAndOffer } from "./appender.ts";
 import { keepRetained } from "./publish_retained.ts";
 import type { RetainedStore } from "../log/retained/retained_store.ts";
 
@@ -80,7 +80,11 @@ export function publishOnClose(
  * The CONNECT-time check: the topic maps to a valid target the principal may send to.
  * Returns the refusal reason, or null when the will is accepted. Makes no backend call.
  */
-export function refuseWill(ctx: WillContext, will: Will, principal: Principal): string | null {
+export function refuseWill(
+  ctx: Pick<WillContext, "preparer">,
+  will: Will,
+  principal: Principal,
+): string | null {
   if (will.topic.startsWith("$SYS")) return `will topic "${will.topic}" is reserved ($SYS)`;
   const r = ctx.preparer.resolve(will.topic);
   const invalid = checkResolution(r);

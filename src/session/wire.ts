@@ -5,7 +5,8 @@
  *
  * The PUBLISH path does not come through here (no outcome object per message): its
  * acknowledgements are encoded in `publish_acks.ts` (the plain 4-byte ones by the outbox) and
- * leave through the connection's `pubackReady`; its outcomes are counted in `publish_batch.ts`.
+ * go from the appender's `AckQueue` straight into the outbox; its outcomes are counted in
+ * `connection_publisher.ts` and `appender.ts`.
  *
  * @module
  */
@@ -31,6 +32,9 @@ import type { ConnackOutcome, Outcome } from "./outcome.ts";
 import type { Outbox } from "./outbox.ts";
 import type { V5Session } from "./v5_session.ts";
 
+/** The services that turn outcomes into wire actions use: counters and the refusal log. */
+export type WireContext = Pick<SessionContext, "metrics" | "refusalLog">;
+
 /** What acting needs of a connection. */
 export interface WireSite {
   readonly outbox: Outbox;
@@ -46,7 +50,7 @@ export interface WireSite {
 }
 
 /** Carries out `o` on `site`. Synchronous; returns undefined so dispatchers can return it. */
-export function act(ctx: SessionContext, site: WireSite, o: Outcome): undefined {
+export function act(ctx: WireContext, site: WireSite, o: Outcome): undefined {
   switch (o.kind) {
     case "connack":
       if (o.code !== ConnackCode.ACCEPTED) countRefusal(ctx, site, o);
@@ -92,7 +96,7 @@ function encodeConnackOf5(o: ConnackOutcome): Uint8Array {
 }
 
 /** Counters and the refusal log's line of a refused CONNECT. */
-function countRefusal(ctx: SessionContext, site: WireSite, o: ConnackOutcome): void {
+function countRefusal(ctx: WireContext, site: WireSite, o: ConnackOutcome): void {
   // CONNACK 1 is decided by the decoder's protocol check, before any login: it has its own
   // counter label.
   if (o.code === ConnackCode.UNACCEPTABLE_PROTOCOL_VERSION) {
