@@ -114,10 +114,11 @@ export function sourceGuardOptions(config: GatewayConfig): SourceGuardOptions {
   };
 }
 
-/** Stored sessions from `[session]` and `[limits]`; `onExpired` counts removals. */
+/** Stored sessions from `[session]` and `[limits]`; `onExpired`/`onEvicted` count removals. */
 export function storedSessionOptions(
   config: GatewayConfig,
   onExpired: (n: number) => void,
+  onEvicted?: () => void,
 ): StoredSessionOptions {
   const s = config.session;
   return {
@@ -132,6 +133,7 @@ export function storedSessionOptions(
     // Often enough that an expiry is late by a small part of it, at most once a minute.
     sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
     onExpired,
+    onEvicted,
   };
 }
 
@@ -181,7 +183,8 @@ export function storedSessions(
   logger: Logger,
 ): StoredSessions {
   const expired = (n: number) => metrics.storedSessionsExpired.inc({}, n);
-  return new StoredSessions(backend, storedSessionOptions(config, expired), logger);
+  const evicted = () => metrics.storedSessionsEvicted.inc();
+  return new StoredSessions(backend, storedSessionOptions(config, expired, evicted), logger);
 }
 
 /**

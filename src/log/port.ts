@@ -150,6 +150,8 @@ export interface TopicInfo {
   readonly stream: string;
   readonly topic: string;
   readonly partitions: number;
+  /** The topic's own retention by age (µs; 0 or absent: the backend's default, or unknown). */
+  readonly messageExpiryMicros?: number;
   /**
    * The backend confirms an append before it is on disk (an Iggy topic without fsync
    * enforced): a PUBACK then means "accepted", not "on disk". Absent = on disk.
@@ -388,6 +390,13 @@ export interface LogBackend {
    * stored. Optional: a log without it keeps the offsets of consumers that are gone.
    */
   deleteOffset?(consumer: string, address: PartitionAddress): Promise<void>;
+  /**
+   * Drops a partition's messages before `before` whatever their age (whole stored batches: one
+   * holding `before` stays), for a topic whose older records a newer snapshot supersedes;
+   * resolves with how many went. Optional: the embedded log has it (its segments are shared by
+   * every partition, so a few old records would keep whole segments of other topics on disk).
+   */
+  truncate?(address: PartitionAddress, before: number): Promise<number>;
   /**
    * Has `observe` called after each of the log's own retention passes that deleted messages.
    * Optional: the embedded log has it; Iggy deletes by its own retention, unseen by the gateway.
