@@ -181,3 +181,39 @@ Deno.test("a tombstone read at start whose positions were not deleted yet (the g
   assert.equal(await b.getOffset(sessionConsumer("again"), DATA), 5, "stored again: kept");
   await later.stop();
 });
+
+Deno.test("a log that is not compacted (Iggy: no truncate) whose record topic was made under a short expiry (retention 20 s): an offline session whose expiry was raised to a day has its record written again before the retention drops it", async () => {
+  const clock = manualClock();
+  await using store = await openTestStore({ clock: clock.micros });
+  const b = store.backend;
+  await b.createTopic(RECORDS.stream, RECORDS.topic, {
+    partitions: 1,
+    messageExpiryMicros: 20_000_000,
+  });
+  // The embedded log without its truncate: what the sessions see of a log like Iggy's.
+  const uncompacted = new Proxy(b, {
+    get(t, k) {
+      const v = Reflect.get(t, k, t);
+      return k === "truncate" ? undefined : typeof v === "function" ? v.bind(t) : v;
+    },
+  }) as EmbeddedBackend;
+  const a = sessions(uncompacted, clock.now);
+  assert.equal(await a.load(), true);
+  assert.equal(a.compactor.able, false);
+  a.offline(a.open("long", STORE, "").session!);
+  await a.idle();
+  for (let t = 0; t < 120; t += 5) {
+    clock.ms += 5_000;
+    a.sweep();
+    await a.sync(); // the renewal waits for a read of what other gateways wrote
+    await a.idle();
+    await b.runRetention();
+  }
+  assert.equal(a.compactor.compactions, 0);
+  const again = sessions(uncompacted, clock.now);
+  await again.load();
+  assert.equal(again.open("long", STORE, "").present, true, "the session outlived the retention");
+  assert.ok((await recordIds(b)).length <= 6, "superseded records still go by age");
+  await again.stop();
+  await a.stop();
+});

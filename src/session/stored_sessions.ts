@@ -37,7 +37,7 @@ import {
 import { openRecordTopic, RecordCompactor } from "./session_compaction.ts";
 import { evictOldest, OfflineOrder } from "./offline_order.ts";
 import type { SessionRequest } from "./session_request.ts";
-import { SessionRecordReader } from "./session_reader.ts";
+import { SessionRecordLog } from "./session_record_log.ts";
 
 /** One stored session, kept in memory while the gateway runs (`session_record.ts`). */
 export type { StoredSession } from "./session_record.ts";
@@ -80,7 +80,7 @@ export class StoredSessions {
   /** Rewrites the live records at the head and drops the older ones (embedded). */
   readonly compactor: RecordCompactor;
   readonly #offline = new OfflineOrder();
-  readonly #reader: SessionRecordReader;
+  readonly #records: SessionRecordLog;
   /** The record topic's own retention by age (ms; 0: none known). */
   #retentionMs = 0;
   /** Load: tombstones read, whose positions are deleted once the read is done. */
@@ -93,7 +93,7 @@ export class StoredSessions {
     this.forgetter = new PositionForgetter(backend, logger);
     this.#now = opts.now ?? Date.now;
     this.#address = { stream: opts.stream, topic: opts.topic, partition: 0 };
-    this.#reader = new SessionRecordReader(backend, this.#address, logger);
+    this.#records = new SessionRecordLog(backend, this.#address, logger);
     const at = this.#address;
     this.compactor = new RecordCompactor(backend, at, logger, this.#now, opts.compactAfterMs);
   }
@@ -249,49 +249,58 @@ export class StoredSessions {
 
   /**
    * Removes sessions offline longer than their expiry, and writes again the records of connected
-   * ones older than half the record topic's retention. Returns how many expired.
+   * ones older than half the record topic's retention (and, on a log that is not compacted, of
+   * offline ones: a topic made under shorter settings would drop them first). Returns how many
+   * expired.
    */
   sweep(): number {
     const now = this.#now();
+    const maxMs = this.#opts.maxExpiryS * 1000;
+    const renewBefore = now - Math.min(maxMs, this.#retentionMs / 2 || Infinity);
     let expired = 0;
+    const renew: StoredSession[] = [];
     for (const s of [...this.#sessions.values()]) {
+      // Only a session attached here is kept alive; a remote gateway's "connected" record that
+      // its gateway stopped renewing (gone without a word) counts as offline since.
+      if (s.offlineSinceMs === null && !this.#attached.has(s) && now - s.savedAtMs > 2 * maxMs) {
+        s.offlineSinceMs = s.savedAtMs;
+        this.#offline.offline(s);
+      }
       if (this.#expired(s, now)) {
         this.remove(s.clientId);
         expired++;
-      } else if (s.offlineSinceMs === null && now - s.savedAtMs > this.#opts.maxExpiryS * 1000) {
-        // Only a session attached here is kept alive; a remote gateway's "connected" record
-        // that its gateway stopped renewing (gone without a word) counts as offline since.
-        if (this.#attached.has(s)) this.save(s);
-        else if (now - s.savedAtMs > 2 * this.#opts.maxExpiryS * 1000) {
-          s.offlineSinceMs = s.savedAtMs;
-          this.#offline.offline(s);
-          if (this.#expired(s, now)) {
-            this.remove(s.clientId);
-            expired++;
-          }
-        }
-      }
+      } else if (s.savedAtMs < renewBefore && this.#attached.has(s)) this.save(s);
+      else if (s.savedAtMs < renewBefore && !this.compactor.able) renew.push(s);
     }
     if (expired > 0) {
       this.#logger.info("Stored sessions expired", { count: expired });
       this.#opts.onExpired?.(expired);
+    }
+    // After reading what other gateways wrote: a session one of them resumed is not restated.
+    if (renew.length > 0) {
+      void this.sync().then(() => renew.forEach((r) => this.#renew(r, renewBefore)));
     }
     this.#evictFor(0); // a lowered bound, or other gateways' sessions read meanwhile
     if (this.compactor.due(this.#sessions.size, this.#retentionMs)) this.compact();
     return expired;
   }
 
+  /** An offline session's record on a log not compacted, still older than `before`: again. */
+  #renew(s: StoredSession, before: number): void {
+    if (s.offlineSinceMs !== null && s.savedAtMs < before) this.save(s);
+  }
+
   /** Compacts the record topic now (`session_compaction.ts`); the sweeps do when one is due. */
   compact(): Promise<void> {
     return this.compactor.compact({
-      written: async () => void await Promise.all([...this.#pending]),
+      written: () => this.#records.written(),
       ids: () => [...this.#sessions.keys()],
       restated: (id) => {
         const s = this.#sessions.get(id);
-        return s === undefined ? null : this.#reader.message(id, sessionRecordOf(s));
+        return s === undefined ? null : this.#records.message(id, sessionRecordOf(s));
       },
       removalsSettled: async () => {
-        await Promise.all([...this.#pending]);
+        await Promise.all([...this.#pending, this.#records.written()]);
         await this.forgetter.idle();
       },
     });
@@ -332,7 +341,9 @@ export class StoredSessions {
 
   /** Resolves when every record write so far, and the deletions after them, are answered. */
   async idle(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+    while (this.#pending.size > 0 || this.#records.writing) {
+      await Promise.all([...this.#pending, this.#records.written()]);
+    }
     await this.forgetter.idle();
   }
 
@@ -347,30 +358,17 @@ export class StoredSessions {
 
   /** Appends a record; resolves true once it is stored, false when that failed (logged). */
   #write(clientId: string, record: unknown): Promise<boolean> {
-    const message = this.#reader.message(clientId, record);
     this.compactor.counted();
-    const p = this.#backend.append({ ...this.#address, messages: [message] }).then(
-      () => true,
-      (err) => {
-        this.#logger.limited("warn", "Writing a stored session failed", {
-          client_id: clientId,
-          error: err,
-        });
-        return false;
-      },
-    );
-    const settled = p.then(() => {}).finally(() => this.#pending.delete(settled));
-    this.#pending.add(settled);
-    return p;
+    return this.#records.write(clientId, record);
   }
 
   /** Records skipped as malformed since start (a foreign or damaged record). */
   get malformed(): number {
-    return this.#reader.malformed;
+    return this.#records.malformed;
   }
 
   #readTail(): Promise<void> {
-    return this.#reader.readTail({
+    return this.#records.readTail({
       counted: (m) => this.compactor.counted(m.timestampMicros / 1000),
       record: (id, r, m) => r.kind === "deleted" ? this.#applyTombstone(id) : this.#apply(id, r, m),
     });

@@ -1,7 +1,7 @@
 /**
- * The stored-session record topic as read and written: the message a record is appended as,
- * and the reading of the records written since the last read, in offset order, skipping this
- * process's own (its memory is newer) and malformed ones (logged, counted).
+ * The stored-session record topic as read and written: records appended (a failure logged), the
+ * writes still in flight, and the reading of the records written since the last read, in offset
+ * order, skipping this process's own (its memory is newer) and malformed ones (logged, counted).
  *
  * @module
  */
@@ -25,8 +25,8 @@ export interface RecordSink {
   counted(m: StoredMessage): void;
 }
 
-/** Reads and frames one record topic for one process. */
-export class SessionRecordReader {
+/** Reads and writes one record topic for one process. */
+export class SessionRecordLog {
   readonly #backend: LogBackend;
   readonly #address: PartitionAddress;
   readonly #logger: Logger;
@@ -35,6 +35,7 @@ export class SessionRecordReader {
   /** Next record offset to read (records other gateways wrote are read before a resume). */
   #readFrom = 0;
   #malformed = 0;
+  readonly #writes = new Set<Promise<void>>();
 
   constructor(backend: LogBackend, address: PartitionAddress, logger: Logger) {
     this.#backend = backend;
@@ -53,6 +54,31 @@ export class SessionRecordReader {
       payload: new TextEncoder().encode(JSON.stringify(record)),
       headers: new Map([[H_SESSION, clientId], [H_WRITER, this.#writer]]),
     };
+  }
+
+  /** Appends `clientId`'s record; resolves true once stored, false when that failed (logged). */
+  write(clientId: string, record: unknown): Promise<boolean> {
+    const messages = [this.message(clientId, record)];
+    const p = this.#backend.append({ ...this.#address, messages }).then(() => true, (err) => {
+      this.#logger.limited("warn", "Writing a stored session failed", {
+        client_id: clientId,
+        error: err,
+      });
+      return false;
+    });
+    const settled = p.then(() => {}).finally(() => this.#writes.delete(settled));
+    this.#writes.add(settled);
+    return p;
+  }
+
+  /** Resolves when the writes asked so far are answered. */
+  async written(): Promise<void> {
+    await Promise.all([...this.#writes]);
+  }
+
+  /** Whether a write is in flight. */
+  get writing(): boolean {
+    return this.#writes.size > 0;
   }
 
   /** Reads the records written since the last read into `sink`. */
