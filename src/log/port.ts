@@ -210,10 +210,7 @@ export interface ResendCounters {
   readonly renewals: number;
   /** 0.11: cut sends a read-back found stored (confirmed, not resent). */
   readonly foundStored?: number;
-  /**
-   * 0.11: cut sends whose read-back or resend failed too: each may be stored twice when the
-   * device retries.
-   */
+  /** 0.11: cut sends whose read-back or resend failed too (each may be stored twice on retry). */
   readonly possibleDuplicates: number;
 }
 
@@ -390,12 +387,7 @@ export interface LogBackend {
    * stored. Optional: a log without it keeps the offsets of consumers that are gone.
    */
   deleteOffset?(consumer: string, address: PartitionAddress): Promise<void>;
-  /**
-   * Drops a partition's messages before `before` whatever their age (whole stored batches: one
-   * holding `before` stays), for a topic whose older records a newer snapshot supersedes;
-   * resolves with how many went. Optional: the embedded log has it (its segments are shared by
-   * every partition, so a few old records would keep whole segments of other topics on disk).
-   */
+  /** Drops a partition's batches that end by `before`, whatever their age; optional (embedded). */
   truncate?(address: PartitionAddress, before: number): Promise<number>;
   /**
    * Has `observe` called after each of the log's own retention passes that deleted messages.

@@ -15,23 +15,9 @@ import type { GatewayConfig } from "../config/types.ts";
 import type { SessionContext } from "./context.ts";
 import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
 import type { V5Session } from "./v5_session.ts";
+import type { SessionRequest } from "./requested_session.ts";
 
-/** The session a CONNECT asks for. */
-export interface SessionRequest {
-  /** Keep subscriptions and positions after the connection ends. */
-  readonly store: boolean;
-  /** A session stored before under this client id is discarded first [MQTT-3.1.2-6]. */
-  readonly cleanStart: boolean;
-  /** Seconds offline after which the stored session is removed (MQTT 5: the granted interval). */
-  readonly expiryS: number;
-  /** MQTT 5: `expiryS` is the session's own; else its expiry is `session.expiry_s` as it is now. */
-  readonly mqtt5?: boolean;
-  /**
-   * Only an existing stored session is resumed; without one the session is clean (no record,
-   * no `max_stored_sessions` slot): MQTT 5 Clean Start 0 with expiry 0.
-   */
-  readonly resumeOnly?: boolean;
-}
+export type { SessionRequest };
 
 /**
  * MQTT 3.1.1: clean session 1 → nothing kept; 0 → resume or create a stored session. MQTT 5

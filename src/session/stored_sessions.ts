@@ -36,7 +36,7 @@ import {
 } from "./session_expiry.ts";
 import { openRecordTopic, RecordCompactor } from "./session_compaction.ts";
 import { evictOldest, OfflineOrder } from "./offline_order.ts";
-import type { SessionRequest } from "./session_request.ts";
+import type { SessionRequest } from "./requested_session.ts";
 import { SessionRecordLog } from "./session_record_log.ts";
 
 /** One stored session, kept in memory while the gateway runs (`session_record.ts`). */
@@ -384,13 +384,15 @@ export class StoredSessions {
   /** One record: the latest of a client id wins. */
   #apply(clientId: string, r: ParsedRecord & { kind: "session" }, m: StoredMessage): void {
     const known = this.#sessions.get(clientId);
+    const wasOffline = known?.offlineSinceMs;
     this.#tombstoned?.stored(clientId);
     const s = known ?? newSession(clientId);
     r.apply(s, this.#opts.maxExpiryS);
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);
-    // Loading, the order is made once the read is done; after, another gateway's record.
-    if (this.#tombstoned === null && s.offlineSinceMs !== null) this.#offline.offline(s);
-    else if (s.offlineSinceMs === null) this.#offline.drop(clientId);
+    // Loading, the order is made once the read is done; after, another gateway's record (one
+    // that only writes a session again keeps its place).
+    if (s.offlineSinceMs === null) this.#offline.drop(clientId);
+    else if (this.#tombstoned === null && s.offlineSinceMs !== wasOffline) this.#offline.offline(s);
   }
 }
