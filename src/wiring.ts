@@ -16,6 +16,7 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
+import { COMPACT_MAX_AGE_MS } from "./session/session_compaction.ts";
 import { retainedOptionsOf, RetainedStore } from "./log/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
@@ -134,6 +135,12 @@ export function storedSessionOptions(
     sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
     onExpired,
     onEvicted,
+    // Restated within half the data's retention by age (an hour at most, a minute at least), so
+    // that the records do not hold a segment that retention has emptied for long.
+    compactAfterMs: Math.max(
+      60_000,
+      Math.min(COMPACT_MAX_AGE_MS, config.log.retention_max_age_s * 500 || Infinity),
+    ),
   };
 }
 

@@ -10,8 +10,9 @@
  *
  * When: once the records superseded since the last compaction outnumber max(1,000, the live
  * sessions) (a restart then reads about twice the live set at most), and once the oldest
- * record is older than the compaction age (an hour, or a quarter of the topic's own retention
- * by age when that is shorter: a record the topic was created to drop by age is restated first).
+ * record is older than the compaction age (the caller's: an hour, or half the data's retention
+ * by age when shorter; or a quarter of the topic's own retention by age when that is shorter
+ * still: a record the topic was created to drop by age is restated first).
  *
  * Order: the ids are taken, and the first batch built and appended, in one turn of the event
  * loop; a session created after it is recorded after that batch, and a later batch restates

@@ -217,3 +217,23 @@ Deno.test("a log that is not compacted (Iggy: no truncate) whose record topic wa
   await again.stop();
   await a.stop();
 });
+
+Deno.test("compaction in forward mode drops only what the forwarder has forwarded: the rest stays until the next compaction after it is", async () => {
+  const clock = manualClock();
+  const forward = { consumer: "forwarder", whenFull: "refuse" as const };
+  await using store = await openTestStore({ clock: clock.micros, forward });
+  const b = store.backend;
+  const a = sessions(b, clock.now);
+  await a.load();
+  for (let i = 0; i < 4; i++) { // a stored batch each: offsets 2i (CONNECT) and 2i + 1 (offline)
+    a.offline(a.open(`dev-${i}`, STORE, "").session!);
+    await a.idle();
+  }
+  await b.storeOffset("forwarder", RECORDS, 3); // offsets 0..3 forwarded, 4..7 not yet
+  await a.compact();
+  assert.equal((await b.poll(RECORDS, 0, 100))[0].offset, 4, "the unforwarded records stay");
+  await b.storeOffset("forwarder", RECORDS, (await b.nextOffset(RECORDS)) - 1); // all forwarded
+  await a.compact();
+  assert.deepEqual((await recordIds(b)).sort(), ["dev-0", "dev-1", "dev-2", "dev-3"]);
+  await a.stop();
+});

@@ -112,11 +112,13 @@ export class RetentionRunner {
   /**
    * Drops partition `p`'s stored batches that end at or before `before` (a batch straddling it
    * stays), whatever their age: the record topics' compaction (their records before a restated
-   * snapshot are superseded). One pass at a time with retention; then floors and segments as
-   * after a pass. Resolves with the messages dropped.
+   * snapshot are superseded). Forward mode: not what is still to forward (the next compaction
+   * drops it). One pass at a time with retention; then floors and segments as after a pass.
+   * Resolves with the messages dropped.
    */
-  async truncate(p: PartitionLog, before: number): Promise<number> {
+  async truncate(p: PartitionLog, upTo: number): Promise<number> {
     while (this.#pass) await this.#pass.catch(() => 0);
+    const before = Math.min(upTo, this.#limits.keepFrom?.(p.topicId, p.partition) ?? Infinity);
     const dropping = (async () => {
       let dropped = 0;
       for (;;) {
