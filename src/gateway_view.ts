@@ -104,6 +104,11 @@ export class GatewayView {
     return this.#g.sessions.size;
   }
 
+  /** Compactions of the stored-session record topic since start. */
+  get storedSessionCompactions(): number {
+    return this.#g.sessions.compactor.compactions;
+  }
+
   /** Resolves once no read or write of the stored-session records is under way. */
   storedSessionsIdle(): Promise<void> {
     return this.#g.sessions.idle();

@@ -16,6 +16,7 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
+import { COMPACT_MAX_AGE_MS } from "./session/session_compaction.ts";
 import { retainedOptionsOf, RetainedStore } from "./log/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
@@ -116,10 +117,11 @@ export function sourceGuardOptions(config: GatewayConfig): SourceGuardOptions {
   };
 }
 
-/** Stored sessions from `[session]` and `[limits]`; `onExpired` counts removals. */
+/** Stored sessions from `[session]` and `[limits]`; `onExpired`/`onEvicted` count removals. */
 export function storedSessionOptions(
   config: GatewayConfig,
   onExpired: (n: number) => void,
+  onEvicted?: () => void,
 ): StoredSessionOptions {
   const s = config.session;
   return {
@@ -134,6 +136,13 @@ export function storedSessionOptions(
     // Often enough that an expiry is late by a small part of it, at most once a minute.
     sweepIntervalMs: Math.min(60_000, Math.max(100, s.expiry_s * 250)),
     onExpired,
+    onEvicted,
+    // Restated within half the data's retention by age (an hour at most, a minute at least), so
+    // that the records do not hold a segment that retention has emptied for long.
+    compactAfterMs: Math.max(
+      60_000,
+      Math.min(COMPACT_MAX_AGE_MS, config.log.retention_max_age_s * 500 || Infinity),
+    ),
   };
 }
 
@@ -183,7 +192,8 @@ export function storedSessions(
   logger: Logger,
 ): StoredSessions {
   const expired = (n: number) => metrics.storedSessionsExpired.inc({}, n);
-  return new StoredSessions(backend, storedSessionOptions(config, expired), logger);
+  const evicted = () => metrics.storedSessionsEvicted.inc();
+  return new StoredSessions(backend, storedSessionOptions(config, expired, evicted), logger);
 }
 
 /**

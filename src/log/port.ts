@@ -150,6 +150,8 @@ export interface TopicInfo {
   readonly stream: string;
   readonly topic: string;
   readonly partitions: number;
+  /** The topic's own retention by age (µs; 0 or absent: the backend's default, or unknown). */
+  readonly messageExpiryMicros?: number;
   /**
    * The backend confirms an append before it is on disk (an Iggy topic without fsync
    * enforced): a PUBACK then means "accepted", not "on disk". Absent = on disk.
@@ -208,10 +210,7 @@ export interface ResendCounters {
   readonly renewals: number;
   /** 0.11: cut sends a read-back found stored (confirmed, not resent). */
   readonly foundStored?: number;
-  /**
-   * 0.11: cut sends whose read-back or resend failed too: each may be stored twice when the
-   * device retries.
-   */
+  /** 0.11: cut sends whose read-back or resend failed too (each may be stored twice on retry). */
   readonly possibleDuplicates: number;
 }
 
@@ -388,6 +387,8 @@ export interface LogBackend {
    * stored. Optional: a log without it keeps the offsets of consumers that are gone.
    */
   deleteOffset?(consumer: string, address: PartitionAddress): Promise<void>;
+  /** Drops a partition's batches that end by `before`, whatever their age; optional (embedded). */
+  truncate?(address: PartitionAddress, before: number): Promise<number>;
   /**
    * Has `observe` called after each of the log's own retention passes that deleted messages.
    * Optional: the embedded log has it; Iggy deletes by its own retention, unseen by the gateway.

@@ -208,6 +208,11 @@ const COUNTERS = {
     name: "session_stored_expired_total",
     help: "Stored sessions removed after their expiry offline",
   },
+  storedSessionsEvicted: {
+    name: "session_stored_evicted_total",
+    help:
+      "Stored sessions removed at limits.max_stored_sessions to make room (the one offline the longest first)",
+  },
   retentionDeletedMessages: {
     name: "log_retention_deleted_messages_total",
     help:

@@ -17,6 +17,18 @@
 import { type WallClock, wallClock } from "../base/wall_clock.ts";
 import { type LogBackend, type PartitionAddress, partitionOfKey } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
+import { utf8Length } from "../base/utf8.ts";
+import { xxh3_64 } from "../base/xxhash.ts";
+
+const CONSUMER_PREFIX = "mqtt-session-";
+
+/** The consumer name under which a client's positions are stored (≤ 255 bytes, as Iggy's). */
+export function sessionConsumer(clientId: string): string {
+  const name = CONSUMER_PREFIX + clientId;
+  if (utf8Length(name) <= 255) return name;
+  const hash = xxh3_64(new TextEncoder().encode(clientId)).toString(16);
+  return `${CONSUMER_PREFIX}h-${hash}`;
+}
 
 /** The settings a session's expiry is read from (s). */
 export interface ExpiryRules {
@@ -166,5 +178,35 @@ export class PositionForgetter {
         });
       }
     }
+  }
+}
+
+/**
+ * Load: the tombstones read of sessions whose earlier records were read. Their positions may
+ * still be stored (the gateway stopped before deleting them, or the compaction that keeps a
+ * tombstone until then had not run): they are deleted once the read is done, unless the id was
+ * stored again after its tombstone. Deleting an absent row is harmless.
+ */
+export class TombstonesRead {
+  readonly #gone = new Map<string, { consumer: string; keys: Set<string> }>();
+
+  /** `clientId`'s tombstone was read; its session knew the triples `keys`. */
+  note(clientId: string, consumer: string, keys: Iterable<string>): void {
+    const known = this.#gone.get(clientId)?.keys ?? new Set<string>();
+    for (const k of keys) known.add(k);
+    this.#gone.set(clientId, { consumer, keys: known });
+  }
+
+  /** A record of `clientId` after its tombstone: it is stored again. */
+  stored(clientId: string): void {
+    this.#gone.delete(clientId);
+  }
+
+  /** Queues the deletions of those not `storedNow`. */
+  forget(forgetter: PositionForgetter, storedNow: (clientId: string) => boolean): void {
+    for (const [id, { consumer, keys }] of this.#gone) {
+      if (!storedNow(id)) forgetter.forget(id, consumer, keys);
+    }
+    this.#gone.clear();
   }
 }

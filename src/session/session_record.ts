@@ -57,6 +57,12 @@ export interface StoredSession extends RecordedSession {
   qos2Out?: Qos2Out;
 }
 
+/** A session with nothing stored yet (its expiry is set by whoever makes it). */
+export function newSession(clientId: string): StoredSession {
+  const [subscriptions, triples] = [new Map(), new Set<string>()];
+  return { clientId, subscriptions, triples, expiryS: 0, offlineSinceMs: null, savedAtMs: 0 };
+}
+
 /** The record of a session, ready for JSON. */
 export function sessionRecordOf(s: RecordedSession): unknown {
   return {

@@ -14,8 +14,8 @@ import type { ConnectPacket } from "../codec/packets.ts";
 import type { GatewayConfig } from "../config/types.ts";
 import type { SessionContext } from "./context.ts";
 import { type ConnackOutcome, refuseConnect } from "./outcome.ts";
-import type { SessionRequest } from "./stored_sessions.ts";
 import type { V5Session } from "./v5_session.ts";
+import type { SessionRequest } from "./requested_session.ts";
 
 export type { SessionRequest };
 

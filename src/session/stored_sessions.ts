@@ -6,55 +6,37 @@
  * ({@link sessionConsumer}), so both survive a disconnect and a gateway restart and are shared by
  * every gateway on the same log. The gateway keeps no database of its own.
  *
- * Bounds: at most `limits.max_stored_sessions` (a new one beyond → CONNACK 3, logged); a session
- * is removed after its expiry offline, read from the settings as they are now
- * (`session_expiry.ts`), and its positions are then deleted from the log; the record topic is
- * created with a retention of twice the longest expiry, and records of connected sessions are
- * written again before half of it has passed.
+ * Bounds: at most `limits.max_stored_sessions`: a new one beyond evicts the session offline the
+ * longest (`offline_order.ts`; logged, counted), and is refused (CONNACK 3) only when every
+ * stored session is connected; a session is removed after its expiry offline, read from the
+ * settings as they are now (`session_expiry.ts`), and its positions are then deleted from the
+ * log. On a log that can drop older records (embedded) the record topic has no retention by age:
+ * it is compacted (`session_compaction.ts`), so a live session's record stays as long as the
+ * session does. Elsewhere (Iggy) the topic is created with a retention of twice the longest
+ * expiry, and records of connected sessions are written again before half of it has passed.
  *
  * @module
  */
-import { utf8Length } from "../base/utf8.ts";
-import { xxh3_64 } from "../base/xxhash.ts";
 import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
-import { readToEnd } from "../log/read_to_end.ts";
 import type { Logger } from "../observe/logger.ts";
 import {
-  parseSessionRecord,
+  newSession,
+  type ParsedRecord,
   SESSION_TOMBSTONE,
   sessionRecordOf,
   type StoredSession,
 } from "./session_record.ts";
-import { expiryOf, type ExpiryRules, PositionForgetter } from "./session_expiry.ts";
-import { clockOf, expiredAt, msSince } from "./session_expiry.ts";
-
-/** Header naming the client id of a session record. */
-export const H_SESSION = "mqtt.session";
-/** Header naming the process that wrote a record: its own records never overwrite its memory. */
-const H_WRITER = "mqtt.session_writer";
-const CONSUMER_PREFIX = "mqtt-session-";
-const LOAD_BATCH = 1000;
-
-/** The session a CONNECT asks for. */
-export interface SessionRequest {
-  /** Keep subscriptions and positions after the connection ends. */
-  readonly store: boolean;
-  /** A session stored before under this client id is discarded first [MQTT-3.1.2-6]. */
-  readonly cleanStart: boolean;
-  /** Seconds offline after which the stored session is removed (MQTT 5: the granted interval). */
-  readonly expiryS: number;
-  /** MQTT 5: `expiryS` is the session's own; else its expiry is `session.expiry_s` as it is now. */
-  readonly mqtt5?: boolean;
-  /**
-   * Only an existing stored session is resumed; without one the session is clean (no record,
-   * no `max_stored_sessions` slot): MQTT 5 Clean Start 0 with expiry 0.
-   */
-  readonly resumeOnly?: boolean;
-}
+import { clockOf, expiredAt, expiryOf, type ExpiryRules, msSince } from "./session_expiry.ts";
+import { PositionForgetter, sessionConsumer, TombstonesRead } from "./session_expiry.ts";
+import { openRecordTopic, RecordCompactor } from "./session_compaction.ts";
+import { evictOldest, OfflineOrder } from "./offline_order.ts";
+import type { SessionRequest } from "./requested_session.ts";
+import { SessionRecordLog } from "./session_record_log.ts";
 
 /** One stored session, kept in memory while the gateway runs (`session_record.ts`). */
 export type { StoredSession } from "./session_record.ts";
+export { sessionConsumer } from "./session_expiry.ts";
 
 /** Options of the store; `expiryS` and `maxExpiryS5` apply to every session, whenever stored. */
 export interface StoredSessionOptions extends ExpiryRules {
@@ -69,14 +51,10 @@ export interface StoredSessionOptions extends ExpiryRules {
   readonly sweepIntervalMs: number;
   /** Called with the number of sessions each sweep removed. */
   readonly onExpired?: (count: number) => void;
-}
-
-/** The consumer name under which a client's positions are stored (≤ 255 bytes, as Iggy's). */
-export function sessionConsumer(clientId: string): string {
-  const name = CONSUMER_PREFIX + clientId;
-  if (utf8Length(name) <= 255) return name;
-  const hash = xxh3_64(new TextEncoder().encode(clientId)).toString(16);
-  return `${CONSUMER_PREFIX}h-${hash}`;
+  /** Called once per session evicted at `max_stored_sessions`. */
+  readonly onEvicted?: () => void;
+  /** The longest a record waits before compaction restates it (ms; `session_compaction.ts`). */
+  readonly compactAfterMs?: number;
 }
 
 /** The stored sessions of the gateway. */
@@ -87,18 +65,21 @@ export class StoredSessions {
   #now: () => number;
   #sessions = new Map<string, StoredSession>();
   #address: PartitionAddress;
-  /** Next record offset to read (records other gateways wrote are read before a resume). */
-  #readFrom = 0;
-  #malformed = 0;
   /** Sessions whose client is connected to this gateway (only these are renewed here). */
   #attached = new WeakSet<StoredSession>();
   #loaded = false;
   #pending = new Set<Promise<void>>();
-  /** This process's writer id (records it wrote are older than its memory). */
-  #writer = crypto.randomUUID();
   #timer: ReturnType<typeof setInterval> | undefined;
   /** Removed sessions' positions, deleted from the log after their tombstones. */
   readonly forgetter: PositionForgetter;
+  /** Rewrites the live records at the head and drops the older ones (embedded). */
+  readonly compactor: RecordCompactor;
+  readonly #offline = new OfflineOrder();
+  readonly #records: SessionRecordLog;
+  /** The record topic's own retention by age (ms; 0: none known). */
+  #retentionMs = 0;
+  /** Load: tombstones read, whose positions are deleted once the read is done. */
+  #tombstoned: TombstonesRead | null = null;
 
   constructor(backend: LogBackend, opts: StoredSessionOptions, logger: Logger) {
     this.#backend = backend;
@@ -110,6 +91,9 @@ export class StoredSessions {
     this.forgetter = new PositionForgetter(backend, logger);
     this.#now = opts.now ?? (() => clockOf(opts).now());
     this.#address = { stream: opts.stream, topic: opts.topic, partition: 0 };
+    this.#records = new SessionRecordLog(backend, this.#address, logger);
+    const at = this.#address;
+    this.compactor = new RecordCompactor(backend, at, logger, this.#now, opts.compactAfterMs);
   }
 
   /** Stored sessions now (connected and offline). */
@@ -136,22 +120,19 @@ export class StoredSessions {
    */
   async load(): Promise<boolean> {
     try {
-      const { stream, topic } = this.#opts;
-      if (await this.#backend.getTopic(stream, topic) === null) {
-        await this.#backend.createTopic(stream, topic, {
-          partitions: 1,
-          messageExpiryMicros: 2 * this.#opts.maxExpiryS * 1_000_000,
-          durable: true,
-        });
-      }
+      const { maxExpiryS } = this.#opts;
+      this.#retentionMs = await openRecordTopic(this.#backend, this.#address, maxExpiryS);
       this.#loaded = true;
+      this.#tombstoned = new TombstonesRead();
       await this.#readTail();
-      const now = this.#now();
-      for (const s of this.#sessions.values()) s.offlineSinceMs ??= now; // gateway was down
+      this.#tombstoned.forget(this.forgetter, (id) => this.#sessions.has(id));
+      this.#tombstoned = null;
+      this.#offline.loaded(this.#sessions.values(), this.#now());
       this.sweep();
       return true;
     } catch (err) {
       this.#loaded = false;
+      this.#tombstoned = null;
       this.#logger.warn("Stored sessions unavailable", { error: err });
       return false;
     }
@@ -159,10 +140,9 @@ export class StoredSessions {
 
   /**
    * Reads records written since the last read (another gateway's); false when unavailable.
-   * One read at a time ({@link coalesced}): a read per CONNECT decodes the same tail once per
-   * concurrent CONNECT — garbage per stored session in a burst, which grows the heap and the
-   * allocator for good — and two reads at
-   * once could apply an older record after a newer one.
+   * One read at a time ({@link coalesced}): concurrent CONNECTs would each decode the same tail
+   * (garbage per stored session that grows the heap for good), and two reads at once could apply
+   * an older record after a newer one.
    */
   readonly sync: () => Promise<boolean> = coalesced(() => this.#syncOnce());
 
@@ -187,9 +167,13 @@ export class StoredSessions {
     return s.owner;
   }
 
-  /** Whether a new stored session would pass `limits.max_stored_sessions`. */
+  /**
+   * Whether a new stored session would pass `limits.max_stored_sessions` with no offline
+   * session to evict for it (every stored session connected).
+   */
   full(clientId: string): boolean {
-    return !this.#sessions.has(clientId) && this.#sessions.size >= this.#opts.maxSessions;
+    return !this.#sessions.has(clientId) && this.#sessions.size >= this.#opts.maxSessions &&
+      (this.#offline.size === 0 || this.#opts.maxSessions === 0);
   }
 
   /**
@@ -209,20 +193,17 @@ export class StoredSessions {
     }
     if (!req.store || (req.resumeOnly && s === undefined)) return { session: null, present: false };
     const present = s !== undefined;
-    if (s === undefined) this.forgetter.cancel(clientId); // its old rows are written over
-    s ??= {
-      clientId,
-      subscriptions: new Map(),
-      triples: new Set(),
-      expiryS: req.expiryS,
-      offlineSinceMs: null,
-      savedAtMs: 0,
-    };
+    if (s === undefined) {
+      this.forgetter.cancel(clientId); // its old rows are written over
+      this.#evictFor(1);
+    }
+    s ??= newSession(clientId);
     s.expiryS = req.expiryS;
     s.mqtt5 = req.mqtt5 === true;
     s.offlineSinceMs = null;
     s.owner = owner;
     this.#sessions.set(clientId, s);
+    this.#offline.drop(clientId);
     this.#attached.add(s);
     this.save(s);
     return { session: s, present };
@@ -233,6 +214,7 @@ export class StoredSessions {
     if (this.#sessions.get(s.clientId) !== s) return; // discarded or taken over meanwhile
     this.#attached.delete(s);
     s.offlineSinceMs = this.#now();
+    this.#offline.offline(s);
     this.save(s);
   }
 
@@ -244,12 +226,12 @@ export class StoredSessions {
     const s = this.#sessions.get(clientId);
     if (s === undefined) return;
     this.#sessions.delete(clientId);
-    const consumer = sessionConsumer(clientId);
+    this.#offline.drop(clientId);
     // Only after the tombstone (a session whose tombstone failed comes back at a restart), and
     // only while the id has no stored session again (that one writes over the rows it uses).
     const then = this.#write(clientId, SESSION_TOMBSTONE).then((stored) => {
       if (stored && !this.#sessions.has(clientId)) {
-        this.forgetter.forget(clientId, consumer, s.triples);
+        this.forgetter.forget(clientId, sessionConsumer(clientId), s.triples);
       }
     });
     this.#pending.add(then);
@@ -265,34 +247,82 @@ export class StoredSessions {
 
   /**
    * Removes sessions offline longer than their expiry, and writes again the records of connected
-   * ones older than half the record topic's retention. Returns how many expired.
+   * ones older than half the record topic's retention (and, on a log that is not compacted, of
+   * offline ones: a topic made under shorter settings would drop them first). Returns how many
+   * expired.
    */
   sweep(): number {
     const now = this.#now();
     const maxMs = this.#opts.maxExpiryS * 1000;
+    const renewAfterMs = Math.min(maxMs, this.#retentionMs / 2 || Infinity);
+    const stale = (s: StoredSession) =>
+      msSince(s.savedAtMs, this.#now(), this.#opts) > renewAfterMs;
     let expired = 0;
+    const renew: StoredSession[] = [];
     for (const s of [...this.#sessions.values()]) {
+      // Only a session attached here is kept alive; a remote gateway's "connected" record that
+      // its gateway stopped renewing (gone without a word) counts as offline since.
+      if (
+        s.offlineSinceMs === null && !this.#attached.has(s) &&
+        msSince(s.savedAtMs, now, this.#opts) > 2 * maxMs
+      ) {
+        s.offlineSinceMs = s.savedAtMs;
+        this.#offline.offline(s);
+      }
       if (expiredAt(s, now, this.#opts)) {
         this.remove(s.clientId);
         expired++;
-      } else if (s.offlineSinceMs === null && msSince(s.savedAtMs, now, this.#opts) > maxMs) {
-        // Only a session attached here is kept alive; a remote gateway's "connected" record
-        // that its gateway stopped renewing (gone without a word) counts as offline since.
-        if (this.#attached.has(s)) this.save(s);
-        else if (msSince(s.savedAtMs, now, this.#opts) > 2 * maxMs) {
-          s.offlineSinceMs = s.savedAtMs;
-          if (expiredAt(s, now, this.#opts)) {
-            this.remove(s.clientId);
-            expired++;
-          }
-        }
-      }
+      } else if (stale(s) && this.#attached.has(s)) this.save(s);
+      else if (stale(s) && !this.compactor.able) renew.push(s);
     }
     if (expired > 0) {
       this.#logger.info("Stored sessions expired", { count: expired });
       this.#opts.onExpired?.(expired);
     }
+    // After reading what other gateways wrote: a session one of them resumed is not restated.
+    if (renew.length > 0) {
+      void this.sync().then(() => renew.forEach((r) => this.#renew(r, stale)));
+    }
+    this.#evictFor(0); // a lowered bound, or other gateways' sessions read meanwhile
+    if (this.compactor.due(this.#sessions.size, this.#retentionMs)) this.compact();
     return expired;
+  }
+
+  /** An offline session's record on a log not compacted, still `stale`: written again. */
+  #renew(s: StoredSession, stale: (s: StoredSession) => boolean): void {
+    if (s.offlineSinceMs !== null && stale(s)) this.save(s);
+  }
+
+  /** Compacts the record topic now (`session_compaction.ts`); the sweeps do when one is due. */
+  compact(): Promise<void> {
+    return this.compactor.compact({
+      written: () => this.#records.written(),
+      ids: () => [...this.#sessions.keys()],
+      restated: (id) => {
+        const s = this.#sessions.get(id);
+        return s === undefined ? null : this.#records.message(id, sessionRecordOf(s));
+      },
+      removalsSettled: async () => {
+        await Promise.all([...this.#pending, this.#records.written()]);
+        await this.forgetter.idle();
+      },
+    });
+  }
+
+  /** Evicts the sessions offline the longest until `room` new ones fit (`offline_order.ts`). */
+  #evictFor(room: number): void {
+    const over = () => this.#sessions.size + room > this.#opts.maxSessions;
+    evictOldest(
+      this.#offline,
+      over,
+      (s) => {
+        this.remove(s.clientId);
+        this.#opts.onEvicted?.();
+      },
+      this.#logger,
+      this.#opts.maxSessions,
+      this.#now(),
+    );
   }
 
   /** Starts the expiry sweeps (one timer for every session). */
@@ -306,13 +336,17 @@ export class StoredSessions {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.compactor.stop(); // what it restated stays; it drops nothing more
     await this.idle();
     await this.forgetter.stop();
+    await this.compactor.idle();
   }
 
   /** Resolves when every record write so far, and the deletions after them, are answered. */
   async idle(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.all([...this.#pending]);
+    while (this.#pending.size > 0 || this.#records.writing) {
+      await Promise.all([...this.#pending, this.#records.written()]);
+    }
     await this.forgetter.idle();
   }
 
@@ -323,78 +357,41 @@ export class StoredSessions {
 
   /** Appends a record; resolves true once it is stored, false when that failed (logged). */
   #write(clientId: string, record: unknown): Promise<boolean> {
-    const message = {
-      payload: new TextEncoder().encode(JSON.stringify(record)),
-      headers: new Map([[H_SESSION, clientId], [H_WRITER, this.#writer]]),
-    };
-    const p = this.#backend.append({ ...this.#address, messages: [message] }).then(
-      () => true,
-      (err) => {
-        this.#logger.limited("warn", "Writing a stored session failed", {
-          client_id: clientId,
-          error: err,
-        });
-        return false;
-      },
-    );
-    const settled = p.then(() => {}).finally(() => this.#pending.delete(settled));
-    this.#pending.add(settled);
-    return p;
+    this.compactor.counted();
+    return this.#records.write(clientId, record);
   }
 
   /** Records skipped as malformed since start (a foreign or damaged record). */
   get malformed(): number {
-    return this.#malformed;
+    return this.#records.malformed;
   }
 
-  async #readTail(): Promise<void> {
-    // Each record read moves #readFrom on at once: a failed poll resumes after it.
-    await readToEnd(this.#backend, this.#address, this.#readFrom, LOAD_BATCH, (m) => {
-      // One bad record must not stop the reading: it would be read (and fail) forever.
-      try {
-        this.#apply(m);
-      } catch (err) {
-        this.#skipMalformed(m, err);
-      }
-      this.#readFrom = m.offset + 1;
+  #readTail(): Promise<void> {
+    return this.#records.readTail({
+      counted: (m) => this.compactor.counted(m.timestampMicros / 1000),
+      record: (id, r, m) => r.kind === "deleted" ? this.#applyTombstone(id) : this.#apply(id, r, m),
     });
   }
 
-  #skipMalformed(m: StoredMessage, err?: unknown): void {
-    this.#malformed++;
-    this.#logger.limited("warn", "Skipping a malformed stored-session record", {
-      offset: m.offset,
-      ...(err === undefined ? {} : { error: err }),
-    });
+  #applyTombstone(clientId: string): void {
+    const gone = this.#sessions.get(clientId)?.triples ?? [];
+    this.#tombstoned?.note(clientId, sessionConsumer(clientId), gone);
+    this.#sessions.delete(clientId);
+    this.#offline.drop(clientId);
   }
 
-  /** One record: the latest of a client id wins; a malformed one is skipped (logged). */
-  #apply(m: StoredMessage): void {
-    const clientId = m.headers.get(H_SESSION);
-    if (clientId === undefined || m.headers.get(H_WRITER) === this.#writer) return;
-    const r = parseSessionRecord(new TextDecoder().decode(m.payload));
-    if (r.kind === "deleted") {
-      this.#sessions.delete(clientId);
-      return;
-    }
-    if (r.kind === "malformed") return this.#skipMalformed(m);
+  /** One record: the latest of a client id wins. */
+  #apply(clientId: string, r: ParsedRecord & { kind: "session" }, m: StoredMessage): void {
     const known = this.#sessions.get(clientId);
-    if (known === undefined && this.#sessions.size >= this.#opts.maxSessions) {
-      this.#logger.limited("warn", "Stored session not loaded: max_stored_sessions reached", {
-        client_id: clientId,
-      });
-      return;
-    }
-    const s: StoredSession = known ?? {
-      clientId,
-      subscriptions: new Map(),
-      triples: new Set(),
-      expiryS: 0,
-      offlineSinceMs: null,
-      savedAtMs: 0,
-    };
+    const wasOffline = known?.offlineSinceMs;
+    this.#tombstoned?.stored(clientId);
+    const s = known ?? newSession(clientId);
     r.apply(s, this.#opts.maxExpiryS);
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);
+    // Loading, the order is made once the read is done; after, another gateway's record (one
+    // that only writes a session again keeps its place).
+    if (s.offlineSinceMs === null) this.#offline.drop(clientId);
+    else if (this.#tombstoned === null && s.offlineSinceMs !== wasOffline) this.#offline.offline(s);
   }
 }

@@ -266,3 +266,59 @@ Deno.test("StoredSessions reads the record topic without waiting at its end (a C
     assert.ok(signals.every((s) => s === NO_WAIT), "every read asks for no wait");
   });
 });
+
+Deno.test("max_stored_sessions: a new session at the bound evicts the one offline the longest (warn with its id, counted); with every one connected it is full", async () => {
+  await withBackend(async (b) => {
+    let now = 1_000_000;
+    const lines: string[] = [];
+    let evicted = 0;
+    const a = new StoredSessions(b, {
+      stream: "mqtt_gateway",
+      topic: "sessions",
+      maxSessions: 3,
+      maxExpiryS: 3600,
+      expiryS: 3600,
+      maxExpiryS5: 3600,
+      sweepIntervalMs: 60_000,
+      now: () => now,
+      onEvicted: () => evicted++,
+    }, new Logger("info", (l) => lines.push(l)));
+    await a.load();
+    const [x, y, z] = ["x", "y", "z"].map((id) => a.open(id, STORE, "").session!);
+    for (const s of [y, x, z]) { // y went offline first, then x, then z
+      now += 1000;
+      a.offline(s);
+    }
+    assert.equal(a.full("new-1"), false, "offline sessions can make room");
+    assert.equal(a.open("new-1", STORE, "").present, false);
+    assert.equal(a.get("y"), undefined, "the longest offline is evicted");
+    assert.equal(a.open("x", STORE, "").present, true, "x resumes: no new slot taken");
+    a.open("new-2", STORE, ""); // z is the only one offline now
+    assert.equal(a.get("z"), undefined);
+    assert.deepEqual([a.size, evicted], [3, 2]);
+    assert.equal(a.full("new-3"), true, "every stored session connected: refused");
+    const warns = lines.map((l) => JSON.parse(l)).filter((l) =>
+      l.msg === "Stored session evicted: max_stored_sessions reached"
+    );
+    assert.equal(warns[0].level, "warn");
+    assert.equal(warns[0].client_id, "y");
+    assert.equal(warns[0].offline_s, 2);
+    await a.idle();
+
+    // A restart with a lower bound keeps the sessions offline the shortest: new-2, recorded as
+    // connected, is offline since the restart.
+    a.offline(a.get("new-1")!);
+    now += 1000;
+    a.offline(a.get("x")!);
+    await a.idle();
+    now += 1000;
+    const small = sessions(b, { maxSessions: 2, now: () => now });
+    await small.load();
+    assert.deepEqual([...["x", "new-1", "new-2"].map((id) => small.get(id) !== undefined)], [
+      true,
+      false,
+      true,
+    ]);
+    await small.idle();
+  });
+});

@@ -6,7 +6,14 @@
  * records in the session topic, so the session survives a gateway restart.
  */
 import assert from "node:assert/strict";
-import { connectPacket, RawClient, startGateway, waitFor } from "../helpers/gateway.ts";
+import {
+  connectPacket,
+  RawClient,
+  startGateway,
+  type TestGateway,
+  waitFor,
+} from "../helpers/gateway.ts";
+import { sessionConsumer } from "../../src/session/stored_sessions.ts";
 import { opts as baseOpts, publishAll, receive, subscribe } from "./_subscribe_helpers.ts";
 import { connectRaw } from "../helpers/gateway.ts";
 
@@ -92,6 +99,93 @@ Deno.test({
       const got = await receive(again.c, 50, { timeoutMs: 10_000 });
       assert.deepEqual(got.map((m) => m.payload), Array.from({ length: 50 }, (_, i) => `m${i}`));
       again.c.close();
+    } finally {
+      await gw2.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "Iggy mode: 200 sessions stored under expiry_s 86,400 expire at the first sweep after a " +
+    "restart with 1 (one line, counted); their consumer offsets are deleted in Iggy; a returning " +
+    "id gets present 0; at max_stored_sessions the session offline the longest is evicted",
+  ...opts,
+  async fn() {
+    const N = 200;
+    const room = "building/west/room/7/temp";
+    const id = (i: number) => `x-${SUFFIX}-${i}`;
+    const env = (gateway: string, more: Record<string, string>) => ({
+      ...iggyEnv(gateway),
+      ...more,
+    });
+    const offline = (gw: TestGateway, i: number) =>
+      gw.gateway.sessions.get(id(i))?.offlineSinceMs != null;
+    const gw1 = await startGateway({
+      env: env("expiry-1", { IGGY_MQTT_SESSION_EXPIRY_S: "86400" }),
+      map: MAP,
+    });
+    let triple = { stream: "", topic: "", partition: 0 };
+    let lastOffline = 0;
+    try {
+      const pub = await connectRaw(gw1.port, "pub-expiry");
+      await publishAll(pub, [[room, "before"]]); // a position past 0 is stored at SUBSCRIBE
+      pub.close();
+      for (let i = 0; i < N; i++) {
+        const s = await connectStored(gw1.port, id(i));
+        assert.deepEqual([s.present, s.code], [0, 0]);
+        assert.deepEqual(await subscribe(s.c, [[room, 1]]), [1]);
+        s.c.close();
+      }
+      const all = [...Array(N).keys()];
+      await waitFor(() => all.every((i) => offline(gw1, i)), 30_000, "every session offline");
+      const sessions = gw1.gateway.sessions;
+      lastOffline = Math.max(...all.map((i) => sessions.get(id(i))!.offlineSinceMs!));
+      const [key] = sessions.get(id(0))!.triples;
+      const [stream, topic, partition] = key.split("\u0000");
+      triple = { stream, topic, partition: Number(partition) };
+      await waitFor(
+        async () =>
+          await gw1.gateway.backend.getOffset(sessionConsumer(id(N - 1)), triple) !== null,
+        10_000,
+        "the last position stored",
+      );
+    } finally {
+      await gw1.stop();
+    }
+    await waitFor(() => Date.now() - lastOffline > 1000, 5000, "a second offline");
+    const gw2 = await startGateway({
+      env: env("expiry-2", {
+        IGGY_MQTT_SESSION_EXPIRY_S: "1",
+        IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "2",
+      }),
+      map: MAP,
+    });
+    try {
+      await waitFor(() => gw2.gateway.metrics.storedSessionsExpired.get() >= N, 10_000, "expired");
+      const lines = gw2.logs.map((l) => JSON.parse(l)).filter((l) =>
+        l.msg === "Stored sessions expired"
+      );
+      assert.equal(lines.length, 1, "one sweep, one line");
+      assert.ok(lines[0].count >= N, "this test's sessions and the one before's");
+      await gw2.gateway.sessions.idle();
+      for (let i = 0; i < N; i += 13) {
+        const row = await gw2.gateway.backend.getOffset(sessionConsumer(id(i)), triple);
+        assert.equal(row, null, `${id(i)}'s consumer offset is deleted`);
+      }
+      const back = await connectStored(gw2.port, id(5));
+      assert.deepEqual([back.present, back.code], [0, 0], "a returning id: session present 0");
+      back.c.close();
+      // max_stored_sessions 2: a third stored session evicts the one offline the longest.
+      await waitFor(() => offline(gw2, 5), 5000, "5 offline");
+      const other = await connectStored(gw2.port, id(6));
+      other.c.close();
+      await waitFor(() => offline(gw2, 6), 5000, "6 offline");
+      const third = await connectStored(gw2.port, id(7));
+      assert.deepEqual([third.present, third.code], [0, 0]);
+      third.c.close();
+      assert.equal(gw2.gateway.metrics.storedSessionsEvicted.get(), 1);
+      const stored = [5, 6, 7].filter((i) => gw2.gateway.sessions.get(id(i)) !== undefined);
+      assert.deepEqual([stored, gw2.gateway.sessions.size], [[6, 7], 2], "5 was evicted");
     } finally {
       await gw2.stop();
     }

@@ -3,7 +3,8 @@
  * clean-session-0 clients (a fleet that makes a new client id per boot: each connects once)
  * store a session under `session.expiry_s` = 86,400; the gateway restarts with 1 once they have
  * all been offline longer than that: the sweep at start expires every one (counted, one log
- * line), a returning id gets session present 0, and no consumer-offset row of theirs is left.
+ * line), a returning id gets session present 0, and once the record topic is compacted neither
+ * a record of theirs nor a consumer-offset row in the catalog is left.
  * (The issue's figures are 10,000 sessions and 60 s; 2,000 and 1 s keep this under a minute.)
  */
 import assert from "node:assert/strict";
@@ -20,6 +21,19 @@ import { sessionConsumer } from "../../src/session/stored_sessions.ts";
 
 const N = 2_000;
 const TOPIC = "building/north/room/42/temp";
+const RECORD_TOPIC = { stream: "mqtt_gateway", topic: "sessions", partition: 0 };
+
+/** Consumer-offset rows of stored sessions in the embedded catalog (read-only, beside the gateway). */
+async function catalogRows(path: string): Promise<number> {
+  const { DatabaseSync } = await import("node:sqlite");
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const sql = "SELECT count(*) AS n FROM consumer_offsets WHERE consumer LIKE 'mqtt-session-%'";
+    return (db.prepare(sql).get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
 
 async function connectStored(port: number, id: string) {
   const c = await RawClient.connect(port);
@@ -31,7 +45,7 @@ async function connectStored(port: number, id: string) {
 
 Deno.test({
   name: "acceptance: 2,000 sessions stored under expiry_s 86,400 expire at the first sweep after " +
-    "a restart with a shorter expiry_s (one line); a returning id gets present 0; no offset row is left",
+    "a restart with a shorter expiry_s (one line); a returning id gets present 0; once compacted no record and no catalog row of theirs is left",
   ...opts,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "iggy-mqtt-expiry-" });
@@ -85,11 +99,17 @@ Deno.test({
         assert.equal(lines.length, 1, `one sweep, one line: ${lines.join("\n")}`);
         assert.equal(JSON.parse(lines[0]).count, N);
 
+        // The sweep's removals are followed by a compaction (none of the records live): the
+        // record topic then holds nothing of theirs, the catalog no row.
+        await waitFor(() => gw2.view.storedSessionCompactions > 0, 10_000, "compacted");
         await gw2.view.storedSessionsIdle();
         for (let i = 0; i < N; i++) {
           const row = await gw2.view.log.getOffset(sessionConsumer(`a-${i}`), triple);
           assert.equal(row, null, `a-${i}'s position is deleted`);
         }
+        assert.equal(await catalogRows(`${dir}/gateway.db`), 0, "no consumer-offset row of theirs");
+        const records = gw2.gateway.backend.poll(RECORD_TOPIC, 0, 10 * N);
+        assert.deepEqual(await records, [], "no record and no tombstone of theirs");
         const back = await connectStored(gw2.port, "a-5");
         assert.deepEqual([back.present, back.code], [0, 0], "a returning id: session present 0");
         back.c.close();

@@ -160,8 +160,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "limits.max_stored_sessions: a new stored session beyond the bound gets CONNACK 3 " +
-    "(logged); a known one and clean sessions still connect",
+  name: "limits.max_stored_sessions: with every stored session connected a new one gets " +
+    "CONNACK 3 (logged); a known one and clean sessions still connect",
   ...opts,
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "1" } });
@@ -185,6 +185,46 @@ Deno.test({
       assert.equal(gw.view.metrics.storedSessionsRefused.get(), 1);
       again.c.close();
       clean.c.close();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name: "limits.max_stored_sessions: at the bound a new stored session evicts the one offline " +
+    "the longest (one warn naming it, counted in /metrics); the others resume",
+  ...opts,
+  async fn() {
+    const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "2" } });
+    const offline = (id: string) => gw.gateway.sessions.get(id)?.offlineSinceMs != null;
+    try {
+      for (const id of ["old-a", "old-b"]) { // old-a goes offline first
+        const c = await connectStored(gw.port, id);
+        assert.equal(c.code, 0);
+        c.c.close();
+        await waitFor(() => offline(id), 5000, `${id} offline`);
+      }
+      const fresh = await connectStored(gw.port, "new-c");
+      assert.deepEqual([fresh.present, fresh.code], [0, 0], "room made, not refused");
+      const b = await connectStored(gw.port, "old-b");
+      assert.deepEqual([b.present, b.code], [1, 0], "old-b kept its session");
+      const evicted = gw.logs.map((l) => JSON.parse(l)).filter((l) =>
+        l.msg === "Stored session evicted: max_stored_sessions reached"
+      );
+      assert.equal(evicted.length, 1, "one warn line");
+      assert.deepEqual([evicted[0].level, evicted[0].client_id], ["warn", "old-a"]);
+      const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+      assert.match(metrics, /^session_stored_evicted_total 1$/m);
+      assert.equal(gw.gateway.metrics.storedSessionsRefused.get(), 0);
+      // Both stored sessions connected: nothing to evict, a new one is refused (CONNACK 3).
+      const refused = await connectStored(gw.port, "new-d");
+      assert.equal(refused.code, 3);
+      for (const c of [fresh.c, b.c, refused.c]) c.close();
+      await waitFor(() => offline("new-c") && offline("old-b"), 5000, "both offline");
+      const a = await connectStored(gw.port, "old-a");
+      assert.deepEqual([a.present, a.code], [0, 0], "old-a was evicted: a new session");
+      a.c.close();
     } finally {
       await gw.stop();
     }

@@ -170,5 +170,6 @@ export function loadFloors(db: DatabaseSync): Map<string, PartitionFloor> {
 
 /** The port's view of a topic. */
 export function topicInfo(state: TopicState): TopicInfo {
-  return { stream: state.stream, topic: state.topic, partitions: state.partitions };
+  const { stream, topic, partitions, messageExpiryMicros: age } = state;
+  return { stream, topic, partitions, ...(age > 0 ? { messageExpiryMicros: age } : {}) };
 }

@@ -6,8 +6,9 @@
  * @module
  */
 import type { Catalog } from "./_catalog.ts";
-import type { MessageLog } from "./_message_log.ts";
-import { type RetentionLimits, runRetentionPass } from "./_retention.ts";
+import type { MessageLog, PartitionLog } from "./_message_log.ts";
+import { setImmediate } from "node:timers";
+import { CHUNK_RECORDS, type RetentionLimits, runRetentionPass } from "./_retention.ts";
 import { type ForwardHold, hasRoom, needsRoom, reclaimOldestSegment } from "./_reclaim.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import type { RetentionTally } from "./_retention_report.ts";
@@ -108,6 +109,39 @@ export class RetentionRunner {
     await this.#pass?.catch(() => 0);
   }
 
+  /**
+   * Drops partition `p`'s stored batches that end at or before `before` (a batch straddling it
+   * stays), whatever their age: the record topics' compaction (their records before a restated
+   * snapshot are superseded). Forward mode: not what is still to forward (the next compaction
+   * drops it). One pass at a time with retention; then floors and segments as after a pass.
+   * Resolves with the messages dropped.
+   */
+  async truncate(p: PartitionLog, upTo: number): Promise<number> {
+    while (this.#pass) await this.#pass.catch(() => 0);
+    const before = Math.min(upTo, this.#limits.keepFrom?.(p.topicId, p.partition) ?? Infinity);
+    const dropping = (async () => {
+      let dropped = 0;
+      for (;;) {
+        const { messages, records } = this.#log.dropOldest(
+          p,
+          (_, end) => end <= before,
+          CHUNK_RECORDS,
+        );
+        dropped += messages;
+        if (records < CHUNK_RECORDS || this.#stopped) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      if (dropped > 0) await this.#storeFloorsAndFree();
+      return dropped;
+    })();
+    this.#pass = dropping;
+    try {
+      return await dropping;
+    } finally {
+      this.#pass = undefined;
+    }
+  }
+
   async #runPass(now: number): Promise<number> {
     const log = this.#log;
     const stopped = () => this.#stopped;
@@ -120,19 +154,23 @@ export class RetentionRunner {
       if (reclaimed > 0) this.#again = true;
       deleted += reclaimed;
     }
-    if ((deleted > 0 || log.hasRetainedOut()) && !this.#stopped) {
-      // Floors first: the dropped batches stay on disk until their segment goes (a reopened
-      // log must skip them), and once a segment is gone only the floors say how far each
-      // partition's offsets went.
-      const floors: [number, number, number, number][] = [];
-      for (const p of log.partitions()) floors.push([p.topicId, p.partition, p.start, p.next]);
-      await this.#link.request({ type: "floors", floors });
-      await this.#link.syncCommitted();
-      await log.deleteRetainedOut();
-      const space = this.#space;
-      if (space && hasRoom(log, space.maxBytes)) space.freed();
-    }
+    if ((deleted > 0 || log.hasRetainedOut()) && !this.#stopped) await this.#storeFloorsAndFree();
     if (tally.size > 0) this.#onDeleted?.(tally);
     return deleted;
+  }
+
+  /** After dropping: every partition's floors, then the segments nothing needs any more. */
+  async #storeFloorsAndFree(): Promise<void> {
+    const log = this.#log;
+    // Floors first: the dropped batches stay on disk until their segment goes (a reopened log
+    // must skip them), and once a segment is gone only the floors say how far each partition's
+    // offsets went.
+    const floors: [number, number, number, number][] = [];
+    for (const p of log.partitions()) floors.push([p.topicId, p.partition, p.start, p.next]);
+    await this.#link.request({ type: "floors", floors });
+    await this.#link.syncCommitted();
+    await log.deleteRetainedOut();
+    const space = this.#space;
+    if (space && hasRoom(log, space.maxBytes)) space.freed();
   }
 }

@@ -229,8 +229,7 @@ export class EmbeddedBackend implements LogBackend {
 
   /** Encoded messages decoded and appended (a forwarder's upstream in tests). */
   appendEncoded(request: EncodedAppendRequest): Promise<AppendReceipt> {
-    const { stream, topic, partition } = request;
-    return this.append({ stream, topic, partition, messages: decodeEncoded(request.messages) });
+    return this.append({ ...request, messages: decodeEncoded(request.messages) });
   }
 
   nextOffset(address: PartitionAddress): Promise<number> {
@@ -286,9 +285,8 @@ export class EmbeddedBackend implements LogBackend {
   }
 
   /**
-   * Runs one retention pass now, as of `now` (µs; tests pass one); the timer calls it too.
-   * Drops what the limits say in the log, stores every partition's floors, then deletes the
-   * segments nothing needs any more. Resolves with the number of messages dropped.
+   * One retention pass now, as of `now` (µs; tests pass one), as the timer's: drops what the
+   * limits say, stores the floors, deletes the segments nothing needs; resolves with the count.
    */
   async runRetention(
     now: number = this.#options.clock?.() ?? (this.#options.ageClock ?? wallClock).nowMicros(),
@@ -300,6 +298,11 @@ export class EmbeddedBackend implements LogBackend {
     } catch (e) {
       throw toBackendError("run retention", this.#options.path, e);
     }
+  }
+  /** Drops the partition's batches before `before` (see {@link LogBackend.truncate}). */
+  async truncate(address: PartitionAddress, before: number): Promise<number> {
+    const p = await this.#run("truncate", (s) => this.#log(s, address, "truncate"));
+    return await this.#writer("truncate").retention.truncate(p, before);
   }
 
   /** Transactions committed and messages appended since open (kept after close). */
@@ -382,11 +385,8 @@ export class EmbeddedBackend implements LogBackend {
   #appendError(e: unknown): BackendError {
     const error = toBackendError("append", this.#options.path, e);
     if (isStoreFull(e)) {
-      this.#trouble.full = fullReason(
-        e,
-        this.#state?.log.room.dir ?? "",
-        this.#options.maxStoreBytes,
-      );
+      const dir = this.#state?.log.room.dir ?? "";
+      this.#trouble.full = fullReason(e, dir, this.#options.maxStoreBytes);
       this.#state?.writer?.retention.soon(); // forward mode: free what is forwarded
     } else this.#trouble.appendFailure = error.message;
     return error;

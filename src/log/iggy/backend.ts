@@ -388,6 +388,7 @@ export class IggyBackend implements port.LogBackend {
       topic,
       partitions: r.partitionsCount,
       acksBeforeDisk: this.#dialect.acksBeforeDisk(r),
+      ...(r.messageExpiryMicros ? { messageExpiryMicros: r.messageExpiryMicros } : {}),
     };
   }
 }

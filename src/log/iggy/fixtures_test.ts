@@ -48,6 +48,8 @@ Deno.test("fixture: CreateTopic reply echoes operation 64 and is result-framed",
   assert.equal(t?.name, "t");
   assert.equal(t?.partitionsCount, 2);
   assert.equal(t?.partitions.length, 2);
+  // Created without one: the server says u64::MAX, never (read as 2^53 − 1).
+  assert.equal(t?.messageExpiryMicros, Number.MAX_SAFE_INTEGER);
 });
 
 Deno.test("fixture: creating an existing topic fails with 2013 in the result section", async () => {

@@ -32,6 +32,8 @@ export interface TopicRecord {
   readonly partitions: PartitionRecord[];
   /** Explicit options over the server-derived ones, as text (`decodeUserHeaders`). */
   readonly options: ReadonlyMap<string, string>;
+  /** Retention by age (µs; 0: the server's default; 2^53 − 1 or more: never), when told. */
+  readonly messageExpiryMicros?: number;
 }
 
 function readOptions(r: ByteReader, what: string): Map<string, string> {
@@ -48,6 +50,8 @@ export interface RecordLayout {
   readonly topicFixedTail: number;
   /** What those bytes hold, for errors. */
   readonly topicFixedTailHolds: string;
+  /** Those bytes begin with the topic's message expiry (u64 µs; 0.11), else it is an option. */
+  readonly topicTailExpiry?: boolean;
   /** Streams and users carry a derived-options block after their own options (0.12). */
   readonly derivedOptions: boolean;
   /** One partition record of GET_TOPIC / CREATE_TOPIC. */
@@ -83,12 +87,20 @@ function readTopicHeader(r: ByteReader, layout: RecordLayout): TopicRecord {
   const id = r.u32("topic id");
   r.skip(8, "topic created_at");
   const partitionsCount = r.u32("topic partitions_count");
-  r.skip(layout.topicFixedTail, layout.topicFixedTailHolds);
+  let expiry = layout.topicTailExpiry ? r.u64("topic message_expiry") : undefined;
+  r.skip(layout.topicFixedTail - (expiry === undefined ? 0 : 8), layout.topicFixedTailHolds);
   const name = readName(r, "topic name");
   const explicit = readOptions(r, "topic options");
   const options = readOptions(r, "topic derived options");
   for (const [k, v] of explicit) options.set(k, v);
-  return { id, name, partitionsCount, partitions: [], options };
+  if (expiry === undefined && /^\d+$/.test(options.get("message_expiry") ?? "")) {
+    expiry = BigInt(options.get("message_expiry")!);
+  }
+  // u64::MAX is Iggy's "never expire": past 2^53 − 1 it is never.
+  const messageExpiryMicros = expiry === undefined ? undefined : Number(
+    expiry > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : expiry,
+  );
+  return { id, name, partitionsCount, partitions: [], options, messageExpiryMicros };
 }
 
 /** The decoders of one protocol's record layout. */
@@ -150,6 +162,7 @@ export function readPartition011(r: ByteReader): PartitionRecord {
 const RECORDS_011 = recordDecoders({
   topicFixedTail: 8 + 1 + 8 + 8 + 8,
   topicFixedTailHolds: "topic expiry, compression, max size, size, messages",
+  topicTailExpiry: true,
   derivedOptions: false,
   readPartition: readPartition011,
 });

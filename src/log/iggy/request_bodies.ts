@@ -122,9 +122,23 @@ export function getOffsetBody(consumer: string, t: Target): Uint8Array {
   return w.finish();
 }
 
-/** DELETE_CONSUMER_OFFSET body: the same fields as GET_CONSUMER_OFFSET's. */
+/** DELETE_CONSUMER_OFFSET body (protocol 0.12): the same fields as GET_CONSUMER_OFFSET's. */
 export function deleteOffsetBody(consumer: string, t: Target): Uint8Array {
   return getOffsetBody(consumer, t);
+}
+
+/**
+ * DELETE_CONSUMER_OFFSET body of protocol 0.11 (Iggy 0.9): GET_CONSUMER_OFFSET's fields and the
+ * ack level Quorum (1), as STORE's; without it the server cannot decode the request and refuses
+ * it with error 20 (resource not found).
+ */
+export function deleteOffsetBodyWithAck(consumer: string, t: Target): Uint8Array {
+  const w = new ByteWriter();
+  writeConsumer(w, consumer);
+  writeIdentifier(w, t.stream);
+  writeIdentifier(w, t.topic);
+  writePartition(w, t.partition);
+  return w.u8(1).finish();
 }
 
 /** GET_CONSUMER_OFFSET reply: stored offset, or null when empty (none stored). */

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { createTopicBody } from "./request_bodies.ts";
+import {
+  createTopicBody,
+  deleteOffsetBody,
+  deleteOffsetBodyWithAck,
+  getOffsetBody,
+} from "./request_bodies.ts";
 import { decodeUserHeaders } from "./encoding.ts";
 
 /** The options TLV after `[stream Id][partitions][name]` of a CREATE_TOPIC body. */
@@ -25,4 +30,11 @@ Deno.test("createTopicBody(): a durable topic enforces fsync and persists every 
 Deno.test("createTopicBody(): server_default durability sends no flush options", () => {
   const body = createTopicBody("s", "t", { partitions: 3 });
   assert.equal(optionsOf(body, "s", "t").length, 0);
+});
+
+Deno.test("deleteOffsetBodyWithAck(): protocol 0.11's DELETE_CONSUMER_OFFSET is GET's fields and the ack byte (Iggy 0.9 refuses it without, error 20); 0.12's has none", () => {
+  const target = { stream: "s", topic: "t", partition: 2 };
+  const get = getOffsetBody("mqtt-session-a", target);
+  assert.deepEqual([...deleteOffsetBodyWithAck("mqtt-session-a", target)], [...get, 1]);
+  assert.deepEqual([...deleteOffsetBody("mqtt-session-a", target)], [...get]);
 });

@@ -41,7 +41,7 @@ export class PartitionOps011 implements PartitionOps {
   }
 
   async deleteOffset(consumer: string, a: Address): Promise<void> {
-    const body = cmd.deleteOffsetBody(consumer, a);
+    const body = cmd.deleteOffsetBodyWithAck(consumer, a);
     await this.#request(Code.DELETE_CONSUMER_OFFSET, body, false, {});
   }
 

@@ -253,6 +253,7 @@ Deno.test("vectors: stream, streams, topic records and the user with permissions
     ]);
     assert.equal(t.options.get("durability"), "persisted");
     assert.equal(t.options.get("message_expiry"), "60000000");
+    assert.equal(t.messageExpiryMicros, 60_000_000, "the option read as the topic's retention");
   }
   const u = decodeUser012(payload("reply.get_user", 31))!;
   assert.equal(u.username, "alice");
