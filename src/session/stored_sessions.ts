@@ -20,12 +20,8 @@ import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import { readToEnd } from "../log/read_to_end.ts";
 import type { Logger } from "../observe/logger.ts";
-import {
-  parseSessionRecord,
-  SESSION_TOMBSTONE,
-  sessionRecordOf,
-  type StoredSession,
-} from "./session_record.ts";
+import { parseSessionRecord, SESSION_TOMBSTONE, sessionRecordOf } from "./session_record.ts";
+import type { StoredSession } from "./session_state.ts";
 import { expiryOf, type ExpiryRules, PositionForgetter } from "./session_expiry.ts";
 
 /** Header naming the client id of a session record. */
@@ -52,8 +48,8 @@ export interface SessionRequest {
   readonly resumeOnly?: boolean;
 }
 
-/** One stored session, kept in memory while the gateway runs (`session_record.ts`). */
-export type { StoredSession } from "./session_record.ts";
+/** One stored session, kept in memory while the gateway runs (`session_state.ts`). */
+export type { StoredSession } from "./session_state.ts";
 
 /** Options of the store; `expiryS` and `maxExpiryS5` apply to every session, whenever stored. */
 export interface StoredSessionOptions extends ExpiryRules {
