@@ -46,7 +46,7 @@ import {
   storedSessions,
 } from "./wiring.ts";
 import type { StoredSessions } from "./session/stored_sessions.ts";
-import type { RetainedStore } from "./log/retained/retained_store.ts";
+import type { RetainedStore } from "./stored/retained/retained_store.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";

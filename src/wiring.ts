@@ -16,7 +16,7 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
-import { retainedOptionsOf, RetainedStore } from "./log/retained/retained_store.ts";
+import { retainedOptionsOf, RetainedStore } from "./stored/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
 import { RefusalLog } from "./observe/refusal_log.ts";

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { type MqttView, openEnvelope } from "../log/envelope.ts";
+import { type MqttView, openEnvelope } from "../stored/envelope.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";

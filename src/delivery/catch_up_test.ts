@@ -7,7 +7,7 @@ import { OutboundBudget } from "../session/outbox.ts";
 import type { Outbox } from "../session/outbox.ts";
 import type { Subscriber } from "../session/delivery_port.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
-import { envelope } from "../log/envelope.ts";
+import { envelope } from "../stored/envelope.ts";
 import { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { Logger } from "../observe/logger.ts";
 import { CatchUp } from "./catch_up.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import { encodePublish } from "../codec/encoder.ts";
-import type { MqttView } from "../log/envelope.ts";
+import type { MqttView } from "../stored/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import type { ShareGroup } from "./registry.ts";

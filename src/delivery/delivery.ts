@@ -30,10 +30,10 @@ import { expiryLeft } from "./out_v5.ts";
 import { joinAt, reresolve } from "./reresolve.ts";
 import { lowestPositionOf, SessionDelivery } from "./session_delivery.ts";
 import type { StoredSessions } from "../session/stored_sessions.ts";
-import { H_TOPIC } from "../log/envelope.ts";
+import { H_TOPIC } from "../stored/envelope.ts";
 import { ClientQueues } from "./client_queues.ts";
 import { type SubscribeOptions, Subscriptions } from "./subscribe.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 import { type RetainedOutDeps, sendRetained, wantsRetained } from "./retained_out.ts";
 
 /** Limits and identity of delivery. */

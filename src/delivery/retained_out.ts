@@ -17,8 +17,8 @@
  */
 import type { SpanContext } from "@opentelemetry/api";
 import { canPoll } from "../access/permissions.ts";
-import { openEnvelope } from "../log/envelope.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import { openEnvelope } from "../stored/envelope.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { SubscribeRequest } from "../session/delivery_port.ts";
 import type { PublishPreparer } from "../session/publish.ts";

@@ -8,7 +8,7 @@
  */
 import { encodePublish } from "../codec/encoder.ts";
 import { utf8 } from "../base/utf8.ts";
-import { type MqttView, openEnvelope } from "../log/envelope.ts";
+import { type MqttView, openEnvelope } from "../stored/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { startDeliverySpan } from "../observe/tracing.ts";

@@ -13,7 +13,7 @@ import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { LogBackend } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { SubscriptionOptions } from "../codec/packets.ts";
-import { keptOptions } from "../session/stored_options.ts";
+import { keptOptions } from "../stored/stored_options.ts";
 import {
   sessionConsumer,
   type StoredSession,

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { openEnvelope } from "../log/envelope.ts";
+import { openEnvelope } from "../stored/envelope.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";

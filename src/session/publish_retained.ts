@@ -11,7 +11,7 @@
  * @module
  */
 import type { PublishPacket } from "../codec/packets.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Prepared, PreparedAppend } from "./publish.ts";

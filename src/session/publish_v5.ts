@@ -9,7 +9,7 @@
  * @module
  */
 import type { PublishPacket } from "../codec/packets.ts";
-import { checkPropertiesFit } from "../log/envelope_v5.ts";
+import { checkPropertiesFit } from "../stored/envelope_v5.ts";
 
 /** PUBACK reason codes [MQTT-3.4.2.1]. */
 export const Puback5 = {

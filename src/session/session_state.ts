@@ -6,7 +6,7 @@
  */
 import type { PacketIdSet } from "./packet_ids.ts";
 import type { Qos2Out } from "./qos2_out.ts";
-import type { RecordedSession } from "./session_record.ts";
+import type { RecordedSession } from "../stored/session_record.ts";
 
 /** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
 export interface StoredSession extends RecordedSession {

@@ -18,9 +18,13 @@ import { utf8Length } from "../base/utf8.ts";
 import { xxh3_64 } from "../base/xxhash.ts";
 import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
-import { readToEnd } from "../log/read_to_end.ts";
+import { readToEnd } from "../stored/read_to_end.ts";
 import type { Logger } from "../observe/logger.ts";
-import { parseSessionRecord, SESSION_TOMBSTONE, sessionRecordOf } from "./session_record.ts";
+import {
+  parseSessionRecord,
+  SESSION_TOMBSTONE,
+  sessionRecordOf,
+} from "../stored/session_record.ts";
 import type { StoredSession } from "./session_state.ts";
 import { expiryOf, type ExpiryRules, PositionForgetter } from "./session_expiry.ts";
 

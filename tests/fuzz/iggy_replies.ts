@@ -48,11 +48,11 @@ import {
   decodeUser012,
 } from "../../src/log/iggy/v12/records.ts";
 import { decodeRoute } from "../../src/log/iggy/v12/route.ts";
-import { envelope, openEnvelope } from "../../src/log/envelope.ts";
-import { readStoredProperties, storedExpiry } from "../../src/log/envelope_v5.ts";
-import { markerRecord, readRecord } from "../../src/log/retained/retained_record.ts";
+import { envelope, openEnvelope } from "../../src/stored/envelope.ts";
+import { readStoredProperties, storedExpiry } from "../../src/stored/envelope_v5.ts";
+import { markerRecord, readRecord } from "../../src/stored/retained/retained_record.ts";
 import type { StoredMessage } from "../../src/log/port.ts";
-import { parseSessionRecord } from "../../src/session/session_record.ts";
+import { parseSessionRecord } from "../../src/stored/session_record.ts";
 import { reply, Writer } from "../helpers/fake_iggy/wire.ts";
 import { describe, hex, int, mutate, pick, type Rand, randomBytes } from "./random.ts";
 

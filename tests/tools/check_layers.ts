@@ -21,6 +21,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["codec", "mapping", "observe", "access"],
   ["config"],
   ["log"],
+  ["stored"],
   ["session"],
   ["delivery", "forward"],
   ["net"],

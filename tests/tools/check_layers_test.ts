@@ -31,7 +31,7 @@ Deno.test("layerViolations() names every upward and sideways import, type import
   assert.deepEqual(layerViolations(graph), [
     "sideways import: src/codec/decoder.ts (codec, layer 1) -> src/mapping/names.ts (mapping, layer 1)",
     "upward import: src/config/users.ts (config, layer 2) -> src/log/permissions.ts (log, layer 3)",
-    "upward import: src/log/topic_cache.ts (log, layer 3) -> src/session/clock.ts (session, layer 4) [type]",
+    "upward import: src/log/topic_cache.ts (log, layer 3) -> src/session/clock.ts (session, layer 5) [type]",
   ]);
 });
 
