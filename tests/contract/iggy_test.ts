@@ -14,7 +14,7 @@ import { IggyConnection } from "../../src/log/iggy/v11/lockstep_connection.ts";
 import { tcpDialer } from "../../src/log/iggy/dial.ts";
 import { ByteWriter } from "../../src/log/iggy/bytes.ts";
 import { readName, writeIdentifier, writeName } from "../../src/log/iggy/encoding.ts";
-import { decodeStreamDetails, decodeStreams } from "../../src/log/iggy/records.ts";
+import { decodeStreamDetails, decodeStreams } from "../../src/log/iggy/v11/records.ts";
 import { ByteReader } from "../../src/log/iggy/bytes.ts";
 import { IggyEvictionError } from "../../src/log/iggy/codes.ts";
 import { writeRequestHeader } from "../../src/log/iggy/header.ts";

@@ -37,9 +37,9 @@ import {
   decodeUser,
   nextOffsetIn,
   type TopicRecord,
-} from "../../src/log/iggy/records.ts";
+} from "../../src/log/iggy/v11/records.ts";
 import { decodeReply } from "../../src/log/iggy/reply.ts";
-import { decodeOffsetReply } from "../../src/log/iggy/request_bodies.ts";
+import { decodeOffsetReply } from "../../src/log/iggy/v11/request_bodies.ts";
 import { decodePollReply012 } from "../../src/log/iggy/v12/poll.ts";
 import {
   decodeStreamDetails012,

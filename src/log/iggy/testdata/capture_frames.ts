@@ -15,7 +15,7 @@ import { loadHashes } from "../../../base/xxhash.ts";
 import { ByteWriter, toHex, toUtf8 } from "../bytes.ts";
 import { encodeUserHeaders, writeNumericIdentifier } from "../encoding.ts";
 import { encodeSendMessages } from "../batch.ts";
-import * as cmd from "../request_bodies.ts";
+import * as cmd from "../v11/request_bodies.ts";
 await loadHashes();
 const out = new URL(".", import.meta.url).pathname;
 const [host, port] = (Deno.env.get("IGGY_TEST_ADDRESS") ?? "127.0.0.1:8090").split(":");

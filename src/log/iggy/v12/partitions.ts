@@ -12,7 +12,7 @@
 
 import type { PollReply } from "../batch.ts";
 import { Code, IggyError } from "../codes.ts";
-import * as cmd from "../request_bodies.ts";
+import * as cmd from "../v11/request_bodies.ts";
 import { NotSentError } from "../codes.ts";
 import {
   type Address,

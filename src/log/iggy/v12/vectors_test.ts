@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { decodeSendReply } from "../batch.ts";
 import { fromHex, toHex } from "../bytes.ts";
 import { Code, IggyEvictionError, Operation } from "../codes.ts";
-import * as cmd from "../request_bodies.ts";
+import * as cmd from "../v11/request_bodies.ts";
 import { HEADER_SIZE, readReplyHeader } from "../header.ts";
 import { decodeRegisterReply } from "../login.ts";
 import { decodeReply } from "../reply.ts";
