@@ -28,7 +28,7 @@ export interface CopyOf<Q> {
   readonly shared?: SharedCopyOf<Q>;
 }
 
-/** The group and message of a shared subscription's copy (`share_groups.ts`). */
+/** The group and message of a shared subscription's copy (`share/groups.ts`). */
 export interface SharedCopyOf<Q> {
   readonly group: ShareGroup<Q>;
   readonly m: StoredMessage;

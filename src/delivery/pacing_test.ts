@@ -16,7 +16,7 @@ import { CatchUp } from "./catch_up.ts";
 import { ClientQueue } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import type { ShareGroup, Subscription } from "./registry.ts";
-import { GroupCatchUp } from "./share_catch_up.ts";
+import { GroupCatchUp } from "./share/group_catch_up.ts";
 
 const CAP = 1 << 20;
 const BIG = 200 * 1024;

@@ -18,7 +18,7 @@ import type { SharedReader } from "./reader.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import { expiryLeft } from "./out_v5.ts";
 import type { ShareGroup, Subscription, SubscriptionRegistry } from "./registry.ts";
-import { pickMember } from "./share_groups.ts";
+import { pickMember } from "./share/groups.ts";
 import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
 
 export type { Target };

@@ -21,7 +21,7 @@ import {
 } from "../session/stored_sessions.ts";
 import type { ClientQueue } from "./client_queue.ts";
 import { type Triple, tripleOfKey } from "./registry.ts";
-import type { ClientQueues } from "./client_queues.ts";
+import type { ClientQueues } from "./subscriber_queues.ts";
 import type { Resume, Subscriptions } from "./subscribe.ts";
 
 /**

@@ -9,7 +9,7 @@ import type { StoredSession, StoredSessions } from "../session/stored_sessions.t
 import type { ClientQueue } from "./client_queue.ts";
 import { tripleKey } from "./registry.ts";
 import { SessionDelivery } from "./session_delivery.ts";
-import type { ClientQueues } from "./client_queues.ts";
+import type { ClientQueues } from "./subscriber_queues.ts";
 import type { Subscriptions } from "./subscribe.ts";
 
 const KEY = tripleKey({ stream: "s", topic: "t", partition: 0 });

@@ -17,7 +17,7 @@ import { readName, writeIdentifier, writeName } from "../../src/log/iggy/encodin
 import { decodeStreamDetails, decodeStreams } from "../../src/log/iggy/v11/records.ts";
 import { ByteReader } from "../../src/log/iggy/bytes.ts";
 import { IggyEvictionError } from "../../src/log/iggy/codes.ts";
-import { writeRequestHeader } from "../../src/log/iggy/header.ts";
+import { writeRequestHeader } from "../../src/log/iggy/header_layout.ts";
 import { CLIENT_NAME, CLIENT_VERSION } from "../../src/log/iggy/version.ts";
 import assert from "node:assert/strict";
 import type { GatewayConfig } from "../../src/config/types.ts";

@@ -28,7 +28,7 @@ import { IggyConnectionError, IggyError } from "../../src/log/iggy/codes.ts";
 import { decodeMembers, decodeSync } from "../../src/log/iggy/consumer_groups.ts";
 import { encodeUserHeaders } from "../../src/log/iggy/encoding.ts";
 import { FrameReader } from "../../src/log/iggy/frame_reader.ts";
-import { HEADER_SIZE } from "../../src/log/iggy/header.ts";
+import { HEADER_SIZE } from "../../src/log/iggy/header_layout.ts";
 import { decodeRegisterReply } from "../../src/log/iggy/login.ts";
 import {
   decodeStreamDetails,
@@ -40,7 +40,7 @@ import {
 } from "../../src/log/iggy/v11/records.ts";
 import { decodeReply } from "../../src/log/iggy/reply.ts";
 import { decodeOffsetReply } from "../../src/log/iggy/v11/request_bodies.ts";
-import { decodePollReply012 } from "../../src/log/iggy/v12/poll.ts";
+import { decodePollReply012 } from "../../src/log/iggy/v12/deferred_poll.ts";
 import {
   decodeStreamDetails012,
   decodeStreams012,

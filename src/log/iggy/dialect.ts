@@ -35,7 +35,7 @@ import {
   type RequestOptions012,
   type SessionState012,
 } from "./v12/pipelined_connection.ts";
-import { decodePollReply012 } from "./v12/poll.ts";
+import { decodePollReply012 } from "./v12/deferred_poll.ts";
 import {
   decodeStreamDetails012,
   decodeStreams012,

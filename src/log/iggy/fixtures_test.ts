@@ -9,7 +9,7 @@ import { fromHex } from "./bytes.ts";
 import { IggyError, IggyEvictionError } from "./codes.ts";
 import { decodeOffsetReply } from "./v11/request_bodies.ts";
 import { decodeUserHeaders } from "./encoding.ts";
-import { HEADER_SIZE, readReplyHeader } from "./header.ts";
+import { HEADER_SIZE, readReplyHeader } from "./header_layout.ts";
 import { decodeRegisterReply } from "./login.ts";
 import { decodeStreams, decodeTopic, decodeUser } from "./v11/records.ts";
 import { decodeReply } from "./reply.ts";

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { HEADER_SIZE, readFrameSize, writeRequestHeader } from "../header.ts";
+import { HEADER_SIZE, readFrameSize, writeRequestHeader } from "../header_layout.ts";
 import { classOf, operationFor } from "../codes.ts";
 import { encodeRegister } from "../login.ts";
 import { loadHashes } from "../../../base/xxhash.ts";
