@@ -10,7 +10,7 @@ import { ConfigError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
-import type { LogBackend } from "./log/port.ts";
+import { isLocalLog, type LogBackend } from "./log/port.ts";
 import { Delivery } from "./delivery/mod.ts";
 import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
@@ -337,7 +337,7 @@ export class Gateway {
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
     const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;
     if (tls !== null) await reloadSecureListeners(secure, tls);
-    this.backend.setUsers?.(next.users);
+    if (isLocalLog(this.backend)) this.backend.setUsers(next.users);
     this.#ctx.authenticator.reload(next.auth, next.anonymous_permissions);
     const previous = this.maps.current;
     this.maps.current = map;

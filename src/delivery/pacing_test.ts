@@ -76,7 +76,7 @@ function log(
   count: number,
   bytes: number,
   qos: 0 | 1 = 0,
-): { backend: LogBackend; polled: number[] } {
+): { backend: Pick<LogBackend, "poll">; polled: number[] } {
   const parts = [0, 1, 2].map((p) => {
     const out: StoredMessage[] = [];
     for (let o = 0; o < count; o++) {
@@ -86,18 +86,18 @@ function log(
     return out;
   });
   const polled: number[] = [];
-  const backend = {
-    poll: (a: { partition: number }, from: number, n: number) => {
+  const backend: Pick<LogBackend, "poll"> = {
+    poll: (a, from, n) => {
       polled.push(n);
       return Promise.resolve(parts[a.partition].slice(from, from + n));
     },
-  } as unknown as LogBackend;
+  };
   return { backend, polled };
 }
 
 function catchUps(
   c: ReturnType<typeof client>,
-  backend: LogBackend,
+  backend: Pick<LogBackend, "poll">,
   count: number,
   metrics = new GatewayMetrics(),
 ): CatchUp[] {

@@ -32,12 +32,13 @@ function setup(o: {
     readers: new Map(o.readerAt === undefined ? [] : [[KEY, { position: o.readerAt }]]),
   } as unknown as Subscriptions;
   const stores: number[] = [];
-  const backend = {
-    storeOffset: (_c: string, _t: unknown, offset: number) => {
+  const backend: Pick<LogBackend, "getOffset" | "storeOffset"> = {
+    getOffset: () => Promise.resolve(null),
+    storeOffset: (_c, _t, offset) => {
       stores.push(offset);
       return o.storeOffset?.() ?? Promise.resolve();
     },
-  } as unknown as LogBackend;
+  };
   const session: StoredSession = {
     clientId: "c",
     subscriptions: new Map([["f", 1]]),

@@ -165,6 +165,7 @@ export class Subscriptions {
     const groups = deps.backend.groups;
     this.spread = groups === undefined ? null : new ShareSpread({
       ...this.#catchUpDeps,
+      backend: deps.backend,
       groups,
       handedOver: (n) => deps.metrics.shareHandover.inc({}, n),
     });

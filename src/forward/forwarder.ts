@@ -242,7 +242,7 @@ export class Forwarder {
   }
 
   async #addLanes(): Promise<void> {
-    const topics = await this.#local.listTopics?.().catch(() => []) ?? [];
+    const topics = await this.#local.listTopics().catch(() => []);
     const ctx = this.#lanesContext ??= this.#laneContext();
     for (const t of topics) {
       for (let p = 0; p < t.partitions && !this.#stopping; p++) {

@@ -8,7 +8,13 @@
  *
  * @module
  */
-import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
+import type {
+  CopyStamp,
+  EncodedMessages,
+  LocalLog,
+  LogBackend,
+  PartitionAddress,
+} from "../log/port.ts";
 import { BacklogBytes } from "./backlog_bytes.ts";
 import { originOffset, originStamp } from "./origin.ts";
 import { type ForwardCounters, meanSentBytes } from "./counters.ts";
@@ -23,12 +29,10 @@ export const MARK_CONSUMER = "mqtt-forward-mark";
 /** Sends between two moves of the stored mark; messages read per upstream poll when resolving. */
 const MARK = { everySends: 16, resolvePoll: 1_000 } as const;
 
-/** A local log the forwarder reads: one that hands out messages still encoded. */
-export type ForwardSource =
-  & LogBackend
-  & Required<Pick<LogBackend, "pollEncoded" | "partitionBytes">>;
-/** An upstream the forwarder writes: one that takes encoded messages. */
-export type ForwardTarget = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
+/** The local log the forwarder reads: the log on this machine, which hands out messages encoded. */
+export type ForwardSource = LocalLog;
+/** The upstream the forwarder writes (encoded messages, `appendEncoded`). */
+export type ForwardTarget = LogBackend;
 
 /** What a lane needs from its forwarder. */
 export interface LaneContext {

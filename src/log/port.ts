@@ -304,7 +304,7 @@ export type RetentionObserver = (deleted: readonly RetentionDeleted[]) => void;
 
 /** The backend port. Every method may reject with {@link BackendError}. */
 export interface LogBackend {
-  /** "embedded" or "iggy". */
+  /** "embedded" (a {@link LocalLog}) or "iggy". */
   readonly kind: string;
   /** What a backend that sends to a server does differently; absent on the embedded log. */
   readonly remote?: RemoteTuning;
@@ -324,19 +324,14 @@ export interface LogBackend {
    * a verified client certificate. Fails with `unknown` when there is no such user.
    */
   principalOf(username: string): Promise<AuthResult>;
-  /**
-   * A reload's `[[users]]`: the next login checks against them. Absent on a backend whose
-   * logins are checked against its own users (Iggy).
-   */
-  setUsers?(users: readonly UserConfig[]): void;
 
   /** Topic metadata, or null when the stream or topic does not exist. */
   getTopic(stream: string, topic: string): Promise<TopicInfo | null>;
   /**
    * Every topic of every stream this identity can see (wildcard subscriptions match them
-   * against name patterns). Optional: a backend without it serves exact subscriptions only.
+   * against name patterns).
    */
-  listTopics?(): Promise<TopicInfo[]>;
+  listTopics(): Promise<TopicInfo[]>;
   /** Creates the stream (if missing) and the topic (if missing); returns its metadata. */
   createTopic(stream: string, topic: string, options: CreateTopicOptions): Promise<TopicInfo>;
 
@@ -360,37 +355,45 @@ export interface LogBackend {
   ): Promise<StoredMessage[]>;
   /** The offset the next appended message of this partition will get. */
   nextOffset(address: PartitionAddress): Promise<number>;
-  /** {@link nextOffset} with the partition's start and bytes. Optional: the embedded log has it. */
-  partitionBytes?(address: PartitionAddress): Promise<PartitionBytes>;
-
-  /**
-   * Up to `count` messages from `fromOffset` on, still encoded, stopping before the payloads
-   * pass `maxBytes` (the first message always comes); null when nothing is there. Optional: a
-   * log that keeps messages in the header-blob encoding has it (embedded).
-   */
-  pollEncoded?(
-    address: PartitionAddress,
-    fromOffset: number,
-    count: number,
-    maxBytes: number,
-  ): Promise<EncodedMessages | null>;
-  /**
-   * Appends encoded messages as {@link append} would append them decoded. Optional: the
-   * forwarder uses it when both ends have it, and decoded messages otherwise.
-   */
-  appendEncoded?(request: EncodedAppendRequest): Promise<AppendReceipt>;
+  /** Appends encoded messages as {@link append} would append them decoded (the forwarder's). */
+  appendEncoded(request: EncodedAppendRequest): Promise<AppendReceipt>;
   /** Stores `offset` (the last settled offset) for a consumer on a partition. */
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void>;
   /** The stored offset for a consumer on a partition, or null when none is stored. */
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null>;
   /**
    * Deletes the stored offset of a consumer on a partition; resolves as well when none is
-   * stored. Optional: a log without it keeps the offsets of consumers that are gone.
+   * stored.
    */
-  deleteOffset?(consumer: string, address: PartitionAddress): Promise<void>;
+  deleteOffset(consumer: string, address: PartitionAddress): Promise<void>;
+}
+
+/**
+ * The log on this machine (the embedded log, `kind` "embedded"): beyond the port, it checks
+ * logins against the configured users, keeps messages in the header-blob encoding (the
+ * forwarder reads them so), counts their bytes, and runs its own retention.
+ */
+export interface LocalLog extends LogBackend {
+  readonly kind: "embedded";
+  /** A reload's `[[users]]`: the next login checks against them. */
+  setUsers(users: readonly UserConfig[]): void;
+  /** {@link LogBackend.nextOffset} with the partition's start and bytes. */
+  partitionBytes(address: PartitionAddress): Promise<PartitionBytes>;
   /**
-   * Has `observe` called after each of the log's own retention passes that deleted messages.
-   * Optional: the embedded log has it; Iggy deletes by its own retention, unseen by the gateway.
+   * Up to `count` messages from `fromOffset` on, still encoded, stopping before the payloads
+   * pass `maxBytes` (the first message always comes); null when nothing is there.
    */
-  watchRetention?(observe: RetentionObserver): void;
+  pollEncoded(
+    address: PartitionAddress,
+    fromOffset: number,
+    count: number,
+    maxBytes: number,
+  ): Promise<EncodedMessages | null>;
+  /** Has `observe` called after each retention pass that deleted messages. */
+  watchRetention(observe: RetentionObserver): void;
+}
+
+/** Whether `log` is the log on this machine (Iggy deletes by its own retention, unseen). */
+export function isLocalLog(log: LogBackend): log is LocalLog {
+  return log.kind === "embedded";
 }

@@ -27,7 +27,7 @@ import { copiesBytes, drained, ReadAhead, roomInAny } from "../pacing.ts";
 
 /** What a group catch-up needs of delivery. */
 export interface GroupCatchUpDeps {
-  readonly backend: LogBackend;
+  readonly backend: Pick<LogBackend, "poll">;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   readonly pollBatch: number;

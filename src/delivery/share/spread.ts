@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { GroupMembership } from "../../log/port.ts";
+import type { GroupMembership, LogBackend } from "../../log/port.ts";
 import type { Logger } from "../../observe/logger.ts";
 import type { ClientQueue } from "../client_queue.ts";
 import type { ShareGroup, Triple } from "../registry.ts";
@@ -30,6 +30,8 @@ const MAX_NAME_BYTES = 255;
 
 /** What the spread needs besides the catch-ups' dependencies. */
 export interface SpreadDeps extends GroupCatchUpDeps {
+  /** The log: the catch-ups' polls, and the groups' stored positions. */
+  readonly backend: LogBackend;
   readonly groups: GroupMembership;
   readonly logger: Logger;
   /** Counts messages dealt again after a hand-over. */

@@ -39,7 +39,7 @@ export interface WriteSideHooks {
   roomFreed(): void;
   /** The reading statements (forward mode's hold reads the forwarder's stored offset). */
   reads(): ReadStatements | undefined;
-  /** Who is told what a retention pass deleted (`LogBackend.watchRetention`), if anyone. */
+  /** Who is told what a retention pass deleted (`LocalLog.watchRetention`), if anyone. */
   retentionObserver(): RetentionObserver | undefined;
   /** One retention pass with the backend's error handling (the timer's, and on demand). */
   runRetention(): Promise<unknown>;

@@ -15,7 +15,7 @@ import {
   type CreateTopicOptions,
   type EncodedAppendRequest,
   type EncodedMessages,
-  type LogBackend,
+  type LocalLog,
   type PartitionAddress,
   type PartitionBytes,
   type RetentionObserver,
@@ -53,7 +53,7 @@ interface OpenState extends Omit<OpenedStore, "link"> {
  * read here on a read-only connection to the same WAL-mode file. Read-only mode (the `read`
  * CLI) starts no writer and scans what the writer added to the log before each read.
  */
-export class EmbeddedBackend implements LogBackend {
+export class EmbeddedBackend implements LocalLog {
   readonly kind = "embedded";
   readonly #options: EmbeddedOptions;
   readonly #users: EmbeddedUsers;
@@ -213,7 +213,7 @@ export class EmbeddedBackend implements LogBackend {
     });
   }
 
-  /** Messages still encoded (see {@link LogBackend.pollEncoded}): the forwarder's reads. */
+  /** Messages still encoded (see {@link LocalLog.pollEncoded}): the forwarder's reads. */
   pollEncoded(
     address: PartitionAddress,
     fromOffset: number,
