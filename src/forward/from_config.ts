@@ -6,7 +6,8 @@
  */
 import type { GatewayConfig } from "../config/types.ts";
 import type { ForwardRetention } from "../log/embedded/options.ts";
-import { isLocalLog, type LogBackend } from "../log/port.ts";
+import type { LogBackend } from "../log/port.ts";
+import { isLocalLog } from "../log/local_log.ts";
 import { loadIggy } from "../log/load_iggy.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { Metrics } from "../observe/metrics.ts";

@@ -8,13 +8,8 @@
  *
  * @module
  */
-import type {
-  CopyStamp,
-  EncodedMessages,
-  LocalLog,
-  LogBackend,
-  PartitionAddress,
-} from "../log/port.ts";
+import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
+import type { LocalLog } from "../log/local_log.ts";
 import { BacklogBytes } from "./backlog_bytes.ts";
 import { originOffset, originStamp } from "./origin.ts";
 import { type ForwardCounters, meanSentBytes } from "./counters.ts";

@@ -10,7 +10,6 @@
  */
 
 import type { Permissions } from "../access/permissions.ts";
-import type { UserConfig } from "../config/types.ts";
 
 /** One message as the gateway hands it to the log. */
 export interface OutgoingMessage {
@@ -70,21 +69,6 @@ export interface AppendRequest extends PartitionAddress {
 }
 
 /**
- * A partition's offsets and the bytes of its records (payloads and encoded headers), as the
- * log knows them without reading: what a forwarder measures its backlog by.
- */
-export interface PartitionBytes {
-  /** First retained offset. */
-  readonly start: number;
-  /** The offset the next appended message will get. */
-  readonly next: number;
-  /** Bytes of the retained messages, offsets `[start, next)`. */
-  readonly retainedBytes: number;
-  /** Bytes of every message noted since the log was opened (retained at open, then appended). */
-  readonly appendedBytes: number;
-}
-
-/**
  * Messages still in the stored encoding, for a copy from one log to another (forwarding)
  * without decoding each into strings and a map. Message `i` is in `pieces[spans[4i]]`: its
  * headers at `[spans[4i+1], spans[4i+2])` in the header-blob encoding (`header_blob.ts`), its
@@ -103,7 +87,7 @@ export interface EncodedMessages {
   readonly payloadBytes: number;
   /**
    * Sum of the messages' stored bytes (payloads and encoded headers, as
-   * {@link PartitionBytes} counts them), when the log that read them knows it.
+   * `PartitionBytes` counts them), when the log that read them knows it.
    */
   readonly storedBytes?: number;
   /** Headers each message gains on its way to another log (see {@link CopyStamp}). */
@@ -288,20 +272,6 @@ export interface GroupMembership {
   leave(stream: string, topic: string, group: string): Promise<void>;
 }
 
-/** What one retention pass deleted of one topic, and who had not read all of it. */
-export interface RetentionDeleted {
-  readonly stream: string;
-  readonly topic: string;
-  readonly messages: number;
-  /** Retention bytes (payload and headers) of the deleted messages. */
-  readonly bytes: number;
-  /** Consumers whose stored offset lay before the last deleted message. */
-  readonly unreadBy: readonly string[];
-}
-
-/** Told after each retention pass that deleted messages, once per pass. */
-export type RetentionObserver = (deleted: readonly RetentionDeleted[]) => void;
-
 /** The backend port. Every method may reject with {@link BackendError}. */
 export interface LogBackend {
   /** "embedded" (a {@link LocalLog}) or "iggy". */
@@ -366,34 +336,4 @@ export interface LogBackend {
    * stored.
    */
   deleteOffset(consumer: string, address: PartitionAddress): Promise<void>;
-}
-
-/**
- * The log on this machine (the embedded log, `kind` "embedded"): beyond the port, it checks
- * logins against the configured users, keeps messages in the header-blob encoding (the
- * forwarder reads them so), counts their bytes, and runs its own retention.
- */
-export interface LocalLog extends LogBackend {
-  readonly kind: "embedded";
-  /** A reload's `[[users]]`: the next login checks against them. */
-  setUsers(users: readonly UserConfig[]): void;
-  /** {@link LogBackend.nextOffset} with the partition's start and bytes. */
-  partitionBytes(address: PartitionAddress): Promise<PartitionBytes>;
-  /**
-   * Up to `count` messages from `fromOffset` on, still encoded, stopping before the payloads
-   * pass `maxBytes` (the first message always comes); null when nothing is there.
-   */
-  pollEncoded(
-    address: PartitionAddress,
-    fromOffset: number,
-    count: number,
-    maxBytes: number,
-  ): Promise<EncodedMessages | null>;
-  /** Has `observe` called after each retention pass that deleted messages. */
-  watchRetention(observe: RetentionObserver): void;
-}
-
-/** Whether `log` is the log on this machine (Iggy deletes by its own retention, unseen). */
-export function isLocalLog(log: LogBackend): log is LocalLog {
-  return log.kind === "embedded";
 }

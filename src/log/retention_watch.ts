@@ -13,7 +13,8 @@
  */
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
-import { isLocalLog, type LogBackend, type RetentionDeleted } from "./port.ts";
+import type { LogBackend } from "./port.ts";
+import { isLocalLog, type RetentionDeleted } from "./local_log.ts";
 
 /** Most topics a line names. */
 export const MAX_TOPICS_NAMED = 20;

@@ -12,15 +12,14 @@ import type {
   CreateTopicOptions,
   EncodedAppendRequest,
   EncodedMessages,
-  LocalLog,
   LogBackend,
   PartitionAddress,
-  PartitionBytes,
-  RetentionObserver,
   StoredMessage,
   TopicInfo,
 } from "../../src/log/port.ts";
-import { BackendError, isLocalLog } from "../../src/log/port.ts";
+import type { LocalLog, PartitionBytes, RetentionObserver } from "../../src/log/local_log.ts";
+import { BackendError } from "../../src/log/port.ts";
+import { isLocalLog } from "../../src/log/local_log.ts";
 import type { UserConfig } from "../../src/config/types.ts";
 
 /** Wraps the embedded log. */

@@ -15,7 +15,7 @@ import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions } from "./options.ts";
 import type { ReadStatements } from "./_statements.ts";
 import { retentionReport } from "./_retention_report.ts";
-import type { RetentionObserver } from "../port.ts";
+import type { RetentionObserver } from "../local_log.ts";
 
 /** The writing side: absent in read-only mode. */
 export interface WriteSide {

@@ -15,13 +15,11 @@ import {
   type CreateTopicOptions,
   type EncodedAppendRequest,
   type EncodedMessages,
-  type LocalLog,
   type PartitionAddress,
-  type PartitionBytes,
-  type RetentionObserver,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
+import type { LocalLog, PartitionBytes, RetentionObserver } from "../local_log.ts";
 import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import type { GroupCommitStats } from "./_group_commit.ts";
