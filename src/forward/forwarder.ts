@@ -69,6 +69,8 @@ export class Forwarder {
   #discoverTimer: ReturnType<typeof setInterval> | undefined;
   #lanesContext: LaneContext | undefined;
   #flushTimer: ReturnType<typeof setInterval> | undefined;
+  /** Ends the lanes' watch of the local log's growth. */
+  #unwatch = () => {};
   #flushing: Promise<unknown> | undefined;
 
   constructor(local: ForwardSource, open: UpstreamOpener, o: ForwarderOptions, logger: Logger) {
@@ -115,6 +117,9 @@ export class Forwarder {
   async start(): Promise<void> {
     this.#logger.info("Forwarding to the upstream Iggy", { upstream: this.#o.upstreamName });
     void this.uplink();
+    this.#unwatch = this.#local.watchGrowth((a, next) => {
+      this.#lanes.get(laneKey(a.stream, a.topic, a.partition))?.grew(next);
+    });
     await this.#discover();
     this.#discoverTimer = setInterval(() => {
       void this.#discover();
@@ -129,6 +134,7 @@ export class Forwarder {
     this.#stopping = true;
     clearInterval(this.#discoverTimer);
     clearInterval(this.#flushTimer);
+    this.#unwatch();
     this.#wakeStop();
     const lanes = Promise.all([...this.#lanes.values()].map((l) => l.start()));
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -232,6 +238,7 @@ export class Forwarder {
       failed: (e, where) => this.#failed(e, where),
       reached: () => this.uplinkState.reached(),
       stopping: () => this.#stopping,
+      stopped: this.#stopped,
     };
   }
 
@@ -246,7 +253,7 @@ export class Forwarder {
     const ctx = this.#lanesContext ??= this.#laneContext();
     for (const t of topics) {
       for (let p = 0; p < t.partitions && !this.#stopping; p++) {
-        const key = `${t.stream}\n${t.topic}\n${p}`;
+        const key = laneKey(t.stream, t.topic, p);
         if (this.#lanes.has(key)) continue;
         const lane = new ForwardLane({ stream: t.stream, topic: t.topic, partition: p }, ctx);
         this.#lanes.set(key, lane);
@@ -318,7 +325,7 @@ export class Forwarder {
     this.#unsummed = { failures: 0, reason: "", loggedAt: this.#lastFailureAt };
   }
 
-  /** One shared timer for every caught-up lane. */
+  /** One shared timer for every lingering lane. */
   #linger(): Promise<void> {
     this.#tick ??= this.#sleep(this.#o.lingerMs).then(() => {
       this.#tick = undefined;
@@ -340,6 +347,11 @@ export class Forwarder {
       clearTimeout(timer);
     }
   }
+}
+
+/** A lane's key in {@link Forwarder}'s map: its local partition. */
+function laneKey(stream: string, topic: string, partition: number): string {
+  return `${stream}\n${topic}\n${partition}`;
 }
 
 /** Whether a failure says the upstream is out of reach (not that one request was wrong). */

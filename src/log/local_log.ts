@@ -60,7 +60,15 @@ export interface LocalLog extends LogBackend {
   ): Promise<EncodedMessages | null>;
   /** Has `observe` called after each retention pass that deleted messages. */
   watchRetention(observe: RetentionObserver): void;
+  /**
+   * Has `observe` called whenever appended messages become readable (written, before their
+   * fsync), once per partition of a group commit, until the function returned is called.
+   */
+  watchGrowth(observe: GrowthObserver): () => void;
 }
+
+/** Told that a partition's messages are readable: where, and the offset after them. */
+export type GrowthObserver = (address: PartitionAddress, next: number) => void;
 
 /** Whether `log` is the log on this machine (Iggy deletes by its own retention, unseen). */
 export function isLocalLog(log: LogBackend): log is LocalLog {

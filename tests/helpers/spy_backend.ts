@@ -17,7 +17,12 @@ import type {
   StoredMessage,
   TopicInfo,
 } from "../../src/log/port.ts";
-import type { LocalLog, PartitionBytes, RetentionObserver } from "../../src/log/local_log.ts";
+import type {
+  GrowthObserver,
+  LocalLog,
+  PartitionBytes,
+  RetentionObserver,
+} from "../../src/log/local_log.ts";
 import { BackendError } from "../../src/log/port.ts";
 import { isLocalLog } from "../../src/log/local_log.ts";
 import type { UserConfig } from "../../src/config/types.ts";
@@ -115,6 +120,9 @@ export class SpyBackend implements LocalLog {
   }
   watchRetention(observe: RetentionObserver): void {
     this.inner.watchRetention(observe);
+  }
+  watchGrowth(observe: GrowthObserver): () => void {
+    return this.inner.watchGrowth(observe);
   }
   storeOffset(c: string, a: PartitionAddress, o: number): Promise<void> {
     return this.inner.storeOffset(c, a, o);

@@ -19,7 +19,8 @@ import {
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
-import type { LocalLog, PartitionBytes, RetentionObserver } from "../local_log.ts";
+import type { GrowthObserver, LocalLog, PartitionBytes, RetentionObserver } from "../local_log.ts";
+import { LogWatchers } from "./_log_watchers.ts";
 import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import type { GroupCommitStats } from "./_group_commit.ts";
@@ -62,7 +63,10 @@ export class EmbeddedBackend implements LocalLog {
   /** What is wrong with writes (see {@link WriteTrouble}); the writer's death until reopened. */
   readonly #trouble: WriteTrouble = {};
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
-  #retentionObserver: RetentionObserver | undefined;
+  readonly #watchers = new LogWatchers();
+  readonly watchRetention = (observe: RetentionObserver) =>
+    void (this.#watchers.retention = observe);
+  readonly watchGrowth = (observe: GrowthObserver) => this.#watchers.watchGrowth(observe);
   /** The disk has room again, or retention freed some: the next append makes its segment. */
   readonly #roomAgain = () => void (this.#trouble.full = undefined);
 
@@ -277,11 +281,6 @@ export class EmbeddedBackend implements LocalLog {
     });
   }
 
-  /** `observe` is told what each retention pass that deleted messages deleted, per topic. */
-  watchRetention(observe: RetentionObserver): void {
-    this.#retentionObserver = observe;
-  }
-
   /**
    * Runs one retention pass now, as of `now` (µs; tests pass one); the timer calls it too.
    * Drops what the limits say in the log, stores every partition's floors, then deletes the
@@ -319,7 +318,7 @@ export class EmbeddedBackend implements LocalLog {
         this.#trouble.appendFailure = undefined;
       },
       reads: () => this.#state?.reads,
-      retentionObserver: () => this.#retentionObserver,
+      watchers: this.#watchers,
       roomFreed: this.#roomAgain,
       runRetention: () => this.runRetention(),
     });
