@@ -165,7 +165,7 @@ export async function dropUnmapped(
   preparer: PublishPreparer,
   logger: Logger,
 ): Promise<void> {
-  const dropped = await retained.dropWhere((t) => !preparer.maps(t));
+  const dropped = await retained.dropWhere((t) => !preparer.hasTarget(t));
   if (dropped.length === 0) return;
   logger.warn("Retained messages dropped: their topics no longer map", {
     count: dropped.length,

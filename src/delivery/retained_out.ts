@@ -74,8 +74,8 @@ export async function sendRetained(
     for (const m of deps.retained.matching(s.match)) {
       const view = openEnvelope(m);
       if (view === null) continue;
-      if (!deps.preparer.maps(view.topic)) continue;
-      const r = deps.preparer.resolve(view.topic); // cached by maps()
+      if (!deps.preparer.hasTarget(view.topic)) continue;
+      const r = deps.preparer.resolve(view.topic); // cached by hasTarget()
       if (!canPoll(principal.permissions, r.stream, r.topic)) continue;
       const t = targetOf(s, m);
       if (t === null) continue; // No Local

@@ -140,7 +140,7 @@ export class PublishPreparer {
   }
 
   /** Whether `topic` maps to a valid target under the current map (a reload's retained check). */
-  maps(topic: string): boolean {
+  hasTarget(topic: string): boolean {
     return !topic.startsWith("$SYS") && this.#invalidOf(this.resolve(topic)) === null;
   }
 
