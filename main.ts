@@ -32,7 +32,7 @@ import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages, readRetained } from "./src/cli/read.ts";
-import { parseShare } from "./src/delivery/share_groups.ts";
+import { parseShare } from "./src/delivery/share/groups.ts";
 import { configFileLines } from "./src/cli/check_files.ts";
 import { iggyLines } from "./src/cli/check_iggy.ts";
 import { storeDiskLines } from "./src/cli/check_store.ts";

@@ -5,12 +5,11 @@
  * @module
  */
 import { parseAddress } from "./config/load.ts";
-import { ConfigError } from "./config/errors.ts";
-import { fileAccessError, readOperatorFile } from "./config/files.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import { type CompiledMap, constantTargets } from "./mapping/mod.ts";
 import { createBackend } from "./log/create.ts";
 import type { LogBackend } from "./log/port.ts";
+import { isLocalLog } from "./log/local_log.ts";
 import { Delivery } from "./delivery/mod.ts";
 import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
@@ -48,7 +47,7 @@ import {
   storedSessions,
 } from "./wiring.ts";
 import type { StoredSessions } from "./session/stored_sessions.ts";
-import type { RetainedStore } from "./log/retained/retained_store.ts";
+import type { RetainedStore } from "./stored/retained/retained_store.ts";
 import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
@@ -320,7 +319,7 @@ export class Gateway {
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
     const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;
     if (tls !== null) await reloadSecureListeners(secure, tls);
-    this.backend.setUsers?.(next.users);
+    if (isLocalLog(this.backend)) this.backend.setUsers(next.users);
     this.#ctx.authenticator.reload(next.auth, next.anonymous_permissions, tokens);
     const previous = this.maps.current;
     this.maps.current = map;

@@ -13,7 +13,7 @@ import type { SharedReader } from "./delivery/reader.ts";
 import { type Triple, tripleKey } from "./delivery/mod.ts";
 import type { Subscription } from "./delivery/registry.ts";
 import type { ClientQueue } from "./delivery/client_queue.ts";
-import type { ShareGroupStats } from "./delivery/share_stats.ts";
+import type { ShareGroupStats } from "./delivery/share/stats.ts";
 import type { StoredSession } from "./session/stored_sessions.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import type { Uplink } from "./log/uplink_watch.ts";

@@ -17,7 +17,7 @@ import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
 import { COMPACT_MAX_AGE_MS } from "./session/session_compaction.ts";
-import { retainedOptionsOf, RetainedStore } from "./log/retained/retained_store.ts";
+import { retainedOptionsOf, RetainedStore } from "./stored/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
 import { RefusalLog } from "./observe/refusal_log.ts";
@@ -176,7 +176,7 @@ export async function dropUnmapped(
   preparer: PublishPreparer,
   logger: Logger,
 ): Promise<void> {
-  const dropped = await retained.dropWhere((t) => !preparer.maps(t));
+  const dropped = await retained.dropWhere((t) => !preparer.hasTarget(t));
   if (dropped.length === 0) return;
   logger.warn("Retained messages dropped: their topics no longer map", {
     count: dropped.length,

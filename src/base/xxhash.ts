@@ -1,6 +1,6 @@
 /**
  * XXH32 and XXH3-64 (seed 0), the one copy for the process. XXH32 is Iggy's messages-key
- * partition function (`mapping/partition.ts`) and the embedded log's record
+ * partition function (`mapping/key_partition.ts`) and the embedded log's record
  * checksum; XXH3-64 seals Iggy message frames and batches.
  *
  * XXH32 is plain TypeScript, synchronous and allocation-free: beside hash-wasm's WebAssembly,

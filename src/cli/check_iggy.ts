@@ -10,7 +10,8 @@
 import { OperatorError } from "../config/errors.ts";
 import { envNameOf } from "../config/schema.ts";
 import type { GatewayConfig } from "../config/types.ts";
-import { type IggyBackendLike, loadIggy, type LoginRefusal } from "../log/load_iggy.ts";
+import { loadIggy, type LoginRefusal } from "../log/load_iggy.ts";
+import type { LogBackend } from "../log/port.ts";
 import type { CompiledMap } from "../mapping/mod.ts";
 import { durabilityLines } from "./check_durability.ts";
 import { forwardPlanLines } from "./check_forward.ts";
@@ -42,7 +43,7 @@ export async function iggyLines(
 }
 
 /** An open Iggy backend on `[iggy]`, or the one line that says which key to fix. */
-async function logIn(config: GatewayConfig): Promise<IggyBackendLike> {
+async function logIn(config: GatewayConfig): Promise<LogBackend> {
   const { IggyBackend, loginRefusalOf } = await loadIggy();
   const auth = { patUsername: config.auth.pat_username, cacheTtlMs: config.auth.cache_ttl_ms };
   const iggy = new IggyBackend(config.iggy, auth);

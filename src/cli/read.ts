@@ -12,9 +12,9 @@ import { EmbeddedBackend } from "../log/embedded/mod.ts";
 import type { PartitionAddress } from "../log/port.ts";
 import { formatRead, formatRetained } from "./read_format.ts";
 import { filterMatches } from "../mapping/filter.ts";
-import { messageOf } from "../log/retained/retained_set.ts";
+import { messageOf } from "../stored/retained/retained_set.ts";
 import { Logger } from "../observe/logger.ts";
-import { retainedOptionsOf, RetainedStore } from "../log/retained/retained_store.ts";
+import { retainedOptionsOf, RetainedStore } from "../stored/retained/retained_store.ts";
 
 /** What to read; `partition` null means every partition of the topic. */
 export interface ReadRequest {

@@ -595,7 +595,7 @@ export const KEY_SPECS = [
     type: int(1, 10_000),
     default: 20,
     doc:
-      "How long a forwarded partition with fewer messages ready than a full send waits for more before it sends them, and with none before it looks again (ms): a longer wait sends fewer, larger batches, each message up to this much later.",
+      "How long a forwarded partition with fewer messages ready than a full send waits for more before it sends them (ms; a partition with none waits until the local log says it grew): a longer wait sends fewer, larger batches, each message up to this much later.",
   },
   {
     key: "forward.when_full",

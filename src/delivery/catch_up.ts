@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { type MqttView, openEnvelope } from "../log/envelope.ts";
+import { type MqttView, openEnvelope } from "../stored/envelope.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
@@ -39,7 +39,7 @@ export interface ReplayBudget {
 
 /** What a catch-up needs of delivery. */
 export interface CatchUpDeps {
-  readonly backend: LogBackend;
+  readonly backend: Pick<LogBackend, "poll">;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   readonly pollBatch: number;
@@ -223,7 +223,7 @@ export class BehindPolls {
   #backoff = WAIT_MS;
 
   constructor(
-    private readonly deps: { readonly backend: LogBackend; readonly logger: Logger },
+    private readonly deps: { readonly backend: Pick<LogBackend, "poll">; readonly logger: Logger },
     private readonly triple: Triple,
     private readonly key: string,
     private readonly failure: string,

@@ -7,7 +7,7 @@ import { OutboundBudget } from "../session/outbox.ts";
 import type { Outbox } from "../session/outbox.ts";
 import type { Subscriber } from "../session/delivery_port.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
-import { envelope } from "../log/envelope.ts";
+import { envelope } from "../stored/envelope.ts";
 import { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { Logger } from "../observe/logger.ts";
 import { CatchUp } from "./catch_up.ts";
@@ -31,16 +31,15 @@ function queue(): { q: ClientQueue; packets: Uint8Array[] } {
 }
 
 /** Offsets `first`..`next - 1` on topic "a/b", QoS 0. */
-function logFrom(first: number, next: number): LogBackend {
+function logFrom(first: number, next: number): Pick<LogBackend, "poll"> {
   const all: StoredMessage[] = [];
   for (let o = first; o < next; o++) {
     const m = envelope("a/b", new TextEncoder().encode(`m${o}`), 0, "p", 0, false, false);
     all.push({ partition: 0, offset: o, timestampMicros: o, ...m });
   }
   return {
-    poll: (_a: unknown, from: number, count: number) =>
-      Promise.resolve(all.filter((m) => m.offset >= from).slice(0, count)),
-  } as unknown as LogBackend;
+    poll: (_a, from, count) => Promise.resolve(all.filter((m) => m.offset >= from).slice(0, count)),
+  };
 }
 
 Deno.test("CatchUp skips what retention removed, counts and logs the gap, then hands over", async () => {
@@ -84,10 +83,9 @@ Deno.test("CatchUp past max_replay_messages counts matching messages only; offse
     const m = envelope(o % 2 === 0 ? "a/b" : "x/y", new Uint8Array(1), 0, "p", 0, false, false);
     all.push({ partition: 0, offset: o, timestampMicros: o, ...m });
   }
-  const backend = {
-    poll: (_a: unknown, from: number, count: number) =>
-      Promise.resolve(all.filter((m) => m.offset >= from).slice(0, count)),
-  } as unknown as LogBackend;
+  const backend: Pick<LogBackend, "poll"> = {
+    poll: (_a, from, count) => Promise.resolve(all.filter((m) => m.offset >= from).slice(0, count)),
+  };
   const sub: Subscription<ClientQueue> = {
     client: q,
     qos: 0,

@@ -26,7 +26,7 @@ import { type CopyOf, encodeCopy, type SharedCopyOf } from "./copy.ts";
 
 /** A QoS 1 or 2 copy awaiting a window slot or a PUBACK (QoS 2: a PUBREC). */
 export type Copy = CopyOf<ClientQueue>;
-/** The group and message of a shared subscription's copy (`share_groups.ts`). */
+/** The group and message of a shared subscription's copy (`share/groups.ts`). */
 export type SharedCopy = SharedCopyOf<ClientQueue>;
 
 /** Memory a QoS 1 copy waiting for a window slot takes beyond its bytes, about. */
@@ -97,7 +97,7 @@ export class ClientQueue implements DeadlineOwner {
     return this.timeoutMs > 0;
   }
 
-  /** No window slot free, or paused: a share group passes this member over (`share_groups.ts`). */
+  /** No window slot free, or paused: a share group passes this member over (`share/groups.ts`). */
   get full(): boolean {
     return this.paused || this.inflight >= this.#maxInflight;
   }

@@ -5,7 +5,7 @@
  * @module
  */
 import { encodePublish } from "../codec/encoder.ts";
-import type { MqttView } from "../log/envelope.ts";
+import type { MqttView } from "../stored/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import type { ShareGroup } from "./registry.ts";
@@ -28,7 +28,7 @@ export interface CopyOf<Q> {
   readonly shared?: SharedCopyOf<Q>;
 }
 
-/** The group and message of a shared subscription's copy (`share_groups.ts`). */
+/** The group and message of a shared subscription's copy (`share/groups.ts`). */
 export interface SharedCopyOf<Q> {
   readonly group: ShareGroup<Q>;
   readonly m: StoredMessage;

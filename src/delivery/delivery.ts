@@ -1,11 +1,11 @@
 /**
  * The way out: subscribe S1–S5 (`subscribe.ts`), route R1–R6 (`route.ts`), PUBACK
- * settlement and client queues (`client_queues.ts`), client detach. Implements the session's
+ * settlement and client queues (`subscriber_queues.ts`), client detach. Implements the session's
  * {@link DeliveryPort}.
  *
  * @module
  */
-import { shareGauges, type ShareGroupStats, shareGroupStats } from "./share_stats.ts";
+import { shareGauges, type ShareGroupStats, shareGroupStats } from "./share/stats.ts";
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { CompiledMap } from "../mapping/mod.ts";
 import type { LogBackend, OutgoingMessage, PartitionAddress } from "../log/port.ts";
@@ -30,10 +30,10 @@ import { expiryLeft } from "./out_v5.ts";
 import { joinAt, reresolve } from "./reresolve.ts";
 import { lowestPositionOf, SessionDelivery } from "./session_delivery.ts";
 import type { StoredSessions } from "../session/stored_sessions.ts";
-import { H_TOPIC } from "../log/envelope.ts";
-import { ClientQueues } from "./client_queues.ts";
+import { H_TOPIC } from "../stored/envelope.ts";
+import { ClientQueues } from "./subscriber_queues.ts";
 import { type SubscribeOptions, Subscriptions } from "./subscribe.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 import { type RetainedOutDeps, sendRetained, wantsRetained } from "./retained_out.ts";
 
 /** Limits and identity of delivery. */

@@ -52,7 +52,7 @@ export async function filterTriples(
   if (!isWildcardFilter(filter)) return await exactTriples(deps, principal, filter);
   const targets = resolveFilter(deps.preparer.map, filter);
   let listed: TopicInfo[] | null = null;
-  const list = async () => listed ??= await (deps.backend.listTopics?.() ?? []);
+  const list = async () => listed ??= await deps.backend.listTopics();
   const out = new Map<string, Triple>();
   let denied = 0;
   for (const t of targets) {

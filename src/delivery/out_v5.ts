@@ -12,8 +12,8 @@
 import { wallClock } from "../base/wall_clock.ts";
 import { encodeMessageProperties, withSubscriptionIds } from "../codec/encode_v5.ts";
 import type { MessageProperties } from "../codec/packets.ts";
-import { H_CLIENT_ID, H_RETAIN } from "../log/envelope.ts";
-import { readStoredProperties, storedExpiry } from "../log/envelope_v5.ts";
+import { H_CLIENT_ID, H_RETAIN } from "../stored/envelope.ts";
+import { readStoredProperties, storedExpiry } from "../stored/envelope_v5.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { Subscription } from "./registry.ts";
 

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { H_TOPIC, type MqttView } from "../log/envelope.ts";
+import { H_TOPIC, type MqttView } from "../stored/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import { utf8Length } from "../base/utf8.ts";
 import type { ClientQueue } from "./client_queue.ts";

@@ -9,14 +9,14 @@ import { OutboundBudget } from "../session/outbox.ts";
 import type { Outbox } from "../session/outbox.ts";
 import type { Subscriber } from "../session/delivery_port.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
-import { envelope } from "../log/envelope.ts";
+import { envelope } from "../stored/envelope.ts";
 import { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { Logger } from "../observe/logger.ts";
 import { CatchUp } from "./catch_up.ts";
 import { ClientQueue } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import type { ShareGroup, Subscription } from "./registry.ts";
-import { GroupCatchUp } from "./share_catch_up.ts";
+import { GroupCatchUp } from "./share/group_catch_up.ts";
 
 const CAP = 1 << 20;
 const BIG = 200 * 1024;
@@ -76,7 +76,7 @@ function log(
   count: number,
   bytes: number,
   qos: 0 | 1 = 0,
-): { backend: LogBackend; polled: number[] } {
+): { backend: Pick<LogBackend, "poll">; polled: number[] } {
   const parts = [0, 1, 2].map((p) => {
     const out: StoredMessage[] = [];
     for (let o = 0; o < count; o++) {
@@ -86,18 +86,18 @@ function log(
     return out;
   });
   const polled: number[] = [];
-  const backend = {
-    poll: (a: { partition: number }, from: number, n: number) => {
+  const backend: Pick<LogBackend, "poll"> = {
+    poll: (a, from, n) => {
       polled.push(n);
       return Promise.resolve(parts[a.partition].slice(from, from + n));
     },
-  } as unknown as LogBackend;
+  };
   return { backend, polled };
 }
 
 function catchUps(
   c: ReturnType<typeof client>,
-  backend: LogBackend,
+  backend: Pick<LogBackend, "poll">,
   count: number,
   metrics = new GatewayMetrics(),
 ): CatchUp[] {

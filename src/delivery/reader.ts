@@ -36,7 +36,8 @@ export type RouteFn = (reader: SharedReader, batch: readonly StoredMessage[]) =>
 
 /** What every shared reader works with (the reader pool hands its own to each reader). */
 export interface ReaderDeps {
-  readonly backend: LogBackend;
+  /** The readers' polls and offset commits; the pool's next offsets for new subscriptions. */
+  readonly backend: Pick<LogBackend, "poll" | "storeOffset" | "nextOffset">;
   readonly options: ReaderOptions;
   readonly route: RouteFn;
   readonly metrics: GatewayMetrics;

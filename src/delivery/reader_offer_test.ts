@@ -12,7 +12,11 @@ import { SharedReader } from "./reader.ts";
 
 Deno.test("SharedReader.offerAppended routes payloads that own their stores, not views of a shared block", () => {
   const routed: StoredMessage[] = [];
-  const backend = { storeOffset: () => Promise.resolve() } as unknown as LogBackend;
+  const backend: Pick<LogBackend, "poll" | "storeOffset" | "nextOffset"> = {
+    poll: () => Promise.reject(new Error("an offered batch is routed without a poll")),
+    storeOffset: () => Promise.resolve(),
+    nextOffset: () => Promise.reject(new Error("no subscription joins in this test")),
+  };
   const reader = new SharedReader({ stream: "s", topic: "t", partition: 0 }, 0, {
     backend,
     options: {

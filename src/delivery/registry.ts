@@ -36,7 +36,7 @@ export interface Subscription<C> {
   readonly prefix: string;
   /** `match` has a `+` or `#` level. */
   readonly wildcard: boolean;
-  /** A shared subscription (`$share/<group>/<filter>`): its group (`share_groups.ts`). */
+  /** A shared subscription (`$share/<group>/<filter>`): its group (`share/groups.ts`). */
   share?: ShareGroup<C>;
 }
 
@@ -49,7 +49,7 @@ export interface ShareGroup<C> {
   next: number;
   /**
    * Triple keys this gateway deals to the group (the log's consumer group split them between
-   * gateways, `share_spread.ts`); absent: every one.
+   * gateways, `share/spread.ts`); absent: every one.
    */
   owned?: Set<string>;
 }

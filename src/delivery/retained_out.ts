@@ -17,8 +17,8 @@
  */
 import type { SpanContext } from "@opentelemetry/api";
 import { canPoll } from "../access/permissions.ts";
-import { openEnvelope } from "../log/envelope.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import { openEnvelope } from "../stored/envelope.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { SubscribeRequest } from "../session/delivery_port.ts";
 import type { PublishPreparer } from "../session/publish.ts";
@@ -74,8 +74,8 @@ export async function sendRetained(
     for (const m of deps.retained.matching(s.match)) {
       const view = openEnvelope(m);
       if (view === null) continue;
-      if (!deps.preparer.maps(view.topic)) continue;
-      const r = deps.preparer.resolve(view.topic); // cached by maps()
+      if (!deps.preparer.hasTarget(view.topic)) continue;
+      const r = deps.preparer.resolve(view.topic); // cached by hasTarget()
       if (!canPoll(principal.permissions, r.stream, r.topic)) continue;
       const t = targetOf(s, m);
       if (t === null) continue; // No Local

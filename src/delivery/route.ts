@@ -8,7 +8,7 @@
  */
 import { encodePublish } from "../codec/encoder.ts";
 import { utf8 } from "../base/utf8.ts";
-import { type MqttView, openEnvelope } from "../log/envelope.ts";
+import { type MqttView, openEnvelope } from "../stored/envelope.ts";
 import type { StoredMessage } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { startDeliverySpan } from "../observe/tracing.ts";
@@ -18,7 +18,7 @@ import type { SharedReader } from "./reader.ts";
 import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import { expiryLeft } from "./out_v5.ts";
 import type { ShareGroup, Subscription, SubscriptionRegistry } from "./registry.ts";
-import { pickMember } from "./share_groups.ts";
+import { pickMember } from "./share/groups.ts";
 import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
 
 export type { Target };

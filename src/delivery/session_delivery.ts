@@ -13,7 +13,7 @@ import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import type { LogBackend } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { SubscriptionOptions } from "../codec/packets.ts";
-import { keptOptions } from "../session/stored_options.ts";
+import { keptOptions } from "../stored/stored_options.ts";
 import {
   sessionConsumer,
   type StoredSession,
@@ -21,14 +21,17 @@ import {
 } from "../session/stored_sessions.ts";
 import type { ClientQueue } from "./client_queue.ts";
 import { type Triple, tripleOfKey } from "./registry.ts";
-import type { ClientQueues } from "./client_queues.ts";
+import type { ClientQueues } from "./subscriber_queues.ts";
 import type { Resume, Subscriptions } from "./subscribe.ts";
 
 /**
  * Where a group of stored sessions starts on a triple: the lowest of their positions (a
  * session that knows the triple but stored no offset there is at 0); null when none has one.
  */
-export function lowestPositionOf(backend: LogBackend, sessions: readonly StoredSession[]) {
+export function lowestPositionOf(
+  backend: Pick<LogBackend, "getOffset">,
+  sessions: readonly StoredSession[],
+) {
   return async (t: Triple, key: string): Promise<number | null> => {
     let lowest: number | null = null;
     for (const s of sessions) {
@@ -40,12 +43,15 @@ export function lowestPositionOf(backend: LogBackend, sessions: readonly StoredS
   };
 }
 
+/** What stored sessions' positions take of the log. */
+type SessionPositions = Pick<LogBackend, "getOffset" | "storeOffset">;
+
 /** Stored sessions' subscriptions and positions. */
 export class SessionDelivery {
   #subs: Subscriptions;
   #clients: ClientQueues;
   #sessions: StoredSessions;
-  #backend: LogBackend;
+  #backend: SessionPositions;
   #logger: Logger;
   /** The position last stored per triple key, per client (stores only what moved). */
   #stored = new WeakMap<ClientQueue, Map<string, number>>();
@@ -56,7 +62,7 @@ export class SessionDelivery {
     subscriptions: Subscriptions;
     clients: ClientQueues;
     sessions: StoredSessions;
-    backend: LogBackend;
+    backend: SessionPositions;
     logger: Logger;
     commitIntervalMs: number;
   }) {

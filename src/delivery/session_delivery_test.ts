@@ -9,7 +9,7 @@ import type { StoredSession, StoredSessions } from "../session/stored_sessions.t
 import type { ClientQueue } from "./client_queue.ts";
 import { tripleKey } from "./registry.ts";
 import { SessionDelivery } from "./session_delivery.ts";
-import type { ClientQueues } from "./client_queues.ts";
+import type { ClientQueues } from "./subscriber_queues.ts";
 import type { Subscriptions } from "./subscribe.ts";
 
 const KEY = tripleKey({ stream: "s", topic: "t", partition: 0 });
@@ -32,12 +32,13 @@ function setup(o: {
     readers: new Map(o.readerAt === undefined ? [] : [[KEY, { position: o.readerAt }]]),
   } as unknown as Subscriptions;
   const stores: number[] = [];
-  const backend = {
-    storeOffset: (_c: string, _t: unknown, offset: number) => {
+  const backend: Pick<LogBackend, "getOffset" | "storeOffset"> = {
+    getOffset: () => Promise.resolve(null),
+    storeOffset: (_c, _t, offset) => {
       stores.push(offset);
       return o.storeOffset?.() ?? Promise.resolve();
     },
-  } as unknown as LogBackend;
+  };
   const session: StoredSession = {
     clientId: "c",
     subscriptions: new Map([["f", 1]]),

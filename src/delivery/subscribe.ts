@@ -20,8 +20,8 @@ import type { ClientQueue } from "./client_queue.ts";
 import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
 import type { ReaderOptions, SharedReader } from "./reader.ts";
 import { ReaderPool } from "./reader_pool.ts";
-import { parseShare, ShareGroups } from "./share_groups.ts";
-import { ShareSpread } from "./share_spread.ts";
+import { parseShare, ShareGroups } from "./share/groups.ts";
+import { ShareSpread } from "./share/spread.ts";
 import {
   type Subscription,
   type SubscriptionRegistry,
@@ -29,7 +29,7 @@ import {
   tripleKey,
 } from "./registry.ts";
 import { replayStartOffset } from "./replay_start.ts";
-import type { ClientQueues } from "./client_queues.ts";
+import type { ClientQueues } from "./subscriber_queues.ts";
 
 /** MQTT 5 SUBACK 0x8F Topic Filter invalid. */
 const INVALID_FILTER = 0x8f;
@@ -165,6 +165,7 @@ export class Subscriptions {
     const groups = deps.backend.groups;
     this.spread = groups === undefined ? null : new ShareSpread({
       ...this.#catchUpDeps,
+      backend: deps.backend,
       groups,
       handedOver: (n) => deps.metrics.shareHandover.inc({}, n),
     });
@@ -245,7 +246,7 @@ export class Subscriptions {
     const full = this.shares.full(key, this.opts.maxShareGroups, this.opts.maxShareMembers);
     if (full !== null) return this.refuse(s.client, filter, `${full} reached`, 0x97);
     const parked = this.shares.unpark(key);
-    // Split between gateways, the group starts from its position in the log (`share_spread`).
+    // Split between gateways, the group starts from its position in the log (`share/spread.ts`).
     // Here, a parked group starts where it was parked; the first member since this process
     // started, where the group's stored sessions (this one's too) had all settled: what was in
     // flight to any of them when the gateway stopped comes again, to the group.

@@ -7,7 +7,8 @@
  *
  * @module
  */
-import type { EncodedMessages, LogBackend, PartitionAddress, PartitionBytes } from "../log/port.ts";
+import type { EncodedMessages, PartitionAddress } from "../log/port.ts";
+import type { LocalLog, PartitionBytes } from "../log/local_log.ts";
 
 /** Messages and bytes read per batch when the backlog is counted. */
 const COUNT_BATCH = { messages: 1_000, bytes: 1 << 20 } as const;
@@ -71,7 +72,7 @@ export class BacklogBytes {
    * loop between batches; gives up on a skip, a gap, or when `stopping()`.
    */
   async count(
-    local: Required<Pick<LogBackend, "pollEncoded">>,
+    local: Pick<LocalLog, "pollEncoded">,
     address: PartitionAddress,
     next: number,
     extent: PartitionBytes,

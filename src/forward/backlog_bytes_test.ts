@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import type { EncodedMessages, PartitionBytes } from "../log/port.ts";
+import type { EncodedMessages } from "../log/port.ts";
+import type { PartitionBytes } from "../log/local_log.ts";
 import { BacklogBytes } from "./backlog_bytes.ts";
 
 const ADDRESS = { stream: "s", topic: "t", partition: 0 };

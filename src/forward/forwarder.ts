@@ -70,6 +70,8 @@ export class Forwarder {
   #discoverTimer: ReturnType<typeof setInterval> | undefined;
   #lanesContext: LaneContext | undefined;
   #flushTimer: ReturnType<typeof setInterval> | undefined;
+  /** Ends the lanes' watch of the local log's growth. */
+  #unwatch = () => {};
   #flushing: Promise<unknown> | undefined;
 
   constructor(local: ForwardSource, open: UpstreamOpener, o: ForwarderOptions, logger: Logger) {
@@ -116,6 +118,9 @@ export class Forwarder {
   async start(): Promise<void> {
     this.#logger.info("Forwarding to the upstream Iggy", { upstream: this.#o.upstreamName });
     void this.uplink();
+    this.#unwatch = this.#local.watchGrowth((a, next) => {
+      this.#lanes.get(laneKey(a.stream, a.topic, a.partition))?.grew(next);
+    });
     await this.#discover();
     this.#discoverTimer = setInterval(() => {
       void this.#discover();
@@ -130,6 +135,7 @@ export class Forwarder {
     this.#stopping = true;
     clearInterval(this.#discoverTimer);
     clearInterval(this.#flushTimer);
+    this.#unwatch();
     this.#wakeStop();
     const lanes = Promise.all([...this.#lanes.values()].map((l) => l.start()));
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -235,6 +241,7 @@ export class Forwarder {
       failed: (e, where) => this.#failed(e, where),
       reached: () => this.uplinkState.reached(),
       stopping: () => this.#stopping,
+      stopped: this.#stopped,
     };
   }
 
@@ -245,11 +252,11 @@ export class Forwarder {
   }
 
   async #addLanes(): Promise<void> {
-    const topics = await this.#local.listTopics?.().catch(() => []) ?? [];
+    const topics = await this.#local.listTopics().catch(() => []);
     const ctx = this.#lanesContext ??= this.#laneContext();
     for (const t of topics) {
       for (let p = 0; p < t.partitions && !this.#stopping; p++) {
-        const key = `${t.stream}\n${t.topic}\n${p}`;
+        const key = laneKey(t.stream, t.topic, p);
         if (this.#lanes.has(key)) continue;
         const lane = new ForwardLane({ stream: t.stream, topic: t.topic, partition: p }, ctx);
         this.#lanes.set(key, lane);
@@ -321,7 +328,7 @@ export class Forwarder {
     this.#unsummed = { failures: 0, reason: "", loggedAt: this.#lastFailureAt };
   }
 
-  /** One shared timer for every caught-up lane. */
+  /** One shared timer for every lingering lane. */
   #linger(): Promise<void> {
     this.#tick ??= this.#sleep(this.#o.lingerMs).then(() => {
       this.#tick = undefined;
@@ -343,6 +350,11 @@ export class Forwarder {
       clearTimeout(timer);
     }
   }
+}
+
+/** A lane's key in {@link Forwarder}'s map: its local partition. */
+function laneKey(stream: string, topic: string, partition: number): string {
+  return `${stream}\n${topic}\n${partition}`;
 }
 
 /** Whether a failure says the upstream is out of reach (not that one request was wrong). */

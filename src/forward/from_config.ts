@@ -7,15 +7,11 @@
 import type { GatewayConfig } from "../config/types.ts";
 import type { ForwardRetention } from "../log/embedded/options.ts";
 import type { LogBackend } from "../log/port.ts";
+import { isLocalLog } from "../log/local_log.ts";
 import { loadIggy } from "../log/load_iggy.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { Metrics } from "../observe/metrics.ts";
-import {
-  Forwarder,
-  type ForwardSource,
-  type ForwardTarget,
-  type UpstreamOpener,
-} from "./forwarder.ts";
+import { Forwarder, type ForwardTarget, type UpstreamOpener } from "./forwarder.ts";
 import { FORWARD_CONSUMER } from "./lane.ts";
 
 /** What the embedded log keeps for the forwarder; undefined when forwarding is off. */
@@ -34,7 +30,7 @@ export function forwarderFor(
   logger: Logger,
   metrics: Metrics,
 ): Forwarder | null {
-  if (!config.forward.enabled || !canForwardFrom(local)) return null;
+  if (!config.forward.enabled || !isLocalLog(local)) return null;
   const f = config.forward;
   const forwarder = new Forwarder(local, iggyOpener(config, logger), {
     gatewayId: config.gateway.id,
@@ -83,11 +79,6 @@ export async function openIggy(
     await upstream.close().catch(() => {});
     throw e;
   }
-}
-
-/** The embedded log hands out messages still encoded; a test's stand-in may not. */
-function canForwardFrom(local: LogBackend): local is ForwardSource {
-  return local.kind === "embedded" && local.pollEncoded !== undefined;
 }
 
 function registerGauges(m: Metrics, fw: Forwarder): void {

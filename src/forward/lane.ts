@@ -9,6 +9,7 @@
  * @module
  */
 import type { CopyStamp, EncodedMessages, LogBackend, PartitionAddress } from "../log/port.ts";
+import type { LocalLog } from "../log/local_log.ts";
 import { BacklogBytes } from "./backlog_bytes.ts";
 import { originOffset, originStamp } from "./origin.ts";
 import { type ForwardCounters, meanSentBytes } from "./counters.ts";
@@ -23,12 +24,10 @@ export const MARK_CONSUMER = "mqtt-forward-mark";
 /** Sends between two moves of the stored mark; messages read per upstream poll when resolving. */
 const MARK = { everySends: 16, resolvePoll: 1_000 } as const;
 
-/** A local log the forwarder reads: one that hands out messages still encoded. */
-export type ForwardSource =
-  & LogBackend
-  & Required<Pick<LogBackend, "pollEncoded" | "partitionBytes">>;
-/** An upstream the forwarder writes: one that takes encoded messages. */
-export type ForwardTarget = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
+/** The local log the forwarder reads: the log on this machine, which hands out messages encoded. */
+export type ForwardSource = LocalLog;
+/** The upstream the forwarder writes (encoded messages, `appendEncoded`). */
+export type ForwardTarget = LogBackend;
 
 /** What a lane needs from its forwarder. */
 export interface LaneContext {
@@ -41,7 +40,7 @@ export interface LaneContext {
   openUplink(): ForwardTarget | null;
   /** The upstream topic's partition count, creating the topic when missing. */
   upstreamPartitions(upstream: ForwardTarget, stream: string, topic: string): Promise<number>;
-  /** Resolves after the linger (a caught-up lane looks again then). */
+  /** Resolves after the linger (a lane with less than a full send ready sends then). */
   linger(): Promise<void>;
   /** Resolves after the back-off for the n-th failure in a row. */
   backOff(failures: number): Promise<void>;
@@ -50,6 +49,8 @@ export interface LaneContext {
   /** A send or read upstream succeeded: the uplink is up. */
   reached(): void;
   readonly stopping: () => boolean;
+  /** Resolves when the forwarder stops. */
+  readonly stopped: Promise<void>;
 }
 
 /** The forwarding of one local partition. */
@@ -67,6 +68,10 @@ export class ForwardLane {
   #storedPosition = -1;
   /** The local partition's next offset as last seen. */
   #localEnd = 0;
+  /** The local partition's next offset as the log last told it ({@link grew}). */
+  #grownTo = 0;
+  /** Wakes the lane that waits for the local partition to grow. */
+  #wake: (() => void) | undefined;
   /** The bytes still to send. */
   readonly #backlog = new BacklogBytes();
   /** Append time (µs) of the oldest unforwarded message, while there is one. */
@@ -115,6 +120,23 @@ export class ForwardLane {
     this.#backlog.seen(extent.appendedBytes);
   }
 
+  /** The local log wrote messages of this partition up to `next` (`LocalLog.watchGrowth`). */
+  grew(next: number): void {
+    if (next > this.#grownTo) this.#grownTo = next;
+    this.#wake?.();
+    this.#wake = undefined;
+  }
+
+  /**
+   * Resolves once the local partition grew past the end last seen, or the forwarder stops: a
+   * caught-up lane (and one waiting out an outage) waits for the log to tell it, not a timer.
+   */
+  #growth(): Promise<void> {
+    if (this.#grownTo > this.#localEnd) return Promise.resolve();
+    const grown = new Promise<void>((resolve) => this.#wake = resolve);
+    return Promise.race([grown, this.#ctx.stopped]);
+  }
+
   /** Starts the loop (once); resolves when it ends (stopping). */
   start(): Promise<void> {
     // A count of the backlog under way ends soon after (it stops with the lane).
@@ -156,7 +178,7 @@ export class ForwardLane {
     const waiting = up.then(() => true);
     while (!ctx.stopping()) {
       await this.#observeLocal(true);
-      if (await Promise.race([waiting, ctx.linger().then(() => false)])) break;
+      if (await Promise.race([waiting, this.#growth().then(() => false)])) break;
     }
     this.#lingered = true; // what waited for the uplink goes at once
     return up;
@@ -194,7 +216,8 @@ export class ForwardLane {
     if (!this.#resolved) await this.#resolve(upstream, target);
     await this.#observeLocal();
     const ready = this.#localEnd - this.#next;
-    if (ready <= 0 || (!this.#lingered && !this.#fullBatch(ready))) {
+    if (ready <= 0) return this.#growth();
+    if (!this.#lingered && !this.#fullBatch(ready)) {
       this.#lingered = true; // what comes meanwhile waits at most this one linger
       return ctx.linger();
     }

@@ -56,7 +56,7 @@ export interface StatusSource {
   };
   readonly delivery: {
     readerStats(): readonly ReaderReading[];
-    /** Share groups with members connected (`delivery/share_stats.ts`). */
+    /** Share groups with members connected (`delivery/share/stats.ts`). */
     shareStats?(): readonly ShareReading[];
     readonly parkedShareGroups?: number;
   };

@@ -1,7 +1,7 @@
 /**
  * The header blob: compact binary encoding of message headers, stored in each message record
  * of the embedded log's batches (`embedded/_batch.ts`), and read as it is by the Iggy encoder
- * when stored messages are forwarded (`iggy/blob_headers.ts`, which knows the key codes).
+ * when stored messages are forwarded (`iggy/blob_to_tlv.ts`, which knows the key codes).
  *
  * Layout: for each entry in insertion order, `varint(keyBytes) key varint(valueBytes) value`,
  * lengths as unsigned LEB128, strings as UTF-8. No count prefix: the blob length ends it.

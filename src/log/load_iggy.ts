@@ -13,9 +13,6 @@ import type { GatewayConfig } from "../config/types.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { LogBackend } from "./port.ts";
 
-/** An Iggy backend: it can also take messages still encoded (forward mode). */
-export type IggyBackendLike = LogBackend & Required<Pick<LogBackend, "appendEncoded">>;
-
 /**
  * What refused a login to Iggy: the username and password, the personal access token, the user
  * (inactive), the protocol version.
@@ -28,7 +25,7 @@ export interface IggyModule {
     config: GatewayConfig["iggy"],
     auth: { patUsername: string; cacheTtlMs: number },
     deps?: { logger?: Logger; maxMessageBytes?: number },
-  ) => IggyBackendLike;
+  ) => LogBackend;
   /** What refused the login, from an error of `open()`; null when nothing did (unreachable). */
   readonly loginRefusalOf: (e: unknown) => LoginRefusal | null;
 }

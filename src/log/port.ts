@@ -10,7 +10,6 @@
  */
 
 import type { Permissions } from "../access/permissions.ts";
-import type { UserConfig } from "../config/types.ts";
 
 /** One message as the gateway hands it to the log. */
 export interface OutgoingMessage {
@@ -70,21 +69,6 @@ export interface AppendRequest extends PartitionAddress {
 }
 
 /**
- * A partition's offsets and the bytes of its records (payloads and encoded headers), as the
- * log knows them without reading: what a forwarder measures its backlog by.
- */
-export interface PartitionBytes {
-  /** First retained offset. */
-  readonly start: number;
-  /** The offset the next appended message will get. */
-  readonly next: number;
-  /** Bytes of the retained messages, offsets `[start, next)`. */
-  readonly retainedBytes: number;
-  /** Bytes of every message noted since the log was opened (retained at open, then appended). */
-  readonly appendedBytes: number;
-}
-
-/**
  * Messages still in the stored encoding, for a copy from one log to another (forwarding)
  * without decoding each into strings and a map. Message `i` is in `pieces[spans[4i]]`: its
  * headers at `[spans[4i+1], spans[4i+2])` in the header-blob encoding (`header_blob.ts`), its
@@ -103,7 +87,7 @@ export interface EncodedMessages {
   readonly payloadBytes: number;
   /**
    * Sum of the messages' stored bytes (payloads and encoded headers, as
-   * {@link PartitionBytes} counts them), when the log that read them knows it.
+   * `PartitionBytes` counts them), when the log that read them knows it.
    */
   readonly storedBytes?: number;
   /** Headers each message gains on its way to another log (see {@link CopyStamp}). */
@@ -287,23 +271,9 @@ export interface GroupMembership {
   leave(stream: string, topic: string, group: string): Promise<void>;
 }
 
-/** What one retention pass deleted of one topic, and who had not read all of it. */
-export interface RetentionDeleted {
-  readonly stream: string;
-  readonly topic: string;
-  readonly messages: number;
-  /** Retention bytes (payload and headers) of the deleted messages. */
-  readonly bytes: number;
-  /** Consumers whose stored offset lay before the last deleted message. */
-  readonly unreadBy: readonly string[];
-}
-
-/** Told after each retention pass that deleted messages, once per pass. */
-export type RetentionObserver = (deleted: readonly RetentionDeleted[]) => void;
-
 /** The backend port. Every method may reject with {@link BackendError}. */
 export interface LogBackend {
-  /** "embedded" or "iggy". */
+  /** "embedded" (a {@link LocalLog}) or "iggy". */
   readonly kind: string;
   /** What a backend that sends to a server does differently; absent on the embedded log. */
   readonly remote?: RemoteTuning;
@@ -323,19 +293,14 @@ export interface LogBackend {
    * a verified client certificate. Fails with `unknown` when there is no such user.
    */
   principalOf(username: string): Promise<AuthResult>;
-  /**
-   * A reload's `[[users]]`: the next login checks against them. Absent on a backend whose
-   * logins are checked against its own users (Iggy).
-   */
-  setUsers?(users: readonly UserConfig[]): void;
 
   /** Topic metadata, or null when the stream or topic does not exist. */
   getTopic(stream: string, topic: string): Promise<TopicInfo | null>;
   /**
    * Every topic of every stream this identity can see (wildcard subscriptions match them
-   * against name patterns). Optional: a backend without it serves exact subscriptions only.
+   * against name patterns).
    */
-  listTopics?(): Promise<TopicInfo[]>;
+  listTopics(): Promise<TopicInfo[]>;
   /** Creates the stream (if missing) and the topic (if missing); returns its metadata. */
   createTopic(stream: string, topic: string, options: CreateTopicOptions): Promise<TopicInfo>;
 
@@ -359,39 +324,15 @@ export interface LogBackend {
   ): Promise<StoredMessage[]>;
   /** The offset the next appended message of this partition will get. */
   nextOffset(address: PartitionAddress): Promise<number>;
-  /** {@link nextOffset} with the partition's start and bytes. Optional: the embedded log has it. */
-  partitionBytes?(address: PartitionAddress): Promise<PartitionBytes>;
-
-  /**
-   * Up to `count` messages from `fromOffset` on, still encoded, stopping before the payloads
-   * pass `maxBytes` (the first message always comes); null when nothing is there. Optional: a
-   * log that keeps messages in the header-blob encoding has it (embedded).
-   */
-  pollEncoded?(
-    address: PartitionAddress,
-    fromOffset: number,
-    count: number,
-    maxBytes: number,
-  ): Promise<EncodedMessages | null>;
-  /**
-   * Appends encoded messages as {@link append} would append them decoded. Optional: the
-   * forwarder uses it when both ends have it, and decoded messages otherwise.
-   */
-  appendEncoded?(request: EncodedAppendRequest): Promise<AppendReceipt>;
+  /** Appends encoded messages as {@link append} would append them decoded (the forwarder's). */
+  appendEncoded(request: EncodedAppendRequest): Promise<AppendReceipt>;
   /** Stores `offset` (the last settled offset) for a consumer on a partition. */
   storeOffset(consumer: string, address: PartitionAddress, offset: number): Promise<void>;
   /** The stored offset for a consumer on a partition, or null when none is stored. */
   getOffset(consumer: string, address: PartitionAddress): Promise<number | null>;
   /**
    * Deletes the stored offset of a consumer on a partition; resolves as well when none is
-   * stored. Optional: a log without it keeps the offsets of consumers that are gone.
+   * stored.
    */
-  deleteOffset?(consumer: string, address: PartitionAddress): Promise<void>;
-  /** Drops a partition's batches that end by `before`, whatever their age; optional (embedded). */
-  truncate?(address: PartitionAddress, before: number): Promise<number>;
-  /**
-   * Has `observe` called after each of the log's own retention passes that deleted messages.
-   * Optional: the embedded log has it; Iggy deletes by its own retention, unseen by the gateway.
-   */
-  watchRetention?(observe: RetentionObserver): void;
+  deleteOffset(consumer: string, address: PartitionAddress): Promise<void>;
 }

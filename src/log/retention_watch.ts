@@ -13,7 +13,8 @@
  */
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
-import type { LogBackend, RetentionDeleted } from "./port.ts";
+import type { LogBackend } from "./port.ts";
+import { isLocalLog, type RetentionDeleted } from "./local_log.ts";
 
 /** Most topics a line names. */
 export const MAX_TOPICS_NAMED = 20;
@@ -40,13 +41,17 @@ function unreadByClients(d: RetentionDeleted): boolean {
   return d.unreadBy.some((c) => c.startsWith(SESSION_PREFIX) || c.startsWith(SHARE_PREFIX));
 }
 
-/** Logs and counts what each of `backend`'s retention passes deleted (when it tells). */
+/**
+ * Logs and counts what each retention pass of the log on this machine deleted (Iggy deletes by
+ * its own retention, unseen by the gateway).
+ */
 export function watchRetention(
   backend: LogBackend,
   metrics: GatewayMetrics,
   logger: Logger,
 ): void {
-  backend.watchRetention?.((deleted) => {
+  if (!isLocalLog(backend)) return;
+  backend.watchRetention((deleted) => {
     let messages = 0;
     let bytes = 0;
     let unread = false;

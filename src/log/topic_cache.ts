@@ -30,7 +30,7 @@ interface Entry {
 
 /** Partition-count cache with optional auto-create. */
 export class TopicCache {
-  #backend: LogBackend;
+  #backend: Pick<LogBackend, "getTopic" | "createTopic">;
   #opts: TopicCacheOptions;
   #clock: Clock;
   #entries = new Map<string, Entry>();
@@ -44,7 +44,11 @@ export class TopicCache {
   #lastTopic = "";
   #lastEntry: Entry | undefined;
 
-  constructor(backend: LogBackend, opts: TopicCacheOptions, clock: Clock) {
+  constructor(
+    backend: Pick<LogBackend, "getTopic" | "createTopic">,
+    opts: TopicCacheOptions,
+    clock: Clock,
+  ) {
     this.#backend = backend;
     this.#opts = opts;
     this.#clock = clock;

@@ -21,7 +21,7 @@ export { compileMap } from "./compile.ts";
 export type { CompiledMap, CompiledRule, Resolution } from "./types.ts";
 export { resolveTopic } from "./resolve.ts";
 export { checkResolution, isValidIggyName } from "./names.ts";
-export { partitionForKey } from "./partition.ts";
+export { partitionForKey } from "./key_partition.ts";
 export { explainJson } from "./explain.ts";
 export { constantTargets, type Target } from "./targets.ts";
 export { filterMatches, filterProblem, isWildcardFilter } from "./filter.ts";

@@ -39,10 +39,13 @@ function anonymousPrincipal(auth: GatewayConfig["auth"], table: Permissions | nu
   });
 }
 
+/** What logging in takes of the log. */
+type Logins = Pick<LogBackend, "authenticate" | "principalOf">;
+
 /** Checks CONNECT credentials against the backend and the anonymous rules. */
 export class Authenticator {
   #auth: GatewayConfig["auth"];
-  #backend: LogBackend;
+  #backend: Logins;
   /**
    * One anonymous principal for every anonymous connection (it depends on the config only):
    * one per connection would be four objects held by each idle connection.
@@ -56,7 +59,7 @@ export class Authenticator {
   /** @param anonymous `[anonymous.permissions]`, replacing `auth.anonymous_permissions`. */
   constructor(
     auth: GatewayConfig["auth"],
-    backend: LogBackend,
+    backend: Logins,
     identity = "cn",
     anonymous: Permissions | null = null,
   ) {
@@ -67,7 +70,7 @@ export class Authenticator {
   }
 
   /** The authenticator of `config`: its auth keys, anonymous rights and certificate name. */
-  static of(config: GatewayConfig, backend: LogBackend): Authenticator {
+  static of(config: GatewayConfig, backend: Logins): Authenticator {
     const l = config.listeners;
     return new Authenticator(config.auth, backend, l.tls_identity, config.anonymous_permissions);
   }

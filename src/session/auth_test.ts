@@ -5,7 +5,11 @@ import type { LogBackend } from "../log/port.ts";
 import { Authenticator } from "./auth.ts";
 
 const ANONYMOUS = { username: null, password: null } as unknown as ConnectPacket;
-const NO_BACKEND = {} as LogBackend; // anonymous clients never reach the backend
+/** Anonymous clients never reach the backend: a login that does fails the test. */
+const NO_BACKEND: Pick<LogBackend, "authenticate" | "principalOf"> = {
+  authenticate: () => Promise.reject(new Error("an anonymous login reached the backend")),
+  principalOf: () => Promise.reject(new Error("an anonymous login reached the backend")),
+};
 
 function auth(permissions: string) {
   return loadConfig({

@@ -23,7 +23,7 @@ import type { ConnectionRegistry } from "./registry.ts";
 import type { SourceGuard } from "./source_guard.ts";
 import type { StoredSessions } from "./stored_sessions.ts";
 import type { WillPublisher } from "./will.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 
 /** Shared services of every connection. */
 export interface SessionContext {

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Logger } from "../observe/logger.ts";
-import type { StoredSession } from "./session_record.ts";
+import type { StoredSession } from "./session_state.ts";
 
 /** Offline sessions by client id, in the order they went offline. */
 export class OfflineOrder {

@@ -18,7 +18,7 @@ import {
   resolveTopic,
 } from "../mapping/mod.ts";
 import type { Resolution } from "../mapping/mod.ts";
-import { EnvelopeMaker } from "../log/envelope.ts";
+import { EnvelopeMaker } from "../stored/envelope.ts";
 import { canSend } from "../access/permissions.ts";
 import type { OutgoingMessage, PartitionAddress, Principal, TopicInfo } from "../log/port.ts";
 import type { TopicCache } from "../log/topic_cache.ts";
@@ -136,7 +136,7 @@ export class PublishPreparer {
   }
 
   /** Whether `topic` maps to a valid target under the current map (a reload's retained check). */
-  maps(topic: string): boolean {
+  hasTarget(topic: string): boolean {
     return !topic.startsWith("$SYS") && this.#invalidOf(this.resolve(topic)) === null;
   }
 

@@ -1,7 +1,7 @@
 /**
  * A PUBLISH with RETAIN [MQTT-3.3.1-5]: after P2–P6 (so setting a retained message needs the
  * same send permission as appending it), the change goes to the retained store first
- * (`log/retained/retained_store.ts`: appended and read back), then the message is appended to
+ * (`stored/retained/retained_store.ts`: appended and read back), then the message is appended to
  * its topic as any PUBLISH. An empty payload clears the topic's retained message
  * [MQTT-3.3.1-10]. Over `limits.max_retained_*` the message is not retained: an MQTT 5 QoS 1 or
  * 2 PUBLISH is refused with PUBACK 0x97 Quota exceeded (nothing appended); a 3.1.1 one (and an
@@ -11,7 +11,7 @@
  * @module
  */
 import type { PublishPacket } from "../codec/packets.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Prepared, PreparedAppend } from "./publish.ts";

@@ -21,9 +21,10 @@ function preparer(
     'default_stream = "sensors"\ndefault_topic = "messages_default"\n' + rules,
     "test.toml",
   );
-  const backend = {
-    getTopic: (stream: string, topic: string) => Promise.resolve({ stream, topic, partitions }),
-  } as unknown as LogBackend;
+  const backend: Pick<LogBackend, "getTopic" | "createTopic"> = {
+    getTopic: (stream, topic) => Promise.resolve({ stream, topic, partitions }),
+    createTopic: () => Promise.reject(new Error("auto-create is off")),
+  };
   const topics = new TopicCache(
     backend,
     {

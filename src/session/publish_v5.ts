@@ -6,7 +6,7 @@
  * @module
  */
 import type { PublishPacket } from "../codec/packets.ts";
-import { checkPropertiesFit } from "../log/envelope_v5.ts";
+import { checkPropertiesFit } from "../stored/envelope_v5.ts";
 
 /**
  * What keeps an MQTT 5 PUBLISH from being taken as it is; its reason codes are decided in

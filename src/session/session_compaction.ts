@@ -1,6 +1,6 @@
 /**
  * Compaction of the stored-session record topic, on a log that can drop a partition's older
- * messages (`LogBackend.truncate`: the embedded log). Every stored session's record is written
+ * messages (`LocalLog.truncate`: the embedded log). Every stored session's record is written
  * again at the head of the topic as it is now, then everything before the first restated record
  * is dropped: superseded records and tombstones go, and with them the hold they had on the
  * embedded log's shared segment files (a segment is deleted only once no partition has records
@@ -24,6 +24,7 @@
  * @module
  */
 import type { LogBackend, OutgoingMessage, PartitionAddress } from "../log/port.ts";
+import { isLocalLog } from "../log/local_log.ts";
 import type { Logger } from "../observe/logger.ts";
 
 /** The longest a record waits before it is written again at the head (ms). */
@@ -49,7 +50,7 @@ export async function openRecordTopic(
   const { stream, topic } = address;
   const info = await backend.getTopic(stream, topic) ?? await backend.createTopic(stream, topic, {
     partitions: 1,
-    messageExpiryMicros: backend.truncate ? NEVER_MICROS : 2 * maxExpiryS * 1_000_000,
+    messageExpiryMicros: isLocalLog(backend) ? NEVER_MICROS : 2 * maxExpiryS * 1_000_000,
     durable: true,
   });
   const retention = info.messageExpiryMicros ?? 0;
@@ -100,7 +101,7 @@ export class RecordCompactor {
 
   /** Whether the log can drop the older records at all. */
   get able(): boolean {
-    return this.#backend.truncate !== undefined;
+    return isLocalLog(this.#backend);
   }
 
   /** A record was read (load) or appended; `timestampMs` of a read one. */
@@ -170,7 +171,8 @@ export class RecordCompactor {
     this.#records += restated;
     await source.removalsSettled();
     if (this.#stopped || first.baseOffset === null) return;
-    const dropped = await this.#backend.truncate!(this.#address, first.baseOffset);
+    if (!isLocalLog(this.#backend)) return;
+    const dropped = await this.#backend.truncate(this.#address, first.baseOffset);
     this.#records = this.#records - dropped;
     this.#oldestMs = started;
     this.compactions++;

@@ -7,9 +7,9 @@
  */
 import { type LogBackend, type OutgoingMessage, type PartitionAddress } from "../log/port.ts";
 import type { StoredMessage } from "../log/port.ts";
-import { readToEnd } from "../log/read_to_end.ts";
+import { readToEnd } from "../stored/read_to_end.ts";
 import type { Logger } from "../observe/logger.ts";
-import { type ParsedRecord, parseSessionRecord } from "./session_record.ts";
+import { type ParsedRecord, parseSessionRecord } from "../stored/session_record.ts";
 
 /** Header naming the client id of a session record. */
 export const H_SESSION = "mqtt.session";

@@ -20,13 +20,8 @@
 import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
-import {
-  newSession,
-  type ParsedRecord,
-  SESSION_TOMBSTONE,
-  sessionRecordOf,
-  type StoredSession,
-} from "./session_record.ts";
+import { type ParsedRecord, SESSION_TOMBSTONE, sessionRecordOf } from "../stored/session_record.ts";
+import { newSession, type StoredSession } from "./session_state.ts";
 import { clockOf, expiredAt, expiryOf, type ExpiryRules, msSince } from "./session_expiry.ts";
 import { PositionForgetter, sessionConsumer, TombstonesRead } from "./session_expiry.ts";
 import { openRecordTopic, RecordCompactor } from "./session_compaction.ts";
@@ -34,8 +29,8 @@ import { evictOldest, OfflineOrder } from "./offline_order.ts";
 import type { SessionRequest } from "./requested_session.ts";
 import { SessionRecordLog } from "./session_record_log.ts";
 
-/** One stored session, kept in memory while the gateway runs (`session_record.ts`). */
-export type { StoredSession } from "./session_record.ts";
+/** One stored session, kept in memory while the gateway runs (`session_state.ts`). */
+export type { StoredSession } from "./session_state.ts";
 export { sessionConsumer } from "./session_expiry.ts";
 
 /** Options of the store; `expiryS` and `maxExpiryS5` apply to every session, whenever stored. */

@@ -21,7 +21,7 @@ import type { DeliveryPort } from "./delivery_port.ts";
 import type { PublishPreparer } from "./publish.ts";
 import { appendAndOffer } from "./appender.ts";
 import { keepRetained } from "./publish_retained.ts";
-import type { RetainedStore } from "../log/retained/retained_store.ts";
+import type { RetainedStore } from "../stored/retained/retained_store.ts";
 
 /**
  * The shared services a will uses: a part of `SessionContext` (context.ts), named here so that

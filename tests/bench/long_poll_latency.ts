@@ -18,7 +18,7 @@ import { median } from "./_stats.ts";
 
 const COUNT = Number(Deno.args[0] ?? 100);
 const GAP_MS = 60;
-/** The envelope headers the gateway reads (`src/log/envelope.ts`): an MQTT message from elsewhere. */
+/** The envelope headers the gateway reads (`src/stored/envelope.ts`): an MQTT message from elsewhere. */
 const HEADERS = new Map([["mqtt.topic", "sensors/x/data"], ["mqtt.qos", "0"]]);
 
 async function measure(dialect: "0.11" | "0.12"): Promise<number[]> {

@@ -7,7 +7,7 @@
  * @module
  */
 import { openStoreReadOnly } from "../helpers/store.ts";
-import { RetainedStore } from "../../src/log/retained/retained_store.ts";
+import { RetainedStore } from "../../src/stored/retained/retained_store.ts";
 import { Logger } from "../../src/observe/logger.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;

@@ -28,7 +28,7 @@ import { IggyConnectionError, IggyError } from "../../src/log/iggy/codes.ts";
 import { decodeMembers, decodeSync } from "../../src/log/iggy/consumer_groups.ts";
 import { encodeUserHeaders } from "../../src/log/iggy/encoding.ts";
 import { FrameReader } from "../../src/log/iggy/frame_reader.ts";
-import { HEADER_SIZE } from "../../src/log/iggy/header.ts";
+import { HEADER_SIZE } from "../../src/log/iggy/header_layout.ts";
 import { decodeRegisterReply } from "../../src/log/iggy/login.ts";
 import {
   decodeStreamDetails,
@@ -37,10 +37,10 @@ import {
   decodeUser,
   nextOffsetIn,
   type TopicRecord,
-} from "../../src/log/iggy/records.ts";
+} from "../../src/log/iggy/v11/records.ts";
 import { decodeReply } from "../../src/log/iggy/reply.ts";
-import { decodeOffsetReply } from "../../src/log/iggy/request_bodies.ts";
-import { decodePollReply012 } from "../../src/log/iggy/v12/poll.ts";
+import { decodeOffsetReply } from "../../src/log/iggy/v11/request_bodies.ts";
+import { decodePollReply012 } from "../../src/log/iggy/v12/deferred_poll.ts";
 import {
   decodeStreamDetails012,
   decodeStreams012,
@@ -48,11 +48,11 @@ import {
   decodeUser012,
 } from "../../src/log/iggy/v12/records.ts";
 import { decodeRoute } from "../../src/log/iggy/v12/route.ts";
-import { envelope, openEnvelope } from "../../src/log/envelope.ts";
-import { readStoredProperties, storedExpiry } from "../../src/log/envelope_v5.ts";
-import { markerRecord, readRecord } from "../../src/log/retained/retained_record.ts";
+import { envelope, openEnvelope } from "../../src/stored/envelope.ts";
+import { readStoredProperties, storedExpiry } from "../../src/stored/envelope_v5.ts";
+import { markerRecord, readRecord } from "../../src/stored/retained/retained_record.ts";
 import type { StoredMessage } from "../../src/log/port.ts";
-import { parseSessionRecord } from "../../src/session/session_record.ts";
+import { parseSessionRecord } from "../../src/stored/session_record.ts";
 import { reply, Writer } from "../helpers/fake_iggy/wire.ts";
 import { describe, hex, int, mutate, pick, type Rand, randomBytes } from "./random.ts";
 

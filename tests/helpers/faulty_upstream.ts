@@ -53,6 +53,7 @@ export class FaultyUpstream {
       health: () => this.faults.down ? { ready: false, reason: "down" } : inner.health(),
       authenticate: (u, p) => inner.authenticate(u, p),
       principalOf: (u) => inner.principalOf(u),
+      listTopics: async () => (down(), await inner.listTopics()),
       getTopic: async (s, t) => (down(), await inner.getTopic(s, t)),
       createTopic: async (s, t, o) => (down(), await inner.createTopic(s, t, o)),
       append: (r) => this.#append(() => inner.append(r)),
@@ -61,6 +62,7 @@ export class FaultyUpstream {
       nextOffset: async (a) => (down(), await inner.nextOffset(a)),
       storeOffset: async (c, a, o) => (down(), await inner.storeOffset(c, a, o)),
       getOffset: async (c, a) => (down(), await inner.getOffset(c, a)),
+      deleteOffset: async (c, a) => (down(), await inner.deleteOffset(c, a)),
     };
     return Promise.resolve(view);
   }

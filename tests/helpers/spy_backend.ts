@@ -1,6 +1,6 @@
 /**
- * A backend wrapper for tests: counts calls, can hold appends at a gate (to prove that no
- * PUBACK precedes the durable append) or fail them (backend outage).
+ * A wrapper of the embedded log for tests: counts calls, can hold appends at a gate (to prove
+ * that no PUBACK precedes the durable append) or fail them (backend outage).
  *
  * @module
  */
@@ -10,17 +10,27 @@ import type {
   AuthResult,
   BackendHealth,
   CreateTopicOptions,
+  EncodedAppendRequest,
+  EncodedMessages,
   LogBackend,
   PartitionAddress,
   StoredMessage,
   TopicInfo,
 } from "../../src/log/port.ts";
+import type {
+  GrowthObserver,
+  LocalLog,
+  PartitionBytes,
+  RetentionObserver,
+} from "../../src/log/local_log.ts";
 import { BackendError } from "../../src/log/port.ts";
+import { isLocalLog } from "../../src/log/local_log.ts";
 import type { UserConfig } from "../../src/config/types.ts";
 
-/** Wraps a real backend. */
-export class SpyBackend implements LogBackend {
-  readonly kind: string;
+/** Wraps the embedded log. */
+export class SpyBackend implements LocalLog {
+  readonly kind = "embedded";
+  readonly inner: LocalLog;
   readonly calls: string[] = [];
   /** When set, appends wait for `release()` before reaching the real backend. */
   holding = false;
@@ -28,8 +38,9 @@ export class SpyBackend implements LogBackend {
   failWith: BackendError["code"] | null = null;
   #held: (() => void)[] = [];
 
-  constructor(readonly inner: LogBackend) {
-    this.kind = inner.kind;
+  constructor(inner: LogBackend) {
+    if (!isLocalLog(inner)) throw new Error(`SpyBackend wraps the embedded log, not ${inner.kind}`);
+    this.inner = inner;
   }
 
   release(): void {
@@ -55,7 +66,7 @@ export class SpyBackend implements LogBackend {
   }
   setUsers(users: readonly UserConfig[]): void {
     this.calls.push("setUsers");
-    this.inner.setUsers?.(users);
+    this.inner.setUsers(users);
   }
   principalOf(u: string): Promise<AuthResult> {
     this.calls.push("principalOf");
@@ -64,6 +75,9 @@ export class SpyBackend implements LogBackend {
   authenticate(u: string, p: string): Promise<AuthResult> {
     this.calls.push("authenticate");
     return this.inner.authenticate(u, p);
+  }
+  listTopics(): Promise<TopicInfo[]> {
+    return this.inner.listTopics();
   }
   getTopic(s: string, t: string): Promise<TopicInfo | null> {
     this.calls.push("getTopic");
@@ -90,10 +104,36 @@ export class SpyBackend implements LogBackend {
   nextOffset(a: PartitionAddress): Promise<number> {
     return this.inner.nextOffset(a);
   }
+  partitionBytes(a: PartitionAddress): Promise<PartitionBytes> {
+    return this.inner.partitionBytes(a);
+  }
+  pollEncoded(
+    a: PartitionAddress,
+    from: number,
+    count: number,
+    maxBytes: number,
+  ): Promise<EncodedMessages | null> {
+    return this.inner.pollEncoded(a, from, count, maxBytes);
+  }
+  appendEncoded(r: EncodedAppendRequest): Promise<AppendReceipt> {
+    return this.inner.appendEncoded(r);
+  }
+  watchRetention(observe: RetentionObserver): void {
+    this.inner.watchRetention(observe);
+  }
+  truncate(a: PartitionAddress, before: number): Promise<number> {
+    return this.inner.truncate(a, before);
+  }
+  watchGrowth(observe: GrowthObserver): () => void {
+    return this.inner.watchGrowth(observe);
+  }
   storeOffset(c: string, a: PartitionAddress, o: number): Promise<void> {
     return this.inner.storeOffset(c, a, o);
   }
   getOffset(c: string, a: PartitionAddress): Promise<number | null> {
     return this.inner.getOffset(c, a);
+  }
+  deleteOffset(c: string, a: PartitionAddress): Promise<void> {
+    return this.inner.deleteOffset(c, a);
   }
 }

@@ -4,7 +4,8 @@
  * `src/` (workers and test doubles are not reached from `main.ts`).
  *
  * ```sh
- * deno task layers            # upward or sideways imports, files in no layer, cycles
+ * deno task layers            # upward, sideways or barred imports, files in no layer, cycles,
+ *                             # files named a character or a word order apart
  * deno task layers --sizes    # also: files over 400 lines, functions over 60 lines
  * ```
  *
@@ -15,12 +16,16 @@
  * @module
  */
 
-/** Layers from the bottom: a module may import its own folder and any lower layer, nothing else. */
+/**
+ * Layers from the bottom: a module may import its own folder and any lower layer, nothing else.
+ * Storage (`log`: the port and its adapters) sits below the MQTT state kept in it (`stored`).
+ */
 export const LAYERS: readonly (readonly string[])[] = [
   ["base"],
   ["codec", "mapping", "observe", "access"],
   ["config"],
   ["log"],
+  ["stored"],
   ["session"],
   ["delivery", "forward"],
   ["net"],
@@ -28,6 +33,14 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["gateway", "cli"],
   ["main"],
 ];
+
+/**
+ * Lower folders that a folder may not import all the same: storage keeps bytes and headers
+ * and knows neither MQTT packets nor the topic map.
+ */
+export const BARRED: ReadonlyMap<string, readonly string[]> = new Map([
+  ["log", ["codec", "mapping"]],
+]);
 
 /** Files allowed over {@link MAX_FILE_LINES}: the config table and the status page template. */
 export const LONG_FILES: ReadonlySet<string> = new Set([
@@ -80,6 +93,10 @@ export function layerViolations(graph: ImportGraph): string[] {
     }
     for (const { to, typeOnly } of imports) {
       const toLayer = layerOf(to);
+      if (BARRED.get(unitOf(from)!)?.includes(unitOf(to)!)) {
+        out.push(`barred import: ${describe(from)} -> ${describe(to)}${typeOnly ? " [type]" : ""}`);
+        continue;
+      }
       if (toLayer === null || unitOf(to) === unitOf(from) || toLayer < fromLayer) continue;
       const kind = toLayer > fromLayer ? "upward" : "sideways";
       out.push(`${kind} import: ${describe(from)} -> ${describe(to)}${typeOnly ? " [type]" : ""}`);
@@ -149,6 +166,46 @@ function loopThrough(graph: ImportGraph, members: readonly string[]): string {
 /** Every cycle of imports (`import type` included), as one concrete loop each. */
 export function cycleViolations(graph: ImportGraph): string[] {
   return circles(graph).map((c) => `cycle: ${loopThrough(graph, c)}`).sort();
+}
+
+/** A file's name as its readers see it: no folder, no `.ts`, no leading `_`. */
+function roomName(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1).replace(/\.ts$/, "").replace(/^_/, "");
+}
+
+/** Whether `a` becomes `b` by one character inserted, deleted or replaced. */
+function oneEditApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1) return false;
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  const [ra, rb] = [
+    a.slice(i + (a.length >= b.length ? 1 : 0)),
+    b.slice(i + (b.length >= a.length ? 1 : 0)),
+  ];
+  return ra === rb;
+}
+
+/** The words of a name, singular, in alphabetical order (`blob_headers` → `blob header`). */
+function wordsOf(name: string): string {
+  return name.split("_").map((w) => w.replace(/s$/, "")).sort().join(" ");
+}
+
+/**
+ * Pairs of files whose names are a character or a word order apart (`client_queue.ts` and
+ * `client_queues.ts`, `header_blob.ts` and `blob_headers.ts`): a reader takes one for the
+ * other. The same name in two folders (`v11/records.ts`, `v12/records.ts`) is left alone.
+ */
+export function nameViolations(paths: readonly string[]): string[] {
+  const out: string[] = [];
+  const sorted = [...paths].sort();
+  for (let i = 0; i < sorted.length; i++) {
+    for (let j = i + 1; j < sorted.length; j++) {
+      const [a, b] = [roomName(sorted[i]), roomName(sorted[j])];
+      if (a === b || (!oneEditApart(a, b) && wordsOf(a) !== wordsOf(b))) continue;
+      out.push(`near-twin names: ${sorted[i]} and ${sorted[j]} (name what each holds)`);
+    }
+  }
+  return out;
 }
 
 /** What `deno info --json` prints, as far as this check reads it. */
@@ -280,7 +337,11 @@ async function measure(root: string, path: string) {
 async function main(args: readonly string[]): Promise<number> {
   const root = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
   const graph = await readGraph(root);
-  const errors = [...layerViolations(graph), ...cycleViolations(graph)];
+  const errors = [
+    ...layerViolations(graph),
+    ...cycleViolations(graph),
+    ...nameViolations(await sourceModules(root)),
+  ];
   if (args.includes("--sizes")) {
     const files = new Map<string, Awaited<ReturnType<typeof measure>>>();
     for (const path of await sourceModules(root)) files.set(path, await measure(root, path));

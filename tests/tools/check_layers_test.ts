@@ -5,6 +5,7 @@ import {
   type Import,
   layerOf,
   layerViolations,
+  nameViolations,
   sizeViolations,
 } from "./check_layers.ts";
 
@@ -16,6 +17,8 @@ Deno.test("layerOf() places a module by its folder; the two root files have thei
   assert.equal(layerOf("src/log/iggy/pool.ts"), layerOf("src/log/port.ts"));
   assert.ok(layerOf("src/access/password.ts")! < layerOf("src/config/users.ts")!);
   assert.ok(layerOf("src/session/outbox.ts")! < layerOf("src/delivery/reader.ts")!);
+  assert.ok(layerOf("src/log/port.ts")! < layerOf("src/stored/envelope.ts")!);
+  assert.ok(layerOf("src/stored/envelope.ts")! < layerOf("src/session/outbox.ts")!);
   assert.ok(layerOf("src/gateway.ts")! < layerOf("main.ts")!);
   assert.equal(layerOf("src/new_folder/x.ts"), null);
 });
@@ -31,7 +34,21 @@ Deno.test("layerViolations() names every upward and sideways import, type import
   assert.deepEqual(layerViolations(graph), [
     "sideways import: src/codec/decoder.ts (codec, layer 1) -> src/mapping/names.ts (mapping, layer 1)",
     "upward import: src/config/users.ts (config, layer 2) -> src/log/permissions.ts (log, layer 3)",
-    "upward import: src/log/topic_cache.ts (log, layer 3) -> src/session/clock.ts (session, layer 4) [type]",
+    "upward import: src/log/topic_cache.ts (log, layer 3) -> src/session/clock.ts (session, layer 5) [type]",
+  ]);
+});
+
+Deno.test("layerViolations() keeps storage apart from MQTT: no codec, mapping or stored state in log/", () => {
+  const graph = new Map<string, Import[]>([
+    ["src/log/iggy/backend.ts", [type("src/codec/packets.ts"), code("src/config/types.ts")]],
+    ["src/log/embedded/_batch.ts", [code("src/mapping/filter.ts"), code("src/log/port.ts")]],
+    ["src/log/port.ts", [type("src/stored/envelope.ts")]],
+    ["src/stored/envelope.ts", [type("src/codec/packets.ts"), code("src/log/port.ts")]],
+  ]);
+  assert.deepEqual(layerViolations(graph), [
+    "barred import: src/log/embedded/_batch.ts (log, layer 3) -> src/mapping/filter.ts (mapping, layer 1)",
+    "barred import: src/log/iggy/backend.ts (log, layer 3) -> src/codec/packets.ts (codec, layer 1) [type]",
+    "upward import: src/log/port.ts (log, layer 3) -> src/stored/envelope.ts (stored, layer 4) [type]",
   ]);
 });
 
@@ -111,4 +128,29 @@ Deno.test("sizeViolations() names long files and functions outside the allowed o
     "long file: src/a/big.ts has 401 lines (at most 400)",
     "long function: src/a/big.ts:f has 61 lines (at most 60)",
   ]);
+});
+
+Deno.test("nameViolations() names files a character or a word order apart, not one name twice", () => {
+  assert.deepEqual(
+    nameViolations([
+      "src/delivery/client_queue.ts",
+      "src/delivery/client_queues.ts",
+      "src/log/header_blob.ts",
+      "src/log/iggy/blob_headers.ts",
+      "src/log/iggy/pool.ts",
+      "src/log/iggy/v12/poll.ts",
+      "src/log/embedded/_log_segment.ts",
+      "src/log/embedded/log_segments.ts",
+      "src/log/iggy/v11/records.ts",
+      "src/log/iggy/v12/records.ts",
+      "src/delivery/reader_pool.ts",
+      "src/session/outbox.ts",
+    ]),
+    [
+      "near-twin names: src/delivery/client_queue.ts and src/delivery/client_queues.ts (name what each holds)",
+      "near-twin names: src/log/embedded/_log_segment.ts and src/log/embedded/log_segments.ts (name what each holds)",
+      "near-twin names: src/log/header_blob.ts and src/log/iggy/blob_headers.ts (name what each holds)",
+      "near-twin names: src/log/iggy/pool.ts and src/log/iggy/v12/poll.ts (name what each holds)",
+    ],
+  );
 });

@@ -27,6 +27,7 @@ import type { TopicState } from "./_catalog.ts";
 import { BatchEncoder, RECORD_HEADER_BYTES } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import type { LogRun, MessageLog } from "./_message_log.ts";
+import type { CommitWatch } from "./_log_watchers.ts";
 import type { WriterLink } from "./_writer_link.ts";
 
 /** One queued append() call. */
@@ -81,7 +82,8 @@ export class GroupCommit {
   readonly #maxBatch: number;
   readonly #now: () => number;
   readonly #onError: (e: unknown) => unknown;
-  readonly #onDurable: () => void;
+  /** Told of each transaction's messages once readable and once on disk. */
+  readonly #told: CommitWatch;
   readonly #encoder = new BatchEncoder();
   #queue: PendingAppend[] = [];
   #offsets: PendingOffset[] = [];
@@ -107,7 +109,7 @@ export class GroupCommit {
     maxBatch: number,
     now: () => number,
     onError: (e: unknown) => unknown,
-    onDurable: () => void = () => {},
+    told: CommitWatch = { grew() {}, durable() {} },
     lazySyncMs = 0,
   ) {
     this.#lazySyncMs = lazySyncMs;
@@ -116,7 +118,7 @@ export class GroupCommit {
     this.#maxBatch = Math.max(1, maxBatch);
     this.#now = now;
     this.#onError = onError;
-    this.#onDurable = onDurable;
+    this.#told = told;
   }
 
   /** Number of append() calls waiting for a transaction. */
@@ -236,7 +238,7 @@ export class GroupCommit {
     this.#lazyDirty = false;
     this.#unsynced++;
     this.#log.sync().then(
-      () => this.#onDurable(),
+      () => this.#told.durable(),
       (e) => this.#onError(e), // counted and logged; nobody waits to be rejected
     ).finally(() => {
       this.#unsynced--;
@@ -309,9 +311,10 @@ export class GroupCommit {
   }
 
   /**
-   * After the write, before its fsync: the messages become readable (poll, nextOffset) and each
-   * append's `onCommitted` runs, so live subscribers do not wait for the disk. Readers never see a transaction whose write failed: only a written one gets here;
-   * one whose fsync then fails stays in the log but its appends reject (no PUBACK).
+   * After the write, before its fsync: the messages become readable (poll, nextOffset), each
+   * append's `onCommitted` runs and the log's growth watchers are told, so live subscribers and
+   * the forwarder do not wait for the disk. Only a written transaction gets here; one whose
+   * fsync then fails stays in the log but its appends reject (no PUBACK).
    */
   #visible(runs: Run[], bases: number[]): void {
     for (let r = 0; r < runs.length; r++) {
@@ -324,6 +327,7 @@ export class GroupCommit {
         }
         base += a.messages.length;
       }
+      this.#told.grew(runs[r].state, runs[r].partition, base);
     }
   }
 
@@ -338,7 +342,7 @@ export class GroupCommit {
         base += a.messages.length;
       }
     }
-    if (durable) this.#onDurable();
+    if (durable) this.#told.durable();
   }
 
   #failed(batch: PendingAppend[], e: unknown): void {

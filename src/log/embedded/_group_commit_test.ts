@@ -49,7 +49,7 @@ function commitOver(log: ReturnType<typeof fakeLog>, lazyMs: number) {
     100,
     () => 0,
     (e) => e,
-    () => {},
+    undefined,
     lazyMs,
   );
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { PartitionBytes } from "../port.ts";
+import type { PartitionBytes } from "../local_log.ts";
 
 /** A partition gets an index entry after this many bytes of its own records... */
 const INDEX_OWN_BYTES = 16 * 1024;

@@ -9,7 +9,7 @@
 import type { PartitionLog } from "./_log_index.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
 import { FileSegment, segmentBase } from "./_log_segment.ts";
-import type { SegmentState, Spare } from "./_log_segments.ts";
+import type { SegmentState, Spare } from "./_segment_table.ts";
 import { scanSegment } from "./_log_scan.ts";
 
 /** Bases of the segment files in `dir` after `known`, ascending. */

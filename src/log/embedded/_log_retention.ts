@@ -7,7 +7,7 @@
  */
 import type { PartitionLog } from "./_log_index.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
-import type { SegmentState } from "./_log_segments.ts";
+import type { SegmentState } from "./_segment_table.ts";
 import { scanRetained } from "./_log_scan.ts";
 
 /**

@@ -12,7 +12,7 @@ import {
   logRecordIntact,
   readLogRecordHeader,
 } from "./_log_record.ts";
-import { segmentIndex, type SegmentState } from "./_log_segments.ts";
+import { segmentIndex, type SegmentState } from "./_segment_table.ts";
 
 /** Bytes read at a time while scanning (a longer record is read whole). */
 const SCAN_CHUNK_BYTES = 64 * 1024;

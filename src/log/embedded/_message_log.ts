@@ -38,7 +38,7 @@ import {
   segmentBytesFor,
   type SegmentState,
   type Spare,
-} from "./_log_segments.ts";
+} from "./_segment_table.ts";
 import { scanLog } from "./_log_scan.ts";
 import { DiskRoom } from "./_disk_room.ts";
 import { type BatchVisitor, TailCache, tailRecords } from "./_tail_cache.ts";
@@ -46,7 +46,7 @@ import { reuseEmptyTail, scanNewSegments } from "./_log_recovery.ts";
 import { dropOldestRecords, type OldestRecord, oldestRecord } from "./_log_retention.ts";
 
 export { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
-export { segmentBytesFor } from "./_log_segments.ts";
+export { segmentBytesFor } from "./_segment_table.ts";
 
 /** Bytes of the active segment used before the next one is zero-filled (waiting for a quarter
  * of a full segment left too little time at QoS 0 rates: appends stalled behind the fill). */

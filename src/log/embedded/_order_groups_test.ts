@@ -82,7 +82,7 @@ Deno.test("GroupCommit: a failed QoS 0 append (syncLater) does not stop its grou
     100,
     () => 0,
     (e) => e,
-    () => {},
+    undefined,
     10,
   );
   const device = {};

@@ -10,7 +10,7 @@
  */
 import { setImmediate } from "node:timers";
 import type { MessageLog } from "./_message_log.ts";
-import { segmentBytesFor } from "./_log_segments.ts";
+import { segmentBytesFor } from "./_segment_table.ts";
 import { type RetentionTally, tallyDrop } from "./_retention_report.ts";
 
 /** Most batches dropped between two yields to the event loop. */

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { RetentionDeleted } from "../port.ts";
+import type { RetentionDeleted } from "../local_log.ts";
 import type { Catalog } from "./_catalog.ts";
 import type { PartitionLog } from "./_log_index.ts";
 import type { ReadStatements } from "./_statements.ts";

@@ -16,7 +16,7 @@ import type { WriterLink } from "./_writer_link.ts";
 import type { EmbeddedOptions } from "./options.ts";
 import type { ReadStatements } from "./_statements.ts";
 import { retentionReport } from "./_retention_report.ts";
-import type { RetentionObserver } from "../port.ts";
+import type { LogWatchers } from "./_log_watchers.ts";
 
 /** The writing side: absent in read-only mode. */
 export interface WriteSide {
@@ -40,8 +40,8 @@ export interface WriteSideHooks {
   roomFreed(): void;
   /** The reading statements (forward mode's hold reads the forwarder's stored offset). */
   reads(): ReadStatements | undefined;
-  /** Who is told what a retention pass deleted (`LogBackend.watchRetention`), if anyone. */
-  retentionObserver(): RetentionObserver | undefined;
+  /** Who is told that the log grew and what a retention pass deleted. */
+  readonly watchers: LogWatchers;
   /** One retention pass with the backend's error handling (the timer's, and on demand). */
   runRetention(): Promise<unknown>;
 }
@@ -60,11 +60,14 @@ export function openWriteSide(
     options.maxAppendBatch,
     hooks.clock,
     (e) => hooks.appendFailed(e),
-    // Healthy again only once a transaction is on disk, not merely committed: a disk that
-    // fails every fsync must keep /ready at 503.
-    () => {
-      hooks.durable();
-      if (retention.needsRoom) retention.soon();
+    {
+      grew: (state, partition, next) => hooks.watchers.grew(state, partition, next),
+      // Healthy again only once a transaction is on disk, not merely committed: a disk that
+      // fails every fsync must keep /ready at 503.
+      durable: () => {
+        hooks.durable();
+        if (retention.needsRoom) retention.soon();
+      },
     },
     options.qos0SyncMs ?? 0,
   );
@@ -83,7 +86,7 @@ export function openWriteSide(
       return reads ? storedOffset(reads, consumer, topicId, partition) : null;
     }),
     { maxBytes: options.maxStoreBytes, freed: () => hooks.roomFreed() },
-    (tally) => hooks.retentionObserver()?.(retentionReport(tally, catalog, hooks.reads())),
+    (tally) => hooks.watchers.retention?.(retentionReport(tally, catalog, hooks.reads())),
   );
   retention.schedule(retentionIntervalMs, hooks.runRetention);
   return { link, commits, retention };

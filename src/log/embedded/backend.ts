@@ -16,13 +16,12 @@ import {
   type CreateTopicOptions,
   type EncodedAppendRequest,
   type EncodedMessages,
-  type LogBackend,
   type PartitionAddress,
-  type PartitionBytes,
-  type RetentionObserver,
   type StoredMessage,
   type TopicInfo,
 } from "../port.ts";
+import type { GrowthObserver, LocalLog, PartitionBytes, RetentionObserver } from "../local_log.ts";
+import { LogWatchers } from "./_log_watchers.ts";
 import { type Catalog, topicInfo, type TopicState } from "./_catalog.ts";
 import { isStoreFull, toBackendError } from "./_errors.ts";
 import type { GroupCommitStats } from "./_group_commit.ts";
@@ -54,7 +53,7 @@ interface OpenState extends Omit<OpenedStore, "link"> {
  * read here on a read-only connection to the same WAL-mode file. Read-only mode (the `read`
  * CLI) starts no writer and scans what the writer added to the log before each read.
  */
-export class EmbeddedBackend implements LogBackend {
+export class EmbeddedBackend implements LocalLog {
   readonly kind = "embedded";
   readonly #options: EmbeddedOptions;
   readonly #users: EmbeddedUsers;
@@ -65,7 +64,10 @@ export class EmbeddedBackend implements LogBackend {
   /** What is wrong with writes (see {@link WriteTrouble}); the writer's death until reopened. */
   readonly #trouble: WriteTrouble = {};
   #lastStats: GroupCommitStats = { commits: 0, appended: 0 };
-  #retentionObserver: RetentionObserver | undefined;
+  readonly #watchers = new LogWatchers();
+  readonly watchRetention = (observe: RetentionObserver) =>
+    void (this.#watchers.retention = observe);
+  readonly watchGrowth = (observe: GrowthObserver) => this.#watchers.watchGrowth(observe);
   /** The disk has room again, or retention freed some: the next append makes its segment. */
   readonly #roomAgain = () => void (this.#trouble.full = undefined);
 
@@ -214,7 +216,7 @@ export class EmbeddedBackend implements LogBackend {
     });
   }
 
-  /** Messages still encoded (see {@link LogBackend.pollEncoded}): the forwarder's reads. */
+  /** Messages still encoded (see {@link LocalLog.pollEncoded}): the forwarder's reads. */
   pollEncoded(
     address: PartitionAddress,
     fromOffset: number,
@@ -279,11 +281,6 @@ export class EmbeddedBackend implements LogBackend {
     });
   }
 
-  /** `observe` is told what each retention pass that deleted messages deleted, per topic. */
-  watchRetention(observe: RetentionObserver): void {
-    this.#retentionObserver = observe;
-  }
-
   /**
    * One retention pass now, as of `now` (µs; tests pass one), as the timer's: drops what the
    * limits say, stores the floors, deletes the segments nothing needs; resolves with the count.
@@ -299,7 +296,7 @@ export class EmbeddedBackend implements LogBackend {
       throw toBackendError("run retention", this.#options.path, e);
     }
   }
-  /** Drops the partition's batches before `before` (see {@link LogBackend.truncate}). */
+  /** Drops the partition's batches before `before` (see {@link LocalLog.truncate}). */
   async truncate(address: PartitionAddress, before: number): Promise<number> {
     const p = await this.#run("truncate", (s) => this.#log(s, address, "truncate"));
     return await this.#writer("truncate").retention.truncate(p, before);
@@ -327,7 +324,7 @@ export class EmbeddedBackend implements LogBackend {
         this.#trouble.appendFailure = undefined;
       },
       reads: () => this.#state?.reads,
-      retentionObserver: () => this.#retentionObserver,
+      watchers: this.#watchers,
       roomFreed: this.#roomAgain,
       runRetention: () => this.runRetention(),
     });

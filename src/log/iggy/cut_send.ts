@@ -17,7 +17,7 @@
  */
 import type { Address, PartitionOps } from "./partition_ops.ts";
 import { BATCH_HEADER_SIZE, decodeSendReply } from "./batch.ts";
-import { HEADER_SIZE } from "./header.ts";
+import { HEADER_SIZE } from "./header_layout.ts";
 import { DecodeError } from "./bytes.ts";
 import { IggyConnectionError } from "./codes.ts";
 import { settled } from "../../base/settled.ts";

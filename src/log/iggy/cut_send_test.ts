@@ -4,7 +4,7 @@ import { decodeBatches, type PolledMessage, type PollReply } from "./batch.ts";
 import { ByteReader, DecodeError } from "./bytes.ts";
 import { IggyConnectionError, IggyTimeoutError } from "./codes.ts";
 import { CutSends, firstMessageId, READBACK } from "./cut_send.ts";
-import { HEADER_SIZE } from "./header.ts";
+import { HEADER_SIZE } from "./header_layout.ts";
 import type { PartitionOps } from "./partition_ops.ts";
 import { SendEncoder } from "./send_encoder.ts";
 

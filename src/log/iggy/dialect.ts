@@ -11,7 +11,7 @@
 
 import { decodePollReply, type PollReply } from "./batch.ts";
 import { IggyConnectionError, IggyError, IggyEvictionError, Status } from "./codes.ts";
-import * as cmd from "./request_bodies.ts";
+import * as cmd from "./v11/request_bodies.ts";
 import { IggyConnection } from "./v11/lockstep_connection.ts";
 import type { Dialer, Transport } from "./dial.ts";
 import type { Credentials, RegisterReply } from "./login.ts";
@@ -23,7 +23,7 @@ import {
   type StreamRecord,
   type TopicRecord,
   type UserRecord,
-} from "./records.ts";
+} from "./v11/records.ts";
 import { formatVersion, PROTOCOL_VERSION_PACKED, unpackVersion } from "./version.ts";
 import {
   createTopicBody012,
@@ -35,7 +35,7 @@ import {
   type RequestOptions012,
   type SessionState012,
 } from "./v12/pipelined_connection.ts";
-import { decodePollReply012 } from "./v12/poll.ts";
+import { decodePollReply012 } from "./v12/deferred_poll.ts";
 import {
   decodeStreamDetails012,
   decodeStreams012,

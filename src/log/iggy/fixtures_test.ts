@@ -7,11 +7,11 @@ import assert from "node:assert/strict";
 import { decodePollReply, decodeSendReply } from "./batch.ts";
 import { fromHex } from "./bytes.ts";
 import { IggyError, IggyEvictionError } from "./codes.ts";
-import { decodeOffsetReply } from "./request_bodies.ts";
+import { decodeOffsetReply } from "./v11/request_bodies.ts";
 import { decodeUserHeaders } from "./encoding.ts";
-import { HEADER_SIZE, readReplyHeader } from "./header.ts";
+import { HEADER_SIZE, readReplyHeader } from "./header_layout.ts";
 import { decodeRegisterReply } from "./login.ts";
-import { decodeStreams, decodeTopic, decodeUser } from "./records.ts";
+import { decodeStreams, decodeTopic, decodeUser } from "./v11/records.ts";
 import { decodeReply } from "./reply.ts";
 
 async function frame(name: string): Promise<[Uint8Array, Uint8Array]> {

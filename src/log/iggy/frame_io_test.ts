@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { FrameReader, MAX_FRAME_BYTES, READ_BUFFER_BYTES } from "./frame_reader.ts";
 import { FrameWriter } from "./frame_writer.ts";
-import { HEADER_SIZE, ReplyOffset } from "./header.ts";
+import { HEADER_SIZE, ReplyOffset } from "./header_layout.ts";
 import type { Transport } from "./dial.ts";
 import { IggyConnectionError } from "./codes.ts";
 

@@ -15,7 +15,7 @@
 import { concatBytes } from "../../base/bytes.ts";
 import { IggyConnectionError } from "./codes.ts";
 import type { Transport } from "./dial.ts";
-import { HEADER_SIZE, ReplyOffset } from "./header.ts";
+import { HEADER_SIZE, ReplyOffset } from "./header_layout.ts";
 
 /** Largest frame accepted from the server (its own cap is 64 MiB). */
 export const MAX_FRAME_BYTES = 64 * 1024 * 1024 + HEADER_SIZE;

@@ -7,7 +7,7 @@
  */
 import type { TopicInfo } from "../port.ts";
 import { Code } from "./codes.ts";
-import * as cmd from "./request_bodies.ts";
+import * as cmd from "./v11/request_bodies.ts";
 import type { Dialect } from "./dialect.ts";
 
 /** One request: what it does (for errors), its code and body, how its reply is decoded. */

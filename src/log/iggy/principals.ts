@@ -24,7 +24,7 @@ import { Code, EvictionReason, IggyError, IggyEvictionError, Status } from "./co
 import { EncodeError, writeIdentifier, writeNumericIdentifier } from "./encoding.ts";
 import type { Credentials } from "./login.ts";
 import { type Dialect, DIALECT_011, type Link } from "./dialect.ts";
-import type { UserRecord, WirePermissions } from "./records.ts";
+import type { UserRecord, WirePermissions } from "./v11/records.ts";
 
 /** Bound of the principal cache. */
 export const MAX_CACHED = 10_000;

@@ -15,7 +15,7 @@ import { loadHashes } from "../../base/xxhash.ts";
 import { authFailure, nameWirePermissions, PrincipalAuthenticator } from "./principals.ts";
 import { IggyEvictionError } from "./codes.ts";
 import { streamBytes, topicHeaderBytes } from "../../../tests/helpers/fake_iggy/records.ts";
-import type { WirePermissions } from "./records.ts";
+import type { WirePermissions } from "./v11/records.ts";
 
 await loadHashes();
 

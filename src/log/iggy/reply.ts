@@ -9,7 +9,12 @@
 
 import { DecodeError } from "./bytes.ts";
 import { FrameKind, IggyError, IggyEvictionError, isResultFramed } from "./codes.ts";
-import { HEADER_SIZE, readEvictionHeader, readFrameKind, readReplyHeader } from "./header.ts";
+import {
+  HEADER_SIZE,
+  readEvictionHeader,
+  readFrameKind,
+  readReplyHeader,
+} from "./header_layout.ts";
 
 /** Text for the commands in error messages. */
 const COMMAND_NAMES: Record<number, string> = {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { IggyError, IggyEvictionError } from "./codes.ts";
 import { evictionFrame, replyFrame, resultOk } from "../../../tests/helpers/fake_iggy/frames.ts";
-import { HEADER_SIZE } from "./header.ts";
+import { HEADER_SIZE } from "./header_layout.ts";
 import { decodeReply } from "./reply.ts";
 
 function split(frame: Uint8Array): [Uint8Array, Uint8Array] {

@@ -21,7 +21,7 @@ import {
 } from "./stored_frames.ts";
 import { BATCH_HEADER_SIZE, FRAME_HEADER_SIZE } from "./batch.ts";
 import { EncodeError, IdentifierKind, PartitioningKind, tlvKeyStart } from "./encoding.ts";
-import { HEADER_SIZE } from "./header.ts";
+import { HEADER_SIZE } from "./header_layout.ts";
 import { sealBatchXxh3 } from "../../base/xxhash.ts";
 
 export { runWireBytes, type SendItem };

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { type BatchMessage, encodeSendMessages } from "./batch.ts";
 import { encodeUserHeaders } from "./encoding.ts";
 import { loadHashes } from "../../base/xxhash.ts";
-import { HEADER_SIZE } from "./header.ts";
+import { HEADER_SIZE } from "./header_layout.ts";
 import {
   MAX_CACHED_STRINGS,
   MAX_SPARE_BUFFERS,

@@ -15,11 +15,11 @@ import {
   tlvBytesOf,
   writeStampTlv,
   writeTlvOf,
-} from "./blob_headers.ts";
+} from "./blob_to_tlv.ts";
 
 /**
  * What a send carries: messages, or runs of messages still in the stored encoding (forwarding,
- * `blob_headers.ts`), or both.
+ * `blob_to_tlv.ts`), or both.
  */
 export type SendItem = OutgoingMessage | EncodedMessages;
 

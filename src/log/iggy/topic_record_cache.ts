@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { TopicRecord } from "./records.ts";
+import type { TopicRecord } from "./v11/records.ts";
 
 /** Reads a topic from the server (null = absent). */
 export type TopicFetcher = (stream: string, topic: string) => Promise<TopicRecord | null>;

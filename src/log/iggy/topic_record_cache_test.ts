@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { TopicRecordCache } from "./topic_record_cache.ts";
-import type { TopicRecord } from "./records.ts";
+import type { TopicRecord } from "./v11/records.ts";
 
 const rec = (n: number): TopicRecord => ({
   id: 0,

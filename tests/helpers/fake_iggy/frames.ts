@@ -15,7 +15,7 @@ import {
   HEADER_SIZE,
   ReplyOffset,
   RequestOffset,
-} from "../../../src/log/iggy/header.ts";
+} from "../../../src/log/iggy/header_layout.ts";
 
 /** A request as the fake server saw it. */
 export interface SeenRequest {

@@ -19,7 +19,7 @@ import {
 } from "../codes.ts";
 import { FrameKind, operationFor } from "../codes.ts";
 import type { Transport } from "../dial.ts";
-import { HEADER_SIZE, readFrameKind, writeRequestHeader } from "../header.ts";
+import { HEADER_SIZE, readFrameKind, writeRequestHeader } from "../header_layout.ts";
 import { FrameReader } from "../frame_reader.ts";
 import { FrameWriter } from "../frame_writer.ts";
 import {

@@ -8,7 +8,7 @@
  */
 import { decodePollReply, type PollReply } from "../batch.ts";
 import { Code } from "../codes.ts";
-import * as cmd from "../request_bodies.ts";
+import * as cmd from "./request_bodies.ts";
 import {
   type Address,
   type PartitionOps,

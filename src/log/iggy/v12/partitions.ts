@@ -12,7 +12,7 @@
 
 import type { PollReply } from "../batch.ts";
 import { Code, IggyError } from "../codes.ts";
-import * as cmd from "../request_bodies.ts";
+import * as cmd from "../v11/request_bodies.ts";
 import { NotSentError } from "../codes.ts";
 import {
   type Address,
@@ -21,7 +21,7 @@ import {
   uncertain,
 } from "../partition_ops.ts";
 import { DeferredCancelledError, type RequestOptions012 } from "./pipelined_connection.ts";
-import { decodePollReply012, deferredPollBody } from "./poll.ts";
+import { decodePollReply012, deferredPollBody } from "./deferred_poll.ts";
 import { type ProducerStamp, ProducerTable, stampProducer } from "./producer.ts";
 import { decodeRoute, type Route, routeBody, RouteCache, routeKey } from "./route.ts";
 import { Code012, Status012 } from "./wire.ts";

@@ -21,13 +21,13 @@ import {
 } from "../codes.ts";
 import { NotSentError } from "../codes.ts";
 import type { Transport } from "../dial.ts";
-import { readFrameKind, readReplyHeader } from "../header.ts";
+import { readFrameKind, readReplyHeader } from "../header_layout.ts";
 import { type Credentials, decodeRegisterReply, type RegisterReply } from "../login.ts";
 import { commandName, decodeReply } from "../reply.ts";
 import { randomMessageId } from "../batch.ts";
 import { FrameReader } from "../frame_reader.ts";
 import { FrameWriter } from "../frame_writer.ts";
-import { randomRequestChecksum, requestFrame012, type RouteContext } from "./header.ts";
+import { randomRequestChecksum, requestFrame012, type RouteContext } from "./routed_header.ts";
 import { bindSessionBody, encodeRegister012, newBindSecret, registerChecksum } from "./register.ts";
 import { Code012, MAX_PENDING_PER_CONNECTION, PROTOCOL_012_PACKED } from "./wire.ts";
 

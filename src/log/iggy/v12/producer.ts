@@ -8,7 +8,7 @@
  */
 
 import { BATCH_HEADER_SIZE, FRAME_HEADER_SIZE } from "../batch.ts";
-import { HEADER_SIZE } from "../header.ts";
+import { HEADER_SIZE } from "../header_layout.ts";
 import { xxh3_64 } from "../../../base/xxhash.ts";
 import { IggyError } from "../codes.ts";
 

@@ -2,13 +2,13 @@
  * Metadata records of 0.12: the topic header lost its fixed
  * expiry/compression/max-size fields (33 fixed bytes), partition records carry their context
  * and node lists, streams and users gained a derived-options block. The decoded shapes are
- * those of `../records.ts`, so the backend above does not care which dialect it speaks.
+ * those of `../v11/records.ts`, so the backend above does not care which dialect it speaks.
  *
  * @module
  */
 
 import type { ByteReader } from "../bytes.ts";
-import { type PartitionRecord, readPartition011, recordDecoders } from "../records.ts";
+import { type PartitionRecord, readPartition011, recordDecoders } from "../v11/records.ts";
 
 function readNodes(r: ByteReader, what: string): void {
   r.skip(r.u8(`${what} count`), what);

@@ -7,7 +7,7 @@
 
 import { ByteReader, ByteWriter, DecodeError } from "../bytes.ts";
 import { writeIdentifier } from "../encoding.ts";
-import type { RouteContext } from "./header.ts";
+import type { RouteContext } from "./routed_header.ts";
 
 /** A partition's route. */
 export interface Route extends RouteContext {

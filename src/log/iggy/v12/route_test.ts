@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DecodeError } from "../bytes.ts";
-import { deferredPollBody } from "./poll.ts";
+import { deferredPollBody } from "./deferred_poll.ts";
 import { advanceSequence } from "./producer.ts";
 import { decodeRoute, RouteCache } from "./route.ts";
 

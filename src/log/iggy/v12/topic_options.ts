@@ -5,7 +5,7 @@
  * @module
  */
 
-import { createTopicBodyWith } from "../request_bodies.ts";
+import { createTopicBodyWith } from "../v11/request_bodies.ts";
 import { encodeUserHeaders } from "../encoding.ts";
 
 /** The 0.12 topic option that makes a receipt crash-safe, and its value. */

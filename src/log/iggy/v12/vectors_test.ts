@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { decodeSendReply } from "../batch.ts";
 import { fromHex, toHex } from "../bytes.ts";
 import { Code, IggyEvictionError, Operation } from "../codes.ts";
-import * as cmd from "../request_bodies.ts";
-import { HEADER_SIZE, readReplyHeader } from "../header.ts";
+import * as cmd from "../v11/request_bodies.ts";
+import { HEADER_SIZE, readReplyHeader } from "../header_layout.ts";
 import { decodeRegisterReply } from "../login.ts";
 import { decodeReply } from "../reply.ts";
 import { SendEncoder } from "../send_encoder.ts";
@@ -16,8 +16,8 @@ import { loadHashes } from "../../../base/xxhash.ts";
 import { writeNumericIdentifier } from "../encoding.ts";
 import { ByteWriter } from "../bytes.ts";
 import { createTopicBody012 } from "./topic_options.ts";
-import { isCommittedReply, requestFrame012, type Stamp012 } from "./header.ts";
-import { decodePollReply012, deferredPollBody } from "./poll.ts";
+import { isCommittedReply, requestFrame012, type Stamp012 } from "./routed_header.ts";
+import { decodePollReply012, deferredPollBody } from "./deferred_poll.ts";
 import { stampProducer } from "./producer.ts";
 import {
   decodeStreamDetails012,

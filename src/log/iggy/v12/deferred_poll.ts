@@ -8,7 +8,7 @@
 
 import { checkPolledOffsets, decodeBatches, type PollReply } from "../batch.ts";
 import { ByteReader, ByteWriter } from "../bytes.ts";
-import type { RouteContext } from "./header.ts";
+import type { RouteContext } from "./routed_header.ts";
 
 /** Bounds of a deferred poll (the codec's validation rules). */
 export const DEFERRED = Object.freeze({

@@ -6,7 +6,7 @@
  */
 import type { MessageProperties } from "../codec/packets.ts";
 import { stampProperties } from "./envelope_v5.ts";
-import type { OutgoingMessage, StoredMessage } from "./port.ts";
+import type { OutgoingMessage, StoredMessage } from "../log/port.ts";
 
 /** Header names, exactly as the design names them. */
 export const H_TOPIC = "mqtt.topic";

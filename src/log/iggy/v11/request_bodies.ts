@@ -5,7 +5,7 @@
  * @module
  */
 
-import { ByteReader, ByteWriter } from "./bytes.ts";
+import { ByteReader, ByteWriter } from "../bytes.ts";
 import {
   PollingKind,
   writeBoolOption,
@@ -16,7 +16,7 @@ import {
   writePollingStrategy,
   writeU32Option,
   writeU64Option,
-} from "./encoding.ts";
+} from "../encoding.ts";
 
 /** GET_STREAM body. */
 export function getStreamBody(stream: string): Uint8Array {

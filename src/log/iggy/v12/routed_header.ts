@@ -1,12 +1,12 @@
 /**
- * The 0.12 request header: the 0.11 fields (`../header.ts`) plus `request_checksum` (a random
+ * The 0.12 request header: the 0.11 fields (`../header_layout.ts`) plus `request_checksum` (a random
  * non-zero id on Register, Logout and metadata ops) and the partition context stamped into
  * every partition request. Reply headers add the committed mark.
  *
  * @module
  */
 
-import { HEADER_SIZE, type RequestFields, writeRequestHeader } from "../header.ts";
+import { HEADER_SIZE, type RequestFields, writeRequestHeader } from "../header_layout.ts";
 import { ReplyOffset012, RequestOffset012 } from "./wire.ts";
 
 /** Incarnation and metadata op of a partition route; owner 0 for plain consumers. */

@@ -1,5 +1,5 @@
 /**
- * A share group's catch-up on a partition it was just given (`share_spread.ts`): the messages
+ * A share group's catch-up on a partition it was just given (`spread.ts`): the messages
  * between the group's stored position and the shared reader, read from the log and dealt to the
  * group's members as the reader deals live ones (round robin, a full member passed over), then
  * handed to the reader. Until it hands over, the reader gives the group nothing of this
@@ -9,25 +9,25 @@
  *
  * @module
  */
-import { openEnvelope } from "../log/envelope.ts";
-import type { LogBackend, StoredMessage } from "../log/port.ts";
-import type { Logger } from "../observe/logger.ts";
-import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
-import { filterMatches } from "../mapping/mod.ts";
+import { openEnvelope } from "../../stored/envelope.ts";
+import type { LogBackend, StoredMessage } from "../../log/port.ts";
+import type { Logger } from "../../observe/logger.ts";
+import type { GatewayMetrics } from "../../observe/gateway_metrics.ts";
+import { filterMatches } from "../../mapping/mod.ts";
 import type { SpanContext } from "@opentelemetry/api";
-import type { ClientQueue } from "./client_queue.ts";
-import { AckLedger } from "./ledger.ts";
-import type { SharedReader } from "./reader.ts";
-import { type ShareGroup, type Subscription, type Triple, tripleKey } from "./registry.ts";
-import { expiryLeft } from "./out_v5.ts";
-import { deliverCopies, sharedTarget } from "./route.ts";
-import { finishTargets } from "./targets.ts";
-import { BehindPolls } from "./catch_up.ts";
-import { copiesBytes, drained, ReadAhead, roomInAny } from "./pacing.ts";
+import type { ClientQueue } from "../client_queue.ts";
+import { AckLedger } from "../ledger.ts";
+import type { SharedReader } from "../reader.ts";
+import { type ShareGroup, type Subscription, type Triple, tripleKey } from "../registry.ts";
+import { expiryLeft } from "../out_v5.ts";
+import { deliverCopies, sharedTarget } from "../route.ts";
+import { finishTargets } from "../targets.ts";
+import { BehindPolls } from "../catch_up.ts";
+import { copiesBytes, drained, ReadAhead, roomInAny } from "../pacing.ts";
 
 /** What a group catch-up needs of delivery. */
 export interface GroupCatchUpDeps {
-  readonly backend: LogBackend;
+  readonly backend: Pick<LogBackend, "poll">;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   readonly pollBatch: number;

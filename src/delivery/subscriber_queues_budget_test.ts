@@ -13,7 +13,7 @@ import { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { Logger } from "../observe/logger.ts";
 import { encodePublish } from "../codec/encoder.ts";
 import type { ClientQueue, Copy } from "./client_queue.ts";
-import { ClientQueues } from "./client_queues.ts";
+import { ClientQueues } from "./subscriber_queues.ts";
 import { AckLedger } from "./ledger.ts";
 
 /** A socket whose writes complete only when the test says so. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { encodeHeaders } from "../header_blob.ts";
-import { OffsetDigits, tlvBytesOf, writeTlvOf } from "./blob_headers.ts";
+import { OffsetDigits, tlvBytesOf, writeTlvOf } from "./blob_to_tlv.ts";
 import { EncodeError, encodeUserHeaders } from "./encoding.ts";
 
 /** The blob's TLV as the transcoder writes it. */

@@ -5,9 +5,9 @@
  * @module
  */
 
-import { BackendError, type PartitionAddress } from "../port.ts";
-import { ByteReader } from "./bytes.ts";
-import { decodeUserHeaders, readName } from "./encoding.ts";
+import { BackendError, type PartitionAddress } from "../../port.ts";
+import { ByteReader } from "../bytes.ts";
+import { decodeUserHeaders, readName } from "../encoding.ts";
 
 /** A stream record (GET_STREAM / GET_STREAMS / CREATE_STREAM). */
 export interface StreamRecord {

@@ -15,8 +15,6 @@
  * @module
  */
 import { decodeStoredOptions, encodeStoredOptions, type StoredOptions } from "./stored_options.ts";
-import type { PacketIdSet } from "./packet_ids.ts";
-import type { Qos2Out } from "./qos2_out.ts";
 
 /** The part of a stored session a record carries. */
 export interface RecordedSession {
@@ -40,27 +38,6 @@ export interface RecordedSession {
    * session's expiry is the setting `session.expiry_s` whenever it is read (`session_expiry.ts`).
    */
   mqtt5?: boolean;
-}
-
-/** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
-export interface StoredSession extends RecordedSession {
-  readonly clientId: string;
-  /** Wall-clock ms of the last record written. */
-  savedAtMs: number;
-  /**
-   * QoS 2 state of the session [MQTT-4.1.0-1], kept in memory only (a gateway restart forgets
-   * it: a resent QoS 2 PUBLISH is then appended again, a PUBREL is answered all the same).
-   * `qos2Received`: the client's publishes awaiting their PUBREL; `qos2Out`: the QoS 2 copies
-   * that were in flight when it went offline (`qos2_out.ts`).
-   */
-  qos2Received?: PacketIdSet;
-  qos2Out?: Qos2Out;
-}
-
-/** A session with nothing stored yet (its expiry is set by whoever makes it). */
-export function newSession(clientId: string): StoredSession {
-  const [subscriptions, triples] = [new Map(), new Set<string>()];
-  return { clientId, subscriptions, triples, expiryS: 0, offlineSinceMs: null, savedAtMs: 0 };
 }
 
 /** The record of a session, ready for JSON. */

@@ -7,10 +7,10 @@
  *
  * @module
  */
-import type { ClientQueue } from "./client_queue.ts";
-import type { ShareGroups } from "./share_groups.ts";
-import type { ShareSpread } from "./share_spread.ts";
-import type { Metrics } from "../observe/metrics.ts";
+import type { ClientQueue } from "../client_queue.ts";
+import type { ShareGroups } from "./groups.ts";
+import type { ShareSpread } from "./spread.ts";
+import type { Metrics } from "../../observe/metrics.ts";
 
 /** One connected share group's figures. */
 export interface ShareGroupStats {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { EmbeddedBackend } from "../embedded/mod.ts";
+import type { EmbeddedBackend } from "../../log/embedded/mod.ts";
 import { openTestStore } from "../../../tests/helpers/embedded_store.ts";
 import { envelope } from "../envelope.ts";
 import { Logger } from "../../observe/logger.ts";

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { ShareGroup, Subscription } from "./registry.ts";
+import type { ShareGroup, Subscription } from "../registry.ts";
 
 export type { ShareGroup };
 

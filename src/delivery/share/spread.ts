@@ -3,7 +3,7 @@
  * group joins the log's consumer group of every topic the filter reads, and deals to its members
  * only the partitions the log gives it; the others' members get the rest. When a gateway joins,
  * leaves or stops, the log deals the partitions again; a gateway given a partition starts the
- * group there from the group's stored position (a catch-up, `share_catch_up.ts`), so what the
+ * group there from the group's stored position (a catch-up, `group_catch_up.ts`), so what the
  * previous owner had not settled is dealt again: at least once at the hand-over, counted in
  * `mqtt_share_handover_messages_total`.
  *
@@ -14,13 +14,13 @@
  *
  * @module
  */
-import type { GroupMembership } from "../log/port.ts";
-import type { Logger } from "../observe/logger.ts";
-import type { ClientQueue } from "./client_queue.ts";
-import type { ShareGroup, Triple } from "./registry.ts";
-import { tripleKey } from "./registry.ts";
-import { utf8Length } from "../base/utf8.ts";
-import { GroupCatchUp, type GroupCatchUpDeps } from "./share_catch_up.ts";
+import type { GroupMembership, LogBackend } from "../../log/port.ts";
+import type { Logger } from "../../observe/logger.ts";
+import type { ClientQueue } from "../client_queue.ts";
+import type { ShareGroup, Triple } from "../registry.ts";
+import { tripleKey } from "../registry.ts";
+import { utf8Length } from "../../base/utf8.ts";
+import { GroupCatchUp, type GroupCatchUpDeps } from "./group_catch_up.ts";
 
 /** How often each group's partitions are asked for and its position stored (ms). */
 export const SYNC_MS = 500;
@@ -30,6 +30,8 @@ const MAX_NAME_BYTES = 255;
 
 /** What the spread needs besides the catch-ups' dependencies. */
 export interface SpreadDeps extends GroupCatchUpDeps {
+  /** The log: the catch-ups' polls, and the groups' stored positions. */
+  readonly backend: LogBackend;
   readonly groups: GroupMembership;
   readonly logger: Logger;
   /** Counts messages dealt again after a hand-over. */

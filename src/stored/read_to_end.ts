@@ -5,7 +5,12 @@
  *
  * @module
  */
-import { type LogBackend, NO_WAIT, type PartitionAddress, type StoredMessage } from "./port.ts";
+import {
+  type LogBackend,
+  NO_WAIT,
+  type PartitionAddress,
+  type StoredMessage,
+} from "../log/port.ts";
 
 /**
  * Calls `visit` with every message from `from` to the end, in offset order, `batch` per poll;

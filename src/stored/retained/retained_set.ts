@@ -14,9 +14,9 @@
  * @module
  */
 import { filterMatches, isWildcardFilter } from "../../mapping/filter.ts";
-import { decodeHeaders, encodeHeaders } from "../header_blob.ts";
+import { decodeHeaders, encodeHeaders } from "../../log/header_blob.ts";
 import { H_PACKET_ID } from "../envelope.ts";
-import type { OutgoingMessage, StoredMessage } from "../port.ts";
+import type { OutgoingMessage, StoredMessage } from "../../log/port.ts";
 import { utf8Length } from "../../base/utf8.ts";
 
 /** One retained message. */

@@ -32,7 +32,7 @@ import {
   type OutgoingMessage,
   type PartitionAddress,
   type StoredMessage,
-} from "../port.ts";
+} from "../../log/port.ts";
 import {
   markerRecord,
   readRecord,

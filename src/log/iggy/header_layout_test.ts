@@ -6,7 +6,7 @@ import {
   readFrameSize,
   readReplyHeader,
   writeRequestHeader,
-} from "./header.ts";
+} from "./header_layout.ts";
 
 Deno.test("writeRequestHeader() puts each field at its byte offset and zeroes the rest", () => {
   const client = (0x0102030405060708n << 64n) | 0x1112131415161718n;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ByteWriter } from "./bytes.ts";
-import { writeName } from "./encoding.ts";
+import { ByteWriter } from "../bytes.ts";
+import { writeName } from "../encoding.ts";
 import {
   decodeStreamDetails,
   decodeStreams,
@@ -12,7 +12,7 @@ import {
   streamBytes,
   topicBody,
   topicHeaderBytes,
-} from "../../../tests/helpers/fake_iggy/records.ts";
+} from "../../../../tests/helpers/fake_iggy/records.ts";
 
 Deno.test("decodeTopic() reads the header and 40-byte partitions; empty body is null", () => {
   const t = decodeTopic(topicBody("temps", [[0, 0], [4, 5]]));

@@ -12,7 +12,7 @@
  * @module
  */
 import { H_EMPTY, H_TOPIC } from "../envelope.ts";
-import type { OutgoingMessage, StoredMessage } from "../port.ts";
+import type { OutgoingMessage, StoredMessage } from "../../log/port.ts";
 import { entryOf, type RetainedEntry } from "./retained_set.ts";
 
 export const H_SNAPSHOT = "mqtt.retained_snapshot";

@@ -5,7 +5,7 @@ import {
   deleteOffsetBodyWithAck,
   getOffsetBody,
 } from "./request_bodies.ts";
-import { decodeUserHeaders } from "./encoding.ts";
+import { decodeUserHeaders } from "../encoding.ts";
 
 /** The options TLV after `[stream Id][partitions][name]` of a CREATE_TOPIC body. */
 function optionsOf(body: Uint8Array, stream: string, topic: string): Uint8Array {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { xxh32 } from "../base/xxhash.ts";
-import { partitionForKey } from "./partition.ts";
+import { partitionForKey } from "./key_partition.ts";
 
 // libxxhash's XXH32 check values (seed 0).
 const VECTORS: [string, number][] = [
