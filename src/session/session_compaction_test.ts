@@ -190,9 +190,11 @@ Deno.test("a log that is not compacted (Iggy: no truncate) whose record topic wa
     partitions: 1,
     messageExpiryMicros: 20_000_000,
   });
-  // The embedded log without its truncate: what the sessions see of a log like Iggy's.
+  // The embedded log seen as a log that is not on this machine (no LocalLog, so no truncate):
+  // what the sessions see of a log like Iggy's.
   const uncompacted = new Proxy(b, {
     get(t, k) {
+      if (k === "kind") return "iggy";
       const v = Reflect.get(t, k, t);
       return k === "truncate" ? undefined : typeof v === "function" ? v.bind(t) : v;
     },
