@@ -8,6 +8,8 @@
  *   explain [--config F | --map F] [--json] T…  print each topic's resolution
  *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--config F]
  *   read --retained [--filter F] [--json] [--config F]
+ *   clients | sessions | topics [--url U] [--json] [--config F]   ask the running gateway
+ *   disconnect [--discard-session] CLIENT_ID… | drop-session CLIENT_ID… | log-level [LEVEL]
  *   hash-password                               read a password on stdin, print its hash
  *   --version
  *
@@ -32,6 +34,7 @@ import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages, readRetained } from "./src/cli/read.ts";
+import { runAdminCommand } from "./src/cli/admin_commands.ts";
 import { parseShare } from "./src/delivery/share_groups.ts";
 import { configFileLines } from "./src/cli/check_files.ts";
 import { iggyLines } from "./src/cli/check_iggy.ts";
@@ -115,6 +118,19 @@ async function main(argv: string[]): Promise<number> {
         from: args.integer("from") ?? 0,
         count: args.integer("count") ?? 100,
         json: args.flag("json"),
+      }, (line) => console.log(line));
+      return 0;
+    case "clients":
+    case "disconnect":
+    case "sessions":
+    case "drop-session":
+    case "topics":
+    case "log-level":
+      await runAdminCommand(name, await config(), {
+        url: args.string("url"),
+        json: args.flag("json"),
+        positionals: args.positionals,
+        discardSession: name === "disconnect" && args.flag("discard-session"),
       }, (line) => console.log(line));
       return 0;
     case "hash-password": {

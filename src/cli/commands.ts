@@ -23,6 +23,59 @@ const MAP: OptionSpec = {
 };
 const JSON_LINES: OptionSpec = { name: "json", kind: "boolean", help: "one JSON object per line" };
 
+const URL_OPTION: OptionSpec = {
+  name: "url",
+  kind: "string",
+  value: "URL",
+  help: "the gateway's HTTP listener (default: http://<listeners.http of the config>)",
+};
+const ADMIN_OPTIONS = [URL_OPTION, CONFIG, JSON_LINES];
+const CLIENT_IDS = { value: "CLIENT_ID", help: "MQTT client ids", min: 1 };
+
+/** The admin commands: each one request to the running gateway (`src/http/admin.ts`). */
+const ADMIN_SPECS: readonly CommandSpec[] = [
+  {
+    name: "clients",
+    summary: "List the clients connected to the running gateway.",
+    options: ADMIN_OPTIONS,
+  },
+  {
+    name: "disconnect",
+    summary:
+      "Disconnect clients (MQTT 5: DISCONNECT 0x98 Administrative action); needs IGGY_MQTT_HTTP_ADMIN_TOKEN.",
+    options: [...ADMIN_OPTIONS, {
+      name: "discard-session",
+      kind: "boolean",
+      help: "also drop the client's stored session (its subscriptions and positions)",
+    }],
+    positionals: CLIENT_IDS,
+  },
+  {
+    name: "sessions",
+    summary: "List the stored sessions (connected and offline) of the running gateway.",
+    options: ADMIN_OPTIONS,
+  },
+  {
+    name: "drop-session",
+    summary:
+      "Drop the stored sessions of clients that are not connected; needs IGGY_MQTT_HTTP_ADMIN_TOKEN.",
+    options: ADMIN_OPTIONS,
+    positionals: CLIENT_IDS,
+  },
+  {
+    name: "topics",
+    summary: "List the local log's streams, topics and partitions with their messages and bytes.",
+    options: ADMIN_OPTIONS,
+  },
+  {
+    name: "log-level",
+    summary:
+      "Print the running gateway's log level, or set it (until a restart; needs IGGY_MQTT_HTTP_ADMIN_TOKEN).",
+    options: ADMIN_OPTIONS,
+    positionals: { value: "LEVEL", help: "debug, info, warn or error", min: 0 },
+  },
+];
+
 /** Every command, in the order the overview lists them. `run` is the default command. */
 export const COMMANDS: readonly CommandSpec[] = [
   {
@@ -99,6 +152,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     exclusive: [["retained", "partition"], ["retained", "from"]],
   },
+  ...ADMIN_SPECS,
   {
     name: "hash-password",
     summary: "Read a password on stdin, print its hash for [[users]] password_hash.",

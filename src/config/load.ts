@@ -212,6 +212,7 @@ function assemble(
   return {
     gateway: table("gateway"),
     listeners: table("listeners"),
+    http: table("http"),
     mqtt5: table("mqtt5"),
     session: table("session"),
     retained: table("retained"),

@@ -10,8 +10,8 @@ import type { Readiness } from "./health.ts";
 export interface HttpSources {
   readiness(): Readiness;
   metricsText(): string;
-  /** Optional extra routes (status page). */
-  extra?(req: Request, url: URL): Response | null;
+  /** Optional extra routes (status page, admin actions); `peer` is the requester's address. */
+  extra?(req: Request, url: URL, peer: string): Response | Promise<Response> | null;
 }
 
 /** A running HTTP server. */
@@ -21,9 +21,11 @@ export interface HttpServer {
 }
 
 /** Handles one request (exported for tests without sockets). */
-export function handleHttp(req: Request, s: HttpSources): Response {
+export function handleHttp(req: Request, s: HttpSources, peer = ""): Response | Promise<Response> {
   const url = new URL(req.url);
-  if (req.method !== "GET" && req.method !== "HEAD") {
+  // Only the admin actions take POST (`admin.ts`), and each says which methods it takes.
+  const admin = url.pathname.startsWith("/admin/");
+  if (req.method !== "GET" && req.method !== "HEAD" && !(admin && req.method === "POST")) {
     return new Response("method not allowed\n", { status: 405 });
   }
   switch (url.pathname) {
@@ -44,7 +46,7 @@ export function handleHttp(req: Request, s: HttpSources): Response {
         headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
       });
     default:
-      return s.extra?.(req, url) ?? new Response("not found\n", { status: 404 });
+      return s.extra?.(req, url, peer) ?? new Response("not found\n", { status: 404 });
   }
 }
 
@@ -55,7 +57,10 @@ export function handleHttp(req: Request, s: HttpSources): Response {
 export function serveHttp(hostname: string, port: number, s: HttpSources): HttpServer {
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
-    server = Deno.serve({ hostname, port, onListen: () => {} }, (req) => handleHttp(req, s));
+    server = Deno.serve(
+      { hostname, port, onListen: () => {} },
+      (req, info) => handleHttp(req, s, `${info.remoteAddr.hostname}:${info.remoteAddr.port}`),
+    );
   } catch (err) {
     throw bindError("HTTP listener", hostname, port, err);
   }

@@ -56,24 +56,24 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
   /** Packets of the current read and the next one to handle. */
   #packets: ClientPacket[] = NO_PACKETS;
   #next = 0;
-  /** Reads that arrived while paused (rare; copies). */
-  #backlog: Uint8Array[] | null = null;
+  #backlog: Uint8Array[] | null = null; // reads that arrived while paused (rare; copies)
   /** A step is waiting (reads are paused until it settles). */
   #busy = false;
   #paused = false;
-  /** The transport ended; close once the current packets are handled. */
-  #eof = false;
+  #eof = false; // the transport ended: close once the current packets are handled
   /** The gateway's set of open connections; this one leaves it when closed. */
   #live: Set<Connection> | null = null;
-  /** MQTT 5 session state (null on 3.1.1 and before CONNACK). */
-  #v5: V5Session | null = null;
+  #v5: V5Session | null = null; // MQTT 5 session state (null on 3.1.1 and before CONNACK)
+  /** PUBLISH packets received in total, and when the socket was accepted (the admin listing). */
+  messagesIn = 0;
+  readonly acceptedAt: number;
 
   constructor(transport: Transport, ctx: SessionContext) {
     this.#ctx = ctx;
     this.#transport = transport;
     this.#decoder = decoderFor(ctx.config, ctx.partialPackets);
     this.outbox = new Outbox(transport, ctx.outboundBudget, this);
-    this.lastActivity = transport.acceptedAt ?? ctx.clock.now();
+    this.lastActivity = this.acceptedAt = transport.acceptedAt ?? ctx.clock.now();
     this.timeoutMs = ctx.config.limits.connect_timeout_ms;
   }
 
@@ -324,6 +324,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     const ctx = this.#ctx;
     switch (p.type) {
       case "publish":
+        this.messagesIn++;
         return (this.#publisher ??= this.#newPublisher()).publish(p);
       case "puback":
         ctx.delivery.puback(this, p.packetId);
@@ -385,8 +386,7 @@ export class Connection implements Subscriber, DeadlineOwner, TransportSink, Pub
     this.#will = null;
   }
 
-  /** The peer's address (ConnectSite, WireSite). */
-  get remoteAddress(): string {
+  get remoteAddress(): string { // the peer's address (ConnectSite, WireSite)
     return this.#transport.remoteAddress;
   }
   get listener(): string { // which listener accepted it (WireSite)

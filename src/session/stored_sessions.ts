@@ -1,6 +1,6 @@
 /**
- * Stored sessions: a stored session is a stored position in the
- * log. Its subscriptions live in the log itself, one record per change in a topic of their own
+ * Stored sessions: a stored session is a stored position in the log. Its subscriptions live in
+ * the log itself, one record per change in a topic of their own
  * (`session.store_stream` / `session.store_topic`, the latest record of a client id wins), and its
  * per-triple positions are consumer offsets under the client's own consumer name
  * ({@link sessionConsumer}), so both survive a disconnect and a gateway restart and are shared by
@@ -125,6 +125,11 @@ export class StoredSessions {
     return this.#sessions.get(clientId);
   }
 
+  /** Every stored session, connected or not (the admin listing). */
+  list(): StoredSession[] {
+    return [...this.#sessions.values()];
+  }
+
   /**
    * Creates the record topic when missing and reads every record. Resolves false (logged) when
    * the log cannot answer: stored sessions are then refused (CONNACK 3) until a later
@@ -206,14 +211,7 @@ export class StoredSessions {
     if (!req.store || (req.resumeOnly && s === undefined)) return { session: null, present: false };
     const present = s !== undefined;
     if (s === undefined) this.forgetter.cancel(clientId); // its old rows are written over
-    s ??= {
-      clientId,
-      subscriptions: new Map(),
-      triples: new Set(),
-      expiryS: req.expiryS,
-      offlineSinceMs: null,
-      savedAtMs: 0,
-    };
+    s ??= blankSession(clientId, req.expiryS);
     s.expiryS = req.expiryS;
     s.mqtt5 = req.mqtt5 === true;
     s.offlineSinceMs = null;
@@ -384,16 +382,15 @@ export class StoredSessions {
       });
       return;
     }
-    const s: StoredSession = known ?? {
-      clientId,
-      subscriptions: new Map(),
-      triples: new Set(),
-      expiryS: 0,
-      offlineSinceMs: null,
-      savedAtMs: 0,
-    };
+    const s = known ?? blankSession(clientId, 0);
     r.apply(s, this.#opts.maxExpiryS);
     s.savedAtMs = Math.floor(m.timestampMicros / 1000);
     this.#sessions.set(clientId, s);
   }
+}
+
+/** A session with nothing subscribed yet, connected (never saved). */
+function blankSession(clientId: string, expiryS: number): StoredSession {
+  const never = { offlineSinceMs: null, savedAtMs: 0 };
+  return { clientId, subscriptions: new Map(), triples: new Set(), expiryS, ...never };
 }
