@@ -35,12 +35,13 @@ import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages, readRetained } from "./src/cli/read.ts";
 import { runAdminCommand } from "./src/cli/admin_commands.ts";
+import { GATEWAY_VERSION } from "./src/base/version.ts";
 import { parseShare } from "./src/delivery/share_groups.ts";
 import { configFileLines } from "./src/cli/check_files.ts";
 import { iggyLines } from "./src/cli/check_iggy.ts";
 import { storeDiskLines } from "./src/cli/check_store.ts";
 
-const VERSION = "0.1.0";
+const VERSION = GATEWAY_VERSION;
 
 async function main(argv: string[]): Promise<number> {
   const first = argv[0];

@@ -204,7 +204,7 @@ export class Gateway {
       this.#http = serveHttp(a.hostname, a.port, {
         readiness: () => this.readiness(),
         metricsText: () => this.metrics.registry.toPrometheus(),
-        extra: consoleRoutes(this),
+        ...consoleRoutes(this),
       });
     }
     await this.#openBackend();

@@ -155,7 +155,7 @@ function dropSession(src: AdminSource, q: URLSearchParams, call: Call): Response
 async function topics(src: AdminSource, q: URLSearchParams): Promise<Response> {
   const rows = await src.topics();
   if (rows === null) return json(501, { error: "this backend cannot list its topics" });
-  return listing(rows, q, "topics");
+  return listing(rows.topics, q, "topics");
 }
 
 function logLevel(src: AdminSource, q: URLSearchParams, call: Call): Response {

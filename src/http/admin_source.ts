@@ -169,14 +169,21 @@ export class AdminSource {
   }
 
   /**
-   * The local log's topics with their partitions' message counts and bytes, largest first.
-   * Null when the backend cannot list its topics.
+   * The local log's topics with their partitions' message counts and bytes, largest first,
+   * reading at most `maxPartitions` partitions (`partial`: some were left out). Null when the
+   * backend cannot list its topics.
    */
-  async topics(): Promise<TopicRow[] | null> {
+  async topics(
+    maxPartitions = Infinity,
+  ): Promise<{ topics: TopicRow[]; partial: boolean } | null> {
     const b = this.#g.backend;
     if (b.listTopics === undefined) return null;
     const rows: TopicRow[] = [];
-    for (const t of await b.listTopics()) {
+    let budget = maxPartitions;
+    const listed = await b.listTopics();
+    for (const t of listed) {
+      if (budget < t.partitions) break;
+      budget -= t.partitions;
       const partitions: PartitionRow[] = [];
       for (let partition = 0; partition < t.partitions; partition++) {
         partitions.push(await partitionRow(b, { stream: t.stream, topic: t.topic, partition }));
@@ -187,7 +194,8 @@ export class AdminSource {
       const messages = partitions.reduce((n, p) => n + p.messages, 0);
       rows.push({ stream: t.stream, topic: t.topic, messages, bytes, partitions });
     }
-    return rows.sort((x, y) => (y.bytes ?? y.messages) - (x.bytes ?? x.messages));
+    rows.sort((x, y) => (y.bytes ?? y.messages) - (x.bytes ?? x.messages));
+    return { topics: rows, partial: rows.length < listed.length };
   }
 
   #connected(): Connection[] {

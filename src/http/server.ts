@@ -12,6 +12,8 @@ export interface HttpSources {
   metricsText(): string;
   /** Optional extra routes (status page, admin actions); `peer` is the requester's address. */
   extra?(req: Request, url: URL, peer: string): Response | Promise<Response> | null;
+  /** Called when the server closes (the console's timer). */
+  close?(): void;
 }
 
 /** A running HTTP server. */
@@ -62,15 +64,17 @@ export function serveHttp(hostname: string, port: number, s: HttpSources): HttpS
       (req, info) => handleHttp(req, s, `${info.remoteAddr.hostname}:${info.remoteAddr.port}`),
     );
   } catch (err) {
+    s.close?.();
     throw bindError("HTTP listener", hostname, port, err);
   }
   return {
     port: server.addr.port,
-    // Graceful shutdown waits for idle keep-alive connections (a scraper's, say); bound it.
-    close: () =>
-      Promise.race([server.shutdown(), new Promise<void>((r) => setTimeout(r, 500))]).then(
-        () => {},
-      ),
+    close() {
+      s.close?.();
+      // Graceful shutdown waits for idle keep-alive connections (a scraper's, say); bound it.
+      const bound = new Promise<void>((r) => setTimeout(r, 500));
+      return Promise.race([server.shutdown(), bound]).then(() => {});
+    },
   };
 }
 
