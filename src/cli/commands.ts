@@ -101,10 +101,15 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: "explain",
-    summary: "Print each topic's stream, Iggy topic, partition key and rule.",
+    summary:
+      "Print each topic's stream, Iggy topic, key, partition and rule; a wildcard filter's triples as SUBSCRIBE resolves them.",
     options: [CONFIG, MAP, JSON_LINES],
     exclusive: [["config", "map"]],
-    positionals: { value: "TOPIC", help: "MQTT topic names to resolve", min: 1 },
+    positionals: {
+      value: "TOPIC",
+      help: "MQTT topic names, or filters (+, #, $share/<group>/…) to resolve",
+      min: 1,
+    },
   },
   {
     name: "read",
