@@ -6,7 +6,7 @@
  *   check [--config FILE | --map FILE] [--offline]  config, topic map, files, Iggy login
  *   check --env-only                            only the IGGY_MQTT_ names, thoroughly
  *   explain [--config F | --map F] [--json] T…  each topic's or filter's triples, with partitions
- *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--config F]
+ *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--upstream] [--config F]
  *   read --retained [--filter F] [--json] [--config F]
  *   clients | sessions | topics [--url U] [--json] [--config F]   ask the running gateway
  *   disconnect [--discard-session] CLIENT_ID… | drop-session CLIENT_ID… | log-level [LEVEL]
@@ -119,14 +119,19 @@ async function main(argv: string[]): Promise<number> {
         await readRetained(await config(), filter, args.flag("json"), console.log);
         return 0;
       }
-      await readMessages(await config(), {
-        stream: args.string("stream")!,
-        topic: args.string("topic")!,
-        partition: args.integer("partition") ?? null,
-        from: args.integer("from") ?? 0,
-        count: args.integer("count") ?? 100,
-        json: args.flag("json"),
-      }, (line) => console.log(line));
+      await readMessages(
+        await config(),
+        {
+          stream: args.string("stream")!,
+          topic: args.string("topic")!,
+          partition: args.integer("partition") ?? null,
+          from: args.integer("from") ?? 0,
+          count: args.integer("count") ?? 100,
+          json: args.flag("json"),
+        },
+        (line) => console.log(line),
+        args.flag("upstream"),
+      );
       return 0;
     case "clients":
     case "disconnect":

@@ -114,7 +114,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: "read",
     summary:
-      "Print stored messages (or the retained ones) of the embedded store (works while the gateway runs).",
+      "Print stored messages (or the retained ones) of the embedded store (works while the gateway runs), or with --upstream of the Iggy upstream.",
     options: [
       {
         name: "stream",
@@ -147,6 +147,12 @@ export const COMMANDS: readonly CommandSpec[] = [
       },
       { name: "retained", kind: "boolean", help: "print the retained messages instead, by topic" },
       {
+        name: "upstream",
+        kind: "boolean",
+        help:
+          "read the Iggy of [iggy] instead (forward mode: what reached it), logged in as the gateway",
+      },
+      {
         name: "filter",
         kind: "string",
         value: "F",
@@ -155,7 +161,7 @@ export const COMMANDS: readonly CommandSpec[] = [
       JSON_LINES,
       CONFIG,
     ],
-    exclusive: [["retained", "partition"], ["retained", "from"]],
+    exclusive: [["retained", "partition"], ["retained", "from"], ["retained", "upstream"]],
   },
   ...ADMIN_SPECS,
   {
