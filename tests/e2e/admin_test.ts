@@ -199,6 +199,29 @@ Deno.test(`admin actions over HTTP and the CLI with mosquitto_sub (3.1.1) and MQ
       'clients/disconnect: no client "js-311" is connected',
     ]);
 
+    // The other way round: the CLI disconnects without the session, HTTP drops it after.
+    const v5b = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+      protocolVersion: 5,
+      clientId: "js-5b",
+      clean: false,
+      properties: { sessionExpiryInterval: 600 },
+      reconnectPeriod: 0,
+    });
+    const v5bReason = new Promise<number>((r) =>
+      v5b.once("disconnect", (p) => r(p.reasonCode ?? -1))
+    );
+    await v5b.subscribeAsync("sensors/+/data", { qos: 1 });
+    const kept = await admin(gw, ["disconnect", "js-5b"]);
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.equal(kept.stdout.trim(), 'disconnected "js-5b" (MQTT 5)');
+    assert.equal(await v5bReason, 0x98);
+    v5b.end(true);
+    await waitFor(() => gw.gateway.sessions.get("js-5b")?.offlineSinceMs !== null);
+    const httpDrop = await http(gw, "POST", "sessions/drop?client_id=js-5b", TOKEN);
+    assert.equal(httpDrop.status, 200);
+    assert.deepEqual(httpDrop.body, { client_id: "js-5b", dropped: true });
+    assert.equal(gw.gateway.sessions.get("js-5b"), undefined);
+
     // The log level, read and changed at run time.
     assert.equal((await admin(gw, ["log-level"])).stdout.trim(), "log level debug");
     const changed = await admin(gw, ["log-level", "warn"]);
