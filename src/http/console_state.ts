@@ -20,6 +20,8 @@ export const CLIENTS_LISTED = 200;
 export const SESSIONS_LISTED = 50;
 /** Largest topics listed with the store. */
 export const TOPICS_LISTED = 5;
+/** How long the clients' and sessions' summaries are reused (ms). */
+const PEOPLE_REFRESH_MS = 1000;
 /** Partitions one store scan reads at most; a larger store is reported as scanned in part. */
 export const MAX_SCANNED_PARTITIONS = 5000;
 
@@ -59,6 +61,11 @@ export class ConsoleState {
   #timer: ReturnType<typeof setInterval> | undefined;
   #scan: StoreScan | null = null;
   #scanning = false;
+  #peopleCache: {
+    at: number;
+    clients: ReturnType<typeof clientsJson>;
+    sessions: ReturnType<typeof sessionsJson>;
+  } | null = null;
 
   constructor(
     g: ConsoleInputs,
@@ -139,10 +146,24 @@ export class ConsoleState {
     }
   }
 
+  /**
+   * The clients' and sessions' summaries, made at most once a second however many pages poll
+   * (each is a pass over every connection and stored session, and a sort).
+   */
+  #people(now: number) {
+    const cached = this.#peopleCache;
+    if (cached !== null && now - cached.at < PEOPLE_REFRESH_MS && now >= cached.at) return cached;
+    this.#peopleCache = {
+      at: now,
+      clients: clientsJson(this.#admin.clients()),
+      sessions: sessionsJson(this.#admin.sessions()),
+    };
+    return this.#peopleCache;
+  }
+
   /** The console's part of `/status.json`. */
   json(now: number = this.#now()) {
-    const clients = this.#admin.clients();
-    const sessions = this.#admin.sessions();
+    const people = this.#people(now);
     return {
       version: GATEWAY_VERSION,
       started_ms: this.startedMs,
@@ -151,8 +172,8 @@ export class ConsoleState {
       rates: this.#rates(now),
       history: { interval_ms: this.history.intervalMs, ...this.history.series() },
       store: this.#store(),
-      clients: clientsJson(clients),
-      stored_sessions: sessionsJson(sessions),
+      clients: people.clients,
+      stored_sessions: people.sessions,
     };
   }
 
