@@ -154,7 +154,7 @@ export const KEY_SPECS = [
     type: optStr,
     default: "",
     doc:
-      "Bearer token the HTTP listener's admin write actions (disconnect a client, drop a stored session, change the log level) require, even from localhost (environment only). Empty: every write action is refused.",
+      "Bearer token the HTTP listener's admin write actions (disconnect a client, drop a stored session, change the log level) require, even from localhost (environment only; at least 16 characters, e.g. openssl rand -hex 24). Empty: every write action is refused.",
     secret: true,
   },
   {
