@@ -163,6 +163,8 @@ export class ConsoleState {
 
   /** The console's part of `/status.json`. */
   json(now: number = this.#now()) {
+    // The scan at start may have run before the store opened: the first page asks again.
+    if (this.#scan === null) void this.scanStore();
     const people = this.#people(now);
     return {
       version: GATEWAY_VERSION,

@@ -298,3 +298,32 @@ Deno.test("status.json stays bounded: at most CLIENTS_LISTED clients listed, eve
     await t.stop();
   }
 });
+
+Deno.test("the gateway's own /status.json carries the console's figures and measures the store soon after start", async () => {
+  const t = await startGateway();
+  try {
+    const get = async () =>
+      await (await fetch(`http://127.0.0.1:${t.httpPort}/status.json`)).json();
+    // The scan at start ran before the store opened; the first request asks for another.
+    await waitFor(async () => (await get()).store.records_bytes !== null, 5000, "a store scan");
+    const s = await get();
+    assert.equal(s.version, "0.1.0");
+    assert.deepEqual(s.listeners.map((l: { name: string }) => l.name), ["tcp", "http"]);
+    assert.equal(s.store.max_bytes, t.config.embedded.max_store_bytes);
+    assert.equal(s.store.full, null);
+    assert.equal(s.history.interval_ms, 10_000);
+    assert.deepEqual(Object.keys(s.rates).sort(), [
+      "acked",
+      "appended",
+      "deliveries",
+      "denied",
+      "failed",
+      "rejected",
+      "window_s",
+    ]);
+    assert.equal(s.clients.total, 0);
+    assert.equal(s.stored_sessions.total, 0);
+  } finally {
+    await t.stop();
+  }
+});
