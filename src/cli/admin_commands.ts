@@ -40,7 +40,7 @@ export async function runAdminCommand(
     const list = body[field] as Row[];
     if (a.json) return list.forEach((r) => print(JSON.stringify(r)));
     const what = field === "partitions"
-      ? `partitions of ${body.listed} of ${body.total} topics`
+      ? `${list.length} partitions of ${body.listed} of ${body.total} topics`
       : `${body.listed} of ${body.total} ${field}`;
     return printTable(list, COLUMNS[field], print, what);
   };
@@ -127,7 +127,10 @@ const COLUMNS: Record<string, [string, (r: Row) => string][]> = {
     ["PARTITION", (r) => String(r.partition)],
     ["MESSAGES", (r) => String(r.messages)],
     ["BYTES", (r) => (r.bytes === null ? "?" : String(r.bytes))],
-    ["OFFSETS", (r) => `${r.first_offset ?? "?"}..${(r.next_offset as number) - 1}`],
+    [
+      "OFFSETS",
+      (r) => r.messages === 0 ? "-" : `${r.first_offset ?? "?"}..${(r.next_offset as number) - 1}`,
+    ],
   ],
 };
 

@@ -106,6 +106,8 @@ Deno.test(`admin actions over HTTP and the CLI with mosquitto_sub (3.1.1) and MQ
     assert.ok((data.bytes as number) >= 4, "the payload's bytes at least");
     const parts = await admin(gw, ["topics"]);
     assert.match(parts.stdout, /^sensors\s+sensor_data\s+\d\s+1\s+\d+\s+0\.\.0$/m);
+    assert.match(parts.stdout, /^sensors\s+sensor_data\s+\d\s+0\s+0\s+-$/m, "an empty partition");
+    assert.match(parts.stdout, /^\(\d+ partitions of \d+ of \d+ topics\)$/m);
 
     // Without the token (and with a wrong one) every write is refused, logged, and does nothing.
     for (const token of [undefined, "wrong"]) {
