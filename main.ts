@@ -5,9 +5,11 @@
  *   run [--config FILE]                         start the gateway (default command)
  *   check [--config FILE | --map FILE] [--offline]  config, topic map, files, Iggy login
  *   check --env-only                            only the IGGY_MQTT_ names, thoroughly
- *   explain [--config F | --map F] [--json] T…  print each topic's resolution
- *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--config F]
+ *   explain [--config F | --map F] [--json] T…  each topic's or filter's triples, with partitions
+ *   read --stream S --topic T [--partition P] [--from O] [--count N] [--json] [--upstream] [--config F]
  *   read --retained [--filter F] [--json] [--config F]
+ *   clients | sessions | topics [--url U] [--json] [--config F]   ask the running gateway
+ *   disconnect [--discard-session] CLIENT_ID… | drop-session CLIENT_ID… | log-level [LEVEL]
  *   hash-password                               read a password on stdin, print its hash
  *   --version
  *
@@ -22,7 +24,7 @@ import { checkEnvNames } from "./src/config/load.ts";
 import type { GatewayConfig } from "./src/config/types.ts";
 import { Gateway, loadMap } from "./src/gateway.ts";
 import { PartialReloadError } from "./src/net/mqtt_listener.ts";
-import { compileMap, explainJson, filterProblem, MapError } from "./src/mapping/mod.ts";
+import { compileMap, filterProblem, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/access/password.ts";
@@ -33,11 +35,14 @@ import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages, readRetained } from "./src/cli/read.ts";
 import { parseShare } from "./src/delivery/share/groups.ts";
+import { runAdminCommand } from "./src/cli/admin_commands.ts";
+import { GATEWAY_VERSION } from "./src/base/version.ts";
+import { explain } from "./src/cli/explain.ts";
 import { configFileLines } from "./src/cli/check_files.ts";
 import { iggyLines } from "./src/cli/check_iggy.ts";
 import { storeDiskLines } from "./src/cli/check_store.ts";
 
-const VERSION = "0.1.0";
+const VERSION = GATEWAY_VERSION;
 
 async function main(argv: string[]): Promise<number> {
   const first = argv[0];
@@ -99,7 +104,14 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "explain":
-      return explain(args, await mapFrom(args, config));
+      await explain(
+        await mapFrom(args, config),
+        await config(),
+        args.positionals,
+        args.flag("json"),
+        console.log,
+      );
+      return 0;
     case "read":
       if (args.flag("retained")) {
         const filter = args.string("filter");
@@ -108,13 +120,31 @@ async function main(argv: string[]): Promise<number> {
         await readRetained(await config(), filter, args.flag("json"), console.log);
         return 0;
       }
-      await readMessages(await config(), {
-        stream: args.string("stream")!,
-        topic: args.string("topic")!,
-        partition: args.integer("partition") ?? null,
-        from: args.integer("from") ?? 0,
-        count: args.integer("count") ?? 100,
+      await readMessages(
+        await config(),
+        {
+          stream: args.string("stream")!,
+          topic: args.string("topic")!,
+          partition: args.integer("partition") ?? null,
+          from: args.integer("from") ?? 0,
+          count: args.integer("count") ?? 100,
+          json: args.flag("json"),
+        },
+        (line) => console.log(line),
+        args.flag("upstream"),
+      );
+      return 0;
+    case "clients":
+    case "disconnect":
+    case "sessions":
+    case "drop-session":
+    case "topics":
+    case "log-level":
+      await runAdminCommand(name, await config(), {
+        url: args.string("url"),
         json: args.flag("json"),
+        positionals: args.positionals,
+        discardSession: name === "disconnect" && args.flag("discard-session"),
       }, (line) => console.log(line));
       return 0;
     case "hash-password": {
@@ -126,26 +156,6 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new Error(`Command "${name}" has a spec but no implementation`);
   }
-}
-
-function explain(args: ParsedArgs, map: CompiledMap): number {
-  for (const t of args.positionals) {
-    // A shared subscription's filter reads the topic after its $share/<group>/ prefix.
-    const share = parseShare(t);
-    const e = explainJson(map, share !== null && "filter" in share ? share.filter : t);
-    const group = share !== null && "group" in share ? share.group : null;
-    if (args.flag("json")) console.log(JSON.stringify(group === null ? e : { ...e, share: group }));
-    else {
-      console.log(
-        `${t} → ${
-          group === null ? "" : `share group "${group}": `
-        }stream "${e.stream}", topic "${e.iggy_topic}", key ${
-          e.partition_key === null ? "(none: balanced)" : `"${e.partition_key}"`
-        } (${e.rule === null ? "default" : `rule ${e.rule}`})`,
-      );
-    }
-  }
-  return 0;
 }
 
 /** `--map FILE` alone, or the map the config names. */

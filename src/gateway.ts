@@ -13,7 +13,7 @@ import { isLocalLog } from "./log/local_log.ts";
 import { Delivery } from "./delivery/mod.ts";
 import { readiness } from "./http/health.ts";
 import { type HttpServer, serveHttp } from "./http/server.ts";
-import { handleStatusRoute } from "./http/status_page.ts";
+import { consoleRoutes } from "./http/console_routes.ts";
 import type { MqttListener } from "./net/listeners.ts";
 import { reloadSecureListeners } from "./net/mqtt_listener.ts";
 import { GatewayMetrics, sendHistograms, sendRetryGauge } from "./observe/gateway_metrics.ts";
@@ -208,7 +208,7 @@ export class Gateway {
       this.#http = serveHttp(a.hostname, a.port, {
         readiness: () => this.readiness(),
         metricsText: () => this.metrics.registry.toPrometheus(),
-        extra: (_req, url) => handleStatusRoute(url, this),
+        ...consoleRoutes(this),
       });
     }
     this.#clockWatch = await ClockWatch.open(c, this.logger, this.metrics);

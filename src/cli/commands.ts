@@ -23,6 +23,59 @@ const MAP: OptionSpec = {
 };
 const JSON_LINES: OptionSpec = { name: "json", kind: "boolean", help: "one JSON object per line" };
 
+const URL_OPTION: OptionSpec = {
+  name: "url",
+  kind: "string",
+  value: "URL",
+  help: "the gateway's HTTP listener (default: http://<listeners.http of the config>)",
+};
+const ADMIN_OPTIONS = [URL_OPTION, CONFIG, JSON_LINES];
+const CLIENT_IDS = { value: "CLIENT_ID", help: "MQTT client ids", min: 1 };
+
+/** The admin commands: each one request to the running gateway (`src/http/admin.ts`). */
+const ADMIN_SPECS: readonly CommandSpec[] = [
+  {
+    name: "clients",
+    summary: "List the clients connected to the running gateway.",
+    options: ADMIN_OPTIONS,
+  },
+  {
+    name: "disconnect",
+    summary:
+      "Disconnect clients (MQTT 5: DISCONNECT 0x98 Administrative action); needs IGGY_MQTT_HTTP_ADMIN_TOKEN.",
+    options: [...ADMIN_OPTIONS, {
+      name: "discard-session",
+      kind: "boolean",
+      help: "also drop the client's stored session (its subscriptions and positions)",
+    }],
+    positionals: CLIENT_IDS,
+  },
+  {
+    name: "sessions",
+    summary: "List the stored sessions (connected and offline) of the running gateway.",
+    options: ADMIN_OPTIONS,
+  },
+  {
+    name: "drop-session",
+    summary:
+      "Drop the stored sessions of clients that are not connected; needs IGGY_MQTT_HTTP_ADMIN_TOKEN.",
+    options: ADMIN_OPTIONS,
+    positionals: CLIENT_IDS,
+  },
+  {
+    name: "topics",
+    summary: "List the local log's streams, topics and partitions with their messages and bytes.",
+    options: ADMIN_OPTIONS,
+  },
+  {
+    name: "log-level",
+    summary:
+      "Print the running gateway's log level, or set it (until a restart; needs IGGY_MQTT_HTTP_ADMIN_TOKEN).",
+    options: ADMIN_OPTIONS,
+    positionals: { value: "LEVEL", help: "debug, info, warn or error", min: 0 },
+  },
+];
+
 /** Every command, in the order the overview lists them. `run` is the default command. */
 export const COMMANDS: readonly CommandSpec[] = [
   {
@@ -48,15 +101,20 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: "explain",
-    summary: "Print each topic's stream, Iggy topic, partition key and rule.",
+    summary:
+      "Print each topic's stream, Iggy topic, key, partition and rule; a wildcard filter's triples as SUBSCRIBE resolves them.",
     options: [CONFIG, MAP, JSON_LINES],
     exclusive: [["config", "map"]],
-    positionals: { value: "TOPIC", help: "MQTT topic names to resolve", min: 1 },
+    positionals: {
+      value: "TOPIC",
+      help: "MQTT topic names, or filters (+, #, $share/<group>/…) to resolve",
+      min: 1,
+    },
   },
   {
     name: "read",
     summary:
-      "Print stored messages (or the retained ones) of the embedded store (works while the gateway runs).",
+      "Print stored messages (or the retained ones) of the embedded store (works while the gateway runs), or with --upstream of the Iggy upstream.",
     options: [
       {
         name: "stream",
@@ -89,6 +147,12 @@ export const COMMANDS: readonly CommandSpec[] = [
       },
       { name: "retained", kind: "boolean", help: "print the retained messages instead, by topic" },
       {
+        name: "upstream",
+        kind: "boolean",
+        help:
+          "read the Iggy of [iggy] instead (forward mode: what reached it), logged in as the gateway",
+      },
+      {
         name: "filter",
         kind: "string",
         value: "F",
@@ -97,8 +161,9 @@ export const COMMANDS: readonly CommandSpec[] = [
       JSON_LINES,
       CONFIG,
     ],
-    exclusive: [["retained", "partition"], ["retained", "from"]],
+    exclusive: [["retained", "partition"], ["retained", "from"], ["retained", "upstream"]],
   },
+  ...ADMIN_SPECS,
   {
     name: "hash-password",
     summary: "Read a password on stdin, print its hash for [[users]] password_hash.",

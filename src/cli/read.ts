@@ -9,7 +9,8 @@ import { ConfigError, OperatorError } from "../config/errors.ts";
 import { fileAccessError, fileExists } from "../config/files.ts";
 import type { GatewayConfig } from "../config/types.ts";
 import { EmbeddedBackend } from "../log/embedded/mod.ts";
-import type { PartitionAddress } from "../log/port.ts";
+import type { LogBackend, PartitionAddress } from "../log/port.ts";
+import { logIn } from "./iggy_login.ts";
 import { formatRead, formatRetained } from "./read_format.ts";
 import { filterMatches } from "../mapping/filter.ts";
 import { messageOf } from "../stored/retained/retained_set.ts";
@@ -30,20 +31,25 @@ export interface ReadRequest {
 /** Messages per poll: bounds memory whatever --count asks for. */
 const PAGE = 1000;
 
-/** Prints the requested messages through `print`, one line each. */
+/**
+ * Prints the requested messages through `print`, one line each: from the embedded store, or with
+ * `upstream` from the Iggy of `[iggy]` (forward mode's upstream, Iggy mode's server), logged in
+ * as the gateway logs in.
+ */
 export async function readMessages(
   config: GatewayConfig,
   r: ReadRequest,
   print: (line: string) => void,
+  upstream = false,
 ): Promise<void> {
-  const backend = await openStore(config);
-  const path = config.embedded.path;
+  const backend: LogBackend = upstream ? await openUpstream(config) : await openStore(config);
+  const path = upstream ? `Iggy at ${config.iggy.address}` : `"${config.embedded.path}"`;
   try {
     const info = await backend.getTopic(r.stream, r.topic);
     if (info === null) {
       throw new OperatorError(
         "not_found",
-        `read: no topic "${r.topic}" in stream "${r.stream}" in "${path}"`,
+        `read: no topic "${r.topic}" in stream "${r.stream}" in ${path}`,
       );
     }
     if (r.partition !== null && r.partition >= info.partitions) {
@@ -96,6 +102,17 @@ export async function readRetained(
   }
 }
 
+/** The Iggy of `[iggy]`, when the config uses one (forward mode, Iggy mode). */
+async function openUpstream(config: GatewayConfig): Promise<LogBackend> {
+  if (config.gateway.backend !== "iggy" && !config.forward.enabled) {
+    throw new ConfigError(
+      "forward.enabled",
+      "read --upstream reads the Iggy of [iggy]: the config has none (forward.enabled is false and gateway.backend is embedded)",
+    );
+  }
+  return await logIn(config);
+}
+
 /** The embedded store of `config`, opened read-only (works while the gateway runs). */
 export async function openStore(config: GatewayConfig): Promise<EmbeddedBackend> {
   if (config.gateway.backend !== "embedded") {
@@ -132,7 +149,7 @@ export async function openStore(config: GatewayConfig): Promise<EmbeddedBackend>
 
 /** Up to `r.count` messages of one partition from `r.from`, in pages. */
 async function printPartition(
-  backend: EmbeddedBackend,
+  backend: LogBackend,
   address: PartitionAddress,
   r: ReadRequest,
   print: (line: string) => void,

@@ -18,7 +18,9 @@ export type OperatorErrorCode =
   | "not_found" // a named file or store does not exist
   | "invalid_file" // a file exists but its content cannot be used (TLS material)
   | "login_failed" // `check` could not log in to Iggy (refused, unreachable)
-  | "out_of_range"; // a CLI value names something that does not exist (a partition)
+  | "out_of_range" // a CLI value names something that does not exist (a partition)
+  | "unreachable" // an admin command cannot reach the gateway's HTTP listener
+  | "admin_refused"; // the gateway refused an admin action (token, no such client)
 
 /**
  * A problem in the gateway's surroundings, not in its code: a port in use, a file that cannot

@@ -212,6 +212,7 @@ function assemble(
   return {
     gateway: table("gateway"),
     listeners: table("listeners"),
+    http: table("http"),
     mqtt5: table("mqtt5"),
     session: table("session"),
     retained: table("retained"),
@@ -227,7 +228,17 @@ function assemble(
   };
 }
 
+/** A token an attacker on the box could guess is no protection: admin writes need a long one. */
+const MIN_ADMIN_TOKEN_CHARS = 16;
+
 function crossCheck(c: GatewayConfig): void {
+  const token = c.http.admin_token;
+  if (token !== "" && token.length < MIN_ADMIN_TOKEN_CHARS) {
+    throw new ConfigError(
+      "http.admin_token",
+      `is ${token.length} characters; use at least ${MIN_ADMIN_TOKEN_CHARS} (openssl rand -hex 24)`,
+    );
+  }
   if (c.listeners.tcp === "" && c.listeners.tls === "") {
     throw new ConfigError(
       "listeners.tcp",

@@ -234,3 +234,21 @@ Deno.test("limits.max_outbound_queue_bytes below limits.max_packet_bytes is refu
     /"limits\.max_outbound_queue_bytes": must be at least limits\.max_packet_bytes$/,
   );
 });
+
+Deno.test("http.admin_token comes from the environment only and is at least 16 characters", () => {
+  refuses(
+    '[http]\nadmin_token = "0123456789abcdef0123"\n',
+    {},
+    /is a secret; set it with IGGY_MQTT_HTTP_ADMIN_TOKEN/,
+  );
+  refuses(
+    "",
+    { IGGY_MQTT_HTTP_ADMIN_TOKEN: "short" },
+    /"http\.admin_token": is 5 characters; use at least 16/,
+  );
+  assert.equal(
+    load("", { IGGY_MQTT_HTTP_ADMIN_TOKEN: "0123456789abcdef" }).http.admin_token,
+    "0123456789abcdef",
+  );
+  assert.equal(load("").http.admin_token, "", "none: admin writes refused");
+});

@@ -150,6 +150,14 @@ export const KEY_SPECS = [
     doc: "Health, readiness and metrics HTTP, host:port; empty disables it.",
   },
   {
+    key: "http.admin_token",
+    type: optStr,
+    default: "",
+    doc:
+      "Bearer token the HTTP listener's admin write actions (disconnect a client, drop a stored session, change the log level) require, even from localhost (environment only; at least 16 characters, e.g. openssl rand -hex 24). Empty: every write action is refused.",
+    secret: true,
+  },
+  {
     key: "listeners.ws",
     type: optAddr,
     default: "",

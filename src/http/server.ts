@@ -10,8 +10,10 @@ import type { Readiness } from "./health.ts";
 export interface HttpSources {
   readiness(): Readiness;
   metricsText(): string;
-  /** Optional extra routes (status page). */
-  extra?(req: Request, url: URL): Response | null;
+  /** Optional extra routes (status page, admin actions); `peer` is the requester's address. */
+  extra?(req: Request, url: URL, peer: string): Response | Promise<Response> | null;
+  /** Called when the server closes (the console's timer). */
+  close?(): void;
 }
 
 /** A running HTTP server. */
@@ -21,9 +23,11 @@ export interface HttpServer {
 }
 
 /** Handles one request (exported for tests without sockets). */
-export function handleHttp(req: Request, s: HttpSources): Response {
+export function handleHttp(req: Request, s: HttpSources, peer = ""): Response | Promise<Response> {
   const url = new URL(req.url);
-  if (req.method !== "GET" && req.method !== "HEAD") {
+  // Only the admin actions take POST (`admin.ts`), and each says which methods it takes.
+  const admin = url.pathname.startsWith("/admin/");
+  if (req.method !== "GET" && req.method !== "HEAD" && !(admin && req.method === "POST")) {
     return new Response("method not allowed\n", { status: 405 });
   }
   switch (url.pathname) {
@@ -44,7 +48,7 @@ export function handleHttp(req: Request, s: HttpSources): Response {
         headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
       });
     default:
-      return s.extra?.(req, url) ?? new Response("not found\n", { status: 404 });
+      return s.extra?.(req, url, peer) ?? new Response("not found\n", { status: 404 });
   }
 }
 
@@ -55,17 +59,22 @@ export function handleHttp(req: Request, s: HttpSources): Response {
 export function serveHttp(hostname: string, port: number, s: HttpSources): HttpServer {
   let server: Deno.HttpServer<Deno.NetAddr>;
   try {
-    server = Deno.serve({ hostname, port, onListen: () => {} }, (req) => handleHttp(req, s));
+    server = Deno.serve(
+      { hostname, port, onListen: () => {} },
+      (req, info) => handleHttp(req, s, `${info.remoteAddr.hostname}:${info.remoteAddr.port}`),
+    );
   } catch (err) {
+    s.close?.();
     throw bindError("HTTP listener", hostname, port, err);
   }
   return {
     port: server.addr.port,
-    // Graceful shutdown waits for idle keep-alive connections (a scraper's, say); bound it.
-    close: () =>
-      Promise.race([server.shutdown(), new Promise<void>((r) => setTimeout(r, 500))]).then(
-        () => {},
-      ),
+    close() {
+      s.close?.();
+      // Graceful shutdown waits for idle keep-alive connections (a scraper's, say); bound it.
+      const bound = new Promise<void>((r) => setTimeout(r, 500));
+      return Promise.race([server.shutdown(), bound]).then(() => {});
+    },
   };
 }
 

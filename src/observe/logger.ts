@@ -7,6 +7,8 @@
 
 /** Log levels in increasing severity. */
 export type Level = "debug" | "info" | "warn" | "error";
+/** Every level, lowest first. */
+export const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
 const RANK: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 /** Field names whose values are never written (any case, substring match). */
@@ -30,6 +32,16 @@ export class Logger {
     this.#min = RANK[level];
     this.#sink = sink ?? ((line) => console.log(line));
     this.#now = now;
+  }
+
+  /** The lowest level written now. */
+  get level(): Level {
+    return (Object.keys(RANK) as Level[]).find((l) => RANK[l] === this.#min)!;
+  }
+
+  /** Changes the lowest level written, at run time (the admin action; until a restart). */
+  setLevel(level: Level): void {
+    this.#min = RANK[level];
   }
 
   debug(msg: string, fields?: Record<string, unknown>): void {

@@ -28,8 +28,7 @@ export class Connection extends ConnectionLifecycle implements TransportSink {
   /** Packets of the current read and the next one to handle. */
   #packets: ClientPacket[] = NO_PACKETS;
   #next = 0;
-  /** Reads that arrived while paused (rare; copies). */
-  #backlog: Uint8Array[] | null = null;
+  #backlog: Uint8Array[] | null = null; // reads that arrived while paused (rare; copies)
   /** A step is waiting (reads are paused until it settles). */
   #busy = false;
   #paused = false;
@@ -176,6 +175,7 @@ export class Connection extends ConnectionLifecycle implements TransportSink {
     const ctx = this.ctx;
     switch (p.type) {
       case "publish":
+        this.messagesIn++;
         return (this.publisher ??= this.#newPublisher()).publish(p);
       case "puback":
         ctx.delivery.puback(this, p.packetId);

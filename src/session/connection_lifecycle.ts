@@ -56,12 +56,16 @@ export abstract class ConnectionLifecycle
   /** MQTT 5 session state (null on 3.1.1 and before CONNACK). */
   #v5: V5Session | null = null;
 
+  /** PUBLISH packets received in total, and when the socket was accepted (the admin listing). */
+  messagesIn = 0;
+  readonly acceptedAt: number;
+
   constructor(transport: Transport, ctx: SessionContext) {
     this.ctx = ctx;
     this.transport = transport;
     this.decoder = decoderFor(ctx.config, ctx.partialPackets);
     this.outbox = new Outbox(transport, ctx.outboundBudget, this);
-    this.lastActivity = transport.acceptedAt ?? ctx.clock.now();
+    this.lastActivity = this.acceptedAt = transport.acceptedAt ?? ctx.clock.now();
     this.timeoutMs = ctx.config.limits.connect_timeout_ms;
   }
 

@@ -59,6 +59,8 @@ export class Outbox {
   onWritten: () => void = NOOP;
   /** Bytes written in total (metrics). */
   written = 0;
+  /** PUBLISH packets queued to the client in total (the admin client listing). */
+  published = 0;
   /** MQTT 5 topic aliases toward the client, when it allowed them; null: full topics. */
   aliases: OutboundTopicAliases | null = null;
 
@@ -82,7 +84,10 @@ export class Outbox {
     if (this.#closed) return;
     this.#queueAcks(); // PUBACKs staged before these bytes leave before them
     // In queue order, which is write order: the client learns an alias before its bare use.
-    if (this.aliases !== null && (bytes[0] & 0xf0) === 0x30) bytes = this.aliases.apply(bytes);
+    if ((bytes[0] & 0xf0) === 0x30) {
+      this.published++;
+      if (this.aliases !== null) bytes = this.aliases.apply(bytes);
+    }
     this.#pending.push(bytes);
     this.#queued(bytes.length);
   }

@@ -1,6 +1,6 @@
 /**
- * Stored sessions: a stored session is a stored position in the
- * log. Its subscriptions live in the log itself, one record per change in a topic of their own
+ * Stored sessions: a stored session is a stored position in the log. Its subscriptions live in
+ * the log itself, one record per change in a topic of their own
  * (`session.store_stream` / `session.store_topic`, the latest record of a client id wins), and its
  * per-triple positions are consumer offsets under the client's own consumer name
  * ({@link sessionConsumer}), so both survive a disconnect and a gateway restart and are shared by
@@ -106,6 +106,11 @@ export class StoredSessions {
   /** The session of a client id, if one is stored. */
   get(clientId: string): StoredSession | undefined {
     return this.#sessions.get(clientId);
+  }
+
+  /** Every stored session, connected or not (the admin listing). */
+  list(): StoredSession[] {
+    return [...this.#sessions.values()];
   }
 
   /**

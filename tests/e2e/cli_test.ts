@@ -3,6 +3,7 @@
  * compiled binary embeds.
  */
 import assert from "node:assert/strict";
+import { partitionForKey } from "../../src/mapping/mod.ts";
 import { freeFixedPort, HAS_MOSQUITTO_CLIENTS, run, waitFor } from "../helpers/gateway.ts";
 import { cli, ROOT } from "../helpers/cli.ts";
 import { removeStore } from "../helpers/store.ts";
@@ -91,14 +92,17 @@ Deno.test("check refuses a map without defaults", async () => {
   }
 });
 
-Deno.test("explain --json resolves DESIGN §3's examples", async () => {
+Deno.test("explain --json resolves DESIGN §3's examples, naming the partition", async () => {
+  // No store at this path: the partitions are those auto_create would give the topic.
+  const none = `data/no-store-${crypto.randomUUID()}.db`;
   const r = await cli([
     "explain",
     "--json",
     "building/north/room/42/temp",
     "sensors/s1/data",
     "plain/topic",
-  ]);
+  ], { env: { IGGY_MQTT_EMBEDDED_PATH: none } });
+  const note = `no embedded store at "${none}" yet`;
   assert.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split("\n").map((l) => JSON.parse(l));
   assert.deepEqual(lines, [
@@ -108,6 +112,10 @@ Deno.test("explain --json resolves DESIGN §3's examples", async () => {
       stream: "building_north",
       iggy_topic: "telemetry",
       partition_key: "room_42",
+      partitions: 3,
+      partition: partitionForKey("room_42", 3),
+      exists: null,
+      note,
     },
     {
       topic: "sensors/s1/data",
@@ -115,6 +123,10 @@ Deno.test("explain --json resolves DESIGN §3's examples", async () => {
       stream: "sensors",
       iggy_topic: "sensor_data",
       partition_key: "sensor_s1",
+      partitions: 3,
+      partition: partitionForKey("sensor_s1", 3),
+      exists: null,
+      note,
     },
     {
       topic: "plain/topic",
@@ -122,6 +134,10 @@ Deno.test("explain --json resolves DESIGN §3's examples", async () => {
       stream: "sensors",
       iggy_topic: "messages_default",
       partition_key: null,
+      partitions: 3,
+      partition: null,
+      exists: null,
+      note,
     },
   ]);
 });

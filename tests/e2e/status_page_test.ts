@@ -188,7 +188,7 @@ Deno.test(
         );
         assert.match(
           await banner(),
-          /^Uplink DOWN since .+: .+ · 10 messages, [\d,]+ bytes waiting/,
+          /^Uplink DOWN since .+: .+ · 10 messages \([\d.]+ B\) waiting/,
         );
         assert.equal(await js<boolean>(`document.getElementById("uplink").hidden`), false);
         assert.equal(await js<string>(`document.getElementById("uplink").className`), "banner bad");

@@ -118,6 +118,20 @@ export class Browser {
     return Uint8Array.from(atob(r.data), (ch) => ch.charCodeAt(0));
   }
 
+  /** A PNG of the whole page, beyond the viewport (the status page is taller than it). */
+  async screenshotFullPage(): Promise<Uint8Array> {
+    const m = await this.call("Page.getLayoutMetrics") as {
+      cssContentSize: { width: number; height: number };
+    };
+    const { width, height } = m.cssContentSize;
+    const r = await this.call("Page.captureScreenshot", {
+      format: "png",
+      captureBeyondViewport: true,
+      clip: { x: 0, y: 0, width: Math.ceil(width), height: Math.ceil(height), scale: 1 },
+    }) as { data: string };
+    return Uint8Array.from(atob(r.data), (ch) => ch.charCodeAt(0));
+  }
+
   async close(): Promise<void> {
     try {
       this.#ws?.close();

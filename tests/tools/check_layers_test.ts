@@ -119,7 +119,7 @@ Deno.test("sizeViolations() names long files and functions outside the allowed o
       functions: [{ name: "ok", lines: 60 }, { name: "f", lines: 61 }],
     }],
     ["src/config/schema.ts", { lines: 900, functions: [] }],
-    ["src/http/status_page.ts", {
+    ["src/http/status_page_html.ts", {
       lines: 300,
       functions: [{ name: "renderStatusPage", lines: 130 }],
     }],
