@@ -1,10 +1,11 @@
 /**
  * The trace context of one PUBLISH (`stored/trace_headers.ts` says how it is stored): an MQTT 5
- * `traceparent` user property is checked (a malformed one is ignored, counted and logged, and
- * stays a plain user property); while telemetry is exported the PUBLISH gets a span, the child
- * of that `traceparent` or the root of a new trace (3.1.1, or none sent), and the envelope
- * stores the span's own `traceparent`. Not exported: a valid `traceparent` is stored as the
- * device sent it, and a PUBLISH without one costs a property lookup.
+ * `traceparent` user property is checked, and a malformed one is ignored, counted and logged
+ * with its value. While telemetry is exported the PUBLISH gets a span, the child of a valid
+ * `traceparent` or the root of a new trace (3.1.1, none sent, or a malformed one, whose place
+ * the new one takes), and the envelope stores the span's own `traceparent`. Not exported: a
+ * valid `traceparent` is stored as the device sent it, a malformed one stays a plain user
+ * property, and a PUBLISH without user properties costs a property lookup.
  *
  * @module
  */
@@ -41,14 +42,14 @@ export function traceOf(p: PublishPacket, site: TraceSite): PublishTrace | null 
   const at = users === undefined ? null : findTraceProperties(users);
   let parent: TraceParent | null = null;
   if (at !== null) {
-    const value = users![at.parentAt][1];
-    parent = parseTraceparent(value);
-    if (parent === null) malformed(site, value);
+    parent = parseTraceparent(users![at.parentAt][1]);
+    if (parent === null) malformed(site, users![at.parentAt][1]);
   }
-  const taken = parent === null ? null : at!;
-  const tracestate = taken !== null && taken.stateAt >= 0 ? users![taken.stateAt][1] : null;
-  const parentAt = taken?.parentAt ?? -1;
-  const stateAt = tracestate === null ? -1 : taken!.stateAt;
+  // A malformed one says nothing of its tracestate (W3C: not read); exported, the new trace
+  // takes its place, so a subscriber gets one traceparent.
+  const tracestate = parent !== null && at!.stateAt >= 0 ? users![at!.stateAt][1] : null;
+  const parentAt = at?.parentAt ?? -1;
+  const stateAt = tracestate === null ? -1 : at!.stateAt;
   if (!tracing) {
     if (parent === null) return null;
     const traceparent = users![parentAt][1];
