@@ -11,7 +11,8 @@
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
-import { startGateway, waitFor } from "../helpers/gateway.ts";
+import mqttPacket from "mqtt-packet";
+import { RawClient, startGateway, waitFor } from "../helpers/gateway.ts";
 import { tripleOf } from "./_subscribe_helpers.ts";
 import { spawnGateway } from "../helpers/process.ts";
 import { cli, ROOT } from "../helpers/cli.ts";
@@ -163,6 +164,63 @@ Deno.test({
       const third = stored.find((h) => h["mqtt5.user.1.tracestate"] === "fleet=b");
       assert.equal(traceIdOf(third.traceparent), restarted);
       assert.equal(third.tracestate, undefined);
+
+      // 4. Twenty traced readings in one read: one append batch, in the first one's trace,
+      // linked to its connection and the next ones, 16 links at most.
+      const raw = await RawClient.connect(gw.port);
+      const gen = (p: Record<string, unknown>) =>
+        new Uint8Array(
+          mqttPacket.generate(p as unknown as mqttPacket.Packet, { protocolVersion: 5 }),
+        );
+      await raw.send(
+        gen({
+          cmd: "connect",
+          protocolId: "MQTT",
+          protocolVersion: 5,
+          clientId: "trace-batch",
+          clean: true,
+          keepalive: 60,
+        }),
+      );
+      assert.equal((await raw.readPacket())?.[0], 0x20);
+      const ids = Array.from({ length: 20 }, (_, i) => (0xa0 + i).toString(16).padStart(32, "0"));
+      const read = ids.map((id, i) =>
+        gen({
+          cmd: "publish",
+          topic: TOPIC,
+          payload: `batch-${i}`,
+          qos: 1,
+          messageId: i + 1,
+          properties: { userProperties: { traceparent: `00-${id}-${DEVICE_SPAN}-01` } },
+        })
+      );
+      await raw.send(new Uint8Array(read.flatMap((b) => [...b])));
+      for (let i = 0; i < 20; i++) assert.equal((await raw.readPacket(5000))?.[0], 0x40); // PUBACKs
+      raw.close();
+      await waitFor(
+        () => spans.some((s) => s.traceId === ids[0] && s.name === "log.append"),
+        15_000,
+        "the batch's append span",
+      );
+      const batch = spans.find((s) => s.traceId === ids[0] && s.name === "log.append")!;
+      assert.equal(batch.links?.length, 16);
+      const linked = new Set(batch.links!.map((l) => l.traceId));
+      for (const id of ids.slice(1, 16)) assert.ok(linked.has(id), `linked: ${id}`);
+      assert.equal(spans.some((s) => s.traceId === ids[19] && s.name === "log.append"), false);
+      // Delivered as one batch too: 16 of the next readings linked, besides the subscriber.
+      await waitFor(
+        () => spans.some((s) => s.traceId === ids[0] && s.name === "delivery.batch"),
+        15_000,
+        "the batch's delivery span",
+      );
+      const out = spans.find((s) => s.traceId === ids[0] && s.name === "delivery.batch")!;
+      const readings = out.links!.filter((l) => ids.includes(l.traceId));
+      assert.deepEqual(readings.map((l) => l.traceId), ids.slice(1, 17));
+      await waitFor(
+        () => ids.every((id) => spans.some((s) => s.traceId === id && s.name === "mqtt.publish")),
+        15_000,
+        "every reading's publish span",
+      );
     } finally {
       await Promise.all([sub.endAsync(), pub.endAsync(), old.endAsync()]);
       await gw.stop();
