@@ -43,11 +43,11 @@ export class Router {
   routeBatch(reader: SharedReader, batch: readonly StoredMessage[]): void {
     const served = new Set<SpanContext>();
     const t = reader.triple;
-    const span = startDeliverySpan(t.stream, t.topic, t.partition, batch.length, []);
+    const span = startDeliverySpan(t.stream, t.topic, t.partition, batch);
     for (const m of batch) this.#route(reader, m, served);
     let links = 0;
     for (const c of served) {
-      if (links++ >= 16) break; // bounded links per span
+      if (links++ >= 16) break; // bounded connection links per span
       span.addLink({ context: c });
     }
     span.end();

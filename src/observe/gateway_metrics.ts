@@ -132,6 +132,11 @@ const COUNTERS = {
     help:
       "CONNECTs refused for their client id (reason=owned_by_another: another principal's live connection or stored session; reason=pattern: client_id_pattern)",
   },
+  traceparentMalformed: {
+    name: "mqtt_traceparent_malformed_total",
+    help:
+      "MQTT 5 PUBLISHes whose traceparent user property was not a W3C traceparent (ignored: kept as a plain user property)",
+  },
   ruleHits: {
     name: "mqtt_topic_map_hits_total",
     help: "Publishes resolved per topic-map rule (rule=default when none matched)",

@@ -135,6 +135,8 @@ interface PartitionBatch extends OfferedAppend {
   qos1: number;
   /** QoS 2 messages among them (their packet ids are held once appended). */
   qos2: number;
+  /** The publish spans of its traced messages; null while none is (telemetry not exported). */
+  spans: Span[] | null;
 }
 
 /**
@@ -148,6 +150,7 @@ function release(b: PartitionBatch): void {
   b.qos1 = 0;
   b.qos2 = 0;
   b.placed = undefined;
+  b.spans = null;
 }
 
 /** Appends, offers and acknowledges the PUBLISHes of one connection. */
@@ -189,15 +192,27 @@ export class Appender {
     return this.#acks.pending + (this.#qos2Ids?.awaitingRelease ?? 0);
   }
 
-  /** The prepared message joins this read's batch for its partition. */
-  add(p: PublishPacket, r: PreparedAppend): void {
+  /**
+   * The prepared message joins this read's batch for its partition; `span`: its publish span,
+   * ended when the append is answered.
+   */
+  add(p: PublishPacket, r: PreparedAppend, span: Span | null = null): void {
     // The preparer hands out one address object per partition: it is the batch key.
     const a = r.address;
     let batch = this.#batches.get(a);
     if (!batch) {
-      const fresh = { address: a, messages: [], slots: [], qos1: 0, qos2: 0, placed: undefined };
+      const fresh = {
+        address: a,
+        messages: [],
+        slots: [],
+        qos1: 0,
+        qos2: 0,
+        placed: undefined,
+        spans: null,
+      };
       this.#batches.set(a, batch = fresh);
     }
+    if (span !== null) (batch.spans ??= []).push(span);
     batch.messages.push(r.message);
     if (p.qos > 0) batch.qos1++;
     if (p.qos === 2) batch.qos2++;
@@ -252,7 +267,7 @@ export class Appender {
     ctx.appendBudget.add(n);
     ctx.metrics.appendBatch.observe(n);
     const { stream, topic, partition } = b.address;
-    const span = startAppendSpan(this.#site.spanContext, stream, topic, partition, n);
+    const span = startAppendSpan(this.#site.spanContext, stream, topic, partition, n, b.spans);
     // Live subscribers get the messages once committed; the PUBACKs wait for the disk.
     // QoS 0 only: nobody waits for the disk (the embedded log syncs it a little later).
     // 3.1.1 closes on a failed append: nothing sent after it may be appended before its resend.
@@ -291,6 +306,7 @@ export class Appender {
     if (acked > 0) ctx.metrics.outcome.acked.inc(acked);
     if (n - acked > 0) ctx.metrics.outcome.appended.inc(n - acked);
     span.end();
+    if (b.spans !== null) { for (const s of b.spans) s.end(); }
     this.#settled(n);
   }
 
@@ -303,8 +319,10 @@ export class Appender {
       topic: b.address.topic,
       error: err,
     });
-    span.setStatus({ code: SPAN_STATUS_ERROR, message: String((err as Error)?.message ?? err) });
+    const status = { code: SPAN_STATUS_ERROR, message: String((err as Error)?.message ?? err) };
+    span.setStatus(status);
     span.end();
+    if (b.spans !== null) { for (const s of b.spans) s.setStatus(status).end(); }
     const v5 = this.#site.v5;
     for (const slot of b.slots) {
       if (slot < 0) continue;

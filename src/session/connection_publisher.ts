@@ -19,6 +19,7 @@
  *
  * @module
  */
+import type { Span } from "@opentelemetry/api";
 import { AckType } from "../codec/encoder.ts";
 import type { PublishPacket } from "../codec/packets.ts";
 import type { Principal } from "../log/port.ts";
@@ -34,6 +35,7 @@ import {
   unknownPubcomp,
 } from "./publish_acks.ts";
 import { keepRetained, type RetainedNotes } from "./publish_retained.ts";
+import { endRefusedSpan, traceOf, type TraceSite } from "./publish_trace.ts";
 
 /** The services the way in uses. */
 export type PublishContext = AppendContext & Pick<SessionContext, "retained">;
@@ -52,6 +54,7 @@ export class ConnectionPublisher {
   readonly #clientId: string;
   readonly #appender: Appender;
   readonly #retainedNotes: RetainedNotes = { refusalLogged: false };
+  readonly #traceSite: TraceSite;
 
   constructor(ctx: PublishContext, site: PublishSite, principal: Principal, clientId: string) {
     this.#ctx = ctx;
@@ -59,6 +62,8 @@ export class ConnectionPublisher {
     this.#principal = principal;
     this.#clientId = clientId;
     this.#appender = new Appender(ctx, site);
+    const { metrics, logger } = ctx;
+    this.#traceSite = { metrics, logger, clientId, spanContext: site.spanContext };
   }
 
   /** Messages waiting for the backend. */
@@ -84,13 +89,21 @@ export class ConnectionPublisher {
       const problem = refuseContent5(p);
       if (problem !== null) return this.#refuseContent(p, problem);
     }
-    const prepared = this.#ctx.preparer.prepare(p, this.#principal, this.#clientId);
-    if (p.retain && this.#ctx.retained !== undefined) return this.#retained(p, prepared);
+    const trace = traceOf(p, this.#traceSite);
+    const prepared = this.#ctx.preparer.prepare(
+      p,
+      this.#principal,
+      this.#clientId,
+      false,
+      trace?.stored,
+    );
+    const span = trace?.span ?? null;
+    if (p.retain && this.#ctx.retained !== undefined) return this.#retained(p, prepared, span);
     if (prepared instanceof Promise) {
       this.flush();
-      return prepared.then((r) => this.#take(p, r));
+      return prepared.then((r) => this.#take(p, r, span));
     }
-    this.#take(p, prepared);
+    this.#take(p, prepared, span);
     return undefined;
   }
 
@@ -98,7 +111,11 @@ export class ConnectionPublisher {
    * RETAIN (`publish_retained.ts`): what came before is appended first; the retained store is
    * changed, then the message is appended (the next packet waits: retained sets are rare).
    */
-  async #retained(p: PublishPacket, pending: Prepared | Promise<Prepared>): Promise<void> {
+  async #retained(
+    p: PublishPacket,
+    pending: Prepared | Promise<Prepared>,
+    span: Span | null,
+  ): Promise<void> {
     this.flush();
     const ctx = this.#ctx;
     const r = await this.#appender.holding((async () => {
@@ -108,7 +125,7 @@ export class ConnectionPublisher {
       const v5 = this.#site.v5 !== null;
       return await keepRetained(deps, p, r, v5, this.#clientId, this.#retainedNotes);
     })());
-    this.#take(p, r);
+    this.#take(p, r, span);
     this.flush();
   }
 
@@ -131,11 +148,17 @@ export class ConnectionPublisher {
     return undefined;
   }
 
-  /** P7 begins: a prepared message goes to the appender, a refused one is answered. */
-  #take(p: PublishPacket, r: Prepared): void {
-    if (r.kind !== "append") return this.#refuse(p, r);
+  /**
+   * P7 begins: a prepared message goes to the appender (with its publish span, ended at the
+   * append's answer), a refused one is answered.
+   */
+  #take(p: PublishPacket, r: Prepared, span: Span | null): void {
+    if (r.kind !== "append") {
+      if (span !== null) endRefusedSpan(span, r.kind, r.reason);
+      return this.#refuse(p, r);
+    }
     this.#ctx.metrics.ruleHit(r.rule).inc();
-    this.#appender.add(p, r);
+    this.#appender.add(p, r, span);
   }
 
   /**

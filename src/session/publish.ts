@@ -19,6 +19,7 @@ import {
 } from "../mapping/mod.ts";
 import type { Resolution } from "../mapping/mod.ts";
 import { EnvelopeMaker } from "../stored/envelope.ts";
+import type { StoredTrace } from "../stored/trace_headers.ts";
 import { canSend } from "../access/permissions.ts";
 import type { OutgoingMessage, PartitionAddress, Principal, TopicInfo } from "../log/port.ts";
 import type { TopicCache } from "../log/topic_cache.ts";
@@ -111,13 +112,15 @@ export class PublishPreparer {
 
   /**
    * Runs P2–P6, in the design's order. Returns synchronously when the target's metadata is
-   * cached, else a promise. `will`: the message is a connection's will (stamped `mqtt.will`).
+   * cached, else a promise. `will`: the message is a connection's will (stamped `mqtt.will`);
+   * `trace`: its trace context (`publish_trace.ts`).
    */
   prepare(
     p: PublishPacket,
     principal: Principal,
     clientId: string,
     will = false,
+    trace?: StoredTrace,
   ): Prepared | Promise<Prepared> {
     // $SYS topics are the server's own namespace: refused.
     if (p.topic.startsWith("$SYS")) {
@@ -128,9 +131,9 @@ export class PublishPreparer {
     const refused = permit(r, this.#invalidOf(r), principal);
     if (refused !== null) return refused;
     const cached = this.#topics.peek(r.stream, r.topic);
-    if (cached !== undefined) return this.#place(p, clientId, r, cached, will);
+    if (cached !== undefined) return this.#place(p, clientId, r, cached, will, trace);
     return this.#topics.lookup(r.stream, r.topic).then(
-      (info) => this.#place(p, clientId, r, info, will),
+      (info) => this.#place(p, clientId, r, info, will, trace),
       (err) => ({ kind: "failed", reason: `topic lookup failed: ${String(err?.message ?? err)}` }),
     );
   }
@@ -157,6 +160,7 @@ export class PublishPreparer {
     r: Resolution,
     info: TopicInfo | null,
     will: boolean,
+    trace: StoredTrace | undefined,
   ): Prepared {
     if (info === null) return denied(`target ${r.stream}/${r.topic} does not exist`);
     const balanced = r.partitionKey === null && this.#balanced !== null;
@@ -165,7 +169,7 @@ export class PublishPreparer {
       address: balanced
         ? this.#balancedAddress(r, info.partitions)
         : this.#address(r, this.#partition(r, info)),
-      message: this.#envelopes.make(p, clientId, will),
+      message: this.#envelopes.make(p, clientId, will, trace),
       rule: r.rule,
     };
   }

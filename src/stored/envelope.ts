@@ -6,6 +6,7 @@
  */
 import type { MessageProperties } from "../codec/packets.ts";
 import { stampProperties } from "./envelope_v5.ts";
+import { stampTrace, type StoredTrace } from "./trace_headers.ts";
 import type { OutgoingMessage, StoredMessage } from "../log/port.ts";
 
 /** Header names, exactly as the design names them. */
@@ -26,7 +27,7 @@ const EMPTY_STAND_IN = new Uint8Array([0]);
 
 /**
  * Builds the stored form of one PUBLISH. `props`: its MQTT 5 properties, already checked to
- * fit (`envelope_v5.ts`); absent for 3.1.1.
+ * fit (`envelope_v5.ts`); absent for 3.1.1. `trace`: its trace context (`trace_headers.ts`).
  */
 export function envelope(
   topic: string,
@@ -37,9 +38,11 @@ export function envelope(
   retain: boolean,
   will = false,
   props?: MessageProperties,
+  trace?: StoredTrace,
 ): OutgoingMessage {
   const headers = new Map<string, string>();
-  if (props !== undefined) stampProperties(headers, props);
+  if (props !== undefined) stampProperties(headers, props, trace);
+  if (trace !== undefined) stampTrace(headers, trace);
   headers.set(H_TOPIC, topic);
   headers.set(H_QOS, QOS_VALUE[qos]);
   headers.set(H_CLIENT_ID, clientId);
@@ -66,7 +69,7 @@ export interface EnvelopedPublish {
 
 /**
  * Makes envelopes, handing out the last header map again when a message's headers would be
- * the same: QoS 0 without a will flag or MQTT 5 properties, from the same client to the same
+ * the same: QoS 0 without a will flag, MQTT 5 properties or a trace, from the same client to the same
  * topic with the same retain flag (there is no packet id to stamp). A read of a QoS 0 flood
  * then allocates no map per message, and the Iggy encoder copies the headers it wrote for the
  * message before (it checks by identity). The map is read-only (`OutgoingMessage.headers`), so
@@ -79,11 +82,12 @@ export class EnvelopeMaker {
   #headers: ReadonlyMap<string, string> | null = null;
 
   /** {@link envelope} of `p` from `clientId`, with the header map shared as the class says. */
-  make(p: EnvelopedPublish, clientId: string, will = false): OutgoingMessage {
+  make(p: EnvelopedPublish, clientId: string, will = false, trace?: StoredTrace): OutgoingMessage {
     const { topic, payload, qos, retain, properties } = p;
-    const shareable = qos === 0 && !will && properties === undefined && payload.length > 0;
+    const shareable = qos === 0 && !will && properties === undefined && payload.length > 0 &&
+      trace === undefined;
     if (!shareable) {
-      return envelope(topic, payload, qos, clientId, p.packetId, retain, will, properties);
+      return envelope(topic, payload, qos, clientId, p.packetId, retain, will, properties, trace);
     }
     const last = this.#headers;
     if (

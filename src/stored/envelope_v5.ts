@@ -21,6 +21,8 @@
  */
 import type { MessageProperties } from "../codec/packets.ts";
 import { utf8Length } from "../base/utf8.ts";
+import { TRACEPARENT } from "../observe/trace_context.ts";
+import { isTraceProperty, type StoredTrace, withTraceProperties } from "./trace_headers.ts";
 
 /** Header names (the table above); only this module reads or writes them. */
 const H5_PAYLOAD_FORMAT = "mqtt5.payload_format";
@@ -61,8 +63,15 @@ export function checkPropertiesFit(props: MessageProperties): string | null {
   return null;
 }
 
-/** Writes `props` into `headers` (call {@link checkPropertiesFit} first). */
-export function stampProperties(headers: Map<string, string>, props: MessageProperties): void {
+/**
+ * Writes `props` into `headers` (call {@link checkPropertiesFit} first), but not the user
+ * properties `trace` took (`trace_headers.ts`).
+ */
+export function stampProperties(
+  headers: Map<string, string>,
+  props: MessageProperties,
+  trace?: StoredTrace,
+): void {
   if (props.payloadFormat === 1) headers.set(H5_PAYLOAD_FORMAT, "1");
   if (props.messageExpiry !== undefined) {
     headers.set(H5_MESSAGE_EXPIRY, String(props.messageExpiry));
@@ -77,11 +86,14 @@ export function stampProperties(headers: Map<string, string>, props: MessageProp
   }
   const users = props.userProperties;
   if (users === undefined) return;
-  for (let i = 0; i < users.length; i++) headers.set(userKey(i, users[i][0]), stored(users[i][1]));
+  for (let i = 0; i < users.length; i++) {
+    if (!isTraceProperty(trace, i)) headers.set(userKey(i, users[i][0]), stored(users[i][1]));
+  }
 }
 
 /**
- * The stored properties of a message, or null when it has none (every 3.1.1 message).
+ * The stored properties of a message, or null when it has none (a 3.1.1 message outside a
+ * trace). The trace headers come back as the user properties `traceparent` and `tracestate`.
  * `messageExpiry` is the stored interval; the caller subtracts the time already spent.
  */
 export function readStoredProperties(
@@ -108,11 +120,11 @@ export function readStoredProperties(
       if (dot > 0 && Number.isInteger(i)) users.push([i, rest.slice(dot + 1), restored(v)]);
     }
   }
-  if (!found) return null;
-  if (users.length > 0) {
-    users.sort((a, b) => a[0] - b[0]);
-    out.userProperties = users.map(([, n, v]) => [n, v] as const);
-  }
+  const traced = headers.has(TRACEPARENT);
+  if (!found && !traced) return null;
+  if (users.length > 1) users.sort((a, b) => a[0] - b[0]);
+  if (traced) out.userProperties = withTraceProperties(headers, users)!;
+  else if (users.length > 0) out.userProperties = users.map(([, n, v]) => [n, v] as const);
   return out;
 }
 
