@@ -34,6 +34,7 @@ import {
   bindTcp,
   bindTls,
   bindWs,
+  claimWatchFor,
   deliveryOptions,
   dropUnmapped,
   loadMap,
@@ -146,6 +147,15 @@ export class Gateway {
       sessions: this.sessions,
       retained: this.retained,
     });
+    const wills = new WillPublisher();
+    const claims = claimWatchFor(config, this.backend.kind, {
+      registry: this.registry,
+      sessions: this.sessions,
+      wills,
+      metrics: this.metrics,
+      logger: this.logger,
+      positionsStored: this.delivery.positionsStored,
+    });
     this.#ctx = {
       config,
       backend: this.backend,
@@ -161,7 +171,8 @@ export class Gateway {
       outboundBudget,
       appendBudget: new AppendBudget(l.max_pending_appends),
       partialPackets: partialPacketBudget(config, this.metrics),
-      wills: new WillPublisher(),
+      wills,
+      claims,
       sourceGuard: new SourceGuard(sourceGuardOptions(config), clock),
       sessions: this.sessions,
       retained: this.retained,
@@ -217,6 +228,7 @@ export class Gateway {
     await this.#clockWatch.start();
     await this.sessions.load();
     this.sessions.start();
+    this.#ctx.claims?.start();
     await this.retained.load();
     this.retained.start();
     await this.forwarder?.start();
@@ -352,6 +364,7 @@ export class Gateway {
     // The closed connections' wills go into the log before it closes.
     await this.#ctx.wills.idle();
     await this.delivery.stop();
+    this.#ctx.claims?.stop();
     await this.sessions.stop();
     await this.retained.stop();
     this.#deadlines.stop();

@@ -23,11 +23,12 @@ import type { V5Session } from "./v5_session.ts";
 import { type HeldWill, refuseWill } from "./will.ts";
 import { refuseClientIdPattern } from "./client_id_owner.ts";
 import { refuseStoredSession, type SessionRequest, sessionRequestOf } from "./session_request.ts";
+import type { LocalClaim } from "./session_claims.ts";
 
 /** The services deciding a CONNECT uses (the will check and the stored-session quota included). */
 export type ConnectContext = Pick<
   SessionContext,
-  "authenticator" | "config" | "sourceGuard" | "preparer" | "metrics" | "sessions"
+  "authenticator" | "config" | "sourceGuard" | "preparer" | "metrics" | "sessions" | "claims"
 >;
 
 /** A CONNECT that passed every check: the session to establish. */
@@ -45,6 +46,8 @@ export interface AcceptedConnect {
   readonly connack: ConnackOutcome;
   /** Clean, or stored and for how long. */
   readonly session: SessionRequest;
+  /** Its claim of the client id, read by every gateway on the same Iggy (null: alone). */
+  readonly claim: LocalClaim | null;
 }
 
 /** What {@link handleConnect} decides. */
@@ -111,6 +114,11 @@ async function decideConnect(
   const noRoom = await refuseStoredSession(ctx, clientId, session);
   if (site.closed) return null;
   if (noRoom !== null) return noRoom;
+  // Iggy mode: every gateway learns of this CONNECT; a session held elsewhere is released first.
+  const claim = ctx.claims
+    ? await ctx.claims.announce(clientId, decision.principal, session)
+    : null;
+  if (site.closed) return null;
   const accepted = {
     kind: "accepted" as const,
     clientId,
@@ -120,6 +128,7 @@ async function decideConnect(
     v5,
     connack: CONNACK_ACCEPTED,
     session,
+    claim,
   };
   if (v5 === null) return accepted;
   const clamped = p.keepAliveSeconds === 0 || p.keepAliveSeconds > maxKeepAlive;
