@@ -20,10 +20,12 @@ export interface Registered {
   readonly ownerName?: string;
   /** The peer's address, for the log. */
   readonly remoteAddress?: string;
+  /** Forgets its will (a connection refused after its CONNACK ends without one). */
+  discardWill?(): void;
   /** Its stored session, if any (a takeover across gateways hands it over). */
   readonly session?: object | null;
   /** Its own claim of the client id, where claims are written (`session_claims.ts`). */
-  readonly claim?: { readonly seen: boolean } | null;
+  readonly claim?: { readonly nonce: string; readonly seen: boolean } | null;
 }
 
 /** Connection and client-id bookkeeping. */

@@ -8,8 +8,9 @@
  *   another gateway on an id held live here closes that connection (MQTT 5: DISCONNECT 0x8E
  *   Session taken over), logged; its stored session goes over without an offline record, its
  *   positions are stored, then a release naming the claim is appended. Only a claim of the same
- *   principal takes a connection over (`client_id_owner.ts`); another principal's is refused
- *   here, logged, and the connection stays.
+ *   principal takes a connection over (`client_id_owner.ts`): another principal's is answered
+ *   with a refusal, and the gateway that accepted it closes that connection when it reads the
+ *   refusal (MQTT 5: DISCONNECT 0x87 Not authorized), logged and counted; the owner's stays.
  * - Of two claims, the later in the log wins: a connection whose own claim has not been read
  *   back yet is newer than any claim read before it, and is not taken over by it.
  * - A CONNECT resuming a stored session whose record says it is connected elsewhere waits for
@@ -24,8 +25,9 @@
 import type { Principal } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
-import { claimRecordOf, H_CLAIM, releaseRecordOf } from "../stored/claim_record.ts";
-import type { ClaimRecord, ParsedClaim } from "../stored/claim_record.ts";
+import { claimRecordOf, H_CLAIM, refusalRecordOf } from "../stored/claim_record.ts";
+import { releaseRecordOf } from "../stored/claim_record.ts";
+import type { ClaimRecord, ParsedClaim, RefusalRecord } from "../stored/claim_record.ts";
 import type { ConnectionRegistry, Registered } from "./registry.ts";
 import type { SessionRequest } from "./requested_session.ts";
 import type { StoredSessions } from "./stored_sessions.ts";
@@ -134,6 +136,7 @@ export class ClaimWatch implements ClaimSink {
   /** A claim or release read from the record topic (ClaimSink). */
   claim(clientId: string, c: Exclude<ParsedClaim, { kind: "unknown" }>, own: boolean): void {
     if (c.kind === "released") return this.#waiting.get(c.nonce)?.();
+    if (c.kind === "refused") return this.#refused(clientId, c);
     if (own) {
       const mine = this.#unseen.get(c.nonce);
       if (mine !== undefined) mine.seen = true;
@@ -162,13 +165,28 @@ export class ClaimWatch implements ClaimSink {
     d.positionsStored().then(release, release);
   }
 
-  /** Another principal claimed an id held here: refused here, the connection stays. */
+  /** Another principal claimed an id held here: the connection stays; the claim is refused. */
   #foreign(clientId: string, c: ClaimRecord): void {
+    const owner = this.#d.registry.holder(clientId)?.ownerName ?? "";
+    void this.#d.sessions.records.write(clientId, refusalRecordOf(c.nonce, owner), H_CLAIM);
+  }
+
+  /** Our claim was refused by the id's owner elsewhere: its connection here is closed. */
+  #refused(clientId: string, r: RefusalRecord): void {
+    const holder = this.#d.registry.holder(clientId);
+    if (holder?.claim?.nonce !== r.nonce) return; // gone meanwhile
     this.#d.metrics.clientIdRefused.inc({ reason: "owned_by_another" });
-    this.#d.logger.limited("warn", "Takeover refused: the client id belongs to another principal", {
+    this.#d.logger.limited("warn", "Client id refused: another principal holds it elsewhere", {
       client_id: clientId,
-      principal: c.owner === "" ? "(anonymous)" : c.owner,
-      by_gateway: c.gateway,
+      principal: holder.ownerName === "" ? "(anonymous)" : holder.ownerName ?? "",
+      owner: r.owner === "" ? "(anonymous)" : r.owner,
     });
+    // As if refused at CONNECT: no will, and the session it made (it could resume none: the
+    // owner's CONNECT would have been refused) is removed.
+    holder.discardWill?.();
+    const why = `client id "${clientId}" belongs to another principal`;
+    if (holder.disconnect) holder.disconnect(0x87, why);
+    else holder.close(why);
+    if (holder.session != null) this.#d.sessions.remove(clientId);
   }
 }

@@ -10,7 +10,8 @@
  * above 1, or fields it does not know) the same way.
  *
  * Fields: `v` 1; a claim: `claim` its nonce, `u` the claiming principal ("" anonymous), `c`
- * Clean Start, `g` the claiming gateway's `gateway.id`; a release: `released` the claim's nonce.
+ * Clean Start, `g` the claiming gateway's `gateway.id`; a release: `released` the claim's nonce;
+ * a refusal (the id is held by another principal): `refused` the claim's nonce, `u` the owner.
  *
  * @module
  */
@@ -37,8 +38,18 @@ export interface ReleaseRecord {
   readonly nonce: string;
 }
 
-/** A record read under {@link H_CLAIM}: a claim, a release, or one this version skips. */
-export type ParsedClaim = ClaimRecord | ReleaseRecord | { readonly kind: "unknown" };
+/** The holder's refusal: its connection belongs to another principal, and stays. */
+export interface RefusalRecord {
+  readonly kind: "refused";
+  readonly nonce: string;
+  /** The principal that holds the id ("" anonymous). */
+  readonly owner: string;
+}
+
+/** A record read under {@link H_CLAIM}: a claim, an answer, or one this version skips. */
+export type ParsedClaim = ClaimRecord | ReleaseRecord | RefusalRecord | {
+  readonly kind: "unknown";
+};
 
 /** The JSON of a claim. */
 export function claimRecordOf(c: Omit<ClaimRecord, "kind">): unknown {
@@ -48,6 +59,11 @@ export function claimRecordOf(c: Omit<ClaimRecord, "kind">): unknown {
 /** The JSON of a release. */
 export function releaseRecordOf(nonce: string): unknown {
   return { v: 1, released: nonce };
+}
+
+/** The JSON of a refusal of claim `nonce` by the id's owner `owner`. */
+export function refusalRecordOf(nonce: string, owner: string): unknown {
+  return { v: 1, refused: nonce, u: owner };
 }
 
 /** Parses a claim's payload; anything but the shapes of version 1 is "unknown" (skipped). */
@@ -60,7 +76,9 @@ export function parseClaim(json: string): ParsedClaim {
   }
   if (typeof r !== "object" || r === null || r.v !== 1) return { kind: "unknown" };
   if (typeof r.released === "string") return { kind: "released", nonce: r.released };
-  if (typeof r.claim !== "string" || typeof r.u !== "string") return { kind: "unknown" };
+  if (typeof r.u !== "string") return { kind: "unknown" };
+  if (typeof r.refused === "string") return { kind: "refused", nonce: r.refused, owner: r.u };
+  if (typeof r.claim !== "string") return { kind: "unknown" };
   const gateway = typeof r.g === "string" ? r.g : "";
   return { kind: "claim", nonce: r.claim, owner: r.u, cleanStart: r.c === true, gateway };
 }
