@@ -186,6 +186,7 @@ export abstract class ConnectionLifecycle
     if ("kind" in claimed) return act(this.ctx, this, claimed);
     const present = this.#establish(r, claimed);
     act(this.ctx, this, present ? { ...r.connack, sessionPresent: true } : r.connack);
+    if (r.claim?.supersededBy) return void this.ctx.claims?.superseded(r.clientId, this, r.claim);
     return present ? this.ctx.delivery.resume(this) : undefined;
   }
 

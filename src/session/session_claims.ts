@@ -2,8 +2,8 @@
  * Takeover across gateways [MQTT-3.1.4-2]: gateways sharing one Iggy hand client ids over
  * through claims in the stored-session record topic (`claim_record.ts`).
  *
- * - Every accepted CONNECT appends a claim (its nonce, principal, Clean Start) before its
- *   CONNACK: one small append per CONNECT.
+ * - Every accepted CONNECT appends a claim (its nonce, principal, Clean Start): one small
+ *   append per CONNECT, which the CONNACK does not wait for (but for the resume below).
  * - Every gateway reads the topic's tail every `session.claim_poll_interval_ms`. A claim from
  *   another gateway on an id held live here closes that connection (MQTT 5: DISCONNECT 0x8E
  *   Session taken over), logged; its stored session goes over without an offline record, its
@@ -38,6 +38,8 @@ import type { WillPublisher } from "./will.ts";
 export class LocalClaim {
   /** Read back from the log: a claim read from now on is later than this one. */
   seen = false;
+  /** A later claim read while this one's CONNECT waited: the connection goes as soon as made. */
+  supersededBy: ClaimRecord | null = null;
   constructor(readonly nonce: string) {}
 }
 
@@ -63,6 +65,8 @@ export class ClaimWatch implements ClaimSink {
   readonly #d: ClaimWatchDeps;
   /** This gateway's claims not read back yet, by nonce. */
   readonly #unseen = new Map<string, LocalClaim>();
+  /** Claims whose CONNECT is not yet through {@link announce}, by client id. */
+  readonly #announcing = new Map<string, LocalClaim>();
   /** Resumes waiting for a release, by their claim's nonce. */
   readonly #waiting = new Map<string, () => void>();
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -87,9 +91,10 @@ export class ClaimWatch implements ClaimSink {
 
   /**
    * Claims `clientId` for an accepted CONNECT: appends the claim and, when the stored session
-   * to resume is connected elsewhere, waits for its release (bounded). Resolves with the claim
-   * for the connection to hold; a claim that could not be written is logged and holds nothing
-   * back (the connection is then taken over by any claim).
+   * to resume is connected elsewhere, waits for its release (bounded); otherwise resolves at
+   * once, the append under way. Resolves with the claim for the connection to hold; a claim
+   * that could not be written is logged and holds nothing back (the connection is then taken
+   * over by any claim).
    */
   async announce(clientId: string, principal: Principal, req: SessionRequest): Promise<LocalClaim> {
     const claim = new LocalClaim(crypto.randomUUID());
@@ -104,13 +109,20 @@ export class ClaimWatch implements ClaimSink {
     });
     this.#unseen.set(claim.nonce, claim);
     const released = heldElsewhere ? this.#released(claim.nonce) : null;
-    if (!await this.#d.sessions.records.write(clientId, record, H_CLAIM)) {
+    const written = this.#d.sessions.records.write(clientId, record, H_CLAIM).then((ok) => {
+      if (ok) return;
       this.#unseen.delete(claim.nonce);
       this.#waiting.get(claim.nonce)?.();
       claim.seen = true;
-      return claim;
-    }
-    if (released !== null && !await released) {
+    });
+    // Nothing to wait for: the CONNACK does not wait for the append either (the claim goes out
+    // with it, and whichever comes later in the log wins).
+    if (released === null) return claim;
+    this.#announcing.set(clientId, claim);
+    await written;
+    const got = await released;
+    if (this.#announcing.get(clientId) === claim) this.#announcing.delete(clientId);
+    if (!got) {
       this.#d.logger.limited("warn", "Takeover: no release from the session's gateway in time", {
         client_id: clientId,
         waited_ms: this.#d.waitMs,
@@ -143,11 +155,21 @@ export class ClaimWatch implements ClaimSink {
       this.#unseen.delete(c.nonce);
       return;
     }
+    const waiting = this.#announcing.get(clientId);
+    if (waiting?.seen) waiting.supersededBy = c; // later than a CONNECT still waiting here
     const holder = this.#d.registry.holder(clientId);
     if (holder?.claim != null && !holder.claim.seen) return; // the connection here is newer
     if (holder !== undefined && holder.ownerName !== c.owner) return this.#foreign(clientId, c);
     if (holder !== undefined) this.#takeOver(clientId, holder, c);
     this.#d.wills.reconnected(clientId, c.cleanStart);
+  }
+
+  /**
+   * A connection made after waiting for a release, whose claim a later one superseded meanwhile
+   * (its CONNACK sent): taken over at once, as it would have been had it been made in time.
+   */
+  superseded(clientId: string, holder: Registered, claim: LocalClaim): void {
+    if (claim.supersededBy !== null) this.#takeOver(clientId, holder, claim.supersededBy);
   }
 
   /** Closes the connection here for `c`'s; releases the session once its positions are stored. */

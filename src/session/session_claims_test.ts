@@ -186,6 +186,29 @@ Deno.test("ClaimWatch: with the holder gone, the resume waits takeover_wait_ms, 
   }, 200);
 });
 
+Deno.test("ClaimWatch: a later claim read while a resume waits for its release takes that connection over as soon as it is made", async () => {
+  await twoGateways(async (a, b) => {
+    const onA1 = await connect(a, "dev", alice, STORE);
+    await a.read();
+    await b.read();
+    const announced = b.claims.announce("dev", alice, STORE); // waits for A's release
+    await b.sessions.records.written();
+    await b.read(); // B's claim read back
+    const onA2 = await connect(a, "dev", alice, STORE); // the device again, through A: later
+    assert.equal(onA1.ended.length, 1, "taken over here");
+    await a.read(); // B's claim is earlier than A's newest connection: nothing happens
+    assert.deepEqual(onA2.ended, []);
+    await b.read(); // A's later claim, while B still waits
+    const claim = await announced; // A answered no release: the bound passes
+    assert.ok(claim.supersededBy !== null);
+    const onB = connection("alice", claim);
+    b.registry.takeOver("dev", onB);
+    b.claims.superseded("dev", onB, claim);
+    assert.match(onB.ended[0] ?? "", /^0x8e: taken over by a new connection through gateway gw-a$/);
+    assert.deepEqual(onA2.ended, [], "the latest stays");
+  }, 300);
+});
+
 Deno.test("ClaimWatch: another principal's claim is refused: the owner's connection stays, the claimant's closes with 0x87 and no will", async () => {
   await twoGateways(async (a, b) => {
     const onA = await connect(a, "dev", alice);
