@@ -147,15 +147,6 @@ export class Gateway {
       sessions: this.sessions,
       retained: this.retained,
     });
-    const wills = new WillPublisher();
-    const claims = claimWatchFor(config, this.backend.kind, {
-      registry: this.registry,
-      sessions: this.sessions,
-      wills,
-      metrics: this.metrics,
-      logger: this.logger,
-      positionsStored: this.delivery.positionsStored,
-    });
     this.#ctx = {
       config,
       backend: this.backend,
@@ -171,8 +162,7 @@ export class Gateway {
       outboundBudget,
       appendBudget: new AppendBudget(l.max_pending_appends),
       partialPackets: partialPacketBudget(config, this.metrics),
-      wills,
-      claims,
+      wills: new WillPublisher(),
       sourceGuard: new SourceGuard(sourceGuardOptions(config), clock),
       sessions: this.sessions,
       retained: this.retained,
@@ -228,6 +218,8 @@ export class Gateway {
     await this.#clockWatch.start();
     await this.sessions.load();
     this.sessions.start();
+    const positionsStored = this.delivery.positionsStored;
+    this.#ctx.claims = claimWatchFor(c, this.backend.kind, { ...this.#ctx, positionsStored });
     this.#ctx.claims?.start();
     await this.retained.load();
     this.retained.start();

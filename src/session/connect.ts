@@ -111,14 +111,8 @@ async function decideConnect(
   const maxKeepAlive = ctx.config.limits.max_keep_alive_s;
   const v5 = p.protocolLevel === 5 ? v5SessionOf(ctx.config, p) : null;
   const session = sessionRequestOf(p, ctx.config, v5);
-  const noRoom = await refuseStoredSession(ctx, clientId, session);
-  if (site.closed) return null;
-  if (noRoom !== null) return noRoom;
-  // Iggy mode: every gateway learns of this CONNECT; a session held elsewhere is released first.
-  const claim = ctx.claims
-    ? await ctx.claims.announce(clientId, decision.principal, session)
-    : null;
-  if (site.closed) return null;
+  const taken = await takeSession(ctx, clientId, decision.principal, session, site);
+  if (taken === null || "kind" in taken) return taken;
   const accepted = {
     kind: "accepted" as const,
     clientId,
@@ -128,7 +122,7 @@ async function decideConnect(
     v5,
     connack: CONNACK_ACCEPTED,
     session,
-    claim,
+    claim: taken.claim,
   };
   if (v5 === null) return accepted;
   const clamped = p.keepAliveSeconds === 0 || p.keepAliveSeconds > maxKeepAlive;
@@ -139,6 +133,25 @@ async function decideConnect(
     session: v5,
   });
   return { ...accepted, connack: { ...CONNACK_ACCEPTED, properties5 } };
+}
+
+/**
+ * The session asked for: refused when it cannot be stored; else, in Iggy mode, claimed for every
+ * gateway to read (a stored session held through another gateway is released first). Null: the
+ * connection closed meanwhile.
+ */
+async function takeSession(
+  ctx: ConnectContext,
+  clientId: string,
+  principal: Principal,
+  session: SessionRequest,
+  site: ConnectSite,
+): Promise<ConnackOutcome | { readonly claim: LocalClaim | null } | null> {
+  const noRoom = await refuseStoredSession(ctx, clientId, session);
+  if (site.closed) return null;
+  if (noRoom !== null) return noRoom;
+  const claim = ctx.claims ? await ctx.claims.announce(clientId, principal, session) : null;
+  return site.closed ? null : { claim };
 }
 
 /** The client id to use, or the refusal [MQTT-3.1.3-6], [MQTT-3.1.3-8]. */

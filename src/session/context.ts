@@ -47,8 +47,8 @@ export interface SessionContext {
   readonly sourceGuard: SourceGuard;
   readonly wills: WillPublisher;
   readonly sessions: StoredSessions;
-  /** Claims of client ids across gateways (Iggy mode); absent: this gateway is alone. */
-  readonly claims?: ClaimWatch;
+  /** Claims of client ids across gateways (Iggy mode), made at start; absent: alone. */
+  claims?: ClaimWatch;
   /** Retained messages; absent: RETAIN is stored as a header only (tests that need no store). */
   readonly retained?: RetainedStore;
 }
