@@ -128,7 +128,8 @@ export class StoredSessions {
     } catch (err) {
       this.#loaded = false;
       this.#tombstoned = null;
-      this.#logger.warn("Stored sessions unavailable", { error: err });
+      // Rate-limited: Iggy mode retries with every read for claims (`session_claims.ts`).
+      this.#logger.limited("warn", "Stored sessions unavailable", { error: err });
       return false;
     }
   }

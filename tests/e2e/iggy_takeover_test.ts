@@ -9,7 +9,12 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
-import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import {
+  HAS_MOSQUITTO_CLIENTS,
+  startGateway,
+  type TestGateway,
+  waitFor,
+} from "../helpers/gateway.ts";
 
 const ADDRESS = Deno.env.get("IGGY_TEST_ADDRESS") ?? "";
 const USER = Deno.env.get("IGGY_TEST_USERNAME") || "iggy";
@@ -18,6 +23,9 @@ if (ADDRESS === "") {
   console.warn(
     "WARNING: IGGY_TEST_ADDRESS is not set; the takeover test on a real Iggy is SKIPPED.",
   );
+}
+if (!HAS_MOSQUITTO_CLIENTS) {
+  console.warn("WARNING: mosquitto_sub is not installed; the takeover test with it is SKIPPED.");
 }
 /** `session.claim_poll_interval_ms` in these tests: the bound a takeover is held to. */
 const POLL_MS = 100;
@@ -187,6 +195,53 @@ for (const target of TARGETS) {
           assert.equal(onB.seen.closedAt, 0, "B's connection stays");
           await markerOnA.c.endAsync();
           await onB.c.endAsync();
+        }
+      } finally {
+        await a.stop();
+        await b.stop();
+        await iggy.close();
+      }
+    },
+  });
+}
+
+for (const target of TARGETS) {
+  Deno.test({
+    name:
+      `takeover across gateways (${target.name}, mosquitto_sub): MQTT 5 gets DISCONNECT 0x8E and exits; 3.1.1 is closed, reconnects through A and takes the id back from B`,
+    ignore: target.ignore || !HAS_MOSQUITTO_CLIENTS,
+    async fn() {
+      const iggy = await target.open();
+      const suffix = crypto.randomUUID().slice(0, 8);
+      const a = await gatewayOn(iggy.address, `gw-a-${suffix}`, suffix);
+      const b = await gatewayOn(iggy.address, `gw-b-${suffix}`, suffix);
+      try {
+        for (const version of ["mqttv5", "mqttv311"] as const) {
+          const id = `mosq-${version}-${suffix}`;
+          const expiry = version === "mqttv5" ? ["-x", "3600"] : [];
+          const sub = new Deno.Command("mosquitto_sub", {
+            args: ["-h", "127.0.0.1", "-p", String(a.port), "-V", version, "-i", id, "-c"]
+              .concat(expiry, ["-q", "1", "-t", "sensors/m/data", "-d"]),
+            stdout: "piped",
+            stderr: "piped",
+          }).spawn();
+          await waitFor(() => a.view.connected === 1, 5000, "mosquitto_sub connected to A");
+          const onB = await client(b, id, version === "mqttv5" ? 5 : 4, false);
+          if (version === "mqttv311") {
+            // libmosquitto reconnects when the server closes: through A again, a newer claim.
+            await waitFor(() => onB.seen.closedAt > 0, 5000, "B's connection taken back");
+            sub.kill("SIGTERM");
+          }
+          const out = await sub.output();
+          const text = new TextDecoder().decode(out.stdout);
+          if (version === "mqttv5") {
+            assert.match(text, /Received DISCONNECT \(142\)/, text);
+            assert.equal(out.code, 0, "mosquitto_sub exits on the server's DISCONNECT");
+            await onB.c.endAsync();
+          } else {
+            assert.equal(text.match(/sending CONNECT/g)?.length, 2, text);
+          }
+          await waitFor(() => a.view.connected === 0, 5000, "A holds no connection");
         }
       } finally {
         await a.stop();
