@@ -251,3 +251,70 @@ for (const target of TARGETS) {
     },
   });
 }
+
+for (const target of TARGETS) {
+  Deno.test({
+    name:
+      `takeover across gateways (${target.name}): wills go out once where the connection ended (3.1.1), and not for an MQTT 5 session taken over and resumed within its will delay`,
+    ignore: target.ignore,
+    async fn() {
+      const iggy = await target.open();
+      const suffix = crypto.randomUUID().slice(0, 8);
+      const a = await gatewayOn(iggy.address, `gw-a-${suffix}`, suffix);
+      const b = await gatewayOn(iggy.address, `gw-b-${suffix}`, suffix);
+      const topic = "sensors/w/data";
+      try {
+        const watcher = await client(b, `watcher-${suffix}`, 5, true);
+        await watcher.c.subscribeAsync(topic, { qos: 1 });
+        const pub = await client(b, `pub-${suffix}`, 5, true);
+        const marker = async (m: string) => {
+          await pub.c.publishAsync(topic, m, { qos: 1 });
+          await waitFor(() => watcher.got.includes(m), 10_000, m);
+        };
+        await marker("start"); // the target exists, the watcher reads it
+
+        const id4 = `will4-${suffix}`;
+        const old4 = mqtt.connect(`mqtt://127.0.0.1:${a.port}`, {
+          protocolVersion: 4,
+          clientId: id4,
+          clean: false,
+          reconnectPeriod: 0,
+          will: { topic, payload: "will-3.1.1", qos: 1, retain: false },
+        });
+        await new Promise((r) => old4.once("connect", r));
+        const new4 = await client(b, id4, 4, false);
+        await waitFor(() => watcher.got.includes("will-3.1.1"), 10_000, "the 3.1.1 will, at A");
+
+        const id5 = `will5-${suffix}`;
+        const old5 = mqtt.connect(`mqtt://127.0.0.1:${a.port}`, {
+          protocolVersion: 5,
+          clientId: id5,
+          clean: false,
+          reconnectPeriod: 0,
+          properties: { sessionExpiryInterval: 3600 },
+          will: {
+            topic,
+            payload: "will-5",
+            qos: 1,
+            retain: false,
+            properties: { willDelayInterval: 60 },
+          },
+        });
+        await new Promise((r) => old5.once("connect", r));
+        const new5 = await client(b, id5, 5, false);
+        await waitFor(() => a.view.connected === 0, 5000, "A's connections taken over");
+        // A stopping sends every will it still holds: the MQTT 5 one must be gone by then.
+        await a.stop();
+        await marker("end");
+        assert.deepEqual(watcher.got, ["start", "will-3.1.1", "end"]);
+        old4.end(true);
+        old5.end(true);
+        for (const c of [new4, new5, watcher, pub]) await c.c.endAsync();
+      } finally {
+        await a.stop();
+        await b.stop();
+        await iggy.close();
+      }
+    },
+  });
+}
