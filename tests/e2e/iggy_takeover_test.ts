@@ -69,7 +69,12 @@ partition_key = 'sensor_$1'
 `;
 }
 
-function gatewayOn(address: string, id: string, suffix: string): Promise<TestGateway> {
+function gatewayOn(
+  address: string,
+  id: string,
+  suffix: string,
+  env: Record<string, string> = {},
+): Promise<TestGateway> {
   return startGateway({
     env: {
       IGGY_MQTT_GATEWAY_BACKEND: "iggy",
@@ -83,6 +88,7 @@ function gatewayOn(address: string, id: string, suffix: string): Promise<TestGat
       IGGY_MQTT_RETAINED_STREAM: `takeover_retained_${suffix}`,
       IGGY_MQTT_SESSION_CLAIM_POLL_INTERVAL_MS: String(POLL_MS),
       IGGY_MQTT_LIMITS_COMMIT_INTERVAL_MS: "60000", // positions come from the takeover's store
+      ...env,
     },
     map: mapOf(suffix),
   });
@@ -310,6 +316,52 @@ for (const target of TARGETS) {
         old4.end(true);
         old5.end(true);
         for (const c of [new4, new5, watcher, pub]) await c.c.endAsync();
+      } finally {
+        await a.stop();
+        await b.stop();
+        await iggy.close();
+      }
+    },
+  });
+}
+
+for (const target of TARGETS) {
+  Deno.test({
+    name:
+      `takeover across gateways (${target.name}): with the session's gateway not answering, the resume waits session.takeover_wait_ms, says so, and loses nothing`,
+    ignore: target.ignore,
+    async fn() {
+      const iggy = await target.open();
+      const suffix = crypto.randomUUID().slice(0, 8);
+      // A reads no claims in this test's time: a gateway gone without a word, as B sees it.
+      const a = await gatewayOn(iggy.address, `gw-a-${suffix}`, suffix, {
+        IGGY_MQTT_SESSION_CLAIM_POLL_INTERVAL_MS: "60000",
+      });
+      const waitMs = 600;
+      const b = await gatewayOn(iggy.address, `gw-b-${suffix}`, suffix, {
+        IGGY_MQTT_SESSION_TAKEOVER_WAIT_MS: String(waitMs),
+      });
+      const topic = "sensors/g/data";
+      try {
+        const pub = await client(b, `pub-${suffix}`, 5, true);
+        await pub.c.publishAsync(topic, "create", { qos: 1 });
+        const id = `gone-${suffix}`;
+        const onA = await client(a, id, 5, false);
+        await onA.c.subscribeAsync(topic, { qos: 1 });
+        await pub.c.publishAsync(topic, "before", { qos: 1 });
+        await waitFor(() => onA.got.includes("before"), 10_000, "A gets it");
+        const t0 = performance.now();
+        const onB = await client(b, id, 5, false);
+        const tookMs = performance.now() - t0;
+        assert.ok(tookMs >= waitMs && tookMs < waitMs + 2000, `CONNACK after ${tookMs} ms`);
+        assert.equal(onB.connack.sessionPresent, true);
+        assert.ok(b.logs.some((l) => l.includes("no release from the session's gateway in time")));
+        for (let i = 0; i < 5; i++) await pub.c.publishAsync(topic, `after-${i}`, { qos: 1 });
+        const after = Array.from({ length: 5 }, (_, i) => `after-${i}`);
+        await waitFor(() => after.every((m) => onB.got.includes(m)), 10_000, "B gets them all");
+        onA.c.end(true);
+        await onB.c.endAsync();
+        await pub.c.endAsync();
       } finally {
         await a.stop();
         await b.stop();
