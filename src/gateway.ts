@@ -34,6 +34,7 @@ import {
   bindTcp,
   bindTls,
   bindWs,
+  claimWatchFor,
   deliveryOptions,
   dropUnmapped,
   loadMap,
@@ -217,6 +218,9 @@ export class Gateway {
     await this.#clockWatch.start();
     await this.sessions.load();
     this.sessions.start();
+    const positionsStored = this.delivery.positionsStored;
+    this.#ctx.claims = claimWatchFor(c, this.backend.kind, { ...this.#ctx, positionsStored });
+    this.#ctx.claims?.start();
     await this.retained.load();
     this.retained.start();
     await this.forwarder?.start();
@@ -352,6 +356,7 @@ export class Gateway {
     // The closed connections' wills go into the log before it closes.
     await this.#ctx.wills.idle();
     await this.delivery.stop();
+    this.#ctx.claims?.stop();
     await this.sessions.stop();
     await this.retained.stop();
     this.#deadlines.stop();

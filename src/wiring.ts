@@ -16,6 +16,7 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
+import { ClaimWatch, type ClaimWatchDeps } from "./session/session_claims.ts";
 import { COMPACT_MAX_AGE_MS } from "./session/session_compaction.ts";
 import { retainedOptionsOf, RetainedStore } from "./stored/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
@@ -194,6 +195,22 @@ export function storedSessions(
   const expired = (n: number) => metrics.storedSessionsExpired.inc({}, n);
   const evicted = () => metrics.storedSessionsEvicted.inc();
   return new StoredSessions(backend, storedSessionOptions(config, expired, evicted), logger);
+}
+
+/** The claims of client ids across gateways: Iggy mode only (an embedded log has one gateway). */
+export function claimWatchFor(
+  config: GatewayConfig,
+  backendKind: string,
+  deps: Omit<ClaimWatchDeps, "gatewayId" | "pollIntervalMs" | "waitMs">,
+): ClaimWatch | undefined {
+  if (backendKind === "embedded") return undefined;
+  const s = config.session;
+  return new ClaimWatch({
+    ...deps,
+    gatewayId: config.gateway.id,
+    pollIntervalMs: s.claim_poll_interval_ms,
+    waitMs: s.takeover_wait_ms,
+  });
 }
 
 /**

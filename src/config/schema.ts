@@ -251,6 +251,21 @@ export const KEY_SPECS = [
     doc: "Log topic that holds stored sessions' subscriptions, one record per change.",
   },
 
+  {
+    key: "session.claim_poll_interval_ms",
+    type: int(20, 60_000),
+    default: 250,
+    doc:
+      "Iggy mode: how often the session topic is read for other gateways' claims (ms). A CONNECT through another gateway closes the connection held here within about this long.",
+  },
+  {
+    key: "session.takeover_wait_ms",
+    type: int(0, 60_000),
+    default: 3_000,
+    doc:
+      "Iggy mode: a stored session connected through another gateway is resumed once that gateway has stored its positions, or after this long without its answer (ms; the gateway may be gone).",
+  },
+
   // [retained]
   {
     key: "retained.stream",

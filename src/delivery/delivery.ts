@@ -201,6 +201,9 @@ export class Delivery implements DeliveryPort {
     else this.#clients.pubcomp(sub, p.packetId);
   }
 
+  /** Resolves when the stored sessions' position stores asked so far are answered. */
+  readonly positionsStored = (): Promise<void> => this.#stored.settled();
+
   detach(sub: Subscriber): void {
     const queue = this.#clients.remove(sub);
     // QoS 2 copies in flight: a stored session takes their exchanges up again on its return.

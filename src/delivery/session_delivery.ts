@@ -164,6 +164,11 @@ export class SessionDelivery {
     return out;
   }
 
+  /** Resolves when the position stores asked so far are answered (a session handed over). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#pending]);
+  }
+
   /** Ends the timer and waits for the position stores in flight. */
   async stop(): Promise<void> {
     clearInterval(this.#timer);

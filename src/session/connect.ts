@@ -23,11 +23,12 @@ import type { V5Session } from "./v5_session.ts";
 import { type HeldWill, refuseWill } from "./will.ts";
 import { refuseClientIdPattern } from "./client_id_owner.ts";
 import { refuseStoredSession, type SessionRequest, sessionRequestOf } from "./session_request.ts";
+import type { LocalClaim } from "./session_claims.ts";
 
 /** The services deciding a CONNECT uses (the will check and the stored-session quota included). */
 export type ConnectContext = Pick<
   SessionContext,
-  "authenticator" | "config" | "sourceGuard" | "preparer" | "metrics" | "sessions"
+  "authenticator" | "config" | "sourceGuard" | "preparer" | "metrics" | "sessions" | "claims"
 >;
 
 /** A CONNECT that passed every check: the session to establish. */
@@ -45,6 +46,8 @@ export interface AcceptedConnect {
   readonly connack: ConnackOutcome;
   /** Clean, or stored and for how long. */
   readonly session: SessionRequest;
+  /** Its claim of the client id, read by every gateway on the same Iggy (null: alone). */
+  readonly claim: LocalClaim | null;
 }
 
 /** What {@link handleConnect} decides. */
@@ -108,9 +111,8 @@ async function decideConnect(
   const maxKeepAlive = ctx.config.limits.max_keep_alive_s;
   const v5 = p.protocolLevel === 5 ? v5SessionOf(ctx.config, p) : null;
   const session = sessionRequestOf(p, ctx.config, v5);
-  const noRoom = await refuseStoredSession(ctx, clientId, session);
-  if (site.closed) return null;
-  if (noRoom !== null) return noRoom;
+  const taken = await takeSession(ctx, clientId, decision.principal, session, site);
+  if (taken === null || "kind" in taken) return taken;
   const accepted = {
     kind: "accepted" as const,
     clientId,
@@ -120,6 +122,7 @@ async function decideConnect(
     v5,
     connack: CONNACK_ACCEPTED,
     session,
+    claim: taken.claim,
   };
   if (v5 === null) return accepted;
   const clamped = p.keepAliveSeconds === 0 || p.keepAliveSeconds > maxKeepAlive;
@@ -130,6 +133,25 @@ async function decideConnect(
     session: v5,
   });
   return { ...accepted, connack: { ...CONNACK_ACCEPTED, properties5 } };
+}
+
+/**
+ * The session asked for: refused when it cannot be stored; else, in Iggy mode, claimed for every
+ * gateway to read (a stored session held through another gateway is released first). Null: the
+ * connection closed meanwhile.
+ */
+async function takeSession(
+  ctx: ConnectContext,
+  clientId: string,
+  principal: Principal,
+  session: SessionRequest,
+  site: ConnectSite,
+): Promise<ConnackOutcome | { readonly claim: LocalClaim | null } | null> {
+  const noRoom = await refuseStoredSession(ctx, clientId, session);
+  if (site.closed) return null;
+  if (noRoom !== null) return noRoom;
+  const claim = ctx.claims ? await ctx.claims.announce(clientId, principal, session) : null;
+  return site.closed ? null : { claim };
 }
 
 /** The client id to use, or the refusal [MQTT-3.1.3-6], [MQTT-3.1.3-8]. */

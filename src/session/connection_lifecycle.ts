@@ -19,6 +19,7 @@ import type { Subscriber } from "./delivery_port.ts";
 import type { V5Session } from "./v5_session.ts";
 import { decoderFor, type PacketDecoder } from "./decoder_of.ts";
 import type { StoredSession } from "./stored_sessions.ts";
+import type { LocalClaim } from "./session_claims.ts";
 import { Outbox } from "./outbox.ts";
 import type { ConnectionPublisher, PublishSite } from "./connection_publisher.ts";
 import { closeQuietly, lingerThenClose, type Transport } from "./transport.ts";
@@ -43,6 +44,8 @@ export abstract class ConnectionLifecycle
   ownerName: string | undefined;
   /** The will to publish if this connection ends without DISCONNECT. */
   #will: HeldWill | null = null;
+  /** Its claim of the client id across gateways (Registered; null: alone); set at CONNECT. */
+  claim: LocalClaim | null = null;
   /** The stored session this connection resumed or created (null: clean); set at CONNECT. */
   session: StoredSession | null = null;
   protected isClosed = false;
@@ -187,6 +190,7 @@ export abstract class ConnectionLifecycle
     if ("kind" in claimed) return act(this.ctx, this, claimed);
     const present = this.#establish(r, claimed);
     act(this.ctx, this, present ? { ...r.connack, sessionPresent: true } : r.connack);
+    if (r.claim?.supersededBy) return void this.ctx.claims?.superseded(r.clientId, this, r.claim);
     return present ? this.ctx.delivery.resume(this) : undefined;
   }
 
@@ -196,6 +200,7 @@ export abstract class ConnectionLifecycle
     this.#principal = s.principal;
     this.ownerName = s.principal.username;
     this.connectedAs = s.clientId;
+    this.claim = s.claim;
     this.#v5 = s.v5;
     this.outbox.aliases = OutboundTopicAliases.upTo(s.v5?.topicAliasesOut ?? 0);
     this.#span = startConnectionSpan(s.clientId, this.transport.remoteAddress);

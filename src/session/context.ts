@@ -24,6 +24,7 @@ import type { SourceGuard } from "./source_guard.ts";
 import type { StoredSessions } from "./stored_sessions.ts";
 import type { WillPublisher } from "./will.ts";
 import type { RetainedStore } from "../stored/retained/retained_store.ts";
+import type { ClaimWatch } from "./session_claims.ts";
 
 /** Shared services of every connection. */
 export interface SessionContext {
@@ -46,6 +47,8 @@ export interface SessionContext {
   readonly sourceGuard: SourceGuard;
   readonly wills: WillPublisher;
   readonly sessions: StoredSessions;
+  /** Claims of client ids across gateways (Iggy mode), made at start; absent: alone. */
+  claims?: ClaimWatch;
   /** Retained messages; absent: RETAIN is stored as a header only (tests that need no store). */
   readonly retained?: RetainedStore;
 }

@@ -2,6 +2,8 @@
  * The stored-session record topic as read and written: records appended (a failure logged), the
  * writes still in flight, and the reading of the records written since the last read, in offset
  * order, skipping this process's own (its memory is newer) and malformed ones (logged, counted).
+ * Claims and releases (`claim_record.ts`, under their own header) go to the claim sink, this
+ * process's own included: their order against other gateways' claims decides a takeover.
  *
  * @module
  */
@@ -10,6 +12,7 @@ import type { StoredMessage } from "../log/port.ts";
 import { readToEnd } from "../stored/read_to_end.ts";
 import type { Logger } from "../observe/logger.ts";
 import { type ParsedRecord, parseSessionRecord } from "../stored/session_record.ts";
+import { H_CLAIM, parseClaim, type ParsedClaim } from "../stored/claim_record.ts";
 
 /** Header naming the client id of a session record. */
 export const H_SESSION = "mqtt.session";
@@ -25,6 +28,12 @@ export interface RecordSink {
   counted(m: StoredMessage): void;
 }
 
+/** Where claims and releases read go (`session_claims.ts`). */
+export interface ClaimSink {
+  /** A claim or release on `clientId`; `own`: this process wrote it. */
+  claim(clientId: string, c: Exclude<ParsedClaim, { kind: "unknown" }>, own: boolean): void;
+}
+
 /** Reads and writes one record topic for one process. */
 export class SessionRecordLog {
   readonly #backend: LogBackend;
@@ -36,6 +45,8 @@ export class SessionRecordLog {
   #readFrom = 0;
   #malformed = 0;
   readonly #writes = new Set<Promise<void>>();
+  /** Where claims go; null: claims are passed over (no other gateway shares the log). */
+  claims: ClaimSink | null = null;
 
   constructor(backend: LogBackend, address: PartitionAddress, logger: Logger) {
     this.#backend = backend;
@@ -48,17 +59,17 @@ export class SessionRecordLog {
     return this.#malformed;
   }
 
-  /** The message that records `record` for `clientId`. */
-  message(clientId: string, record: unknown): OutgoingMessage {
+  /** The message that records `record` for `clientId` (a claim's: `header` {@link H_CLAIM}). */
+  message(clientId: string, record: unknown, header = H_SESSION): OutgoingMessage {
     return {
       payload: new TextEncoder().encode(JSON.stringify(record)),
-      headers: new Map([[H_SESSION, clientId], [H_WRITER, this.#writer]]),
+      headers: new Map([[header, clientId], [H_WRITER, this.#writer]]),
     };
   }
 
   /** Appends `clientId`'s record; resolves true once stored, false when that failed (logged). */
-  write(clientId: string, record: unknown): Promise<boolean> {
-    const messages = [this.message(clientId, record)];
+  write(clientId: string, record: unknown, header = H_SESSION): Promise<boolean> {
+    const messages = [this.message(clientId, record, header)];
     const p = this.#backend.append({ ...this.#address, messages }).then(() => true, (err) => {
       this.#logger.limited("warn", "Writing a stored session failed", {
         client_id: clientId,
@@ -96,12 +107,23 @@ export class SessionRecordLog {
   }
 
   #apply(m: StoredMessage, sink: RecordSink): void {
+    const claimed = m.headers.get(H_CLAIM);
+    if (claimed !== undefined) return this.#claim(claimed, m);
     const clientId = m.headers.get(H_SESSION);
     if (clientId === undefined || m.headers.get(H_WRITER) === this.#writer) return;
     sink.counted(m);
     const r = parseSessionRecord(new TextDecoder().decode(m.payload));
     if (r.kind === "malformed") return this.#skipMalformed(m);
     sink.record(clientId, r, m);
+  }
+
+  /** A claim or release, parsed only where claims are watched; a later shape is passed over. */
+  #claim(clientId: string, m: StoredMessage): void {
+    if (this.claims === null) return;
+    const c = parseClaim(new TextDecoder().decode(m.payload));
+    if (c.kind !== "unknown") {
+      this.claims.claim(clientId, c, m.headers.get(H_WRITER) === this.#writer);
+    }
   }
 
   #skipMalformed(m: StoredMessage, err?: unknown): void {

@@ -6,7 +6,11 @@
  */
 import type { PacketIdSet } from "./packet_ids.ts";
 import type { Qos2Out } from "./qos2_out.ts";
-import type { RecordedSession } from "../stored/session_record.ts";
+import {
+  parseSessionRecord,
+  type RecordedSession,
+  sessionRecordOf,
+} from "../stored/session_record.ts";
 
 /** One stored session, kept in memory while the gateway runs (small: offline sessions add up). */
 export interface StoredSession extends RecordedSession {
@@ -27,4 +31,17 @@ export interface StoredSession extends RecordedSession {
 export function newSession(clientId: string): StoredSession {
   const [subscriptions, triples] = [new Map(), new Set<string>()];
   return { clientId, subscriptions, triples, expiryS: 0, offlineSinceMs: null, savedAtMs: 0 };
+}
+
+/**
+ * A copy of `s` as its record has it (QoS 2 state not copied): what stays of a session on a
+ * gateway whose connection to it another gateway took over; the one it had there goes offline
+ * without a word (`StoredSessions.offline` passes over a session no longer the one stored).
+ */
+export function copyOf(s: StoredSession, maxExpiryS: number): StoredSession {
+  const copy = newSession(s.clientId);
+  const r = parseSessionRecord(JSON.stringify(sessionRecordOf(s)));
+  if (r.kind === "session") r.apply(copy, maxExpiryS); // what sessionRecordOf writes always is
+  copy.savedAtMs = s.savedAtMs;
+  return copy;
 }

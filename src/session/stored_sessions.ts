@@ -21,7 +21,7 @@ import { coalesced } from "../base/coalesced.ts";
 import type { LogBackend, PartitionAddress, StoredMessage } from "../log/port.ts";
 import type { Logger } from "../observe/logger.ts";
 import { type ParsedRecord, SESSION_TOMBSTONE, sessionRecordOf } from "../stored/session_record.ts";
-import { newSession, type StoredSession } from "./session_state.ts";
+import { copyOf, newSession, type StoredSession } from "./session_state.ts";
 import { clockOf, expiredAt, expiryOf, type ExpiryRules, msSince } from "./session_expiry.ts";
 import { PositionForgetter, sessionConsumer, TombstonesRead } from "./session_expiry.ts";
 import { openRecordTopic, RecordCompactor } from "./session_compaction.ts";
@@ -133,7 +133,8 @@ export class StoredSessions {
     } catch (err) {
       this.#loaded = false;
       this.#tombstoned = null;
-      this.#logger.warn("Stored sessions unavailable", { error: err });
+      // Rate-limited: Iggy mode retries with every read for claims (`session_claims.ts`).
+      this.#logger.limited("warn", "Stored sessions unavailable", { error: err });
       return false;
     }
   }
@@ -207,6 +208,12 @@ export class StoredSessions {
     this.#attached.add(s);
     this.save(s);
     return { session: s, present };
+  }
+
+  /** Another gateway took the client over: its connection here ends without an offline record. */
+  handedOver(clientId: string): void {
+    const s = this.#sessions.get(clientId);
+    if (s !== undefined) this.#sessions.set(clientId, copyOf(s, this.#opts.maxExpiryS));
   }
 
   /** The client went offline: its expiry starts now. */
@@ -361,9 +368,9 @@ export class StoredSessions {
     return this.#records.write(clientId, record);
   }
 
-  /** Records skipped as malformed since start (a foreign or damaged record). */
-  get malformed(): number {
-    return this.#records.malformed;
+  /** The record topic (malformed records skipped; the claims of client ids: `session_claims.ts`). */
+  get records(): SessionRecordLog {
+    return this.#records;
   }
 
   #readTail(): Promise<void> {

@@ -155,7 +155,7 @@ Deno.test("StoredSessions: a malformed record is skipped and counted; the record
     await a.idle();
     const b2 = sessions(b);
     assert.equal(await b2.load(), true);
-    assert.equal(b2.malformed, bad.length);
+    assert.equal(b2.records.malformed, bad.length);
     assert.deepEqual([...b2.get("dev")!.subscriptions], [["a/b", 1]]);
     // And the tail goes on: a record written after them is read by sync().
     const c = a.open("other", STORE, "").session!;
