@@ -1,19 +1,13 @@
 /**
- * Stored sessions: a stored session is a stored position in the log. Its subscriptions live in
- * the log itself, one record per change in a topic of their own
- * (`session.store_stream` / `session.store_topic`, the latest record of a client id wins), and its
- * per-triple positions are consumer offsets under the client's own consumer name
- * ({@link sessionConsumer}), so both survive a disconnect and a gateway restart and are shared by
- * every gateway on the same log. The gateway keeps no database of its own.
- *
- * Bounds: at most `limits.max_stored_sessions`: a new one beyond evicts the session offline the
- * longest (`offline_order.ts`; logged, counted), and is refused (CONNACK 3) only when every
- * stored session is connected; a session is removed after its expiry offline, read from the
- * settings as they are now (`session_expiry.ts`), and its positions are then deleted from the
- * log. On a log that can drop older records (embedded) the record topic has no retention by age:
- * it is compacted (`session_compaction.ts`), so a live session's record stays as long as the
- * session does. Elsewhere (Iggy) the topic is created with a retention of twice the longest
- * expiry, and records of connected sessions are written again before half of it has passed.
+ * Stored sessions: a stored session is a stored position in the log. Its subscriptions live in a
+ * record topic of their own (`session.store_stream` / `session.store_topic`, the latest record of a
+ * client id wins) and its per-triple positions are consumer offsets under the client's own consumer
+ * name ({@link sessionConsumer}): both survive a restart and are shared by every gateway on the
+ * same log. At most `limits.max_stored_sessions` (a new one evicts the session offline the longest,
+ * `offline_order.ts`; refused only when all are connected); a session is removed after its expiry
+ * offline under the settings as they are now (`session_expiry.ts`), its positions then deleted. On
+ * the embedded log the record topic is compacted instead of aged (`session_compaction.ts`); on
+ * Iggy it keeps twice the longest expiry and live records are written again before half of it.
  *
  * @module
  */
