@@ -24,7 +24,7 @@ export class ReaderPool {
   constructor(deps: ReaderDeps) {
     this.#deps = deps;
     this.#unwatch = deps.growth?.watchGrowth((address, next) => {
-      this.readers.get(tripleKey(address))?.grew(next);
+      if (this.readers.size > 0) this.readers.get(tripleKey(address))?.grew(next);
     }) ?? null;
   }
 
