@@ -354,6 +354,7 @@ export class Delivery implements DeliveryPort {
     await this.#subscriptions.spread?.stop(); // positions stored while the readers still stand
     for (const r of this.readers.values()) r.stop(true);
     await Promise.all([...this.readers.values()].map((r) => r.done));
+    this.#subscriptions.pool.close();
     await this.#stored.stop();
   }
 

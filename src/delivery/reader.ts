@@ -4,12 +4,16 @@
  * stores the consumer offset only up to the ledger's safe offset (POLL ≠ ACK), monotonically
  * and batched by count or interval.
  *
- * Idle readers wait for an append signal (from this gateway's own appends, or the embedded
- * backend) or back off exponentially up to `IDLE_MAX_MS` (appends made by other gateways).
+ * An idle reader of the log on this machine waits for the log to say the partition grew
+ * (`LocalLog.watchGrowth`, through the reader pool): only this gateway appends there, so there is
+ * nothing to look for in between. An idle reader of Iggy, where other gateways append too, is
+ * woken by this gateway's own appends and otherwise looks again after a backoff that doubles up
+ * to `IDLE_MAX_MS`.
  *
  * @module
  */
 import type { LogBackend, StoredMessage } from "../log/port.ts";
+import type { LocalLog } from "../log/local_log.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import { nextTick } from "../base/tick.ts";
@@ -42,6 +46,11 @@ export interface ReaderDeps {
   readonly route: RouteFn;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
+  /**
+   * The log on this machine, which says when a partition grew: idle readers wait for that
+   * instead of looking again on a timer. Null for Iggy (appends from other gateways go unseen).
+   */
+  readonly growth: Pick<LocalLog, "watchGrowth"> | null;
 }
 
 /** Shared reader of one triple. */
@@ -61,6 +70,8 @@ export class SharedReader {
   #stopped = false;
   #abandoned = false;
   #ended = false;
+  /** The offset after the last message the local log said is readable (-1: none said yet). */
+  #grownTo = -1;
   /** Ends the current sleep (null: not sleeping); its timer ends it too. */
   #wake: (() => void) | null = null;
   #sleepTimer: ReturnType<typeof setTimeout> | undefined;
@@ -96,6 +107,12 @@ export class SharedReader {
     const interval = this.#deps.options.commitIntervalMs;
     this.#commitTimer = setInterval(() => this.maybeCommit(true), interval);
     Deno.unrefTimer(this.#commitTimer as unknown as number);
+  }
+
+  /** The local log says the partition's messages are readable up to `next` (exclusive). */
+  grew(next: number): void {
+    if (next > this.#grownTo) this.#grownTo = next;
+    if (next > this.position) this.signal();
   }
 
   /** New messages may be there: wake an idle reader now. */
@@ -214,8 +231,7 @@ export class SharedReader {
         continue;
       }
       if (batch.length === 0) {
-        await this.#sleep(idle);
-        idle = Math.min(idle * 2, IDLE_MAX_MS);
+        idle = await this.#idle(idle);
         continue;
       }
       idle = IDLE_MIN_MS;
@@ -238,11 +254,33 @@ export class SharedReader {
     while (this.#committing) await this.#sleepPlain(5);
   }
 
+  /**
+   * After an empty poll: waits for the local log to grow, or (Iggy) for the back-off `idle`;
+   * returns the next back-off. A growth or a stop said while the poll was out has had its
+   * signal: it is looked at again (after the back-off, or at the loop's top), never waited for.
+   */
+  async #idle(idle: number): Promise<number> {
+    if (this.#stopped) return idle;
+    if (this.#deps.growth !== null && this.#grownTo <= this.position) {
+      await this.#sleepUntilSignal();
+      return idle;
+    }
+    await this.#sleep(idle);
+    return Math.min(idle * 2, IDLE_MAX_MS);
+  }
+
   /** Sleeps until `ms` pass or a signal arrives: both end it through {@link signal}. */
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       this.#wake = resolve;
       this.#sleepTimer = setTimeout(() => this.signal(), ms);
+    });
+  }
+
+  /** Sleeps until a signal: the local log grew past the position, or the reader stops. */
+  #sleepUntilSignal(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#wake = resolve;
     });
   }
 

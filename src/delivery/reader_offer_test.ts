@@ -29,6 +29,7 @@ Deno.test("SharedReader.offerAppended routes payloads that own their stores, not
     route: (_r, batch) => routed.push(...batch),
     metrics: new GatewayMetrics(),
     logger: new Logger("error", () => {}),
+    growth: null,
   });
   const shared = copyBytes(new Uint8Array([1, 2, 3]), 0, 3);
   assert.notEqual(shared.buffer.byteLength, 3, "the test's payload is carved from a block");

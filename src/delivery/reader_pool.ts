@@ -5,7 +5,8 @@
  * sees what is appended after its SUBACK, never older messages. What a live subscriber had not settled
  * before a restart has no one to go to (a clean session ended with its connection; a stored
  * session and a parked `$share` group resume from positions of their own), so the gateway's
- * stored consumer offset is never a start.
+ * stored consumer offset is never a start. On the log on this machine the pool tells each reader
+ * when its partition grew, so an idle reader waits instead of looking again on a timer.
  *
  * @module
  */
@@ -17,9 +18,19 @@ export class ReaderPool {
   readonly readers = new Map<string, SharedReader>();
   /** Handed on to every reader. */
   readonly #deps: ReaderDeps;
+  /** Ends the watch of the local log's growth; null for Iggy. */
+  readonly #unwatch: (() => void) | null;
 
   constructor(deps: ReaderDeps) {
     this.#deps = deps;
+    this.#unwatch = deps.growth?.watchGrowth((address, next) => {
+      if (this.readers.size > 0) this.readers.get(tripleKey(address))?.grew(next);
+    }) ?? null;
+  }
+
+  /** Stops telling readers of the log's growth (the gateway stops). */
+  close(): void {
+    this.#unwatch?.();
   }
 
   /**

@@ -10,6 +10,7 @@ import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import { utf8Length } from "../base/utf8.ts";
 import { filterProblem, isWildcardFilter } from "../mapping/mod.ts";
 import type { LogBackend, StoredMessage } from "../log/port.ts";
+import { isLocalLog } from "../log/local_log.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { PublishPreparer } from "../session/publish.ts";
@@ -144,7 +145,8 @@ export class Subscriptions {
     this.opts = deps.options;
     this.stopping = deps.stopping;
     this.logger = deps.logger;
-    this.pool = new ReaderPool({ ...deps, options: deps.options });
+    const growth = isLocalLog(deps.backend) ? deps.backend : null;
+    this.pool = new ReaderPool({ ...deps, options: deps.options, growth });
     this.readers = this.pool.readers;
     this.tripleDeps = {
       preparer: deps.preparer,

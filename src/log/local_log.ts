@@ -60,7 +60,12 @@ export interface LocalLog extends LogBackend {
   ): Promise<EncodedMessages | null>;
   /** Has `observe` called after each retention pass that deleted messages. */
   watchRetention(observe: RetentionObserver): void;
-  /** Drops a partition's batches that end by `before`, whatever their age. */
+  /**
+   * Drops a partition's batches that end by `before`, whatever their age (a batch holding
+   * `before` stays), for a topic whose older records a newer snapshot supersedes; resolves with
+   * how many messages went. Only this log needs it: its segments are shared by every partition,
+   * so a few old records of one topic would keep whole segments of the others on disk.
+   */
   truncate(address: PartitionAddress, before: number): Promise<number>;
   /**
    * Has `observe` called whenever appended messages become readable (written, before their

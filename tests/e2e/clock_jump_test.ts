@@ -36,9 +36,6 @@ if (LIBFAKETIME === undefined) {
   );
 }
 const SKIP = LIBFAKETIME === undefined || !HAS_MOSQUITTO_CLIENTS;
-// The gateway's output pipes are read by tasks that end with the process, after the test's
-// last await, as in restart_test.ts; MQTT.js keeps a timer a moment after end().
-const opts = { sanitizeOps: false, sanitizeResources: false };
 
 const DAY_MS = 86_400_000;
 const RETENTION_INTERVAL_MS = 2_000;
@@ -158,7 +155,6 @@ const range = (prefix: string, n: number) => Array.from({ length: n }, (_, i) =>
 Deno.test({
   name: "a forward jump of 20 days deletes nothing, keeps a stored session, and is logged once",
   ignore: SKIP,
-  ...opts,
   async fn() {
     const t = await setUp("-20d");
     let gw = await spawnGateway(t.env);
@@ -228,7 +224,6 @@ Deno.test({
 Deno.test({
   name: "a backward jump of 20 days deletes nothing, keeps the order, and $replay/time: finds it",
   ignore: SKIP,
-  ...opts,
   async fn() {
     const t = await setUp("+0");
     const gw = await spawnGateway(t.env);
@@ -260,7 +255,6 @@ Deno.test({
 Deno.test({
   name: "forward mode, uplink down: forward_lag_seconds counts real time over a 20-day jump",
   ignore: SKIP,
-  ...opts,
   async fn() {
     const t = await setUp("-20d");
     const gw = await spawnGateway({

@@ -196,7 +196,7 @@ Deno.test({
       assert.equal(rated.length, refusedInBurst);
       assert.ok(rated.every((l) => l.remote === "127.0.0.5"));
       assert.ok(!lines.some((l) => l.remote === "127.0.0.1"), "no line names HAProxy's address");
-      const m = gw.gateway.metrics.connectionsRefused;
+      const m = gw.view.metrics.connectionsRefused;
       assert.equal(m.get({ reason: "rate_per_source" }), refusedInBurst);
       assert.equal(m.get({ reason: "proxy_header", listener: "tcp" }), 0);
       assert.equal(m.get({ reason: "proxy_header", listener: "tls" }), 0);
@@ -236,7 +236,7 @@ sys.exit(0 if s.recv(16) == b"" else 4)
       ok(await run("python3", ["-c", spoof, String(gw.port)]), "closed without a CONNACK");
       await waitFor(
         () =>
-          gw.gateway.metrics.connectionsRefused.get({
+          gw.view.metrics.connectionsRefused.get({
             reason: "proxy_untrusted",
             listener: "tcp",
           }) === 1,

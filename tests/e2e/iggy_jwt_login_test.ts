@@ -15,8 +15,7 @@ const ignore = ADDRESS === "" || !HAS_MOSQUITTO_CLIENTS;
 if (ADDRESS === "") {
   console.warn("WARNING: IGGY_TEST_ADDRESS is not set; the Iggy-mode token login test is SKIPPED.");
 }
-// Sanitizers off, as in iggy_gateway_test.ts: the Iggy client's pool outlives a test's body.
-const opts = { sanitizeOps: false, sanitizeResources: false, ignore };
+const opts = { ignore };
 const SUFFIX = crypto.randomUUID().slice(0, 8);
 const STREAM = `fleet_${SUFFIX}`;
 
@@ -65,11 +64,11 @@ Deno.test({
         ], { timeoutMs: 15_000 });
       const ok = await pub("devices/meter-7/volts");
       assert.equal(ok.code, 0, ok.stderr);
-      const info = await gw.gateway.backend.getTopic(STREAM, "meter-7");
+      const info = await gw.view.log.getTopic(STREAM, "meter-7");
       assert.ok(info !== null, "auto-created by the gateway's account");
       const got: string[] = [];
       for (let partition = 0; partition < info.partitions; partition++) {
-        const msgs = await gw.gateway.backend.poll(
+        const msgs = await gw.view.log.poll(
           { stream: STREAM, topic: "meter-7", partition },
           0,
           10,
@@ -79,7 +78,7 @@ Deno.test({
       assert.deepEqual(got, ["230.1"]);
       const denied = await pub("devices/meter-8/volts");
       assert.match(denied.stderr + denied.stdout, /not authori[sz]ed/i);
-      assert.equal(await gw.gateway.backend.getTopic(STREAM, "meter-8"), null);
+      assert.equal(await gw.view.log.getTopic(STREAM, "meter-8"), null);
       // The same name with a password is an Iggy login, and Iggy has no such user.
       const asUser = await run("mosquitto_pub", [
         ...["-h", "127.0.0.1", "-p", String(gw.port), "-i", "meter-7b", "-u", "meter-7"],

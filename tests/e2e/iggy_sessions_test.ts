@@ -119,7 +119,7 @@ Deno.test({
       ...more,
     });
     const offline = (gw: TestGateway, i: number) =>
-      gw.gateway.sessions.get(id(i))?.offlineSinceMs != null;
+      gw.view.storedSession(id(i))?.offlineSinceMs != null;
     const gw1 = await startGateway({
       env: env("expiry-1", { IGGY_MQTT_SESSION_EXPIRY_S: "86400" }),
       map: MAP,
@@ -138,14 +138,13 @@ Deno.test({
       }
       const all = [...Array(N).keys()];
       await waitFor(() => all.every((i) => offline(gw1, i)), 30_000, "every session offline");
-      const sessions = gw1.gateway.sessions;
-      lastOffline = Math.max(...all.map((i) => sessions.get(id(i))!.offlineSinceMs!));
-      const [key] = sessions.get(id(0))!.triples;
+      const view = gw1.view;
+      lastOffline = Math.max(...all.map((i) => view.storedSession(id(i))!.offlineSinceMs!));
+      const [key] = view.storedSession(id(0))!.triples;
       const [stream, topic, partition] = key.split("\u0000");
       triple = { stream, topic, partition: Number(partition) };
       await waitFor(
-        async () =>
-          await gw1.gateway.backend.getOffset(sessionConsumer(id(N - 1)), triple) !== null,
+        async () => await gw1.view.log.getOffset(sessionConsumer(id(N - 1)), triple) !== null,
         10_000,
         "the last position stored",
       );
@@ -161,15 +160,15 @@ Deno.test({
       map: MAP,
     });
     try {
-      await waitFor(() => gw2.gateway.metrics.storedSessionsExpired.get() >= N, 10_000, "expired");
+      await waitFor(() => gw2.view.metrics.storedSessionsExpired.get() >= N, 10_000, "expired");
       const lines = gw2.logs.map((l) => JSON.parse(l)).filter((l) =>
         l.msg === "Stored sessions expired"
       );
       assert.equal(lines.length, 1, "one sweep, one line");
       assert.ok(lines[0].count >= N, "this test's sessions and the one before's");
-      await gw2.gateway.sessions.idle();
+      await gw2.view.storedSessionsIdle();
       for (let i = 0; i < N; i += 13) {
-        const row = await gw2.gateway.backend.getOffset(sessionConsumer(id(i)), triple);
+        const row = await gw2.view.log.getOffset(sessionConsumer(id(i)), triple);
         assert.equal(row, null, `${id(i)}'s consumer offset is deleted`);
       }
       const back = await connectStored(gw2.port, id(5));
@@ -183,9 +182,9 @@ Deno.test({
       const third = await connectStored(gw2.port, id(7));
       assert.deepEqual([third.present, third.code], [0, 0]);
       third.c.close();
-      assert.equal(gw2.gateway.metrics.storedSessionsEvicted.get(), 1);
-      const stored = [5, 6, 7].filter((i) => gw2.gateway.sessions.get(id(i)) !== undefined);
-      assert.deepEqual([stored, gw2.gateway.sessions.size], [[6, 7], 2], "5 was evicted");
+      assert.equal(gw2.view.metrics.storedSessionsEvicted.get(), 1);
+      const stored = [5, 6, 7].filter((i) => gw2.view.storedSession(id(i)) !== undefined);
+      assert.deepEqual([stored, gw2.view.storedSessionCount], [[6, 7], 2], "5 was evicted");
     } finally {
       await gw2.stop();
     }

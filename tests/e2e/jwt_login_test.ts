@@ -95,11 +95,11 @@ async function jwtGateway(
 }
 
 async function stored(gw: TestGateway, topic: string): Promise<string[]> {
-  const info = await gw.gateway.backend.getTopic("devices", topic);
+  const info = await gw.view.log.getTopic("devices", topic);
   if (info === null) return [];
   const out: string[] = [];
   for (let partition = 0; partition < info.partitions; partition++) {
-    const msgs = await gw.gateway.backend.poll({ stream: "devices", topic, partition }, 0, 100);
+    const msgs = await gw.view.log.poll({ stream: "devices", topic, partition }, 0, 100);
     out.push(...msgs.map((m) => new TextDecoder().decode(m.payload)));
   }
   return out;

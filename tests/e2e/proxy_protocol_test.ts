@@ -47,7 +47,7 @@ function refusals(gw: TestGateway): { remote: string; listener: string; reason: 
 }
 
 const refused = (gw: TestGateway, reason: string, listener = "tcp") =>
-  gw.gateway.metrics.connectionsRefused.get({ reason, listener });
+  gw.view.metrics.connectionsRefused.get({ reason, listener });
 
 for (const layer of ["epoll", "node"] as const) {
   Deno.test(`PROXY v1 and v2 on the ${layer} layer: the client's own address meets the anonymous rule and the per-source rate`, async () => {
@@ -67,7 +67,7 @@ for (const layer of ["epoll", "node"] as const) {
       // 198.51.100.8's burst is spent; another client behind the same balancer is not refused.
       assert.equal(await connectVia(gw.port, v2("198.51.100.8"), "third"), null);
       assert.equal(await connectVia(gw.port, v1("198.51.100.9"), "neighbour"), 0);
-      assert.equal(gw.gateway.metrics.connectionsRefused.get({ reason: "rate_per_source" }), 1);
+      assert.equal(gw.view.metrics.connectionsRefused.get({ reason: "rate_per_source" }), 1);
       const remotes = refusals(gw).map((r) => r.remote);
       assert.deepEqual(remotes, ["198.51.100.7", "198.51.100.8"]);
     } finally {
@@ -270,7 +270,7 @@ Deno.test("PROXY protocol: 300 mutated headers over real sockets leave the gatew
       }));
     }
     assert.equal(await connectVia(gw.port, v2("198.51.100.9"), "witness"), 0);
-    const malformed = gw.gateway.metrics.connectionsRefused.get({
+    const malformed = gw.view.metrics.connectionsRefused.get({
       reason: "proxy_header",
       listener: "tcp",
     });

@@ -108,7 +108,7 @@ Deno.test({
           assert.equal(row, null, `a-${i}'s position is deleted`);
         }
         assert.equal(await catalogRows(`${dir}/gateway.db`), 0, "no consumer-offset row of theirs");
-        const records = gw2.gateway.backend.poll(RECORD_TOPIC, 0, 10 * N);
+        const records = gw2.view.log.poll(RECORD_TOPIC, 0, 10 * N);
         assert.deepEqual(await records, [], "no record and no tombstone of theirs");
         const back = await connectStored(gw2.port, "a-5");
         assert.deepEqual([back.present, back.code], [0, 0], "a returning id: session present 0");

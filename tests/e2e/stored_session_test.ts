@@ -197,7 +197,7 @@ Deno.test({
   ...opts,
   async fn() {
     const gw = await startGateway({ env: { IGGY_MQTT_LIMITS_MAX_STORED_SESSIONS: "2" } });
-    const offline = (id: string) => gw.gateway.sessions.get(id)?.offlineSinceMs != null;
+    const offline = (id: string) => gw.view.storedSession(id)?.offlineSinceMs != null;
     try {
       for (const id of ["old-a", "old-b"]) { // old-a goes offline first
         const c = await connectStored(gw.port, id);
@@ -216,7 +216,7 @@ Deno.test({
       assert.deepEqual([evicted[0].level, evicted[0].client_id], ["warn", "old-a"]);
       const metrics = await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
       assert.match(metrics, /^session_stored_evicted_total 1$/m);
-      assert.equal(gw.gateway.metrics.storedSessionsRefused.get(), 0);
+      assert.equal(gw.view.metrics.storedSessionsRefused.get(), 0);
       // Both stored sessions connected: nothing to evict, a new one is refused (CONNACK 3).
       const refused = await connectStored(gw.port, "new-d");
       assert.equal(refused.code, 3);
