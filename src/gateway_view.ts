@@ -69,6 +69,11 @@ export class GatewayView {
     return this.#g.backend;
   }
 
+  /** The log level now (the admin action changes it at run time). */
+  get logLevel(): string {
+    return this.#g.logger.level;
+  }
+
   /** The counters and gauges, by their names in code. */
   get metrics(): Readonly<GatewayMetrics> {
     return this.#g.metrics;

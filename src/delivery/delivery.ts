@@ -1,7 +1,6 @@
 /**
- * The way out: subscribe S1–S5 (`subscribe.ts`), route R1–R6 (`route.ts`), PUBACK
- * settlement and client queues (`subscriber_queues.ts`), client detach. Implements the session's
- * {@link DeliveryPort}.
+ * The way out: subscribe S1–S5 (`subscribe.ts`), route R1–R6 (`route.ts`), PUBACK settlement and
+ * client queues (`subscriber_queues.ts`), client detach: the session's {@link DeliveryPort}.
  *
  * @module
  */

@@ -86,12 +86,12 @@ Deno.test({
       const commands = blocks[1].trim().split("\n");
       const ok = await run("bash", ["-c", commands[0]], { cwd: dir });
       assert.equal(ok.code, 0, ok.stderr);
-      await waitFor(() => gw!.gateway.metrics.publishes.get({ outcome: "acked" }) === 1);
+      await waitFor(() => gw!.view.metrics.publishes.get({ outcome: "acked" }) === 1);
       const revoked = await run("bash", ["-c", commands[1]], { cwd: dir });
       assert.equal(revoked.code, 0, "the || echo line ends well");
       assert.match(revoked.stdout, /^sensor-9 refused$/m);
       assert.equal(
-        gw.gateway.metrics.publishes.get({ outcome: "acked" }),
+        gw.view.metrics.publishes.get({ outcome: "acked" }),
         1,
         "nothing from sensor-9",
       );

@@ -123,7 +123,7 @@ Deno.test(`admin actions over HTTP and the CLI with mosquitto_sub (3.1.1) and MQ
       "clients/disconnect: missing Authorization: Bearer <admin token>",
     ]);
     assert.doesNotMatch(refusedCli.stderr, STACK_FRAME);
-    assert.equal(gw.gateway.logger.level, "debug");
+    assert.equal(gw.view.logLevel, "debug");
     assert.ok(gw.logs.some((l) => l.includes('"Admin action refused"')), "refusals logged");
     assert.equal(v5Reasons.length, 0, "the MQTT 5 client is still connected");
 
@@ -148,7 +148,7 @@ Deno.test(`admin actions over HTTP and the CLI with mosquitto_sub (3.1.1) and MQ
     const dropped = await admin(gw, ["drop-session", "dev-5"]);
     assert.equal(dropped.code, 0, dropped.stderr);
     assert.equal(dropped.stdout.trim(), 'dropped the stored session of "dev-5"');
-    assert.equal(gw.gateway.sessions.get("dev-5"), undefined);
+    assert.equal(gw.view.storedSession("dev-5"), undefined);
     const again = await http(gw, "POST", "sessions/drop?client_id=dev-5", TOKEN);
     assert.equal(again.status, 404);
     assert.ok(gw.logs.some((l) => l.includes('"Admin action: stored session dropped"')));
@@ -173,7 +173,7 @@ Deno.test(`admin actions over HTTP and the CLI with mosquitto_sub (3.1.1) and MQ
       10_000,
       "mosquitto_sub to reconnect",
     );
-    assert.ok(gw.gateway.sessions.get("dev-311") !== undefined, "its session stays");
+    assert.ok(gw.view.storedSession("dev-311") !== undefined, "its session stays");
 
     // MQTT 3.1.1 through the CLI, with its session: MQTT.js sees its socket close.
     const js311 = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
@@ -192,7 +192,7 @@ Deno.test(`admin actions over HTTP and the CLI with mosquitto_sub (3.1.1) and MQ
     );
     await closed;
     js311.end(true);
-    assert.equal(gw.gateway.sessions.get("js-311"), undefined);
+    assert.equal(gw.view.storedSession("js-311"), undefined);
     assert.deepEqual(ids((await http(gw, "GET", "clients")).body, "clients"), ["dev-311"]);
     assert.deepEqual(ids((await http(gw, "GET", "sessions")).body, "sessions"), ["dev-311"]);
     const notThere = await admin(gw, ["disconnect", "js-311"]);
@@ -218,21 +218,21 @@ Deno.test(`admin actions over HTTP and the CLI with mosquitto_sub (3.1.1) and MQ
     assert.equal(kept.stdout.trim(), 'disconnected "js-5b" (MQTT 5)');
     assert.equal(await v5bReason, 0x98);
     v5b.end(true);
-    await waitFor(() => gw.gateway.sessions.get("js-5b")?.offlineSinceMs !== null);
+    await waitFor(() => gw.view.storedSession("js-5b")?.offlineSinceMs !== null);
     const httpDrop = await http(gw, "POST", "sessions/drop?client_id=js-5b", TOKEN);
     assert.equal(httpDrop.status, 200);
     assert.deepEqual(httpDrop.body, { client_id: "js-5b", dropped: true });
-    assert.equal(gw.gateway.sessions.get("js-5b"), undefined);
+    assert.equal(gw.view.storedSession("js-5b"), undefined);
 
     // The log level, read and changed at run time.
     assert.equal((await admin(gw, ["log-level"])).stdout.trim(), "log level debug");
     const changed = await admin(gw, ["log-level", "warn"]);
     assert.equal(changed.stdout.trim(), "log level warn (was debug)");
-    assert.equal(gw.gateway.logger.level, "warn");
+    assert.equal(gw.view.logLevel, "warn");
     assert.ok(gw.logs.some((l) => l.includes('"Admin action: log level changed"')));
     const bad = await http(gw, "POST", "log-level?level=loud", TOKEN);
     assert.equal(bad.status, 400);
-    assert.equal(gw.gateway.logger.level, "warn");
+    assert.equal(gw.view.logLevel, "warn");
   } finally {
     v5.end(true);
     try {
@@ -254,7 +254,7 @@ Deno.test("admin write actions without http.admin_token are all refused (403) an
       assert.match(r.body.error!, /IGGY_MQTT_HTTP_ADMIN_TOKEN/);
     }
     assert.equal((await http(gw, "POST", "log-level?level=error", "x")).status, 403);
-    assert.equal(gw.gateway.logger.level, "debug");
+    assert.equal(gw.view.logLevel, "debug");
     const refused = gw.logs.filter((l) => l.includes('"Admin action refused"'));
     assert.equal(refused.length, 3);
     assert.match(refused[0], /"action":"POST \/admin\/clients\/disconnect"/);

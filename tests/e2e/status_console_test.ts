@@ -253,7 +253,7 @@ Deno.test(
     const load = keepFilling(t.port, "sensors/big/data", "z".repeat(65536));
     try {
       await waitFor(
-        () => t.gateway.metrics.publishes.get({ outcome: "failed" }) > 0,
+        () => t.view.metrics.publishes.get({ outcome: "failed" }) > 0,
         15_000,
         "the store to fill",
       );
