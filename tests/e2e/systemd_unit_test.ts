@@ -59,7 +59,8 @@ function directive(key: string): string | undefined {
 Deno.test("systemd unit has [Unit], [Service] and [Install] sections", () => {
   assert.deepEqual([...units.keys()], ["Unit", "Service", "Install"]);
   assert.equal(units.get("Install")?.get("WantedBy")?.[0], "multi-user.target");
-  assert.equal(units.get("Unit")?.get("After")?.[0], "network-online.target");
+  // After the network and, where a wait unit is enabled, a synchronized clock (OPERATIONS).
+  assert.equal(units.get("Unit")?.get("After")?.[0], "network-online.target time-sync.target");
 });
 
 Deno.test("systemd unit runs the release binary with the config in /etc/iggy-mqtt-gateway", () => {

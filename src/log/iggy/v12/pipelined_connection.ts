@@ -317,7 +317,9 @@ export class IggyConnection012 {
           new IggyTimeoutError(`Iggy did not answer ${commandName(code)} within ${waitMs} ms`),
         );
         // Nothing came back at all for as long: the connection is dead, not one request.
-        if (performance.now() - this.#lastReceived >= Math.min(waitMs, this.#o.timeoutMs)) {
+        // Less a millisecond: a timer may fire up to one before the fraction it was set for.
+        const silentMs = performance.now() - this.#lastReceived;
+        if (silentMs >= Math.min(waitMs, this.#o.timeoutMs) - 1) {
           this.#fail(new IggyTimeoutError(`Iggy connection ${this.#o.label} went silent`));
         }
       }, waitMs);
