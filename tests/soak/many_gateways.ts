@@ -537,7 +537,7 @@ class Soak {
       maxTwinOverlapMs: Math.max(0, ...twin),
       overlaps: this.overlaps,
       retainedAgreeMs: agree ? Math.round(performance.now() - agreeStart) : null,
-      shareDealt: this.shares ? this.#shareDealt() : null,
+      shareDealt: this.shares ? await this.#shareDealtSettled() : null,
     };
   }
 
@@ -546,6 +546,22 @@ class Soak {
       const held = g!.view.retainedPayloads();
       return [...this.finals].every(([t, v]) => held.get(t) === v);
     });
+  }
+
+  /**
+   * Per gateway: partitions of the share group's topic it deals, once the count stood still for
+   * three of the share spread's syncs (0.5 s each), 10 s at most.
+   */
+  async #shareDealtSettled(): Promise<number[]> {
+    let last = "", same = 0;
+    for (let i = 0; i < 20 && same < 3; i++) {
+      await sleep(500);
+      const now = JSON.stringify(this.#shareDealt());
+      same = now === last ? same + 1 : 0;
+      last = now;
+      this.o.log?.(`share partitions dealt per gateway: ${now}`);
+    }
+    return JSON.parse(last);
   }
 
   /** Per gateway: partitions of the share group's topic it deals. */
