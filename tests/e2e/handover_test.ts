@@ -6,11 +6,14 @@
  * with the Server Reference of `mqtt5.server_reference` (0x8B Server shutting down without one),
  * Paho 3.1.1 a closed connection; each reconnects where it was sent, finds its session present
  * and gets every message published before, during and after the stop at least once: no gap.
+ * Then the bound: a stop whose Iggy stops answering still ends within `gateway.drain_timeout_ms`
+ * and says so, and the gateway process exits 0 within it on SIGTERM.
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
 import { hasCommand, startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { spawnGateway } from "../helpers/process.ts";
 
 const SCRIPT = new URL("../clients/paho_handover.py", import.meta.url).pathname;
 const HAS_PAHO = hasCommand("python3") &&
@@ -210,6 +213,57 @@ Deno.test({
       node.releaseHeld();
       await node.close();
       await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "SIGTERM to the gateway process: an MQTT 5 client is told 0x9C and where to go, the process exits 0 within gateway.drain_timeout_ms",
+  async fn() {
+    const node = new FakeNode({ dialect: "0.11", store: new FakeStore() });
+    const gw = await spawnGateway({
+      IGGY_MQTT_GATEWAY_BACKEND: "iggy",
+      IGGY_MQTT_IGGY_ADDRESS: node.listen(),
+      IGGY_MQTT_IGGY_PASSWORD: "iggy",
+      IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
+      IGGY_MQTT_LOG_AUTO_CREATE: "true",
+      IGGY_MQTT_GATEWAY_DRAIN_TIMEOUT_MS: "3000",
+      IGGY_MQTT_MQTT5_SERVER_REFERENCE: "mqtt.example.com:1883",
+    });
+    try {
+      const c = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, {
+        protocolVersion: 5,
+        clientId: "sigterm",
+        clean: false,
+        reconnectPeriod: 0,
+        properties: { sessionExpiryInterval: 3600 },
+      });
+      const got = new Promise<void>((r) => c.on("message", () => r()));
+      const told = new Promise<mqtt.IDisconnectPacket>((r) => c.on("disconnect", r));
+      await c.subscribeAsync("sigterm/#", { qos: 1 });
+      await c.publishAsync("sigterm/a", "before the stop", { qos: 1 });
+      await got;
+      const started = performance.now();
+      const status = await gw.stop();
+      const took = performance.now() - started;
+      const d = await told;
+      c.end(true);
+      assert.equal(status.code, 0);
+      assert.ok(took < 3000, `the process took ${took} ms to exit`);
+      assert.deepEqual([d.reasonCode, d.properties?.serverReference], [
+        0x9c,
+        "mqtt.example.com:1883",
+      ]);
+      const lines = gw.output.join("").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      assert.ok(lines.some((l) => l.msg === "Gateway stopped" && l.stop_ms < 3000));
+      assert.ok(
+        !lines.some((l) => l.level === "error"),
+        JSON.stringify(lines.filter((l) => l.level === "error")),
+      );
+    } finally {
+      await gw.stop();
+      await node.close();
     }
   },
 });
