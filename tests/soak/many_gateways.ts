@@ -21,7 +21,13 @@
  */
 import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
-import { freeFixedPort, startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import {
+  freeFixedPort,
+  hasCommand,
+  startGateway,
+  type TestGateway,
+  waitFor,
+} from "../helpers/gateway.ts";
 import { parseArgs } from "node:util";
 
 const CONFIG = new URL("../fixtures/haproxy/gateways.cfg", import.meta.url).pathname;
@@ -635,6 +641,10 @@ if (import.meta.main) {
     iggy: values.iggy ?? Deno.env.get("IGGY_TEST_ADDRESS") ?? "",
     log: (l) => console.log(`${new Date().toISOString()} ${l}`),
   };
+  if (!hasCommand("haproxy") || (o.paho > 0 && !hasCommand("python3"))) {
+    console.error("soak: needs haproxy (Debian package haproxy) and python3 with paho-mqtt");
+    Deno.exit(2);
+  }
   const where = o.iggy === "" ? "the fake Iggy" : `Iggy at ${o.iggy}`;
   console.log(`soak on ${where}: ${JSON.stringify({ ...o, log: undefined })}`);
   const r = await soakManyGateways(o);
