@@ -7,7 +7,8 @@
  * Paho 3.1.1 a closed connection; each reconnects where it was sent, finds its session present
  * and gets every message published before, during and after the stop at least once: no gap.
  * Then the bound: a stop whose Iggy stops answering still ends within `gateway.drain_timeout_ms`
- * and says so, and the gateway process exits 0 within it on SIGTERM.
+ * and says so, the gateway process exits 0 within it on SIGTERM, and in forward mode the stop
+ * waits for the send in flight to the upstream Iggy.
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
@@ -262,6 +263,54 @@ Deno.test({
         JSON.stringify(lines.filter((l) => l.level === "error")),
       );
     } finally {
+      await gw.stop();
+      await node.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a stop in forward mode waits for the send in flight to the upstream Iggy, within the bound",
+  async fn() {
+    let holding = true;
+    const store = new FakeStore();
+    const node = new FakeNode({
+      dialect: "0.11",
+      store,
+      hook: (req) => holding && req.code === 101 ? "hold" : undefined, // 101: SendMessages
+    });
+    const gw = await startGateway({
+      env: {
+        IGGY_MQTT_FORWARD_ENABLED: "true",
+        IGGY_MQTT_FORWARD_LINGER_MS: "5",
+        IGGY_MQTT_IGGY_ADDRESS: node.listen(),
+        IGGY_MQTT_IGGY_PROTOCOL: "0.11",
+        IGGY_MQTT_IGGY_PASSWORD: "iggy",
+        IGGY_MQTT_GATEWAY_DRAIN_TIMEOUT_MS: "5000",
+      },
+    });
+    try {
+      const pub = await mqtt.connectAsync(`mqtt://127.0.0.1:${gw.port}`, { reconnectPeriod: 0 });
+      for (let i = 0; i < 20; i++) await pub.publishAsync("sensors/s1/data", `f${i}`, { qos: 1 });
+      await pub.endAsync();
+      await waitFor(() => node.heldCount > 0, 5000, "a send to the upstream in flight");
+      let stopped = false;
+      const stopping = gw.gateway.stop().then(() => stopped = true);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(stopped, false, "the stop waits for the upstream's answer");
+      holding = false;
+      node.releaseHeld();
+      await stopping;
+      const upstream = store.payloads("sensors", "sensor_data", 1).concat(
+        store.payloads("sensors", "sensor_data", 2),
+        store.payloads("sensors", "sensor_data", 3),
+      );
+      assert.deepEqual(upstream, Array.from({ length: 20 }, (_, i) => `f${i}`));
+      assert.ok(!gw.logs.some((l) => JSON.parse(l).level === "error"));
+    } finally {
+      holding = false;
+      node.releaseHeld();
       await gw.stop();
       await node.close();
     }
