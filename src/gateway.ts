@@ -22,6 +22,7 @@ import { AppendBudget } from "./session/append_budget.ts";
 import { partialPacketBudget } from "./session/decoder_of.ts";
 import { Authenticator } from "./session/auth.ts";
 import { type Clock, systemClock } from "./base/clock.ts";
+import { within } from "./base/within.ts";
 import { Connection } from "./session/connection.ts";
 import type { SessionContext } from "./session/context.ts";
 import { DeadlineWheel } from "./base/deadline_wheel.ts";
@@ -340,33 +341,49 @@ export class Gateway {
   }
 
   /**
-   * Graceful stop: stop accepting, finish appends in flight and send their PUBACKs, store
-   * reader offsets, close connections, close the store.
+   * Graceful stop, bounded as a whole by `gateway.drain_timeout_ms`: stop accepting; appends in
+   * flight finish and send their PUBACKs (for up to half the bound); each client is told why
+   * (MQTT 5: 0x8B, or 0x9C and `mqtt5.server_reference`) and closed; then reader offsets,
+   * session positions and records, wills and the forwarder's send in flight are stored and the
+   * store closes. What is not stored at the bound is said once; the stop resolves all the same,
+   * and a stored session resumes elsewhere from its last stored position (copies again, not gaps).
    */
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    const bound = this.config.gateway.drain_timeout_ms;
+    const started = performance.now();
     for (const l of this.#listeners) l.close();
     // Before connections close: their unacknowledged deliveries must not be struck.
     this.delivery.beginStop();
-    const drains = [...this.#connections].map((c) => c.drain());
-    const timeout = new Promise((r) => setTimeout(r, this.config.gateway.drain_timeout_ms));
-    await Promise.race([Promise.all(drains), timeout]);
-    for (const c of this.#connections) c.close("gateway stopped");
+    await within(Promise.all([...this.#connections].map((c) => c.drain())), bound / 2);
+    const undrained = this.#connections.size;
+    for (const c of this.#connections) c.stopped();
+    const stored = await within(this.#storeAndClose(), started + bound - performance.now());
+    if (!stored) {
+      this.logger.error(
+        "Stop reached gateway.drain_timeout_ms before positions and records were stored; stored sessions resume from their last stored positions",
+        { drain_timeout_ms: bound, connections_undrained: undrained },
+      );
+    }
+    this.#deadlines.stop();
+    this.#backendUplink?.stop();
+    await this.#clockWatch?.close();
+    await this.#http?.close();
+    this.#ctx.refusalLog.close(); // what the rate limit held back is reported, not lost
+    this.logger.info("Gateway stopped", { stop_ms: Math.round(performance.now() - started) });
+  }
+
+  /** What a stop stores, in order, then the store's close. */
+  async #storeAndClose(): Promise<void> {
     // The closed connections' wills go into the log before it closes.
     await this.#ctx.wills.idle();
     await this.delivery.stop();
     this.#ctx.claims?.stop();
     await this.sessions.stop();
     await this.retained.stop();
-    this.#deadlines.stop();
     await this.forwarder?.stop();
-    this.#backendUplink?.stop();
     await this.backend.close();
-    await this.#clockWatch?.close();
-    await this.#http?.close();
-    this.#ctx.refusalLog.close(); // what the rate limit held back is reported, not lost
-    this.logger.info("Gateway stopped");
   }
 
   #registerGauges(): void {

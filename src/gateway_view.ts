@@ -17,6 +17,7 @@ import type { ShareGroupStats } from "./delivery/share/stats.ts";
 import type { StoredSession } from "./session/stored_sessions.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import type { Uplink } from "./log/uplink_watch.ts";
+import { messageOf } from "./stored/retained/retained_set.ts";
 
 /** One shared reader, read live: each getter reads the reader as it is now. */
 export class ReaderView {
@@ -99,6 +100,11 @@ export class GatewayView {
     return this.#g.registry.connected;
   }
 
+  /** Whether `clientId` has a live (CONNECT accepted, not closed) connection here. */
+  isConnected(clientId: string): boolean {
+    return this.#g.registry.ownerOf(clientId) !== null;
+  }
+
   /** A client's stored session, connected or not. */
   storedSession(clientId: string): StoredSession | undefined {
     return this.#g.sessions.get(clientId);
@@ -172,6 +178,15 @@ export class GatewayView {
   /** Retained messages kept. */
   get retainedCount(): number {
     return this.#g.retained.set.size;
+  }
+
+  /** Retained messages kept: topic → payload (as UTF-8). */
+  retainedPayloads(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const e of this.#g.retained.set.entries()) {
+      out.set(e.topic, new TextDecoder().decode(messageOf(e).payload));
+    }
+    return out;
   }
 
   /** Forward mode's lag and counts; null when forwarding is off. */

@@ -161,17 +161,25 @@ export function encodeUnsuback5(packetId: number, codes: readonly number[]): Uin
   return packet(0xb0, [[packetId >> 8, packetId & 0xff], [0], codes]);
 }
 
-/** DISCONNECT [MQTT-3.14] from the server, with a reason code and optional reason string. */
+/**
+ * DISCONNECT [MQTT-3.14] from the server, with a reason code, an optional reason string and an
+ * optional Server Reference (with 0x9C Use another server). Over the client's maximum packet
+ * size the reason string goes first, the reference last [MQTT-3.14.2-3].
+ */
 export function encodeDisconnect5(
   reasonCode: number,
   reasonString?: string,
   maxPacketSize = Infinity,
+  serverReference?: string,
 ): Uint8Array {
-  const bare = () => packet(0xe0, [[reasonCode], [0]]);
-  if (reasonString === undefined) return bare();
-  const w = new PropertyWriter().string(Prop.REASON_STRING, reasonString);
-  const full = packet(0xe0, [[reasonCode], block(w.bytes())]);
-  return full.length <= maxPacketSize ? full : bare();
+  const withProps = (reason?: string) => {
+    const w = new PropertyWriter();
+    if (reason !== undefined) w.string(Prop.REASON_STRING, reason);
+    if (serverReference !== undefined) w.string(Prop.SERVER_REFERENCE, serverReference);
+    return packet(0xe0, [[reasonCode], block(w.bytes())]);
+  };
+  for (const p of [withProps(reasonString), withProps()]) if (p.length <= maxPacketSize) return p;
+  return packet(0xe0, [[reasonCode], [0]]);
 }
 
 /**

@@ -338,6 +338,21 @@ Deno.test("encodeSuback5(), encodeUnsuback5() and encodeDisconnect5() parse in m
   assert.equal(encodeDisconnect5(0x8d, "keep-alive timeout", 100).length, 25);
 });
 
+Deno.test("encodeDisconnect5() with a Server Reference: 0x9C names the server; the reason string goes first when too big", () => {
+  const [d] = oracleParse(encodeDisconnect5(0x9c, "gateway stopping", Infinity, "lb.example:1883"));
+  assert.deepEqual([d.reasonCode, d.properties.reasonString, d.properties.serverReference], [
+    0x9c,
+    "gateway stopping",
+    "lb.example:1883",
+  ]);
+  const [short] = oracleParse(encodeDisconnect5(0x9c, "gateway stopping", 24, "lb.example:1883"));
+  assert.deepEqual([short.properties.reasonString, short.properties.serverReference], [
+    undefined,
+    "lb.example:1883",
+  ]);
+  assert.equal(encodeDisconnect5(0x9c, "gateway stopping", 10, "lb.example:1883").length, 4);
+});
+
 Deno.test("encodePublish() with an MQTT 5 property block parses in mqtt-packet with every property", () => {
   const shared = encodeMessageProperties({
     payloadFormat: 1,

@@ -73,7 +73,8 @@ export const KEY_SPECS = [
     key: "gateway.drain_timeout_ms",
     type: int(0, 600_000),
     default: 10_000,
-    doc: "On SIGTERM/SIGINT, how long to wait for appends in flight before closing anyway (ms).",
+    doc:
+      "On SIGTERM/SIGINT, the bound of the whole stop (ms): appends in flight get up to half of it to finish and be acknowledged, then positions, session records and the forwarder's send in flight are stored; at the bound the process exits with what is stored by then (logged).",
   },
 
   // [listeners]
@@ -206,6 +207,13 @@ export const KEY_SPECS = [
     default: "specific",
     doc:
       'SUBACK of a refused MQTT 5 subscription: "specific" gives the reason (0x87 not authorized, 0x8F filter invalid, 0x97 quota, …); "unspecified" always 0x80, for clients that accept no other code (the Paho test client).',
+  },
+  {
+    key: "mqtt5.server_reference",
+    type: optStr,
+    default: "",
+    doc:
+      "Where an MQTT 5 client should reconnect when this gateway stops (SIGTERM/SIGINT), e.g. the load balancer's host:port: its connections get DISCONNECT 0x9C Use another server with this as the Server Reference property. Empty: DISCONNECT 0x8B Server shutting down, without a reference. MQTT 3.1.1 clients have no such packet: their connections are closed.",
   },
   {
     key: "mqtt5.max_will_delay_s",

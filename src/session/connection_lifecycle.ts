@@ -5,7 +5,7 @@
  * stored session resumed or made), and ends: at once (`close`: the client's subscriptions
  * detached, its will published), after what is queued was written (`closeAfterFlush`), telling
  * an MQTT 5 client why (`disconnect`), or as a graceful stop (`drain`: appends in flight finish
- * and their PUBACKs go first).
+ * and their PUBACKs go first; `stopped`: the client is told where to go).
  *
  * @module
  */
@@ -124,9 +124,14 @@ export abstract class ConnectionLifecycle
   }
 
   /** Closes; tells an MQTT 5 client why first ({@link lastWord}), not waiting on the peer. */
-  disconnect(reasonCode: number, reason: string, inConnect = false): void {
+  disconnect(
+    reasonCode: number,
+    reason: string,
+    inConnect = false,
+    serverReference?: string,
+  ): void {
     if (this.isClosed) return;
-    const packet = lastWord(this.#v5, inConnect, reasonCode, reason);
+    const packet = lastWord(this.#v5, inConnect, reasonCode, reason, serverReference);
     this.close(reason, packet !== null); // first: a write failing at once finds it closed
     if (packet !== null) this.transport.write(packet).catch(() => {});
   }
@@ -172,7 +177,17 @@ export abstract class ConnectionLifecycle
       if (!this.isClosed) await pub.idle();
     }
     await this.outbox.drained();
-    this.disconnect(0x8b, "gateway stopping");
+    this.stopped();
+  }
+
+  /**
+   * The gateway stops: an MQTT 5 client is told where to go (0x9C Use another server with
+   * `mqtt5.server_reference`) or that the server is shutting down (0x8B); 3.1.1 is closed.
+   */
+  stopped(): void {
+    const reference = this.ctx.config.mqtt5.server_reference;
+    if (reference === "") return this.disconnect(0x8b, "gateway stopping");
+    this.disconnect(0x9c, "gateway stopping: use another server", false, reference);
   }
 
   /** Takes no new packets and closes once what is queued has been written (WireSite). */

@@ -120,7 +120,10 @@ export function lastWord(
   inConnect: boolean,
   reasonCode: number,
   reason: string,
+  serverReference?: string,
 ): Uint8Array | null {
-  if (v5 !== null) return encodeDisconnect5(reasonCode, reason, v5.maximumPacketSize);
+  if (v5 !== null) {
+    return encodeDisconnect5(reasonCode, reason, v5.maximumPacketSize, serverReference);
+  }
   return inConnect ? encodeRefusal5(reasonCode) : null;
 }
