@@ -16,7 +16,8 @@ import { type HttpServer, serveHttp } from "./http/server.ts";
 import { consoleRoutes } from "./http/console_routes.ts";
 import type { MqttListener } from "./net/listeners.ts";
 import { reloadSecureListeners } from "./net/mqtt_listener.ts";
-import { GatewayMetrics, sendHistograms, sendRetryGauge } from "./observe/gateway_metrics.ts";
+import { GatewayMetrics } from "./observe/gateway_metrics.ts";
+import { registerGatewayGauges } from "./gateway_gauges.ts";
 import { Logger } from "./observe/logger.ts";
 import { AppendBudget } from "./session/append_budget.ts";
 import { partialPacketBudget } from "./session/decoder_of.ts";
@@ -54,9 +55,7 @@ import type { Transport } from "./session/transport.ts";
 import { WillPublisher } from "./session/will.ts";
 import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
-import { watchRetention } from "./log/retention_watch.ts";
 import { ClockWatch } from "./log/clock_watch.ts";
-import { readerGauges } from "./observe/triple_gauge.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
 import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
 import { type BackendUplink, backendUplink, type Uplink } from "./log/uplink_watch.ts";
@@ -170,7 +169,7 @@ export class Gateway {
     };
     this.#backendUplink = backendUplink(backend, config.iggy, this.logger, this.#ctx.appendBudget);
     this.uplink = this.forwarder?.uplinkState ?? this.#backendUplink?.state ?? null;
-    this.#registerGauges();
+    registerGatewayGauges(this, this.#ctx);
   }
 
   /** Builds a gateway: compiles the map (refusing a bad one) and creates the backend. */
@@ -384,21 +383,5 @@ export class Gateway {
     await this.retained.stop();
     await this.forwarder?.stop();
     await this.backend.close();
-  }
-
-  #registerGauges(): void {
-    const m = this.metrics.registry;
-    m.gauge("mqtt_connections", "Open MQTT connections", () => this.registry.size);
-    sendRetryGauge(m, () => this.backend.remote?.resendCounters());
-    sendHistograms(m, this.backend.remote?.watchSends);
-    watchRetention(this.backend, this.metrics, this.logger); // its counters and log line
-    m.gauge(
-      "mqtt_outbound_queue_bytes",
-      "Bytes queued to subscribers, all clients",
-      () => this.#ctx.outboundBudget.bytes,
-    );
-    const appends = this.#ctx.appendBudget;
-    m.gauge("log_pending_appends", "Messages waiting for the backend", () => appends.pending);
-    readerGauges(m, () => this.delivery.readerStats());
   }
 }
