@@ -38,11 +38,12 @@ if (IGGY === "") {
  */
 const ORDINARY_BOUND_MS = 5000;
 /**
- * The bound for twins, once a claim crosses gateways: `SOAK_TWIN_BOUND_MS=<ms>` judges it (add the
- * sampling's slack above); unset, the twins' overlap is printed only (without such a claim a twin
- * lives up to the 10 s the soak gives it).
+ * The bound for twins: a CONNECT's claim reaches the other gateways within
+ * `session.claim_poll_interval_ms` plus one read of the session topic (OPERATIONS "One client id
+ * through many gateways"), plus the sampling's slack above. `SOAK_TWIN_BOUND_MS=<ms>` sets another
+ * (without claims across gateways a twin lived up to the 10 s the soak gives it).
  */
-const TWIN_BOUND_MS = Number(Deno.env.get("SOAK_TWIN_BOUND_MS") || Infinity);
+const TWIN_BOUND_MS = Number(Deno.env.get("SOAK_TWIN_BOUND_MS") || ORDINARY_BOUND_MS);
 
 const SHORT: Omit<SoakOptions, "iggy"> = {
   durationMs: 12_000,
