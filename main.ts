@@ -34,7 +34,6 @@ import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { readMessages, readRetained } from "./src/cli/read.ts";
-import { parseShare } from "./src/delivery/share/groups.ts";
 import { runAdminCommand } from "./src/cli/admin_commands.ts";
 import { GATEWAY_VERSION } from "./src/base/version.ts";
 import { explain } from "./src/cli/explain.ts";

@@ -7,6 +7,13 @@
  * previous owner had not settled is dealt again: at least once at the hand-over, counted in
  * `mqtt_share_handover_messages_total`.
  *
+ * Iggy moves a partition at once when a member joins (the gateway never polls with the group, so
+ * nothing of it is in flight for Iggy), and the member that lost it only sees so at its next sync:
+ * a gateway given a partition another member may still deal holds it for {@link HANDOVER_HOLD_MS}
+ * before dealing it, so that no partition is dealt by two gateways at once. A rebalance is
+ * followed within three syncs: the loser stops at its next sync, the gainer sees the move at its
+ * next one and deals the partition from the first one after the hold.
+ *
  * The group's position is a named consumer's offsets (the group's log name), stored every sync
  * for each partition this gateway owns, only over the prefix its members have settled (the ack
  * ledger's rule), and once more when it leaves. A group that starts fresh (no member anywhere,
@@ -24,6 +31,12 @@ import { GroupCatchUp, type GroupCatchUpDeps } from "./group_catch_up.ts";
 
 /** How often each group's partitions are asked for and its position stored (ms). */
 export const SYNC_MS = 500;
+
+/**
+ * How long a gateway holds a partition it was just given before dealing it: the previous owner
+ * stops dealing it at its next sync, within SYNC_MS of the move.
+ */
+export const HANDOVER_HOLD_MS = SYNC_MS;
 
 /** Bytes of a log group name at most (an Iggy name). */
 const MAX_NAME_BYTES = 255;
@@ -47,6 +60,8 @@ interface Spread {
   readonly catchUps: Map<string, GroupCatchUp>;
   /** Position last stored per triple key (the first offset not settled). */
   readonly stored: Map<string, number>;
+  /** Partitions given but held (their previous owner may still deal them): since when (ms). */
+  readonly held: Map<string, number>;
   /** Start live, not from a stored position (a group that was nowhere). */
   fresh: boolean;
   ended: boolean;
@@ -106,6 +121,7 @@ export class ShareSpread {
       triples,
       catchUps: new Map(),
       stored: new Map(),
+      held: new Map(),
       fresh: !resume,
       ended: false,
       syncing: false,
@@ -205,12 +221,29 @@ export class ShareSpread {
       sp.catchUps.delete(key);
       sp.stored.delete(key);
     }
+    for (const key of sp.held.keys()) if (!mine.has(key)) sp.held.delete(key);
     for (const t of sp.triples) {
       const key = tripleKey(t);
-      if (mine.has(key) && !owned.has(key) && !sp.catchUps.has(key)) await this.#gain(sp, t, key);
+      if (!mine.has(key) || owned.has(key) || sp.catchUps.has(key) || this.#holds(sp, key)) {
+        continue;
+      }
+      sp.held.delete(key);
+      await this.#gain(sp, t, key);
     }
     sp.fresh = false;
     await this.#store(sp);
+  }
+
+  /**
+   * Whether a partition given to this gateway is still held: another gateway may deal it until
+   * its next sync. A group that was nowhere (fresh) has no other owner to wait for.
+   */
+  #holds(sp: Spread, key: string): boolean {
+    if (sp.fresh) return false;
+    const now = performance.now();
+    const since = sp.held.get(key);
+    if (since === undefined) sp.held.set(key, now);
+    return since === undefined || now - since < HANDOVER_HOLD_MS;
   }
 
   /** A partition became this gateway's: from the group's stored position, or live. */
