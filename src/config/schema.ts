@@ -761,7 +761,7 @@ export const KEY_SPECS = [
     type: int(1024, MAX_SAFE),
     default: 8_388_608,
     doc:
-      "Queued outbound bytes per client; live QoS 0 beyond → dropped, live QoS 1 → client paused, at twice it → evicted; catch-ups, replays and retained sets wait for it to drain. Keep it several times limits.max_packet_bytes: a live burst of large messages to a QoS 1 subscriber past twice it evicts the subscriber.",
+      "Queued outbound bytes per client; live QoS 0 beyond → dropped, live QoS 1 → client paused; at twice it the partition's reader waits (the log holds the rest of a burst) while the client drains, and a client that makes no progress (no write, no PUBACK) for 1 s there (limits.slow_consumer_timeout_ms when shorter) is evicted; catch-ups, replays and retained sets wait for it to drain. Keep it several times limits.max_packet_bytes: a QoS 1 subscriber at twice it holds back the others on its partitions while it drains.",
   },
   {
     key: "limits.max_outbound_queue_bytes",

@@ -5,7 +5,8 @@
  * Bytes counted against the caps are the outbox's queued bytes (written to the socket yet or
  * not) plus QoS 1 copies waiting for a window slot. A client whose socket does not drain
  * keeps its bytes queued, so it crosses the cap, is paused, and is evicted if it does not
- * drain within `slow_consumer_timeout_ms` or reaches the hard cap (twice the per-client cap).
+ * drain within `slow_consumer_timeout_ms`. A live copy that would pass the hard cap (twice the
+ * per-client cap) waits in its reader for the client to drain (`pacing.ts` `roomUnderHardCap`).
  * Backlogs (catch-ups, replays, retained sets) offer only what fits under the cap and wait for
  * the queue to drain (`pacing.ts`); waiting, the queue counts as paused. A closed queue
  * (evicted or detached) takes nothing and holds nothing of the global budget.
@@ -174,6 +175,12 @@ export class ClientQueue implements DeadlineOwner {
     return new Promise((r) => (this.#drainWaiters ??= []).push(r));
   }
 
+  /** Whether a QoS 1 copy of `bytes` takes this queue past twice its cap (never when empty). */
+  overHardCap(bytes: number): boolean {
+    const queued = this.queuedBytes;
+    return queued > 0 && queued + bytes > 2 * this.#limits.maxClientBytes;
+  }
+
   /** Offers a QoS 0 copy (already encoded, shared between subscribers). */
   offerQos0(packet: Uint8Array): Offer {
     if (this.#closed) return "struck";
@@ -185,10 +192,7 @@ export class ClientQueue implements DeadlineOwner {
   /** Offers a QoS 1 copy: sent now, queued behind the window, or the client is evicted. */
   offerQos1(copy: Copy): Offer {
     if (this.#closed) return "struck";
-    const queued = this.queuedBytes;
-    if (queued > 0 && queued + copy.bytes > 2 * this.#limits.maxClientBytes) {
-      return "evict"; // hard cap reached
-    }
+    if (this.overHardCap(copy.bytes)) return "evict";
     if (this.#overCap(copy.bytes)) this.#pause();
     if (this.inflight < this.#maxInflight && this.#waiting.length === 0) {
       this.#send(copy);

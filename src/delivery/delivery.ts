@@ -26,6 +26,7 @@ import type { SharedReader } from "./reader.ts";
 import { type Subscription, SubscriptionRegistry, type Triple, tripleKey } from "./registry.ts";
 import { deliverCopies, Router, sharedTarget } from "./route.ts";
 import { finishTargets } from "./targets.ts";
+import { HARD_CAP_GRACE_MS } from "./pacing.ts";
 import { expiryLeft } from "./out_v5.ts";
 import { joinAt, reresolve } from "./reresolve.ts";
 import { lowestPositionOf, SessionDelivery } from "./session_delivery.ts";
@@ -80,7 +81,8 @@ export class Delivery implements DeliveryPort {
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
     const evict = this.#evict = (q: ClientQueue, why: string) => clients.evict(q, why);
-    const router = new Router(this.registry, deps.metrics, evict);
+    const graceMs = Math.min(HARD_CAP_GRACE_MS, deps.options.slowConsumerTimeoutMs);
+    const router = new Router(this.registry, deps.metrics, evict, graceMs);
     this.#subscriptions = new Subscriptions({
       ...deps,
       registry: this.registry,

@@ -131,6 +131,41 @@ Deno.test({
 
 Deno.test({
   name:
+    "default config: a live burst of 24 of the largest QoS 1 publishes (three times the 8 MiB per-client cap) reaches a QoS 1 subscriber that reads, whole and in order: the reader waits for it, no one is evicted",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const url = `mqtt://127.0.0.1:${gw.port}`;
+    const clients: mqtt.MqttClient[] = [];
+    const connect = async (clientId: string) => {
+      const c = await mqtt.connectAsync(url, { clientId, reconnectPeriod: 0 });
+      clients.push(c);
+      return c;
+    };
+    try {
+      const topic = "sensors/big/data";
+      const largest = MIB - topic.length - 4;
+      const got: Buffer[] = [];
+      const sub = await connect("burst-sub");
+      sub.on("message", (_t, p) => got.push(p));
+      await sub.subscribeAsync(topic, { qos: 1 });
+      const pub = await connect("burst-pub");
+      const sent = Array.from({ length: 24 }, (_, i) => payloadOf(largest, i));
+      // One burst: every PUBLISH is on the wire before the first PUBACK comes back.
+      await Promise.all(sent.map((p) => pub.publishAsync(topic, p, { qos: 1 })));
+      await waitFor(() => got.length === 24 || !sub.connected, 30_000, "24 deliveries");
+      assert.equal(gw.view.metrics.evictions.get(), 0, "the subscriber that reads is not evicted");
+      assert.equal(got.length, 24);
+      assert.ok(got.every((p, i) => p.equals(sent[i])), "in order, whole");
+    } finally {
+      for (const c of clients) await c.endAsync();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "default config: a backlog of 40 messages of 1 MiB reaches a $replay subscription and a returning stored session whole, in cap-sized steps, no one evicted",
   ...opts,
   async fn() {
