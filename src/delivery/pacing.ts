@@ -59,20 +59,35 @@ export async function roomFor(q: ClientQueue, bytes: number): Promise<boolean> {
 
 /**
  * Waits until one of `queues` takes `bytes` (or all are closed); meanwhile every one of them
- * that holds bytes counts as paused.
+ * that holds bytes counts as paused, until one has room: then the others' pauses end (when
+ * under their cap and nothing else waits for them), so no clock runs on a client nothing waits
+ * for.
  */
 export async function roomInAny(queues: readonly ClientQueue[], bytes: number): Promise<void> {
-  for (;;) {
-    let open = 0;
-    const drains: Promise<void>[] = [];
-    for (const q of queues) {
-      if (q.closed) continue;
-      if (q.blockedBy(bytes) === null) return;
-      open++;
-      if (q.queuedBytes > 0) drains.push(q.drain());
+  let stop = () => {};
+  const stopped = new Promise<void>((r) => stop = r);
+  const pending = new Map<ClientQueue, Promise<void>>(); // one wait per queue, not per round
+  try {
+    for (;;) {
+      let open = 0;
+      const drains: Promise<void>[] = [];
+      for (const q of queues) {
+        if (q.closed) continue;
+        if (q.blockedBy(bytes) === null) return;
+        open++;
+        if (q.queuedBytes === 0) continue;
+        let wait = pending.get(q);
+        if (wait === undefined) {
+          wait = q.drain(stopped).then(() => void pending.delete(q));
+          pending.set(q, wait);
+        }
+        drains.push(wait);
+      }
+      if (open === 0) return;
+      await (drains.length === open ? Promise.race(drains) : sleep(WAIT_MS));
     }
-    if (open === 0) return;
-    await (drains.length === open ? Promise.race(drains) : sleep(WAIT_MS));
+  } finally {
+    stop();
   }
 }
 

@@ -17,7 +17,7 @@ import { ClientQueue } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import type { ShareGroup, Subscription } from "./registry.ts";
 import { GroupCatchUp } from "./share/group_catch_up.ts";
-import { roomUnderHardCap } from "./pacing.ts";
+import { roomInAny, roomUnderHardCap } from "./pacing.ts";
 
 const CAP = 1 << 20;
 const BIG = 200 * 1024;
@@ -44,8 +44,7 @@ class SlowOutbox {
   }
 }
 
-function client(qos: 0 | 1, maxInflight = 1000) {
-  const budget = new OutboundBudget(1 << 30);
+function client(qos: 0 | 1, maxInflight = 1000, budget = new OutboundBudget(1 << 30)) {
   const outbox = new SlowOutbox(budget);
   const sub: Subscriber = {
     clientId: "c",
@@ -268,4 +267,20 @@ Deno.test("a live copy past a QoS 1 queue's hard cap waits while the client drai
   assert.equal(evicted.length, 1);
   assert.match(evicted[0], /hard cap of outbound bytes, no progress for 200 ms/);
   assert.ok(took >= 190 && took < 1000, `evicted after ${took.toFixed(0)} ms`);
+});
+
+Deno.test("roomInAny: once one member has room, the others it waited for are no longer paused when under their own cap", async () => {
+  const budget = new OutboundBudget(1 << 30);
+  const a = client(1, 1000, budget);
+  const b = client(1, 1000, budget);
+  for (const c of [a, b]) c.outbox.push(new Uint8Array(CAP - BIG / 2).fill(0x30));
+  assert.equal(a.q.blockedBy(BIG), "client");
+  assert.equal(b.q.blockedBy(BIG), "client");
+  const waited = roomInAny([a.q, b.q], BIG);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.ok(a.q.paused && b.q.paused, "both paused while the backlog waits for them");
+  a.outbox.write();
+  await waited;
+  assert.equal(a.q.paused, false);
+  assert.equal(b.q.paused, false, "b is under its cap and nothing waits for it any more");
 });
