@@ -192,13 +192,7 @@ export class IggyConnection {
         // connection's failure) still ends the request, and is never an unhandled rejection.
         await Promise.race([written, reply]);
         const f = await reply;
-        const stray = strayReply(f.header, request);
-        if (stray !== null) {
-          // Out of step with the server: no later reply on this connection can be trusted.
-          const e = new IggyConnectionError(`Iggy connection ${this.#label}: ${stray}`);
-          this.#fail(e);
-          throw e;
-        }
+        this.#refuseStray(f, request);
         let transient: unknown;
         try {
           return decodeReply(f.header, f.body, code);
@@ -216,6 +210,15 @@ export class IggyConnection {
     const p = this.#chain.then(run, run).finally(() => this.#queued--);
     this.#chain = p.catch(() => {});
     return p;
+  }
+
+  /** A reply to another request: out of step, no later reply here can be trusted either. */
+  #refuseStray(f: Frame, request: bigint): void {
+    const stray = strayReply(f.header, request);
+    if (stray === null) return;
+    const e = new IggyConnectionError(`Iggy connection ${this.#label}: ${stray}`);
+    this.#fail(e);
+    throw e;
   }
 
   #pause(ms: number): Promise<void> {
