@@ -614,6 +614,13 @@ export const KEY_SPECS = [
       "Largest MQTT packet accepted (remaining length, bytes; MQTT 5: the CONNACK's Maximum Packet Size); larger → connection closed before the body is read.",
   },
   {
+    key: "limits.max_connect_packet_bytes",
+    type: int(64, 268_435_455),
+    default: 65_536,
+    doc:
+      "Largest first packet (CONNECT, bytes; at most limits.max_packet_bytes applies): before it is read no one has logged in, so it bounds what an unauthenticated connection holds of limits.max_partial_packet_bytes_total; larger → connection closed before the body is read. Raise it for clients whose CONNECT carries a large will payload.",
+  },
+  {
     key: "limits.max_partial_packet_bytes_total",
     type: int(1024, MAX_SAFE),
     default: 67_108_864,
