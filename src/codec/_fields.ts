@@ -10,6 +10,8 @@ import { decodeMqttString, isControlChar } from "./mqtt_string.ts";
 /** Bounds the decoder enforces. */
 export interface DecoderLimits {
   readonly maxPacketBytes: number;
+  /** The first packet (CONNECT), read before anyone logged in; default `maxPacketBytes`. */
+  readonly maxConnectPacketBytes?: number;
   readonly maxTopicBytes: number;
   readonly maxTopicLevels: number;
   /** MQTT 5: user properties one packet may carry; more → DISCONNECT 0x95. */

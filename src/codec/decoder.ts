@@ -46,7 +46,7 @@ import {
   type Subscription,
 } from "./packets.ts";
 import { decodeMqttString } from "./mqtt_string.ts";
-import { readFixedHeader } from "./fixed_header.ts";
+import { readBoundedHeader, readFixedHeader } from "./fixed_header.ts";
 import { type PartialPacketBudget, PartialPacketsFullError } from "./partial_packets.ts";
 import { HeldPacket } from "./held_packet.ts";
 
@@ -105,7 +105,7 @@ export class PacketDecoder {
       if (pos < 0) return out; // the held packet is still not whole: all of `chunk` is held
     }
     while (pos < chunk.length) {
-      const header = readFixedHeader(chunk, pos, this.#limits.maxPacketBytes);
+      const header = readBoundedHeader(chunk, pos, this.#limits, this.#connected);
       if (header === null) break; // need more bytes for the fixed header
       const bodyStart = pos + header.headerBytes;
       const end = bodyStart + header.remaining;
@@ -146,7 +146,7 @@ export class PacketDecoder {
       // The fixed header is at most 5 bytes, so fewer than 5 are held: join them to the
       // front of the chunk to read it.
       const head = concatBytes([this.#held.bytes, chunk.subarray(0, 5)]);
-      const header = readFixedHeader(head, 0, this.#limits.maxPacketBytes);
+      const header = readBoundedHeader(head, 0, this.#limits, this.#connected);
       if (header !== null) this.#total = header.headerBytes + header.remaining;
     }
     const taken = this.#total - this.#held.length;

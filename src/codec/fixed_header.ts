@@ -21,7 +21,12 @@ export interface FixedHeader {
  * ProtocolError with the packet type when the length is over `max` (as soon as the part read
  * so far is) or runs past 4 bytes.
  */
-export function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedHeader | null {
+export function readFixedHeader(
+  b: Uint8Array,
+  pos: number,
+  max: number,
+  bound = "max_packet_bytes",
+): FixedHeader | null {
   let remaining = 0;
   let mult = 1;
   for (let i = 1; i <= 4; i++) {
@@ -32,7 +37,7 @@ export function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedH
       if (remaining > max) {
         const err = new ProtocolError(
           "MQTT-2.2.3",
-          `Packet of ${remaining} bytes exceeds max_packet_bytes ${max}`,
+          `Packet of ${remaining} bytes exceeds ${bound} ${max}`,
           PACKET_TOO_LARGE,
         );
         err.packetType = b[pos] >> 4;
@@ -44,7 +49,7 @@ export function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedH
     // Refuse as soon as the partial length already exceeds the cap.
     if (remaining > max) {
       throw tagged(
-        new ProtocolError("MQTT-2.2.3", `Packet exceeds max_packet_bytes ${max}`, PACKET_TOO_LARGE),
+        new ProtocolError("MQTT-2.2.3", `Packet exceeds ${bound} ${max}`, PACKET_TOO_LARGE),
         b,
         pos,
       );
@@ -57,4 +62,21 @@ export function readFixedHeader(b: Uint8Array, pos: number, max: number): FixedH
 function tagged(err: ProtocolError, b: Uint8Array, pos: number): ProtocolError {
   err.packetType = b[pos] >> 4;
   return err;
+}
+
+/**
+ * The fixed header at `b[pos]`, bounded by `maxPacketBytes`, or before the CONNECT (`connected`
+ * false) by the smaller `maxConnectPacketBytes`: until someone logged in, a connection holds no
+ * more of the bytes every connection shares.
+ */
+export function readBoundedHeader(
+  b: Uint8Array,
+  pos: number,
+  limits: { readonly maxPacketBytes: number; readonly maxConnectPacketBytes?: number },
+  connected: boolean,
+): FixedHeader | null {
+  const max = limits.maxPacketBytes;
+  const first = limits.maxConnectPacketBytes;
+  if (connected || first === undefined || first >= max) return readFixedHeader(b, pos, max);
+  return readFixedHeader(b, pos, first, "max_connect_packet_bytes");
 }

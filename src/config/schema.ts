@@ -645,6 +645,13 @@ export const KEY_SPECS = [
       "Largest MQTT packet accepted (remaining length, bytes; MQTT 5: the CONNACK's Maximum Packet Size); larger → connection closed before the body is read.",
   },
   {
+    key: "limits.max_connect_packet_bytes",
+    type: int(64, 268_435_455),
+    default: 65_536,
+    doc:
+      "Largest first packet (CONNECT, bytes; at most limits.max_packet_bytes applies): before it is read no one has logged in, so it bounds what an unauthenticated connection holds of limits.max_partial_packet_bytes_total; larger → connection closed before the body is read. Raise it for clients whose CONNECT carries a large will payload.",
+  },
+  {
     key: "limits.max_partial_packet_bytes_total",
     type: int(1024, MAX_SAFE),
     default: 67_108_864,
@@ -792,7 +799,7 @@ export const KEY_SPECS = [
     type: int(1024, MAX_SAFE),
     default: 8_388_608,
     doc:
-      "Queued outbound bytes per client; live QoS 0 beyond → dropped, live QoS 1 → client paused, at twice it → evicted; catch-ups, replays and retained sets wait for it to drain. Keep it several times limits.max_packet_bytes: a live burst of large messages to a QoS 1 subscriber past twice it evicts the subscriber.",
+      "Queued outbound bytes per client; live QoS 0 beyond → dropped, live QoS 1 → client paused; at twice it the partition's reader waits (the log holds the rest of a burst) while the client drains, and a client that makes no progress (no write, no PUBACK) for 1 s there (limits.slow_consumer_timeout_ms when shorter) is evicted; catch-ups, replays and retained sets wait for it to drain. Keep it several times limits.max_packet_bytes: a QoS 1 subscriber at twice it holds back the others on its partitions while it drains.",
   },
   {
     key: "limits.max_outbound_queue_bytes",

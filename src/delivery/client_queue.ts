@@ -5,7 +5,8 @@
  * Bytes counted against the caps are the outbox's queued bytes (written to the socket yet or
  * not) plus QoS 1 copies waiting for a window slot. A client whose socket does not drain
  * keeps its bytes queued, so it crosses the cap, is paused, and is evicted if it does not
- * drain within `slow_consumer_timeout_ms` or reaches the hard cap (twice the per-client cap).
+ * drain within `slow_consumer_timeout_ms`. A live copy that would pass the hard cap (twice the
+ * per-client cap) waits in its reader for the client to drain (`pacing.ts` `roomUnderHardCap`).
  * Backlogs (catch-ups, replays, retained sets) offer only what fits under the cap and wait for
  * the queue to drain (`pacing.ts`); waiting, the queue counts as paused. A closed queue
  * (evicted or detached) takes nothing and holds nothing of the global budget.
@@ -23,6 +24,7 @@ import type { DeadlineOwner } from "../base/deadline_wheel.ts";
 import { copyAt, type Qos2Out } from "../session/qos2_out.ts";
 import type { ShareGroup } from "./registry.ts";
 import { type CopyOf, encodeCopy, type SharedCopyOf } from "./copy.ts";
+import { DrainWaiters } from "./drain_waiters.ts";
 
 /** A QoS 1 or 2 copy awaiting a window slot or a PUBACK (QoS 2: a PUBREC). */
 export type Copy = CopyOf<ClientQueue>;
@@ -73,7 +75,7 @@ export class ClientQueue implements DeadlineOwner {
   /** Evicted or detached: takes no offer and holds nothing of the budgets. */
   #closed = false;
   /** Backlogs waiting for this queue to drain (`pacing.ts`). */
-  #drainWaiters: (() => void)[] | null = null;
+  readonly #drains = new DrainWaiters();
   /** Bytes backlogs have polled ahead for this client and not yet offered (`pacing.ts`). */
   readAhead = 0;
   /** Set by the owner: called when the client must be evicted. */
@@ -164,14 +166,21 @@ export class ClientQueue implements DeadlineOwner {
   }
 
   /**
-   * Resolves once the queue drains a little (bytes written, an acknowledgement) or closes.
-   * Meanwhile it counts as paused: a client that neither reads nor acknowledges for
-   * `slow_consumer_timeout_ms` while a backlog waits for it is evicted.
+   * Resolves once the queue drains a little (bytes written, an acknowledgement) or closes, or
+   * `stop` resolves. Meanwhile it counts as paused: a client that neither reads nor acknowledges
+   * for `slow_consumer_timeout_ms` while a backlog waits for it is evicted. A wait given up by
+   * `stop` ends the pause when no one else waits and the queue is under its cap.
    */
-  drain(): Promise<void> {
+  drain(stop?: Promise<void>): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#pause();
-    return new Promise((r) => (this.#drainWaiters ??= []).push(r));
+    return this.#drains.add(stop, () => this.#resumeUnderCap());
+  }
+
+  /** Whether a QoS 1 copy of `bytes` takes this queue past twice its cap (never when empty). */
+  overHardCap(bytes: number): boolean {
+    const queued = this.queuedBytes;
+    return queued > 0 && queued + bytes > 2 * this.#limits.maxClientBytes;
   }
 
   /** Offers a QoS 0 copy (already encoded, shared between subscribers). */
@@ -185,10 +194,7 @@ export class ClientQueue implements DeadlineOwner {
   /** Offers a QoS 1 copy: sent now, queued behind the window, or the client is evicted. */
   offerQos1(copy: Copy): Offer {
     if (this.#closed) return "struck";
-    const queued = this.queuedBytes;
-    if (queued > 0 && queued + copy.bytes > 2 * this.#limits.maxClientBytes) {
-      return "evict"; // hard cap reached
-    }
+    if (this.overHardCap(copy.bytes)) return "evict";
     if (this.#overCap(copy.bytes)) this.#pause();
     if (this.inflight < this.#maxInflight && this.#waiting.length === 0) {
       this.#send(copy);
@@ -271,7 +277,11 @@ export class ClientQueue implements DeadlineOwner {
       this.#budget.bytes -= copy.bytes;
       this.#send(copy);
     }
-    if (this.#drainWaiters !== null) this.#wake();
+    this.#drains.wake();
+    this.#resumeUnderCap();
+  }
+
+  #resumeUnderCap(): void {
     if (this.paused && this.queuedBytes <= this.#limits.maxClientBytes) {
       this.timeoutMs = 0;
       this.onPauseChange(false);
@@ -305,20 +315,13 @@ export class ClientQueue implements DeadlineOwner {
       this.timeoutMs = 0;
       this.onPauseChange(false);
     }
-    this.#wake();
-  }
-
-  #wake(): void {
-    const w = this.#drainWaiters;
-    if (w === null) return;
-    this.#drainWaiters = null;
-    for (const r of w) r();
+    this.#drains.wake();
   }
 
   /** Deadline wheel: paused (over its cap, or a backlog waiting) for `slow_consumer_timeout_ms`. */
   expire(): void {
     const ms = this.#limits.slowConsumerTimeoutMs;
-    this.onEvict(`slow consumer: queue ${this.#drainWaiters ? "full" : "over cap"} for ${ms} ms`);
+    this.onEvict(`slow consumer: queue ${this.#drains.waiting ? "full" : "over cap"} for ${ms} ms`);
   }
 
   #overCap(bytes: number): boolean {

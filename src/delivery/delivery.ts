@@ -79,7 +79,7 @@ export class Delivery implements DeliveryPort {
     this.#clients = new ClientQueues({ ...deps, limits: deps.options });
     const clients = this.#clients;
     const evict = this.#evict = (q: ClientQueue, why: string) => clients.evict(q, why);
-    const router = new Router(this.registry, deps.metrics, evict);
+    const router = new Router(this.registry, deps.metrics, evict, deps.options);
     this.#subscriptions = new Subscriptions({
       ...deps,
       registry: this.registry,

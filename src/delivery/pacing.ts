@@ -59,20 +59,35 @@ export async function roomFor(q: ClientQueue, bytes: number): Promise<boolean> {
 
 /**
  * Waits until one of `queues` takes `bytes` (or all are closed); meanwhile every one of them
- * that holds bytes counts as paused.
+ * that holds bytes counts as paused, until one has room: then the others' pauses end (when
+ * under their cap and nothing else waits for them), so no clock runs on a client nothing waits
+ * for.
  */
 export async function roomInAny(queues: readonly ClientQueue[], bytes: number): Promise<void> {
-  for (;;) {
-    let open = 0;
-    const drains: Promise<void>[] = [];
-    for (const q of queues) {
-      if (q.closed) continue;
-      if (q.blockedBy(bytes) === null) return;
-      open++;
-      if (q.queuedBytes > 0) drains.push(q.drain());
+  let stop = () => {};
+  const stopped = new Promise<void>((r) => stop = r);
+  const pending = new Map<ClientQueue, Promise<void>>(); // one wait per queue, not per round
+  try {
+    for (;;) {
+      let open = 0;
+      const drains: Promise<void>[] = [];
+      for (const q of queues) {
+        if (q.closed) continue;
+        if (q.blockedBy(bytes) === null) return;
+        open++;
+        if (q.queuedBytes === 0) continue;
+        let wait = pending.get(q);
+        if (wait === undefined) {
+          wait = q.drain(stopped).then(() => void pending.delete(q));
+          pending.set(q, wait);
+        }
+        drains.push(wait);
+      }
+      if (open === 0) return;
+      await (drains.length === open ? Promise.race(drains) : sleep(WAIT_MS));
     }
-    if (open === 0) return;
-    await (drains.length === open ? Promise.race(drains) : sleep(WAIT_MS));
+  } finally {
+    stop();
   }
 }
 
@@ -137,4 +152,59 @@ export class ReadAhead {
 export async function drained(q: ClientQueue): Promise<void> {
   if (q.queuedBytes > 0) await q.drain();
   else await sleep(WAIT_MS);
+}
+
+/**
+ * How long a live reader waits at most for a QoS 1 subscriber at its hard cap to make progress
+ * (a write or an acknowledgement) before evicting it (ms); shorter when
+ * `slow_consumer_timeout_ms` is. A subscriber that reads holds its readers only while it drains;
+ * one that stopped reading holds them this long at most.
+ */
+export const HARD_CAP_GRACE_MS = 1000;
+
+/** Bytes a QoS 1 or 2 copy for `t` takes in its queue, as `deliverCopies` counts it. */
+function copyBytesOf(t: Pick<Target, "prefix" | "props">, view: MqttView): number {
+  return utf8Length(t.prefix) + utf8Length(view.topic) + view.payload.length + 8 +
+    (t.props?.length ?? 0);
+}
+
+/**
+ * The QoS 1 and 2 targets whose copy of `view` would take their queue past its hard cap, each
+ * with the bytes of its copy; null when none would (the common case: nothing allocated).
+ */
+export function overHardCap(
+  targets: readonly Target[],
+  view: MqttView,
+): [ClientQueue, number][] | null {
+  let out: [ClientQueue, number][] | null = null;
+  for (const t of targets) {
+    if (t.qos === 0 || t.client.queuedBytes === 0) continue;
+    const bytes = copyBytesOf(t, view);
+    if (t.client.overHardCap(bytes)) (out ??= []).push([t.client, bytes]);
+  }
+  return out;
+}
+
+/**
+ * Waits until each queue takes its copy under its hard cap, or is closed. A live burst larger
+ * than the queue can hold thereby waits in the log, not in memory, for a subscriber that
+ * reads; one that makes no progress for `graceMs` (no write, no acknowledgement) is evicted.
+ */
+export async function roomUnderHardCap(
+  full: readonly [ClientQueue, number][],
+  graceMs: number,
+  evict: (q: ClientQueue, reason: string) => void,
+): Promise<void> {
+  for (const [q, bytes] of full) {
+    while (!q.closed && q.overHardCap(bytes)) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stalled = new Promise<boolean>((r) => timer = setTimeout(() => r(true), graceMs));
+      const progressed = q.drain().then(() => false);
+      const timedOut = await Promise.race([progressed, stalled]);
+      clearTimeout(timer);
+      if (timedOut) {
+        evict(q, `slow consumer: at the hard cap of outbound bytes, no progress for ${graceMs} ms`);
+      }
+    }
+  }
 }

@@ -17,6 +17,7 @@ import { ClientQueue } from "./client_queue.ts";
 import type { SharedReader } from "./reader.ts";
 import type { ShareGroup, Subscription } from "./registry.ts";
 import { GroupCatchUp } from "./share/group_catch_up.ts";
+import { roomInAny, roomUnderHardCap } from "./pacing.ts";
 
 const CAP = 1 << 20;
 const BIG = 200 * 1024;
@@ -43,8 +44,7 @@ class SlowOutbox {
   }
 }
 
-function client(qos: 0 | 1, maxInflight = 1000) {
-  const budget = new OutboundBudget(1 << 30);
+function client(qos: 0 | 1, maxInflight = 1000, budget = new OutboundBudget(1 << 30)) {
   const outbox = new SlowOutbox(budget);
   const sub: Subscriber = {
     clientId: "c",
@@ -226,4 +226,61 @@ Deno.test("pacing: a share group's catch-up deals 200 KB messages only to member
   assert.ok(b.outbox.maxQueued <= CAP, `b holds at most its cap (${b.outbox.maxQueued})`);
   assert.ok(b.outbox.received <= Math.ceil(CAP / BIG), `b got ${b.outbox.received}`);
   assert.ok(a.outbox.maxQueued <= CAP);
+});
+
+Deno.test("a live copy past a QoS 1 queue's hard cap waits while the client drains, and evicts it after the grace when it makes no progress", async () => {
+  const copy = (bytes: number) => ({
+    qos: 1 as const,
+    topicBytes: new Uint8Array(3),
+    payload: new Uint8Array(bytes),
+    ledger: { settle() {} } as never,
+    entry: { offset: 0, pending: 1 },
+    bytes,
+    key: "k",
+    props: null,
+    retain: false,
+  });
+  // A client that reads: 2 MiB queued (its hard cap), it writes 1 MiB at a time.
+  const reads = client(1);
+  assert.equal(reads.q.offerQos1(copy(CAP - 1024)), "sent");
+  assert.equal(reads.q.offerQos1(copy(CAP - 1024)), "sent");
+  assert.ok(reads.q.overHardCap(BIG), "a 200 KB copy would pass twice the cap");
+  const evicted: string[] = [];
+  const waited = roomUnderHardCap([[reads.q, BIG]], 200, (_q, why) => evicted.push(why));
+  for (let i = 0; i < 3; i++) {
+    await new Promise((r) => setTimeout(r, 100)); // under the grace each time
+    reads.outbox.write();
+  }
+  await waited;
+  assert.equal(evicted.length, 0, "the client that reads is not evicted");
+  assert.equal(reads.q.overHardCap(BIG), false);
+  // A client that stopped reading: evicted once the grace passes with no progress.
+  const stuck = client(1);
+  stuck.q.offerQos1(copy(CAP - 1024));
+  stuck.q.offerQos1(copy(CAP - 1024));
+  const started = performance.now();
+  await roomUnderHardCap([[stuck.q, BIG]], 200, (q, why) => {
+    evicted.push(why);
+    q.close();
+  });
+  const took = performance.now() - started;
+  assert.equal(evicted.length, 1);
+  assert.match(evicted[0], /hard cap of outbound bytes, no progress for 200 ms/);
+  assert.ok(took >= 190 && took < 1000, `evicted after ${took.toFixed(0)} ms`);
+});
+
+Deno.test("roomInAny: once one member has room, the others it waited for are no longer paused when under their own cap", async () => {
+  const budget = new OutboundBudget(1 << 30);
+  const a = client(1, 1000, budget);
+  const b = client(1, 1000, budget);
+  for (const c of [a, b]) c.outbox.push(new Uint8Array(CAP - BIG / 2).fill(0x30));
+  assert.equal(a.q.blockedBy(BIG), "client");
+  assert.equal(b.q.blockedBy(BIG), "client");
+  const waited = roomInAny([a.q, b.q], BIG);
+  await new Promise((r) => setTimeout(r, 10));
+  assert.ok(a.q.paused && b.q.paused, "both paused while the backlog waits for them");
+  a.outbox.write();
+  await waited;
+  assert.equal(a.q.paused, false);
+  assert.equal(b.q.paused, false, "b is under its cap and nothing waits for it any more");
 });

@@ -35,8 +35,14 @@ export interface ReaderOptions {
   readonly maxUnsettled: number;
 }
 
-/** Routes a polled batch (offsets ascending, all ≥ the reader's old position). */
-export type RouteFn = (reader: SharedReader, batch: readonly StoredMessage[]) => void;
+/**
+ * Routes a polled batch (offsets ascending, all ≥ the reader's old position); a promise when
+ * part of it waits for a subscriber's room: the reader routes nothing else until it resolves.
+ */
+export type RouteFn = (
+  reader: SharedReader,
+  batch: readonly StoredMessage[],
+) => Promise<void> | undefined;
 
 /** What every shared reader works with (the reader pool hands its own to each reader). */
 export interface ReaderDeps {
@@ -78,6 +84,8 @@ export class SharedReader {
   /** Ends a poll that waits in the backend for new messages (Iggy 0.12 long poll) on stop. */
   #polling = new AbortController();
   #commitTimer: ReturnType<typeof setInterval> | undefined;
+  /** A routed batch still waiting for a subscriber's room; null: none. */
+  #routing: Promise<void> | null = null;
   /** Resolves when the loop has ended (after stop + settle + final commit). */
   done: Promise<void> = Promise.resolve();
 
@@ -147,7 +155,7 @@ export class SharedReader {
     messages: readonly { payload: Uint8Array; headers: ReadonlyMap<string, string> }[],
   ): void {
     if (
-      this.#stopped || baseOffset !== this.position ||
+      this.#stopped || baseOffset !== this.position || this.#routing !== null ||
       this.ledger.size + messages.length > this.#deps.options.maxUnsettled
     ) {
       this.signal();
@@ -163,7 +171,7 @@ export class SharedReader {
       headers: m.headers,
     }));
     this.position = baseOffset + messages.length;
-    this.#deps.route(this, batch);
+    this.#route(batch);
     this.maybeCommit();
   }
 
@@ -201,12 +209,12 @@ export class SharedReader {
     for (;;) {
       if (this.#stopped) {
         // Stopping: wait until every routed copy settled (or was struck), then end.
-        if (this.ledger.size === 0 || this.#abandoned) break;
+        if ((this.ledger.size === 0 && this.#routing === null) || this.#abandoned) break;
         await this.#sleep(20);
         continue;
       }
-      if (this.ledger.size >= d.options.maxUnsettled) {
-        await this.#sleep(IDLE_MAX_MS); // bounded: wait for settles (or evictions)
+      if (this.#routing !== null || this.ledger.size >= d.options.maxUnsettled) {
+        await (this.#routing ?? this.#sleep(IDLE_MAX_MS)); // a paced batch, or settles: bounded
         continue;
       }
       let batch: StoredMessage[];
@@ -240,7 +248,7 @@ export class SharedReader {
         : batch.filter((m) => m.offset >= this.position);
       if (fresh.length > 0) {
         this.position = fresh[fresh.length - 1].offset + 1;
-        d.route(this, fresh);
+        this.#route(fresh);
       }
       this.maybeCommit();
       // Yield to I/O before the next poll: a backend that answers at once (embedded) would
@@ -267,6 +275,22 @@ export class SharedReader {
     }
     await this.#sleep(idle);
     return Math.min(idle * 2, IDLE_MAX_MS);
+  }
+
+  /** Hands a batch to the router; one that waits holds back the next (order per triple). */
+  #route(batch: readonly StoredMessage[]): void {
+    const prior = this.#routing;
+    const paced = prior === null
+      ? this.#deps.route(this, batch)
+      : prior.then(() => this.#deps.route(this, batch));
+    if (paced === undefined) return;
+    const routing: Promise<void> = paced.catch((err) => {
+      this.#deps.logger.limited("error", "Routing a batch failed", { error: err });
+    }).finally(() => {
+      if (this.#routing === routing) this.#routing = null;
+      this.maybeCommit();
+    });
+    this.#routing = routing;
   }
 
   /** Sleeps until `ms` pass or a signal arrives: both end it through {@link signal}. */

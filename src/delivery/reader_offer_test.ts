@@ -26,7 +26,10 @@ Deno.test("SharedReader.offerAppended routes payloads that own their stores, not
       commitBatchCount: 1000,
       maxUnsettled: 100,
     },
-    route: (_r, batch) => routed.push(...batch),
+    route: (_r, batch) => {
+      routed.push(...batch);
+      return undefined;
+    },
     metrics: new GatewayMetrics(),
     logger: new Logger("error", () => {}),
     growth: null,

@@ -20,6 +20,7 @@ import { expiryLeft } from "./out_v5.ts";
 import type { ShareGroup, Subscription, SubscriptionRegistry } from "./registry.ts";
 import { pickMember } from "./share/groups.ts";
 import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
+import { HARD_CAP_GRACE_MS, overHardCap, roomUnderHardCap } from "./pacing.ts";
 
 export type { Target };
 
@@ -28,52 +29,102 @@ export class Router {
   #registry: SubscriptionRegistry<ClientQueue>;
   #metrics: GatewayMetrics;
   #evict: (q: ClientQueue, reason: string) => void;
+  /** How long a subscriber at its hard cap may make no progress while a reader waits (ms). */
+  readonly #hardCapGraceMs: number;
 
   constructor(
     registry: SubscriptionRegistry<ClientQueue>,
     metrics: GatewayMetrics,
     evict: (q: ClientQueue, reason: string) => void,
+    limits: { readonly slowConsumerTimeoutMs: number },
   ) {
     this.#registry = registry;
     this.#metrics = metrics;
     this.#evict = evict;
+    this.#hardCapGraceMs = Math.min(HARD_CAP_GRACE_MS, limits.slowConsumerTimeoutMs);
   }
 
-  /** Routes one polled batch inside a delivery span linked to the connections it served. */
-  routeBatch(reader: SharedReader, batch: readonly StoredMessage[]): void {
+  /**
+   * Routes one polled batch inside a delivery span linked to the connections it served. When a
+   * QoS 1 subscriber's copy would pass its hard cap, the rest of the batch waits for it
+   * (`roomUnderHardCap`): the returned promise resolves once all is routed; undefined when
+   * nothing had to wait.
+   */
+  routeBatch(reader: SharedReader, batch: readonly StoredMessage[]): Promise<void> | undefined {
     const served = new Set<SpanContext>();
     const t = reader.triple;
     const span = startDeliverySpan(t.stream, t.topic, t.partition, batch);
-    for (const m of batch) this.#route(reader, m, served);
-    let links = 0;
-    for (const c of served) {
-      if (links++ >= 16) break; // bounded connection links per span
-      span.addLink({ context: c });
-    }
-    span.end();
+    const end = () => {
+      let links = 0;
+      for (const c of served) {
+        if (links++ >= 16) break; // bounded links per span
+        span.addLink({ context: c });
+      }
+      span.end();
+    };
+    const rest = this.#routeFrom(reader, batch, 0, served);
+    if (rest !== undefined) return rest.finally(end);
+    end();
+    return undefined;
   }
 
-  /** R1–R6 for one polled message. */
-  #route(reader: SharedReader, m: StoredMessage, served: Set<SpanContext>): void {
+  #routeFrom(
+    reader: SharedReader,
+    batch: readonly StoredMessage[],
+    from: number,
+    served: Set<SpanContext>,
+  ): Promise<void> | undefined {
+    for (let i = from; i < batch.length; i++) {
+      const paced = this.#route(reader, batch[i], served);
+      if (paced !== undefined) {
+        return paced.then(() => this.#routeFrom(reader, batch, i + 1, served));
+      }
+    }
+    return undefined;
+  }
+
+  /** R1–R6 for one polled message; a promise when its copies wait for a queue's room. */
+  #route(
+    reader: SharedReader,
+    m: StoredMessage,
+    served: Set<SpanContext>,
+  ): Promise<void> | undefined {
     const view = openEnvelope(m);
     if (view === null) {
       this.#metrics.skippedForeign.inc();
       reader.ledger.record(m.offset, 0);
-      return;
+      return undefined;
     }
     // MQTT 5 message expiry: an expired message goes to nobody (one header lookup per message).
     const left = expiryLeft(m);
     if (left !== null && left <= 0) {
       this.#metrics.expired.inc();
       reader.ledger.record(m.offset, 0);
-      return;
+      return undefined;
     }
     const found = this.#targets(view.topic, reader.key, m);
     if (found === null) {
       reader.ledger.record(m.offset, 0);
-      return;
+      return undefined;
     }
     const targets = finishTargets(found, m, view, left, this.#metrics);
+    const full = overHardCap(targets, view);
+    if (full !== null) {
+      return roomUnderHardCap(full, this.#hardCapGraceMs, this.#evict)
+        .then(() => this.#deliver(reader, m, view, targets, served));
+    }
+    this.#deliver(reader, m, view, targets, served);
+    return undefined;
+  }
+
+  /** R4–R6: records the message's ledger entry and hands its copies to their queues. */
+  #deliver(
+    reader: SharedReader,
+    m: StoredMessage,
+    view: MqttView,
+    targets: Target[],
+    served: Set<SpanContext>,
+  ): void {
     let qos1 = 0; // copies that hold the entry until acknowledged (QoS 1 and 2)
     for (const t of targets) if (t.qos > 0) qos1++;
     const entry = reader.ledger.record(m.offset, qos1);

@@ -9,7 +9,7 @@
 import { SUBACK_FAILURE } from "../codec/encoder.ts";
 import { utf8Length } from "../base/utf8.ts";
 import { filterProblem, isWildcardFilter } from "../mapping/mod.ts";
-import type { LogBackend, StoredMessage } from "../log/port.ts";
+import type { LogBackend } from "../log/port.ts";
 import { isLocalLog } from "../log/local_log.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
@@ -19,7 +19,7 @@ import { parseReplayFilter } from "../session/replay_from.ts";
 import { CatchUp, type CatchUpDeps, type ReplayBudget } from "./catch_up.ts";
 import type { ClientQueue } from "./client_queue.ts";
 import { type FilterTripleDeps, filterTriples } from "./filter_triples.ts";
-import type { ReaderOptions, SharedReader } from "./reader.ts";
+import type { ReaderOptions, RouteFn, SharedReader } from "./reader.ts";
 import { ReaderPool } from "./reader_pool.ts";
 import { parseShare, ShareGroups } from "./share/groups.ts";
 import { ShareSpread } from "./share/spread.ts";
@@ -131,7 +131,7 @@ export class Subscriptions {
     backend: LogBackend;
     preparer: PublishPreparer;
     options: SubscribeOptions & { readonly maxClientBytes: number };
-    route: (reader: SharedReader, batch: readonly StoredMessage[]) => void;
+    route: RouteFn;
     stopping: () => boolean;
     metrics: GatewayMetrics;
     logger: Logger;

@@ -17,7 +17,12 @@ import { readJwtKeys } from "../config/jwt_keys_file.ts";
 
 /** Outcome of authenticating a CONNECT. */
 export type AuthDecision =
-  | { readonly ok: true; readonly principal: Principal }
+  | {
+    readonly ok: true;
+    readonly principal: Principal;
+    /** No credentials proven (an anonymous login): a source's failed logins stand. */
+    readonly anonymous?: true;
+  }
   | { readonly ok: false; readonly connackCode: number; readonly reason: string };
 
 /** Anonymous principal permissions, as configured. */
@@ -140,7 +145,7 @@ export class Authenticator {
         `anonymous access is not allowed from ${remoteAddress}`,
       );
     }
-    return { ok: true, principal: this.#anonymous };
+    return { ok: true, principal: this.#anonymous, anonymous: true };
   }
 
   async #byCertificate(p: ConnectPacket, name: string): Promise<AuthDecision> {

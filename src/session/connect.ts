@@ -99,7 +99,8 @@ async function decideConnect(
     const refusal = refuseConnect(decision.connackCode as ConnackReturnCode, decision.reason);
     return { ...refusal, logFields: { username: p.username ?? "(none)" } };
   }
-  if (p.username !== null) ctx.sourceGuard.succeeded(source);
+  // Proven credentials clear the source's failures (a token may come without a username).
+  if (decision.anonymous !== true) ctx.sourceGuard.succeeded(source);
   const badId = refuseClientIdPattern(ctx, clientId, decision.principal);
   if (badId !== null) return badId;
   let will: HeldWill | null = null;

@@ -29,6 +29,7 @@ export function decoderFor(config: GatewayConfig, budget: PartialPacketBudget): 
     bounds = [
       {
         maxPacketBytes: l.max_packet_bytes,
+        maxConnectPacketBytes: l.max_connect_packet_bytes,
         maxTopicBytes: l.max_topic_bytes,
         maxTopicLevels: l.max_topic_levels,
         maxUserProperties: l.max_user_properties ?? 32,

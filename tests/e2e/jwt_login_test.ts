@@ -465,3 +465,40 @@ Deno.test({
     }
   },
 });
+
+Deno.test("a token login without a username (MQTT 5, password alone) clears its source's failed logins, as a username login does", async () => {
+  const gw = await jwtGateway({
+    IGGY_MQTT_AUTH_FAILURE_BACKOFF_MS: "400",
+    IGGY_MQTT_AUTH_FAILURE_FREE_ATTEMPTS: "1",
+  });
+  const bad = async () => {
+    const started = performance.now();
+    const code = await connack5(gw.port, "not a token, a wrong password");
+    assert.equal(code, 0x86);
+    return performance.now() - started;
+  };
+  try {
+    await bad(); // free
+    assert.ok(await bad() >= 380, "the second failure is delayed");
+    const token = new TextEncoder().encode(await signToken(ec, device("dev-1")));
+    // MQTT 5 CONNECT by hand: MQTT.js sends no password without a username.
+    const id = new TextEncoder().encode("dev-1");
+    const body = [
+      ...[0, 4, 77, 81, 84, 84, 5, 0x42, 0, 60, 0], // "MQTT" 5, password + clean start, no props
+      ...[id.length >> 8, id.length & 0xff, ...id],
+      ...[token.length >> 8, token.length & 0xff, ...token],
+    ];
+    const raw = await RawClient.connect(gw.port);
+    const len = body.length;
+    await raw.send([0x10, (len & 0x7f) | 0x80, len >> 7, ...body]);
+    const connack = await raw.readPacket();
+    raw.close();
+    assert.equal(connack![0], 0x20);
+    assert.equal(connack![3], 0, "CONNACK 0x00: the token without a username logged in");
+    // Cleared: this failure is the first again, free (without the fix: the third, 800 ms).
+    const ms = await bad();
+    assert.ok(ms < 380, `CONNACK after ${ms.toFixed(0)} ms`);
+  } finally {
+    await gw.stop();
+  }
+});

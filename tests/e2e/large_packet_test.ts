@@ -131,6 +131,41 @@ Deno.test({
 
 Deno.test({
   name:
+    "default config: a live burst of 24 of the largest QoS 1 publishes (three times the 8 MiB per-client cap) reaches a QoS 1 subscriber that reads, whole and in order: the reader waits for it, no one is evicted",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    const url = `mqtt://127.0.0.1:${gw.port}`;
+    const clients: mqtt.MqttClient[] = [];
+    const connect = async (clientId: string) => {
+      const c = await mqtt.connectAsync(url, { clientId, reconnectPeriod: 0 });
+      clients.push(c);
+      return c;
+    };
+    try {
+      const topic = "sensors/big/data";
+      const largest = MIB - topic.length - 4;
+      const got: Buffer[] = [];
+      const sub = await connect("burst-sub");
+      sub.on("message", (_t, p) => got.push(p));
+      await sub.subscribeAsync(topic, { qos: 1 });
+      const pub = await connect("burst-pub");
+      const sent = Array.from({ length: 24 }, (_, i) => payloadOf(largest, i));
+      // One burst: every PUBLISH is on the wire before the first PUBACK comes back.
+      await Promise.all(sent.map((p) => pub.publishAsync(topic, p, { qos: 1 })));
+      await waitFor(() => got.length === 24 || !sub.connected, 30_000, "24 deliveries");
+      assert.equal(gw.view.metrics.evictions.get(), 0, "the subscriber that reads is not evicted");
+      assert.equal(got.length, 24);
+      assert.ok(got.every((p, i) => p.equals(sent[i])), "in order, whole");
+    } finally {
+      for (const c of clients) await c.endAsync();
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
     "default config: a backlog of 40 messages of 1 MiB reaches a $replay subscription and a returning stored session whole, in cap-sized steps, no one evicted",
   ...opts,
   async fn() {
@@ -230,6 +265,69 @@ Deno.test({
       fits.close();
     } finally {
       await gw.stop();
+    }
+  },
+});
+
+/** A 3.1.1 CONNECT with a will of `willBytes` and a password of `passwordBytes`. */
+function bigConnect(willBytes: number, passwordBytes: number): Uint8Array {
+  const str = (b: Uint8Array) => [b.length >> 8, b.length & 0xff, ...b];
+  const enc = (t: string) => new TextEncoder().encode(t);
+  const body = [
+    ...[0, 4, 77, 81, 84, 84, 4, 0xce, 0, 60], // "MQTT" 4; user, password, will QoS 1, clean
+    ...str(enc("big-connect")),
+    ...str(enc("sensors/will/data")),
+    ...str(payloadOf(willBytes)),
+    ...str(enc("nobody")),
+    ...str(payloadOf(passwordBytes, 7)),
+  ];
+  const len: number[] = [];
+  for (let n = body.length; n > 0 || len.length === 0; n >>= 7) len.push((n & 0x7f) | 0x80);
+  len[len.length - 1] &= 0x7f;
+  return new Uint8Array([0x10, ...len, ...body]);
+}
+
+Deno.test({
+  name:
+    "default config: a first packet over limits.max_connect_packet_bytes (64 KiB) is refused at its fixed header, nothing of it held; a CONNECT of 85 KB (a 20 KB will, a 65 KB password) is read once the key is raised",
+  ...opts,
+  async fn() {
+    const big = bigConnect(20_000, 65_000);
+    assert.ok(big.length > 80_000);
+    const gw = await startGateway();
+    try {
+      // Unauthenticated: a CONNECT announced at 1 MiB - 1 (under max_packet_bytes) is refused.
+      const raw = await RawClient.connect(gw.port);
+      await raw.send([0x10, 0xff, 0xff, 0x3f]);
+      assert.ok(await raw.closedByPeer(), "closed at the header");
+      raw.close();
+      assert.equal(gw.view.metrics.protocolErrors.get({ rule: "MQTT-2.2.3" }), 1);
+      assert.equal(metric(gw, "mqtt_partial_packet_bytes"), 0);
+      assert.ok(gw.logs.some((l) => l.includes("exceeds max_connect_packet_bytes 65536")));
+      const over = await RawClient.connect(gw.port);
+      await over.send(big.subarray(0, 5));
+      assert.ok(await over.closedByPeer(), "85 KB: closed at the header by default");
+      over.close();
+      // Logged in, the same size is a packet like any other: held while it arrives.
+      const fits = await connectRaw(gw.port, "after-connect");
+      await fits.send([0x32, 0xff, 0xff, 0x3f, 0]);
+      await waitFor(() => metric(gw, "mqtt_partial_packet_bytes") === 5, 5000, "5 bytes held");
+      fits.close();
+    } finally {
+      await gw.stop();
+    }
+    const raised = await startGateway({
+      env: { IGGY_MQTT_LIMITS_MAX_CONNECT_PACKET_BYTES: "131072" },
+    });
+    try {
+      const raw = await RawClient.connect(raised.port);
+      await raw.send(big);
+      const connack = await raw.readPacket();
+      raw.close();
+      // Read whole and answered: no such user (CONNACK 4), not a close at the header.
+      assert.deepEqual([...(connack ?? [])], [0x20, 2, 0, 4]);
+    } finally {
+      await raised.stop();
     }
   },
 });

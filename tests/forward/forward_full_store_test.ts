@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { FakeNode, FakeStore } from "../helpers/fake_iggy/mod.ts";
-import { freePort, startGateway, waitFor } from "../helpers/gateway.ts";
+import { freeFixedPort, startGateway, waitFor } from "../helpers/gateway.ts";
 
 /** Payloads stored upstream in sensors/sensor_data, over every partition. */
 function upstreamPayloads(store: FakeStore): Set<string> {
@@ -33,7 +33,10 @@ async function publish(c: mqtt.MqttClient, n: number): Promise<number> {
 
 for (const dialect of ["0.11", "0.12"] as const) {
   Deno.test(`forward ${dialect}: refuse at the disk bound (MQTT 5: 0x97), accept again once forwarded`, async () => {
-    const port = freePort();
+    // The uplink's port, listened on only later: below the ephemeral range, so no outgoing
+    // socket (another test's, or the gateway's own reconnects connecting to themselves) takes it
+    // meanwhile, as one from freePort() could.
+    const port = freeFixedPort();
     const gw = await startGateway({
       env: {
         IGGY_MQTT_FORWARD_ENABLED: "true",

@@ -26,7 +26,7 @@ import { listTopics } from "./list_topics.ts";
 import { type Dialect, DIALECT_011, DialectChooser, SessionKeeper } from "./dialect.ts";
 import type { PartitionOps, PartitionOpsDeps } from "./partition_ops.ts";
 import { describeServer } from "./server_info.ts";
-import { maxPollMessages } from "./frame_reader.ts";
+import { PollSizes } from "./poll_sizes.ts";
 import { IggyGroups } from "./consumer_groups.ts";
 
 /** Consumer name used for polls (Offset strategy, no auto-commit: the name is not used). */
@@ -69,8 +69,8 @@ export class IggyBackend implements port.LogBackend {
   readonly groups: IggyGroups;
   /** Told of each confirmed send (`/metrics`: `iggy_send_seconds`, `iggy_send_messages`). */
   #onSend: port.SendObserver | undefined;
-  /** Most messages one poll asks for, so its reply fits one frame. */
-  readonly #pollCap: number;
+  /** How many messages each poll asks for, so its reply fits one frame. */
+  readonly #polls: PollSizes;
 
   /** Builds the backend; nothing connects before {@link IggyBackend.open}. */
   constructor(
@@ -79,7 +79,7 @@ export class IggyBackend implements port.LogBackend {
     deps: IggyBackendDeps = {},
   ) {
     this.#config = config;
-    this.#pollCap = maxPollMessages(deps.maxMessageBytes);
+    this.#polls = new PollSizes(deps.maxMessageBytes);
     const dials = deps.dials ?? (deps.dial ? [deps.dial] : clusterDialers(config));
     const credentials: Credentials = config.token
       ? { kind: "token", token: config.token }
@@ -340,12 +340,13 @@ export class IggyBackend implements port.LogBackend {
     signal?: AbortSignal,
   ): Promise<port.StoredMessage[]> {
     if (count <= 0) return [];
-    count = Math.min(count, this.#pollCap);
     const where =
       `poll stream "${address.stream}" topic "${address.topic}" partition ${address.partition}`;
     let reply: PollReply;
     try {
-      reply = await this.#partitions.poll(POLL_CONSUMER, address, fromOffset, count, signal);
+      const ask = (n: number) =>
+        this.#partitions.poll(POLL_CONSUMER, address, fromOffset, n, signal);
+      reply = await this.#polls.poll(where, count, ask);
     } catch (e) {
       throw toBackendError(e, where);
     }

@@ -126,6 +126,11 @@ export const Status = Object.freeze({
   PARTITION_NOT_FOUND: 3007,
   CONSUMER_OFFSET_NOT_FOUND: 3021,
   INCOMPATIBLE_PROTOCOL: 14003,
+  /**
+   * The gateway's own, never Iggy's: a reply larger than the frame bound, read past unkept
+   * (`frame_reader.ts`); a poll then asks again for fewer messages.
+   */
+  REPLY_TOO_LARGE: 0x7fff_0001,
 });
 
 /** Eviction reasons (byte 255 of an eviction header). */

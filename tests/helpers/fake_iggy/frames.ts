@@ -91,6 +91,19 @@ function parse(frame: Uint8Array): SeenRequest {
   };
 }
 
+/**
+ * A reply built without a request id gets the request's, as Iggy echoes it; one built with an
+ * id of its own (a test of a reply to another request) keeps it.
+ */
+function echoRequest(f: Uint8Array, req: SeenRequest): Uint8Array {
+  if (f.length < HEADER_SIZE || f[ReplyOffset.COMMAND] !== FrameKind.REPLY) return f;
+  const v = new DataView(f.buffer, f.byteOffset, f.byteLength);
+  if (v.getBigUint64(ReplyOffset.REQUEST, true) === 0n) {
+    v.setBigUint64(ReplyOffset.REQUEST, req.request, true);
+  }
+  return f;
+}
+
 /** A fake server: every dial gets a fresh in-memory connection served by `handler`. */
 export class FakeServer {
   readonly seen: SeenRequest[] = [];
@@ -122,7 +135,7 @@ export class FakeServer {
           const req = parse(pending.slice(0, size));
           pending = pending.slice(size);
           this.seen.push(req);
-          for (const f of this.#handler(req)) if (!closed) toClient.enqueue(f);
+          for (const f of this.#handler(req)) if (!closed) toClient.enqueue(echoRequest(f, req));
         }
       },
     });

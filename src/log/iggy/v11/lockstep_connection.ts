@@ -19,7 +19,12 @@ import {
 } from "../codes.ts";
 import { FrameKind, operationFor } from "../codes.ts";
 import type { Transport } from "../dial.ts";
-import { HEADER_SIZE, readFrameKind, writeRequestHeader } from "../header_layout.ts";
+import {
+  HEADER_SIZE,
+  readFrameKind,
+  readReplyHeader,
+  writeRequestHeader,
+} from "../header_layout.ts";
 import { FrameReader } from "../frame_reader.ts";
 import { FrameWriter } from "../frame_writer.ts";
 import {
@@ -62,6 +67,17 @@ export class RequestIds {
 }
 
 type Frame = { header: Uint8Array; body: Uint8Array };
+
+/**
+ * Why a reply is not the one to the request waiting (its request id, which Iggy echoes; not its
+ * operation, which a metadata reply gives as the commit's, e.g. 64 for a create-topic of 132),
+ * or null when it is (or is an eviction, which answers any request).
+ */
+export function strayReply(header: Uint8Array, request: bigint): string | null {
+  if (readFrameKind(header) !== FrameKind.REPLY) return null;
+  const got = readReplyHeader(header).request;
+  return got === request ? null : `a reply to request ${got} came while request ${request} waited`;
+}
 
 /** One registered connection. */
 export class IggyConnection {
@@ -176,6 +192,7 @@ export class IggyConnection {
         // connection's failure) still ends the request, and is never an unhandled rejection.
         await Promise.race([written, reply]);
         const f = await reply;
+        this.#refuseStray(f, request);
         let transient: unknown;
         try {
           return decodeReply(f.header, f.body, code);
@@ -193,6 +210,15 @@ export class IggyConnection {
     const p = this.#chain.then(run, run).finally(() => this.#queued--);
     this.#chain = p.catch(() => {});
     return p;
+  }
+
+  /** A reply to another request: out of step, no later reply here can be trusted either. */
+  #refuseStray(f: Frame, request: bigint): void {
+    const stray = strayReply(f.header, request);
+    if (stray === null) return;
+    const e = new IggyConnectionError(`Iggy connection ${this.#label}: ${stray}`);
+    this.#fail(e);
+    throw e;
   }
 
   #pause(ms: number): Promise<void> {

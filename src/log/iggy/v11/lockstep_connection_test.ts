@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { Code, IggyError, IggyEvictionError, IggyTimeoutError } from "../codes.ts";
+import {
+  Code,
+  IggyConnectionError,
+  IggyError,
+  IggyEvictionError,
+  IggyTimeoutError,
+} from "../codes.ts";
 import { IggyConnection, RequestIds } from "./lockstep_connection.ts";
 import { NotSentError } from "../codes.ts";
 import {
@@ -252,5 +258,23 @@ Deno.test("the one request timer per connection: a later request still gets its 
   assert.ok(e instanceof IggyTimeoutError, String(e));
   assert.ok(waited >= 195, `timed out after ${waited} ms, before its 200 ms`);
   assert.equal(c.isClosed, true);
+  await c.close();
+});
+
+Deno.test("IggyConnection: a reply to another request id fails the waiting request and the connection, never answering it", async () => {
+  let first = true;
+  const server = new FakeServer((req) => {
+    if (req.operation === 1 || !first) return happy(req);
+    first = false;
+    return [replyFrame({ operation: req.operation, request: 99n, body: new Uint8Array([2]) })];
+  });
+  const c = await connected(server);
+  await assert.rejects(
+    c.request(Code.POLL_MESSAGES),
+    (e) =>
+      e instanceof IggyConnectionError &&
+      /a reply to request 99 came while request 1 waited/.test(e.message),
+  );
+  assert.ok(c.isClosed, "the connection is closed");
   await c.close();
 });
