@@ -215,7 +215,7 @@ export class Gateway {
     this.#clockWatch = await ClockWatch.open(c, this.logger, this.metrics);
     this.#ctx.authenticator.useTokens(await Authenticator.readTokens(c));
     await openBackend(c, this.backend);
-    await this.#clockWatch.start();
+    await this.#clockWatch.start(this.backend);
     await this.sessions.load();
     this.sessions.start();
     const positionsStored = this.delivery.positionsStored;

@@ -9,7 +9,10 @@
  * any age: what was stored before this start is shifted by the gap since the last run was last
  * seen running. A clock that now reads earlier than that sighting (the stored times lie in the
  * future) is logged with both times; nothing is moved for it (what is stored then looks younger,
- * never older).
+ * never older). With no ledger to read (a first start after an upgrade from a version without
+ * one, a deleted or unusable file), the store's newest message stands in for the last sighting
+ * once the store is open ({@link ClockLedger.judgeByNewestStored}): the same judgement, so the
+ * time since it counts toward no age (including any time the last run went on without storing).
  *
  * @module
  */
@@ -39,11 +42,14 @@ export class ClockLedger {
   #timer: ReturnType<typeof setInterval> | undefined;
   #writing: Promise<void> = Promise.resolve();
   #unwatch = () => {};
+  /** Whether a ledger was read: without one, the store's newest message is judged instead. */
+  readonly #read: boolean;
 
-  private constructor(path: string, clock: WallClock) {
+  private constructor(path: string, clock: WallClock, read: boolean) {
     this.#path = path;
     this.#clock = clock;
     this.#startedMs = clock.now();
+    this.#read = read;
   }
 
   /**
@@ -52,13 +58,27 @@ export class ClockLedger {
    * nothing: before the store opens, its directory may not exist yet.
    */
   static async read(path: string, clock: WallClock, logger: Logger): Promise<ClockLedger> {
-    const ledger = new ClockLedger(path, clock);
     const last = await readLedger(path, logger);
+    const ledger = new ClockLedger(path, clock, last !== null);
     if (last) {
       clock.restore(last.shifts);
-      judgeStop(last, ledger.#startedMs, clock, logger);
+      judgeStop({ last_run_seen: last.run.lastSeenMs }, ledger.#startedMs, clock, logger);
     }
     return ledger;
+  }
+
+  /** True when no ledger was read: the store's newest message must stand in for it. */
+  get missing(): boolean {
+    return !this.#read;
+  }
+
+  /**
+   * Judges the stop by the store's newest stored message (wall ms) as {@link read} judges it by
+   * the last run's sighting; call once the store is open, before anything is aged, and only
+   * when the ledger was {@link missing}.
+   */
+  judgeByNewestStored(newestMs: number, logger: Logger): void {
+    judgeStop({ newest_stored: newestMs }, this.#startedMs, this.#clock, logger);
   }
 
   /**
@@ -133,16 +153,25 @@ export function parseLedger(text: string): LedgerFile | null {
   return { version: 1, shifts, run: r.run };
 }
 
+/** What stands for the last run's end: its last sighting, or the store's newest message. */
+type LastSeen = { readonly last_run_seen: number } | { readonly newest_stored: number };
+
+const BEHIND_WORDS = {
+  last_run_seen: "the last run was seen",
+  newest_stored: "the newest stored message",
+};
+
 /** The stop between the last run and this one, as `startedMs` sees it. */
-function judgeStop(last: LedgerFile, startedMs: number, clock: WallClock, logger: Logger): void {
-  const gap = startedMs - last.run.lastSeenMs;
+function judgeStop(seen: LastSeen, startedMs: number, clock: WallClock, logger: Logger): void {
+  const [key, lastSeenMs] = Object.entries(seen)[0] as [keyof typeof BEHIND_WORDS, number];
+  const gap = startedMs - lastSeenMs;
   const times = {
     now: new Date(startedMs).toISOString(),
-    last_run_seen: new Date(last.run.lastSeenMs).toISOString(),
+    [key]: new Date(lastSeenMs).toISOString(),
   };
   if (gap < -JUMP_THRESHOLD_MS) {
     logger.warn(
-      "Wall clock reads earlier than the last run was seen: stored times lie in the future; " +
+      `Wall clock reads earlier than ${BEHIND_WORDS[key]}: stored times lie in the future; ` +
         "they count as new until the clock passes them (order the unit after time sync)",
       { ...times, behind_s: Math.round(-gap / 1000) },
     );

@@ -105,3 +105,43 @@ Deno.test("ClockLedger: read() writes nothing (the store's directory may not exi
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("ClockLedger: with no file, the store's newest message stands in for the last sighting", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = clockLedgerPath(`${dir}/gateway.db`);
+  try {
+    // Stored with the clock 20 days ahead, the ledger then lost: a warn names both times, and
+    // nothing is moved.
+    const behind = clockAt({ wall: T0, mono: 0 });
+    const { lines, logger: log } = logger();
+    const l1 = await ClockLedger.read(path, behind, log);
+    assert.equal(l1.missing, true);
+    l1.judgeByNewestStored(T0 + 20 * DAY_MS, log);
+    await l1.start();
+    await l1.close();
+    const warn = lines.find((l) => l.level === "warn");
+    assert.match(String(warn?.msg), /^Wall clock reads earlier than the newest stored message:/);
+    assert.equal(warn?.now, new Date(T0).toISOString());
+    assert.equal(warn?.newest_stored, new Date(T0 + 20 * DAY_MS).toISOString());
+    assert.equal(warn?.behind_s, 20 * 86_400);
+    assert.deepEqual(behind.shifts, []);
+    assert.equal((await ClockLedger.read(path, behind, log)).missing, false, "written as usual");
+
+    // Newest message a day old, no ledger: the day does not count toward its age.
+    await Deno.remove(path);
+    const later = clockAt({ wall: T0 + DAY_MS, mono: 0 });
+    const info = logger();
+    const l2 = await ClockLedger.read(path, later, info.logger);
+    l2.judgeByNewestStored(T0, info.logger);
+    assert.equal(later.since(T0), 0, "aged by no time stopped");
+    assert.ok(
+      info.lines.some((l) =>
+        l.msg === "The time the gateway was stopped does not count toward stored ages" &&
+        l.level === "info" && l.newest_stored === new Date(T0).toISOString() &&
+        l.stopped_s === 86_400
+      ),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

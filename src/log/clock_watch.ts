@@ -9,6 +9,8 @@ import type { GatewayConfig } from "../config/types.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
 import { ClockLedger, clockLedgerPath } from "./clock_ledger.ts";
+import { newestStored } from "./newest_stored.ts";
+import type { LogBackend } from "./port.ts";
 
 /** How often the wall clock is compared with the monotonic one when nothing else reads it (ms). */
 const CLOCK_LOOK_MS = 1_000;
@@ -58,8 +60,12 @@ export class ClockWatch {
     return new ClockWatch(ledger, logger, unwatch);
   }
 
-  /** Writes the ledger for this run (the store is open); one that cannot be is logged, done without. */
-  async start(): Promise<void> {
+  /**
+   * Writes the ledger for this run (the store is open); one that cannot be is logged, done
+   * without. With no ledger read, `store`'s newest message is judged first, as the last sighting.
+   */
+  async start(store: LogBackend): Promise<void> {
+    if (this.#ledger?.missing) await this.#judgeStore(this.#ledger, store);
     try {
       await this.#ledger?.start();
     } catch (err) {
@@ -67,6 +73,29 @@ export class ClockWatch {
         error: err instanceof Error ? err.message : String(err),
       });
       this.#ledger = null;
+    }
+  }
+
+  async #judgeStore(ledger: ClockLedger, store: LogBackend): Promise<void> {
+    try {
+      const found = await newestStored(store);
+      if (found.unread > 0) {
+        this.#logger.info(
+          "No clock ledger: the store's newest message is judged by some partitions",
+          {
+            read: found.partitions,
+            unread: found.unread,
+          },
+        );
+      }
+      if (found.newestMs !== null) ledger.judgeByNewestStored(found.newestMs, this.#logger);
+    } catch (err) {
+      this.#logger.warn(
+        "No clock ledger and the store's newest message cannot be read; ages count from stored timestamps",
+        {
+          error: err instanceof Error ? err.message : String(err),
+        },
+      );
     }
   }
 

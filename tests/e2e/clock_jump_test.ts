@@ -10,6 +10,8 @@
  * uplink down keeps `forward_lag_seconds` at the real age. Backward 20 days: nothing is
  * deleted, the order is kept, and `$replay/time:` at the clock's reading between the two phases
  * replays the second phase after the first (stamped later than the asked time, see OPERATIONS).
+ * No clock ledger (a store from a version without one): a restart judges the store's newest
+ * message instead, warns when it lies 20 days ahead, and does not count 20 days behind.
  */
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
@@ -278,5 +280,65 @@ Deno.test({
       await gw.stop();
       await t.remove();
     }
+  },
+});
+
+const NO_LEDGER_WARN = "Wall clock reads earlier than the newest stored message";
+const STOP_NOT_COUNTED = "The time the gateway was stopped does not count toward stored ages";
+
+/**
+ * A store written with the clock at `writtenAt`, its clock ledger then deleted (as a store from
+ * a version without one has none), restarted with the true clock: the lines the restart logged
+ * about the clock, after two retention intervals in which all 1,000 messages stayed.
+ */
+async function restartWithoutLedger(writtenAt: string): Promise<Record<string, unknown>[]> {
+  const t = await setUp(writtenAt);
+  let gw = await spawnGateway(t.env);
+  try {
+    await publish(gw.port, "sensors/a/data", range("a", 1000));
+    assert.equal((await gw.stop()).code, 0);
+    await Deno.remove(`${ROOT}${t.env.IGGY_MQTT_EMBEDDED_PATH}-clock.json`);
+    await t.clock.set("+0");
+    gw = await spawnGateway(t.env);
+    await twoRetentionIntervals();
+    assert.deepEqual(
+      await read(gw.port, "$replay/earliest/sensors/a/data", 1000),
+      range("a", 1000),
+    );
+    assert.equal(await metric(gw, "log_retention_deleted_messages_total"), 0);
+    return gw.output.join("").split("\n").filter((l) =>
+      l.includes(NO_LEDGER_WARN) || l.includes(STOP_NOT_COUNTED)
+    ).map((l) => JSON.parse(l));
+  } finally {
+    await gw.stop();
+    await t.remove();
+  }
+}
+
+Deno.test({
+  name: "no clock ledger, a store written 20 days ahead: one warn line names both times",
+  ignore: SKIP,
+  async fn() {
+    const lines = await restartWithoutLedger("+20d");
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.equal(lines[0].level, "warn");
+    const [now, newest] = [
+      Date.parse(String(lines[0].now)),
+      Date.parse(String(lines[0].newest_stored)),
+    ];
+    assert.ok(Math.abs(Date.now() - now) < 60_000, `now ${lines[0].now}`);
+    assert.ok(Math.abs(newest - now - 20 * DAY_MS) < 60_000, `newest ${lines[0].newest_stored}`);
+  },
+});
+
+Deno.test({
+  name:
+    "no clock ledger, a store written 20 days behind: the 20 days do not count (7-day retention deletes nothing)",
+  ignore: SKIP,
+  async fn() {
+    const lines = await restartWithoutLedger("-20d");
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.equal(lines[0].level, "info");
+    assert.ok(Math.abs(Number(lines[0].stopped_s) - 20 * 86_400) < 60, `${lines[0].stopped_s}`);
   },
 });
