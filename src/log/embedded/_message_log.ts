@@ -355,9 +355,11 @@ export class MessageLog {
     if (this.#memory) return Promise.resolve(new MemorySegment(base, capacity));
     return FileSegment.create(this.#dir, base, capacity, {
       cancelled: () => this.#closed,
+      // Past a quarter of the active segment: at QoS 0 rates the rest of it goes in less time
+      // than small paced steps take to fill a whole segment.
       urgent: () => {
         const active = this.#segments.at(-1);
-        return !active || active.written > active.segment.capacity / 2;
+        return !active || active.written > active.segment.capacity / 4;
       },
     });
   }
