@@ -36,8 +36,11 @@ const FILL_PAUSE_MS = 1;
 export interface FillControl {
   /** True once the log closes: stop, remove the file, reject. */
   cancelled(): boolean;
-  /** True while the log will need the segment soon: bigger steps, no pauses between them. */
-  urgent(): boolean;
+  /**
+   * True while the log will need the segment soon, given the part of it filled so far (0 to 1):
+   * bigger steps, no pauses between them.
+   */
+  urgent(filled: number): boolean;
 }
 
 const UNSTEERED: FillControl = { cancelled: () => false, urgent: () => false };
@@ -113,7 +116,7 @@ export class FileSegment implements Segment {
     try {
       const zeros = new Uint8Array(Math.min(URGENT_FILL_CHUNK_BYTES, capacity));
       for (let done = 0; done < capacity;) {
-        const step = control.urgent() ? URGENT_FILL_CHUNK_BYTES : FILL_CHUNK_BYTES;
+        const step = control.urgent(done / capacity) ? URGENT_FILL_CHUNK_BYTES : FILL_CHUNK_BYTES;
         const chunk = zeros.subarray(0, Math.min(step, capacity - done));
         for (let written = 0; written < chunk.length;) {
           written += await file.write(chunk.subarray(written));
@@ -121,7 +124,7 @@ export class FileSegment implements Segment {
         done += chunk.length;
         await file.sync(); // the size grows as it fills: fsync, not fdatasync
         if (control.cancelled()) throw new Error(`Zero-filling ${path} was cancelled`);
-        if (done < capacity && !control.urgent()) {
+        if (done < capacity && !control.urgent(done / capacity)) {
           await new Promise((r) => setTimeout(r, FILL_PAUSE_MS));
         }
       }

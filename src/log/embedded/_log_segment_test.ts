@@ -4,7 +4,7 @@ import { FileSegment, segmentName } from "./_log_segment.ts";
 /** A capacity that is neither a multiple of the small nor of the urgent fill step. */
 const CAPACITY = 3 * 1024 * 1024 + 5 * 128 * 1024 + 4096;
 
-async function filled(urgent: () => boolean): Promise<void> {
+async function filled(urgent: (filled: number) => boolean): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "log_segment_test_" });
   try {
     const segment = await FileSegment.create(dir, 0, CAPACITY, {
@@ -39,5 +39,11 @@ Deno.test("FileSegment.create zero-fills its whole capacity in big steps once ur
 
 Deno.test("FileSegment.create fills exactly when urgency comes and goes between steps", async () => {
   let step = 0;
-  await filled(() => step++ % 3 === 0);
+  const seen: number[] = [];
+  await filled((part) => {
+    seen.push(part);
+    return step++ % 3 === 0;
+  });
+  assert.equal(seen[0], 0, "asked with nothing filled first");
+  assert.ok(seen.every((part, i) => part >= 0 && part < 1 && (i === 0 || part >= seen[i - 1])));
 });

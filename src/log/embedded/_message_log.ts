@@ -355,11 +355,12 @@ export class MessageLog {
     if (this.#memory) return Promise.resolve(new MemorySegment(base, capacity));
     return FileSegment.create(this.#dir, base, capacity, {
       cancelled: () => this.#closed,
-      // Past a quarter of the active segment: at QoS 0 rates the rest of it goes in less time
-      // than small paced steps take to fill a whole segment.
-      urgent: () => {
+      // Past half of the active segment, or behind it: at QoS 0 rates the log is written faster
+      // than small paced steps fill, and the roll would wait for the rest with every append.
+      urgent: (filled) => {
         const active = this.#segments.at(-1);
-        return !active || active.written > active.segment.capacity / 4;
+        const used = active ? active.written / active.segment.capacity : 1;
+        return used > 1 / 2 || filled < used;
       },
     });
   }
