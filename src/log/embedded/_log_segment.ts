@@ -24,7 +24,7 @@ const SUFFIX = ".log";
  */
 const FILL_CHUNK_BYTES = 128 * 1024;
 /**
- * The step while the log needs the segment soon (FillControl.urgent). Each step is two hops to
+ * The step while the fill is behind the log (FillControl.behind). Each step is two hops to
  * a blocking thread (write, fsync), and each hop waits for the event loop's next turn: under
  * ingest load a small step paced the fill below the log's write rate, and every roll waited
  * for the rest of it with every append stalled behind it.
@@ -36,14 +36,17 @@ const FILL_PAUSE_MS = 1;
 export interface FillControl {
   /** True once the log closes: stop, remove the file, reject. */
   cancelled(): boolean;
-  /**
-   * True while the log will need the segment soon, given the part of it filled so far (0 to 1):
-   * bigger steps, no pauses between them.
-   */
-  urgent(filled: number): boolean;
+  /** True while the active segment is close to full: no pauses between steps. */
+  urgent(): boolean;
+  /** True while the part filled (0 to 1) is behind the log: bigger steps. */
+  behind(filled: number): boolean;
 }
 
-const UNSTEERED: FillControl = { cancelled: () => false, urgent: () => false };
+const UNSTEERED: FillControl = {
+  cancelled: () => false,
+  urgent: () => false,
+  behind: () => false,
+};
 
 /** A segment's bytes, on disk or in memory. */
 export interface Segment {
@@ -116,7 +119,7 @@ export class FileSegment implements Segment {
     try {
       const zeros = new Uint8Array(Math.min(URGENT_FILL_CHUNK_BYTES, capacity));
       for (let done = 0; done < capacity;) {
-        const step = control.urgent(done / capacity) ? URGENT_FILL_CHUNK_BYTES : FILL_CHUNK_BYTES;
+        const step = control.behind(done / capacity) ? URGENT_FILL_CHUNK_BYTES : FILL_CHUNK_BYTES;
         const chunk = zeros.subarray(0, Math.min(step, capacity - done));
         for (let written = 0; written < chunk.length;) {
           written += await file.write(chunk.subarray(written));
@@ -124,7 +127,7 @@ export class FileSegment implements Segment {
         done += chunk.length;
         await file.sync(); // the size grows as it fills: fsync, not fdatasync
         if (control.cancelled()) throw new Error(`Zero-filling ${path} was cancelled`);
-        if (done < capacity && !control.urgent(done / capacity)) {
+        if (done < capacity && !control.urgent() && !control.behind(done / capacity)) {
           await new Promise((r) => setTimeout(r, FILL_PAUSE_MS));
         }
       }

@@ -4,12 +4,13 @@ import { FileSegment, segmentName } from "./_log_segment.ts";
 /** A capacity that is neither a multiple of the small nor of the urgent fill step. */
 const CAPACITY = 3 * 1024 * 1024 + 5 * 128 * 1024 + 4096;
 
-async function filled(urgent: (filled: number) => boolean): Promise<void> {
+async function filled(behind: (filled: number) => boolean, urgent = false): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "log_segment_test_" });
   try {
     const segment = await FileSegment.create(dir, 0, CAPACITY, {
       cancelled: () => false,
-      urgent,
+      urgent: () => urgent,
+      behind,
     });
     try {
       const bytes = await Deno.readFile(`${dir}/${segmentName(0)}`);
@@ -33,11 +34,15 @@ Deno.test("FileSegment.create zero-fills its whole capacity in small paced steps
   await filled(() => false);
 });
 
-Deno.test("FileSegment.create zero-fills its whole capacity in big steps once urgent", async () => {
+Deno.test("FileSegment.create zero-fills its whole capacity in big steps while behind", async () => {
   await filled(() => true);
 });
 
-Deno.test("FileSegment.create fills exactly when urgency comes and goes between steps", async () => {
+Deno.test("FileSegment.create zero-fills its whole capacity in small steps without pauses once urgent", async () => {
+  await filled(() => false, true);
+});
+
+Deno.test("FileSegment.create fills exactly when being behind comes and goes between steps", async () => {
   let step = 0;
   const seen: number[] = [];
   await filled((part) => {
