@@ -488,6 +488,13 @@ export const KEY_SPECS = [
       "A commit of QoS 0 messages only is readable at once and synced by the next commit someone waits for (QoS 1/2, wills, positions) or within this many ms; a power loss or OS crash loses at most these QoS 0 messages, never a PUBACKed one. Each sync costs CPU and flash wear: 5 ms is 200 syncs a second under a steady QoS 0 stream. 0 = sync every commit.",
   },
   {
+    key: "embedded.commit_linger_ms",
+    type: int(0, 100),
+    default: 0,
+    doc:
+      "A transaction someone waits for (QoS 1/2 PUBACK, wills, positions) that holds fewer than 64 messages waits up to this many ms for others to share its fsync; the write is not delayed (live subscribers get the messages at once), only the PUBACK, by at most this. For fleets of devices that each send a reading now and then: fewer fsyncs (CPU, flash wear) for a longer PUBACK. A closed loop with few messages in flight (a client waiting for each PUBACK) slows down by as much. 0 = fsync each at once.",
+  },
+  {
     key: "embedded.writer_thread",
     type: oneOf("in-process", "worker"),
     default: "in-process",

@@ -37,6 +37,7 @@ export async function createBackend(
     retentionIntervalMs: config.log.retention_interval_ms,
     maxAppendBatch: config.limits.max_append_batch,
     qos0SyncMs: config.embedded.qos0_sync_ms,
+    commitLingerMs: config.embedded.commit_linger_ms,
     writerThread: config.embedded.writer_thread,
     forward,
   });

@@ -13,7 +13,8 @@
  * and its fsync is left to the next transaction someone waits for (an fsync covers every write
  * before it) or to a timer of `lazySyncMs`: a stream of QoS 0 readings costs one fsync per
  * interval, not one per reading. A crash loses at most those; never an append that resolved
- * after its fsync.
+ * after its fsync. With `lingerMs`, small transactions someone waits for share an fsync
+ * (_commit_syncs.ts).
  *
  * Consumer offsets go to the catalog's writer (_writer.ts), one transaction at a time beside
  * the log's, each acknowledged after the catalog's WAL is on disk.
@@ -23,6 +24,7 @@
 import { clearImmediate, setImmediate } from "node:timers";
 import type { OutgoingMessage } from "../port.ts";
 import { OrderGroups } from "./_order_groups.ts";
+import { CommitSyncs } from "./_commit_syncs.ts";
 import type { TopicState } from "./_catalog.ts";
 import { BatchEncoder, RECORD_HEADER_BYTES } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
@@ -91,13 +93,10 @@ export class GroupCommit {
   #inFlight = false;
   /** A consumer-offset transaction is under way. */
   #offsetsInFlight = false;
-  /** Transactions written whose fsync has not finished yet. */
+  /** Transactions someone waits for, written, whose fsync has not finished yet. */
   #unsynced = 0;
-  /** Interval of the deferred fsync of `syncLater` transactions (ms); 0 = none deferred. */
-  readonly #lazySyncMs: number;
-  /** A `syncLater` transaction was written and no fsync started since. */
-  #lazyDirty = false;
-  #lazyTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When each written transaction is fsynced. */
+  readonly #syncs: CommitSyncs;
   #idle: (() => void)[] = [];
   /** Senders with a failed append: their later appends are rejected, not written. */
   readonly #groups = new OrderGroups();
@@ -111,8 +110,9 @@ export class GroupCommit {
     onError: (e: unknown) => unknown,
     told: CommitWatch = { grew() {}, durable() {} },
     lazySyncMs = 0,
+    lingerMs = 0,
   ) {
-    this.#lazySyncMs = lazySyncMs;
+    this.#syncs = new CommitSyncs(() => log.sync(), lingerMs, lazySyncMs);
     this.#link = link;
     this.#log = log;
     this.#maxBatch = Math.max(1, maxBatch);
@@ -142,7 +142,7 @@ export class GroupCommit {
 
   /** Resolves once everything queued so far has been committed (or failed). */
   drain(): Promise<void> {
-    if (this.#lazyTimer !== undefined) this.#syncLazy(); // now, not after the interval
+    this.#syncs.hurry(...this.#lazyHooks); // now, not after the linger or the interval
     if (this.#isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
@@ -162,7 +162,7 @@ export class GroupCommit {
 
   #isIdle(): boolean {
     return !this.#inFlight && !this.#offsetsInFlight && this.#unsynced === 0 &&
-      this.#queue.length === 0 && this.#offsets.length === 0;
+      this.#syncs.lazyRunning === 0 && this.#queue.length === 0 && this.#offsets.length === 0;
   }
 
   #schedule(): void {
@@ -191,16 +191,15 @@ export class GroupCommit {
     const timestampMicros = this.#now();
     const { data, logRuns, messages } = this.#encode(batch, runs, timestampMicros);
     this.#inFlight = true;
-    const lazy = this.#lazySyncMs > 0 && batch.every((a) => a.syncLater === true);
+    const lazy = this.#syncs.defersLazy && batch.every((a) => a.syncLater === true);
     this.#log.append(data, logRuns, timestampMicros).then(
       (bases) => {
         if (lazy) return this.#writtenLazy(batch, runs, bases, messages);
-        this.#lazyDirty = false; // the fsync below covers every earlier write
         this.#unsynced++;
         this.#visible(runs, bases);
         // Durable only after the fsync, which runs off the event loop; meanwhile the next
         // transaction may be written (syncs settle in order, so appends resolve in order).
-        this.#log.sync().then(
+        this.#syncs.durable(messages).then(
           () => this.#committed(runs, bases, messages),
           (e) => this.#failed(batch, e),
         ).finally(() => {
@@ -226,25 +225,16 @@ export class GroupCommit {
     this.#committed(runs, bases, messages, false);
     batch.length = 0;
     runs.length = 0;
-    this.#lazyDirty = true;
-    this.#lazyTimer ??= setTimeout(() => this.#syncLazy(), this.#lazySyncMs);
+    this.#syncs.writtenLazy(...this.#lazyHooks);
   }
 
-  /** The deferred fsync, unless a transaction someone waited for synced them meanwhile. */
-  #syncLazy(): void {
-    if (this.#lazyTimer !== undefined) clearTimeout(this.#lazyTimer);
-    this.#lazyTimer = undefined;
-    if (!this.#lazyDirty) return;
-    this.#lazyDirty = false;
-    this.#unsynced++;
-    this.#log.sync().then(
-      () => this.#told.durable(),
-      (e) => this.#onError(e), // counted and logged; nobody waits to be rejected
-    ).finally(() => {
-      this.#unsynced--;
-      this.#wakeIdle();
-    });
-  }
+  /** What a deferred fsync does: tell the watchers, or count and log its failure (nobody
+   * waits to be rejected); then wake a drain. */
+  readonly #lazyHooks = [
+    () => this.#told.durable(),
+    (e: unknown) => void this.#onError(e),
+    () => this.#wakeIdle(),
+  ] as const;
 
   /** One transaction's log records, a record per run (partition), in one buffer. */
   #encode(

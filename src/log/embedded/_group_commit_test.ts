@@ -1,10 +1,12 @@
 /**
  * Group commit's deferred fsync (`embedded.qos0_sync_ms`): a transaction of QoS 0 appends only
  * is confirmed once written and synced by the next transaction someone waits for, or by the
- * interval's timer; one with anything acknowledged on disk waits for its own fsync.
+ * interval's timer; one with anything acknowledged on disk waits for its own fsync. With a
+ * commit linger (`embedded.commit_linger_ms`), small transactions someone waits for share one.
  */
 import assert from "node:assert/strict";
 import { GroupCommit, type PendingAppend } from "./_group_commit.ts";
+import { LINGER_ENOUGH_MESSAGES } from "./_commit_syncs.ts";
 import type { MessageLog } from "./_message_log.ts";
 import type { TopicState } from "./_catalog.ts";
 import type { WriterLink } from "./_writer_link.ts";
@@ -29,12 +31,15 @@ function fakeLog() {
 const STATE = { id: 1 } as unknown as TopicState;
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
-function append(commit: GroupCommit, syncLater: boolean) {
+function append(commit: GroupCommit, syncLater: boolean, messages = 1) {
   const out = { done: false };
   commit.enqueue({
     state: STATE,
     partition: 0,
-    messages: [{ payload: new Uint8Array(1), headers: new Map() }],
+    messages: Array.from({ length: messages }, () => ({
+      payload: new Uint8Array(1),
+      headers: new Map(),
+    })),
     syncLater,
     resolve: () => out.done = true,
     reject: (e: unknown) => assert.fail(String(e)),
@@ -42,7 +47,7 @@ function append(commit: GroupCommit, syncLater: boolean) {
   return out;
 }
 
-function commitOver(log: ReturnType<typeof fakeLog>, lazyMs: number) {
+function commitOver(log: ReturnType<typeof fakeLog>, lazyMs: number, lingerMs = 0) {
   return new GroupCommit(
     {} as WriterLink,
     log as unknown as MessageLog,
@@ -51,6 +56,7 @@ function commitOver(log: ReturnType<typeof fakeLog>, lazyMs: number) {
     (e) => e,
     undefined,
     lazyMs,
+    lingerMs,
   );
 }
 
@@ -105,4 +111,79 @@ Deno.test("GroupCommit.drain() syncs deferred QoS 0 writes at once", async () =>
   assert.equal(log.syncs, 1, "not after 10 s: now");
   log.release();
   await drained;
+});
+
+Deno.test("GroupCommit with a commit linger: small transactions in a row share one fsync, resolved only after it", async () => {
+  const log = fakeLog();
+  const commit = commitOver(log, 100, 40);
+  const written: { done: boolean }[] = [];
+  for (let i = 0; i < 3; i++) {
+    written.push(append(commit, false));
+    await tick(); // each its own transaction
+  }
+  assert.equal(log.syncs, 0, "lingering: no fsync yet");
+  await new Promise((r) => setTimeout(r, 80)); // real time: past the 40 ms linger
+  assert.equal(log.syncs, 1, "one fsync for the three");
+  assert.deepEqual(written.map((w) => w.done), [false, false, false], "never before the fsync");
+  log.release();
+  await tick();
+  assert.deepEqual(written.map((w) => w.done), [true, true, true]);
+  await commit.drain();
+});
+
+Deno.test("GroupCommit with a commit linger: enough messages end it at once, covering the lingering ones", async () => {
+  const log = fakeLog();
+  const commit = commitOver(log, 100, 10_000);
+  const small = append(commit, false);
+  await tick();
+  assert.equal(log.syncs, 0);
+  const big = append(commit, false, LINGER_ENOUGH_MESSAGES);
+  await tick();
+  assert.equal(log.syncs, 1, "not after 10 s: now, one fsync for both");
+  log.release();
+  await tick();
+  assert.deepEqual([small.done, big.done], [true, true]);
+  const after = append(commit, false, LINGER_ENOUGH_MESSAGES);
+  await tick();
+  assert.equal(log.syncs, 2, "a big transaction alone does not linger");
+  log.release();
+  await tick();
+  assert.equal(after.done, true);
+  await commit.drain();
+});
+
+Deno.test("GroupCommit.drain() ends a commit linger at once", async () => {
+  const log = fakeLog();
+  const commit = commitOver(log, 100, 10_000);
+  const a = append(commit, false);
+  await tick();
+  const drained = commit.drain();
+  assert.equal(log.syncs, 1, "not after 10 s: now");
+  log.release();
+  await drained;
+  assert.equal(a.done, true);
+});
+
+Deno.test("GroupCommit with a commit linger: a failed fsync rejects every lingering append, none resolves", async () => {
+  let failSync: (e: Error) => void = () => {};
+  const log = {
+    append: (_d: Uint8Array, runs: { count: number }[]) => Promise.resolve(runs.map(() => 0)),
+    sync: () => new Promise<void>((_, reject) => failSync = reject),
+  };
+  const commit = commitOver(log as unknown as ReturnType<typeof fakeLog>, 100, 10_000);
+  const outcomes: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    commit.enqueue({
+      state: STATE,
+      partition: 0,
+      messages: [{ payload: new Uint8Array(1), headers: new Map() }],
+      resolve: () => outcomes.push("resolved"),
+      reject: () => outcomes.push("rejected"),
+    } as unknown as PendingAppend);
+    await tick();
+  }
+  const drained = commit.drain();
+  failSync(new Error("EIO"));
+  await drained;
+  assert.deepEqual(outcomes, ["rejected", "rejected"]);
 });

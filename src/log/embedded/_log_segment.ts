@@ -16,7 +16,6 @@ import { FileSync } from "./_file_sync.ts";
 
 const NAME_DIGITS = 16;
 const SUFFIX = ".log";
-/** Size of each zero write while preallocating. */
 /**
  * Zero-filling writes and syncs this much at a time, then pauses unless the log needs the
  * segment soon: one big fsync at the end of a whole segment holds every fdatasync of the active
@@ -24,6 +23,13 @@ const SUFFIX = ".log";
  * wait short.
  */
 const FILL_CHUNK_BYTES = 128 * 1024;
+/**
+ * The step while the fill is behind the log (FillControl.behind). Each step is two hops to
+ * a blocking thread (write, fsync), and each hop waits for the event loop's next turn: under
+ * ingest load a small step paced the fill below the log's write rate, and every roll waited
+ * for the rest of it with every append stalled behind it.
+ */
+const URGENT_FILL_CHUNK_BYTES = 1024 * 1024;
 const FILL_PAUSE_MS = 1;
 
 /** How the log steers a segment's zero-filling. */
@@ -32,9 +38,15 @@ export interface FillControl {
   cancelled(): boolean;
   /** True while the active segment is close to full: no pauses between steps. */
   urgent(): boolean;
+  /** True while the part filled (0 to 1) is behind the log: bigger steps. */
+  behind(filled: number): boolean;
 }
 
-const UNSTEERED: FillControl = { cancelled: () => false, urgent: () => false };
+const UNSTEERED: FillControl = {
+  cancelled: () => false,
+  urgent: () => false,
+  behind: () => false,
+};
 
 /** A segment's bytes, on disk or in memory. */
 export interface Segment {
@@ -105,16 +117,17 @@ export class FileSegment implements Segment {
     const path = `${dir}/${segmentName(base)}`;
     const file = await Deno.open(path, { write: true, create: true, truncate: true });
     try {
-      const zeros = new Uint8Array(Math.min(FILL_CHUNK_BYTES, capacity));
+      const zeros = new Uint8Array(Math.min(URGENT_FILL_CHUNK_BYTES, capacity));
       for (let done = 0; done < capacity;) {
-        const chunk = zeros.subarray(0, Math.min(zeros.length, capacity - done));
+        const step = control.behind(done / capacity) ? URGENT_FILL_CHUNK_BYTES : FILL_CHUNK_BYTES;
+        const chunk = zeros.subarray(0, Math.min(step, capacity - done));
         for (let written = 0; written < chunk.length;) {
           written += await file.write(chunk.subarray(written));
         }
         done += chunk.length;
         await file.sync(); // the size grows as it fills: fsync, not fdatasync
         if (control.cancelled()) throw new Error(`Zero-filling ${path} was cancelled`);
-        if (done < capacity && !control.urgent()) {
+        if (done < capacity && !control.urgent() && !control.behind(done / capacity)) {
           await new Promise((r) => setTimeout(r, FILL_PAUSE_MS));
         }
       }

@@ -38,6 +38,7 @@ import {
   segmentBytesFor,
   type SegmentState,
   type Spare,
+  usedOfActive,
 } from "./_segment_table.ts";
 import { scanLog } from "./_log_scan.ts";
 import { DiskRoom } from "./_disk_room.ts";
@@ -355,10 +356,10 @@ export class MessageLog {
     if (this.#memory) return Promise.resolve(new MemorySegment(base, capacity));
     return FileSegment.create(this.#dir, base, capacity, {
       cancelled: () => this.#closed,
-      urgent: () => {
-        const active = this.#segments.at(-1);
-        return !active || active.written > active.segment.capacity / 2;
-      },
+      urgent: () => usedOfActive(this.#segments) > 1 / 2,
+      // At QoS 0 rates the log is written faster than small steps fill, and the roll would wait
+      // for the rest with every append behind it.
+      behind: (filled) => filled < usedOfActive(this.#segments),
     });
   }
 

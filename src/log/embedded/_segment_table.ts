@@ -53,6 +53,12 @@ export async function claimSpare(
   return undefined;
 }
 
+/** The part of the active (last) segment written, 0 to 1; 1 when there is none. */
+export function usedOfActive(segments: readonly SegmentState[]): number {
+  const active = segments.at(-1);
+  return active ? active.written / active.segment.capacity : 1;
+}
+
 /** Segments of an eighth of the store, between 16 KiB and 32 MiB. */
 export function segmentBytesFor(maxBytes: number): number {
   const eighth = Math.floor(maxBytes / 8 / 4096) * 4096;

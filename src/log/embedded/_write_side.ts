@@ -70,6 +70,7 @@ export function openWriteSide(
       },
     },
     options.qos0SyncMs ?? 0,
+    options.commitLingerMs ?? 0,
   );
   const { retentionMaxAgeSeconds, retentionMaxTopicBytes, retentionIntervalMs } = options;
   const retention = new RetentionRunner(

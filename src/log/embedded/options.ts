@@ -47,6 +47,9 @@ export interface EmbeddedOptions {
    * synced by the next one someone waits for or within this many ms; 0 (or absent) syncs each.
    */
   readonly qos0SyncMs?: number;
+  /** How long a small transaction someone waits for lingers for others to share its fsync
+   * (_commit_syncs.ts); 0 (or absent) fsyncs each at once. */
+  readonly commitLingerMs?: number;
   /** Opens the file read-only (the `read` CLI beside a running gateway; WAL allows it). */
   readonly readOnly?: boolean;
   /**
