@@ -2,7 +2,7 @@
  * The commands other than `run` (the checks of `check`, `explain`, `read`, the admin commands),
  * loaded by `main.ts` from a URL built at run time when one of them runs: `deno run` keeps the
  * source of every module a literal import names for the life of the process, and a running
- * gateway needs none of these. `deno run` needs read access to `./src/cli` for it (the `gateway`
+ * gateway needs none of these. `deno run` needs read access to `./src` for it and what it imports (the `gateway`
  * permission sets grant it), and the compile tasks `--include` this module.
  *
  * @module

@@ -4,7 +4,7 @@
  * from the start; the handlers (the page's HTML, the JSON, the admin actions) are loaded from a
  * URL built at run time on the first request for one of their paths, because `deno run` keeps
  * the source of every module a literal import names for the life of the process. `deno run`
- * needs read access to `./src/http` for it (the `gateway` permission sets grant it), and the
+ * needs read access to `./src` for it and what it imports (the `gateway` permission sets grant it), and the
  * compile tasks `--include` `console_handlers.ts`.
  *
  * @module
