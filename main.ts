@@ -34,7 +34,8 @@ import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
 import { GATEWAY_VERSION } from "./src/base/version.ts";
-import type { CliTools } from "./src/cli/tools.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as CliTools from "./src/cli/tools.ts";
 
 const VERSION = GATEWAY_VERSION;
 
@@ -163,7 +164,7 @@ async function main(argv: string[]): Promise<number> {
  * The commands other than `run`, loaded from a URL built at run time (see `src/cli/tools.ts`):
  * a running gateway does not hold their source.
  */
-function loadTools(): Promise<CliTools> {
+function loadTools(): Promise<typeof CliTools> {
   return import(new URL("./src/cli/tools.ts", import.meta.url).href);
 }
 

@@ -13,6 +13,3 @@ export { explain } from "./explain.ts";
 export { configFileLines } from "./check_files.ts";
 export { iggyLines } from "./check_iggy.ts";
 export { storeDiskLines } from "./check_store.ts";
-
-/** This module, as `main.ts` loads it (a type-only import loads nothing). */
-export type CliTools = typeof import("./tools.ts");

@@ -7,6 +7,3 @@
  */
 export { handleStatusRoute } from "./status_page.ts";
 export { handleAdmin } from "./admin.ts";
-
-/** This module, as `console_routes.ts` loads it (a type-only import loads nothing). */
-export type ConsoleHandlers = typeof import("./console_handlers.ts");

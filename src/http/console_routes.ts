@@ -11,12 +11,13 @@
  */
 import { type AdminParts, AdminSource } from "./admin_source.ts";
 import type { StatusSource } from "./status_json.ts";
-import type { ConsoleHandlers } from "./console_handlers.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as ConsoleHandlers from "./console_handlers.ts";
 import { type ConsoleInputs, ConsoleState } from "./console_state.ts";
 import type { History } from "../observe/history.ts";
 
 /** The console's handlers, loaded on first call. */
-export function loadConsoleHandlers(): Promise<ConsoleHandlers> {
+export function loadConsoleHandlers(): Promise<typeof ConsoleHandlers> {
   return import(new URL("./console_handlers.ts", import.meta.url).href);
 }
 
@@ -43,7 +44,7 @@ export function consoleRoutes(g: ConsoleParts, o: { history?: History } = {}): {
   const access = { token: g.config.http.admin_token };
   const state = new ConsoleState(g, admin, o);
   state.start();
-  let handlers: Promise<ConsoleHandlers> | undefined;
+  let handlers: Promise<typeof ConsoleHandlers> | undefined;
   const answer = async (req: Request, url: URL, peer: string): Promise<Response> => {
     const h = await (handlers ??= loadConsoleHandlers());
     return h.handleStatusRoute(url, g, (now) => state.json(now)) ??

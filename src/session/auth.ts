@@ -13,7 +13,8 @@ import type { ConnectPacket } from "../codec/packets.ts";
 import type { LogBackend, Principal } from "../log/port.ts";
 import { hasAnyDataRight, NO_GLOBAL_PERMISSIONS, type Permissions } from "../access/permissions.ts";
 import type { TokenLogin } from "./token_login.ts";
-import type { TokenSetup } from "./token_setup.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as TokenSetup from "./token_setup.ts";
 
 /** Outcome of authenticating a CONNECT. */
 export type AuthDecision =
@@ -88,7 +89,9 @@ export class Authenticator {
   static async readTokens(config: GatewayConfig): Promise<TokenLogin | null> {
     const { jwt_jwks_file, jwt_hmac_secret } = config.auth;
     if (jwt_jwks_file === "" && jwt_hmac_secret === "") return null;
-    const setup: TokenSetup = await import(new URL("./token_setup.ts", import.meta.url).href);
+    const setup: typeof TokenSetup = await import(
+      new URL("./token_setup.ts", import.meta.url).href
+    );
     return await setup.readTokenLogin(config);
   }
 

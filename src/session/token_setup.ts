@@ -15,6 +15,3 @@ import { TokenLogin } from "./token_login.ts";
 export async function readTokenLogin(config: GatewayConfig): Promise<TokenLogin | null> {
   return TokenLogin.of(config, await readJwtKeys(config.auth));
 }
-
-/** This module, as `auth.ts` loads it (a type-only import loads nothing). */
-export type TokenSetup = typeof import("./token_setup.ts");
