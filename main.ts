@@ -33,13 +33,9 @@ import { PROTOCOL_012 } from "./src/log/iggy/v12/wire.ts";
 import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts";
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
-import { readMessages, readRetained } from "./src/cli/read.ts";
-import { runAdminCommand } from "./src/cli/admin_commands.ts";
 import { GATEWAY_VERSION } from "./src/base/version.ts";
-import { explain } from "./src/cli/explain.ts";
-import { configFileLines } from "./src/cli/check_files.ts";
-import { iggyLines } from "./src/cli/check_iggy.ts";
-import { storeDiskLines } from "./src/cli/check_store.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as CliTools from "./src/cli/tools.ts";
 
 const VERSION = GATEWAY_VERSION;
 
@@ -95,6 +91,7 @@ async function main(argv: string[]): Promise<number> {
       // is printed before every check passed: a failure is its one line.
       if (args.string("map") === undefined) {
         const checked = await config();
+        const { configFileLines, storeDiskLines, iggyLines } = await loadTools();
         lines.push(...await configFileLines(checked));
         lines.push(...await storeDiskLines(checked));
         lines.push(...await iggyLines(checked, map, args.flag("offline")));
@@ -103,7 +100,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "explain":
-      await explain(
+      await (await loadTools()).explain(
         await mapFrom(args, config),
         await config(),
         args.positionals,
@@ -116,10 +113,15 @@ async function main(argv: string[]): Promise<number> {
         const filter = args.string("filter");
         const bad = filter === undefined ? null : filterProblem(filter);
         if (bad !== null) throw new UsageError(spec, `--filter "${filter}": ${bad}`);
-        await readRetained(await config(), filter, args.flag("json"), console.log);
+        await (await loadTools()).readRetained(
+          await config(),
+          filter,
+          args.flag("json"),
+          console.log,
+        );
         return 0;
       }
-      await readMessages(
+      await (await loadTools()).readMessages(
         await config(),
         {
           stream: args.string("stream")!,
@@ -139,7 +141,7 @@ async function main(argv: string[]): Promise<number> {
     case "drop-session":
     case "topics":
     case "log-level":
-      await runAdminCommand(name, await config(), {
+      await (await loadTools()).runAdminCommand(name, await config(), {
         url: args.string("url"),
         json: args.flag("json"),
         positionals: args.positionals,
@@ -158,6 +160,14 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** `--map FILE` alone, or the map the config names. */
+/**
+ * The commands other than `run`, loaded from a URL built at run time (see `src/cli/tools.ts`):
+ * a running gateway does not hold their source.
+ */
+function loadTools(): Promise<typeof CliTools> {
+  return import(new URL("./src/cli/tools.ts", import.meta.url).href);
+}
+
 async function mapFrom(
   args: ParsedArgs,
   config: () => Promise<GatewayConfig>,

@@ -10,11 +10,13 @@ import denoJson from "../../deno.json" with { type: "json" };
 const SET = denoJson.permissions.gateway;
 
 /**
- * Where operator files (config, topic map, TLS material, Iggy CA) may live. `./src/…` entries
- * are left out: they are there so `deno run` can load the store's worker module, not as a
- * place for an operator's files.
+ * Where operator files (config, topic map, TLS material, Iggy CA) may live. `./src` is left
+ * out: it is there so `deno run` can load the gateway's own modules loaded by URL (the store's
+ * worker, the Iggy client), not as a place for an operator's files.
  */
-export const READABLE_PLACES: readonly string[] = SET.read.filter((p) => !p.startsWith("./src/"));
+export const READABLE_PLACES: readonly string[] = SET.read.filter((p) =>
+  p !== "./src" && !p.startsWith("./src/")
+);
 
 /** Where the embedded store may live. */
 export const WRITABLE_PLACES: readonly string[] = SET.write;

@@ -4,7 +4,7 @@
  * not, and keeps its source for the life of the process (a type-only import too): an embedded
  * gateway would hold the whole Iggy client's source in memory for nothing. So its type is declared here, not imported; `load_iggy_test.ts`
  * checks the real module against it, and the compile tasks `--include` the module, which a
- * compiled binary would otherwise lack. `deno run` needs read access to `./src/log` for it (the
+ * compiled binary would otherwise lack. `deno run` needs read access to `./src` for it (the
  * `gateway` permission sets grant it).
  *
  * @module

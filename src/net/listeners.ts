@@ -12,7 +12,9 @@ import { bindableIp, EpollListener } from "./_epoll_listener.ts";
 import { addressOf, openLibc, sockaddrOf } from "./_libc.ts";
 import type { AcceptHandler, MqttListener } from "./mqtt_listener.ts";
 import { bind, NodeSocketTransport } from "./node_transport.ts";
-import { ProxyAcceptor, type ProxyOptions } from "./proxy_transport.ts";
+import type { ProxyOptions } from "./proxy_transport.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as ProxyTransport from "./proxy_transport.ts";
 
 export type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 
@@ -39,13 +41,20 @@ export interface TcpListenOptions {
  * asked for and cannot be used. With `o.proxy`, every connection passes a {@link ProxyAcceptor}
  * first, whichever layer accepted it.
  */
-export function listenTcp(
+export async function listenTcp(
   hostname: string,
   port: number,
   o: TcpListenOptions,
   accept: AcceptHandler,
 ): Promise<MqttListener> {
-  const onAccept = o.proxy === undefined ? accept : new ProxyAcceptor(o.proxy, accept).accept;
+  // The PROXY code only with `listeners.proxy_protocol_from`, from a URL built at run time:
+  // `deno run` keeps the source of every module a literal import names.
+  const proxy: typeof ProxyTransport | null = o.proxy === undefined
+    ? null
+    : await import(new URL("./proxy_transport.ts", import.meta.url).href);
+  const onAccept = o.proxy === undefined
+    ? accept
+    : new proxy!.ProxyAcceptor(o.proxy, accept).accept;
   if (o.layer !== "node") {
     const opened = openLibc();
     const ip = bindableIp(hostname);

@@ -16,7 +16,9 @@ import type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.t
 import { bind, NodeSocketTransport, plainAddress } from "./node_transport.ts";
 import { caSubjectsOf, handshakeFailure, TlsReason } from "./tls_refusal.ts";
 import type { ProxyOptions } from "./proxy_transport.ts";
-import { CLIENT_ADDRESS, type ProxiedSocket, proxyFront } from "./tls_proxy.ts";
+import { CLIENT_ADDRESS, type ProxiedSocket } from "./proxied_socket.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as TlsProxy from "./tls_proxy.ts";
 
 /** Why a TLS connection ended before it became an MQTT connection (counters). */
 export type TlsRefusal =
@@ -105,13 +107,20 @@ export function listenTls(
   }
   // node:tls only when a TLS listener is configured: its modules are RSS a plain-TCP gateway
   // would carry for nothing.
-  return Promise.all([import("node:tls"), import("node:net")]).then(([tls, net]) => {
-    const state = stateOf(material);
-    const secure = tlsServer(tls.default, material, state, o, onAccept);
-    const front = o.proxy &&
-      proxyFront(net.default, secure, o.proxy, o.maxConnections, stampAccept);
-    return bindTls(secure, front, hostname, port, state, o);
-  });
+  // The PROXY front likewise, only with `listeners.proxy_protocol_from`, from a URL built at run
+  // time: `deno run` keeps the source of every module a literal import names.
+  const proxyModule: Promise<typeof TlsProxy | null> = o.proxy
+    ? import(new URL("./tls_proxy.ts", import.meta.url).href)
+    : Promise.resolve(null);
+  return Promise.all([import("node:tls"), import("node:net"), proxyModule]).then(
+    ([tls, net, p]) => {
+      const state = stateOf(material);
+      const secure = tlsServer(tls.default, material, state, o, onAccept);
+      const front = o.proxy &&
+        p!.proxyFront(net.default, secure, o.proxy, o.maxConnections, stampAccept);
+      return bindTls(secure, front, hostname, port, state, o);
+    },
+  );
 }
 
 /** What a reload swaps besides the secure context. */

@@ -11,11 +11,7 @@ import type net from "node:net";
 import type tls from "node:tls";
 import { plainAddress } from "./node_transport.ts";
 import { type ProxyOptions, ProxyPreamble } from "./proxy_transport.ts";
-
-/** The client's address a PROXY header named, on the TCP socket under a TLS one. */
-export const CLIENT_ADDRESS = Symbol("clientAddress");
-/** A TCP socket that may carry {@link CLIENT_ADDRESS}. */
-export type ProxiedSocket = net.Socket & { [CLIENT_ADDRESS]?: string };
+import { CLIENT_ADDRESS, type ProxiedSocket } from "./proxied_socket.ts";
 
 /**
  * A node:net server that reads each connection's PROXY preamble and then hands it to

@@ -12,8 +12,9 @@ import { ConnackCode } from "../codec/encoder.ts";
 import type { ConnectPacket } from "../codec/packets.ts";
 import type { LogBackend, Principal } from "../log/port.ts";
 import { hasAnyDataRight, NO_GLOBAL_PERMISSIONS, type Permissions } from "../access/permissions.ts";
-import { looksLikeToken, TokenLogin } from "./token_login.ts";
-import { readJwtKeys } from "../config/jwt_keys_file.ts";
+import type { TokenLogin } from "./token_login.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as TokenSetup from "./token_setup.ts";
 
 /** Outcome of authenticating a CONNECT. */
 export type AuthDecision =
@@ -86,7 +87,12 @@ export class Authenticator {
    * naming the file; nothing is swapped yet.
    */
   static async readTokens(config: GatewayConfig): Promise<TokenLogin | null> {
-    return TokenLogin.of(config, await readJwtKeys(config.auth));
+    const { jwt_jwks_file, jwt_hmac_secret } = config.auth;
+    if (jwt_jwks_file === "" && jwt_hmac_secret === "") return null;
+    const setup: typeof TokenSetup = await import(
+      new URL("./token_setup.ts", import.meta.url).href
+    );
+    return await setup.readTokenLogin(config);
   }
 
   /** Swaps the auth config (hot reload); `tokens` as read by {@link readTokens}, absent: kept. */
@@ -120,7 +126,7 @@ export class Authenticator {
     // A token may come without a username (MQTT 5 allows a password alone).
     const tokens = this.#tokens;
     if (tokens !== null && p.password !== null && p.username !== this.#auth.pat_username) {
-      if (looksLikeToken(p.password)) return await byToken(tokens, p.password, p.username);
+      if (tokens.looksLikeToken(p.password)) return await byToken(tokens, p.password, p.username);
     }
     if (p.username === null) return this.#anonymousFrom(remoteAddress);
     const password = p.password === null ? "" : new TextDecoder().decode(p.password);

@@ -65,6 +65,11 @@ export class TokenLogin {
     return keys === null ? null : new TokenLogin(config.auth, keys, config.jwt_templates);
   }
 
+  /** {@link looksLikeToken}, for callers that hold a token login but do not import this module. */
+  looksLikeToken(password: Uint8Array): boolean {
+    return looksLikeToken(password);
+  }
+
   /** Longest token accepted (bytes), checked before anything is decoded. */
   get maxBytes(): number {
     return this.#auth.jwt_max_bytes;
