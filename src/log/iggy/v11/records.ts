@@ -96,10 +96,9 @@ function readTopicHeader(r: ByteReader, layout: RecordLayout): TopicRecord {
   if (expiry === undefined && /^\d+$/.test(options.get("message_expiry") ?? "")) {
     expiry = BigInt(options.get("message_expiry")!);
   }
-  // u64::MAX is Iggy's "never expire": past 2^53 − 1 it is never.
-  const messageExpiryMicros = expiry === undefined ? undefined : Number(
-    expiry > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : expiry,
-  );
+  // u64::MAX is Iggy's "never expire" (past 2^53 − 1: never), as 0 is: no expiry of the topic's own.
+  const never = expiry === undefined || expiry === 0n || expiry >= BigInt(Number.MAX_SAFE_INTEGER);
+  const messageExpiryMicros = never ? undefined : Number(expiry);
   return { id, name, partitionsCount, partitions: [], options, messageExpiryMicros };
 }
 
