@@ -169,47 +169,62 @@ export function gatewayServer(
   let starts = 0;
   return {
     name,
-    async start(o) {
-      const port = freePort();
-      const http = freePort();
-      // Each start gets an empty store of its own, removed at stop: a scenario's figures do
-      // not depend on what earlier scenarios wrote.
-      const store = `${dataDir}/${name}-${++starts}`;
-      await Deno.mkdir(`${ROOT}${store}`, { recursive: true });
-      const env = {
-        IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
-        IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${http}`,
-        IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
-        IGGY_MQTT_EMBEDDED_PATH: `${store}/gateway.db`,
-        IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
-        IGGY_MQTT_LOG_AUTO_CREATE: "true",
-        IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn",
-        IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "20000",
-        // One loopback source opens all 10,000 idle connections: no per-source rate bound.
-        IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
-        ...extraEnv,
-      };
-      const cmd = [Deno.execPath(), "run", ...flags, ...denoFlags, "main.ts", "run"];
-      cmd.push("--config", "config/gateway.toml");
-      const running = await spawnUntilReady(name, launchArgv(o, 0, cmd), port, async () => {
-        try {
-          const r = await fetch(`http://127.0.0.1:${http}/ready`);
-          await r.body?.cancel();
-          return r.status === 200;
-        } catch {
-          return false;
-        }
-      }, { cwd: ROOT, env });
-      return {
-        ...running,
-        metricsUrl: `http://127.0.0.1:${http}/metrics`,
-        async stop() {
-          await running.stop();
-          await Deno.remove(`${ROOT}${store}`, { recursive: true }).catch(() => {});
-        },
-      };
-    },
+    // Ports picked free a moment before the gateway binds them: another process may take one in
+    // between (tests run side by side), so a start refused for it is tried again on new ones.
+    start: (o) => retryOnPortTaken(() => startOnce(o)),
   };
+
+  async function startOnce(o: LaunchOptions): Promise<Running> {
+    const port = freePort();
+    const http = freePort();
+    // Each start gets an empty store of its own, removed at stop: a scenario's figures do
+    // not depend on what earlier scenarios wrote.
+    const store = `${dataDir}/${name}-${++starts}`;
+    await Deno.mkdir(`${ROOT}${store}`, { recursive: true });
+    const env = {
+      IGGY_MQTT_LISTENERS_TCP: `127.0.0.1:${port}`,
+      IGGY_MQTT_LISTENERS_HTTP: `127.0.0.1:${http}`,
+      IGGY_MQTT_LISTENERS_WS: "", // the quick start config binds 8083
+      IGGY_MQTT_EMBEDDED_PATH: `${store}/gateway.db`,
+      IGGY_MQTT_AUTH_ALLOW_ANONYMOUS: "true",
+      IGGY_MQTT_LOG_AUTO_CREATE: "true",
+      IGGY_MQTT_GATEWAY_LOG_LEVEL: "warn",
+      IGGY_MQTT_LIMITS_MAX_CONNECTIONS: "20000",
+      // One loopback source opens all 10,000 idle connections: no per-source rate bound.
+      IGGY_MQTT_LIMITS_MAX_CONNECTION_RATE_PER_SOURCE: "0",
+      ...extraEnv,
+    };
+    const cmd = [Deno.execPath(), "run", ...flags, ...denoFlags, "main.ts", "run"];
+    cmd.push("--config", "config/gateway.toml");
+    const running = await spawnUntilReady(name, launchArgv(o, 0, cmd), port, async () => {
+      try {
+        const r = await fetch(`http://127.0.0.1:${http}/ready`);
+        await r.body?.cancel();
+        return r.status === 200;
+      } catch {
+        return false;
+      }
+    }, { cwd: ROOT, env });
+    return {
+      ...running,
+      metricsUrl: `http://127.0.0.1:${http}/metrics`,
+      async stop() {
+        await running.stop();
+        await Deno.remove(`${ROOT}${store}`, { recursive: true }).catch(() => {});
+      },
+    };
+  }
+}
+
+/** `start()`, again on new ports (twice at most) when it failed on an address already in use. */
+async function retryOnPortTaken<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= 3 || !String(err).includes("address already in use")) throw err;
+    }
+  }
 }
 
 /** Debian mosquitto with a generated minimal config (no persistence, anonymous). */

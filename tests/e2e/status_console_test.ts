@@ -182,7 +182,9 @@ Deno.test(`status console: fresh start and under load, in headless chromium${SKI
       const lines = await js<number>(
         `document.querySelectorAll("#charts polyline[points*=' ']").length`,
       );
-      return Number(acked.replaceAll(",", "")) > 0 && lines >= 5;
+      // The clients table follows its own refresh of the listing: wait for the publisher in it.
+      const listed = await js<string>(`document.getElementById("clients").textContent`) ?? "";
+      return Number(acked.replaceAll(",", "")) > 0 && lines >= 5 && listed.includes("console-pub");
     });
     assert.ok(Number((await loaded.text("rate-acked")).replaceAll(",", "")) > 0);
     assert.ok(Number(await loaded.text("charts")) >= 6, "six charts' lines drawn");
