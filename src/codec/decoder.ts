@@ -137,9 +137,8 @@ export class PacketDecoder {
    * The held packet, completed from the front of `chunk` and decoded into `out`; returns where
    * the rest of `chunk` starts, or -1 when `chunk` does not complete it (then all of it is held
    * too). The held bytes are joined to the rest once, when the packet is whole: joining them at
-   * every read copied a 1 MiB packet some 16 times over. Only the held packet's bytes of `chunk` are
-   * copied: joining the whole chunk to the tail copied every read of a flood, a visible share
-   * of QoS 0 ingest CPU.
+   * every read would copy a large packet once per read. Only the held packet's bytes of `chunk`
+   * are copied: joining the whole chunk to the tail would copy every read of a flood.
    */
   #completeHeld(chunk: Uint8Array, out: ClientPacket[]): number {
     if (this.#total === 0) {

@@ -31,8 +31,8 @@ export const MESSAGE_OVERHEAD_BYTES = 4096;
 /**
  * Messages one poll may ask for when each may be `maxMessageBytes` (undefined: no bound):
  * Iggy answers a poll in one frame, and a frame over {@link MAX_FRAME_BYTES} fails the poll and
- * its connection, every time, so a backlog of large messages could never be read. 512 small
- * messages still go in one poll; messages of 1 MiB go 47 at a time.
+ * its connection, every time, so a backlog of large messages could never be read. Small messages
+ * still go 512 to a poll; the largest allowed go as many as fit in one frame.
  */
 export function maxPollMessages(maxMessageBytes: number | undefined): number {
   if (maxMessageBytes === undefined) return Infinity;

@@ -1,8 +1,8 @@
 /**
  * How many messages each poll asks Iggy for. Iggy answers a poll in one frame, bounded by
  * `MAX_FRAME_BYTES`, and a poll is bounded by count only. Sized for the largest message the
- * gateway may append (`limits.max_packet_bytes`), a poll of 1 MiB messages asks for 47; sized
- * so for small messages too, a reader would make ten times the round trips it needs. So each
+ * gateway may append (`limits.max_packet_bytes`), a poll asks for few; sized so for small
+ * messages too, a reader would make many times the round trips it needs. So each
  * partition's polls are sized from the largest message it returned lately (the first at the safe
  * count; what a large message taught halves with each poll after it, so a partition that mixes
  * sizes stays near the safe count instead of asking too much again and again); a reply that still

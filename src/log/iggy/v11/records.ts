@@ -50,7 +50,7 @@ export interface RecordLayout {
   readonly topicFixedTail: number;
   /** What those bytes hold, for errors. */
   readonly topicFixedTailHolds: string;
-  /** Those bytes begin with the topic's message expiry (u64 µs; 0.11), else it is an option. */
+  /** Those bytes begin with the topic's message expiry (0.11); else the expiry is an option. */
   readonly topicTailExpiry?: boolean;
   /** Streams and users carry a derived-options block after their own options (0.12). */
   readonly derivedOptions: boolean;
