@@ -102,24 +102,24 @@ export function pollBody(
   return w.finish();
 }
 
-/** STORE_CONSUMER_OFFSET body, ack level Quorum (1) as the SDKs send. */
-export function storeOffsetBody(consumer: string, t: Target, offset: number): Uint8Array {
+/** The fields every consumer-offset request starts with: consumer, stream, topic, partition. */
+function offsetRequest(consumer: string, t: Target): ByteWriter {
   const w = new ByteWriter();
   writeConsumer(w, consumer);
   writeIdentifier(w, t.stream);
   writeIdentifier(w, t.topic);
   writePartition(w, t.partition);
-  return w.u64(offset).u8(1).finish();
+  return w;
+}
+
+/** STORE_CONSUMER_OFFSET body, ack level Quorum (1) as the SDKs send. */
+export function storeOffsetBody(consumer: string, t: Target, offset: number): Uint8Array {
+  return offsetRequest(consumer, t).u64(offset).u8(1).finish();
 }
 
 /** GET_CONSUMER_OFFSET body. */
 export function getOffsetBody(consumer: string, t: Target): Uint8Array {
-  const w = new ByteWriter();
-  writeConsumer(w, consumer);
-  writeIdentifier(w, t.stream);
-  writeIdentifier(w, t.topic);
-  writePartition(w, t.partition);
-  return w.finish();
+  return offsetRequest(consumer, t).finish();
 }
 
 /** DELETE_CONSUMER_OFFSET body (protocol 0.12): the same fields as GET_CONSUMER_OFFSET's. */
@@ -133,12 +133,7 @@ export function deleteOffsetBody(consumer: string, t: Target): Uint8Array {
  * it with error 20 (resource not found).
  */
 export function deleteOffsetBodyWithAck(consumer: string, t: Target): Uint8Array {
-  const w = new ByteWriter();
-  writeConsumer(w, consumer);
-  writeIdentifier(w, t.stream);
-  writeIdentifier(w, t.topic);
-  writePartition(w, t.partition);
-  return w.u8(1).finish();
+  return offsetRequest(consumer, t).u8(1).finish();
 }
 
 /** GET_CONSUMER_OFFSET reply: stored offset, or null when empty (none stored). */
