@@ -739,7 +739,7 @@ export const KEY_SPECS = [
     type: int(0, 10_000_000),
     default: 100_000,
     doc:
-      "Stored sessions (clean session 0 / MQTT 5 expiry > 0) kept; a new one beyond evicts the one offline the longest (logged, session_stored_evicted_total), or → CONNACK 3 (server unavailable) when all are connected. About 1.2 KB of memory each offline.",
+      "Stored sessions (clean session 0 / MQTT 5 expiry > 0) kept; a new one beyond evicts the one offline the longest (logged, session_stored_evicted_total), or → CONNACK 3 (server unavailable) when all are connected. About 1–2 KB of memory each offline.",
   },
   {
     key: "limits.max_retained_messages",
