@@ -127,6 +127,26 @@ export function appendAndOffer(
   );
 }
 
+/** What a full store's refusal is logged as, per bound: each its own rate-limited line. */
+const REFUSED_LINE = {
+  max_store_bytes: "Appends refused: the message log is at embedded.max_store_bytes",
+  disk: "Appends refused: the disk holding the store is full",
+  catalog: "Appends refused: the store's catalog is full",
+  full: "Appends refused: the log is full",
+} as const;
+
+/**
+ * A failed append, logged: a full store is a state the operator frees (one warn line per bound,
+ * rate-limited), anything else an error.
+ */
+function noteFailedAppend(ctx: AppendContext, address: PartitionAddress, err: unknown): void {
+  const full = err instanceof BackendError && err.code === "full" ? err.bound ?? "full" : null;
+  const fields = { stream: address.stream, topic: address.topic };
+  if (full !== null) {
+    ctx.logger.limited("warn", REFUSED_LINE[full], { ...fields, reason: (err as Error).message });
+  } else ctx.logger.limited("error", "Append failed; no PUBACK", { ...fields, error: err });
+}
+
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch extends OfferedAppend {
   /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
@@ -314,11 +334,7 @@ export class Appender {
   #failed(b: PartitionBatch, n: number, err: unknown, span: Span): void {
     const ctx = this.#ctx;
     ctx.metrics.outcome.failed.inc(n);
-    ctx.logger.limited("error", "Append failed; no PUBACK", {
-      stream: b.address.stream,
-      topic: b.address.topic,
-      error: err,
-    });
+    noteFailedAppend(ctx, b.address, err);
     const status = { code: SPAN_STATUS_ERROR, message: String((err as Error)?.message ?? err) };
     span.setStatus(status);
     span.end();
