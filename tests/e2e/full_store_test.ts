@@ -3,7 +3,9 @@
  * /status.json, the log): `/ready` is 200 again only when the log has room for a message of the
  * largest size, not after any small commit that still fits; its two causes (the log at
  * `embedded.max_store_bytes`, the disk holding it) are judged each on its own, so freeing one
- * never hides the other, and each is logged and listed.
+ * never hides the other, and each is logged and listed; a QoS 0 PUBLISH refused by a full store
+ * is dropped and counted by reason, and its connection stays (the device would only reconnect
+ * into the same full store), while QoS 1 on it gets PUBACK 0x97 (MQTT 5).
  *
  * The disk part needs root to mount (tests/helpers/small_disk.ts); skipped loudly elsewhere.
  */
@@ -11,6 +13,7 @@ import assert from "node:assert/strict";
 import mqtt, { type MqttClient } from "mqtt";
 import type { EmbeddedBackend } from "../../src/log/embedded/mod.ts";
 import { startGateway, type TestGateway, waitFor } from "../helpers/gateway.ts";
+import { mqttjsPing } from "./_subscribe_helpers.ts";
 import { mountSmallDisk, SMALL_DISK_NOTE, SMALL_DISK_SKIP } from "../helpers/small_disk.ts";
 import { DISK_RESERVE_BYTES } from "../../src/log/embedded/_disk_room.ts";
 import { segmentBase } from "../../src/log/embedded/_log_segment.ts";
@@ -113,6 +116,43 @@ Deno.test("full store: a small commit that still fits does not make /ready 200 w
     assert.equal(lines(gw, "Append failed; no PUBACK").length, 0);
   } finally {
     await c.endAsync(true);
+    await gw.stop();
+  }
+});
+
+Deno.test("full store: QoS 0 PUBLISHes refused by a full store are dropped and counted by reason, the connection stays (3.1.1 and 5), QoS 1 on it gets 0x97 (5)", async () => {
+  const gw = await startGateway({ env: FULL_ENV });
+  const filler = await client(gw, 5);
+  const v4 = await client(gw, 4);
+  const v5 = await client(gw, 5);
+  try {
+    await fillUntilRefused(filler);
+    let closes = 0;
+    for (const c of [v4, v5]) c.on("close", () => closes++);
+    for (let i = 0; i < 20; i++) {
+      v4.publish(TOPIC, PAYLOAD, { qos: 0 });
+      v5.publish(TOPIC, PAYLOAD, { qos: 0 });
+    }
+    // Barrier: a PINGRESP comes after every one of those PUBLISHes was read and answered.
+    await mqttjsPing(v4);
+    await mqttjsPing(v5);
+    const metrics = async () =>
+      await (await fetch(`http://127.0.0.1:${gw.httpPort}/metrics`)).text();
+    await waitFor(
+      async () =>
+        /mqtt_qos0_not_stored_total\{reason="max_store_bytes"\} 40\n/.test(await metrics()),
+      5000,
+      "40 QoS 0 messages counted as not stored, by reason",
+    );
+    assert.equal(closes, 0, "no connection closed for a full store");
+    assert.ok(v4.connected && v5.connected);
+    assert.equal(await publish1(v5), QUOTA_EXCEEDED, "QoS 1 on the same connection");
+    assert.ok(v5.connected);
+    const refused = lines(gw, "Appends refused: the message log is at embedded.max_store_bytes");
+    assert.ok(refused.length >= 1 && refused.length <= 5, `${refused.length} lines, rate-limited`);
+    assert.equal(JSON.parse(refused[0]).level, "warn");
+  } finally {
+    for (const c of [filler, v4, v5]) await c.endAsync(true);
     await gw.stop();
   }
 });
