@@ -263,7 +263,9 @@ export class Subscriptions {
     }
     const code = await this.#attach(s, filter, triples, startAt, resume?.pending, key);
     const g = s.share;
-    if (this.spread !== null && g !== undefined && g.members.length === 1 && g.members[0] === s) {
+    // Started by whichever member gets here first (`start` once per group): not "the only
+    // member", since two subscribes that finish in one turn both see two members here.
+    if (this.spread !== null && g !== undefined && g.members.includes(s)) {
       await this.spread.start(g, triples, parked !== undefined || resume !== undefined);
     }
     return code;

@@ -13,6 +13,7 @@ import { GATEWAY_VERSION } from "../base/version.ts";
 import { History, HISTORY_OUTCOMES, type HistorySample, rate } from "../observe/history.ts";
 import type { AdminSource, ClientRow, SessionRow, TopicRow } from "./admin_source.ts";
 import type { UplinkFields } from "../observe/uplink.ts";
+import type { BackendHealth } from "../log/port.ts";
 
 /** Clients listed in status.json at most (the oldest first); the counts cover all. */
 export const CLIENTS_LISTED = 200;
@@ -38,7 +39,7 @@ export interface ConsoleInputs {
     readonly delivered: { readonly values: ReadonlyMap<string, number> };
     readonly pubackLatency: { readonly sum: number; readonly count: number };
   };
-  readonly backend: { health(): { readonly ready: boolean; readonly reason?: string } };
+  readonly backend: { health(): Pick<BackendHealth, "ready" | "reason" | "full"> };
   readonly uplink?: { fields(now?: number): UplinkFields } | null;
 }
 
@@ -203,7 +204,8 @@ export class ConsoleState {
   #store() {
     if (this.#g.config.gateway.backend !== "embedded") return null;
     const health = this.#g.backend.health();
-    const full = !health.ready && /full/i.test(health.reason ?? "") ? health.reason! : null;
+    const causes = health.full ?? [];
+    const full = causes.length > 0 ? causes.map((c) => c.reason).join("; ") : null;
     const s = this.#scan;
     const max = this.#g.config.embedded.max_store_bytes;
     return {
@@ -211,6 +213,8 @@ export class ConsoleState {
       records_bytes: s?.recordsBytes ?? null,
       fill_percent: s === null ? null : Math.round((s.recordsBytes / max) * 1000) / 10,
       full,
+      // Each cause on its own (max_store_bytes, disk, catalog): freeing one may leave another.
+      full_causes: causes,
       topics: s?.topics ?? null,
       largest_topics: s?.largest ?? [],
       scanned_in_part: s?.partial ?? false,

@@ -32,6 +32,7 @@ export async function createBackend(
     path: config.embedded.path,
     users: config.users,
     maxStoreBytes: config.embedded.max_store_bytes,
+    maxMessageBytes: config.limits.max_packet_bytes,
     retentionMaxAgeSeconds: config.log.retention_max_age_s,
     retentionMaxTopicBytes: config.log.retention_max_topic_bytes,
     retentionIntervalMs: config.log.retention_interval_ms,

@@ -180,6 +180,17 @@ export interface BackendHealth {
   readonly reason?: string;
   /** What the backend is connected to, in words (Iggy: server version and wire dialect). */
   readonly detail?: string;
+  /** Not ready because the store is full: each cause that holds (the embedded log). */
+  readonly full?: readonly FullCause[];
+}
+
+/** Which bound a full store reached: its size bound, its disk, or its catalog's. */
+export type FullBound = "max_store_bytes" | "disk" | "catalog";
+
+/** One cause of a full store, and its reason in words. */
+export interface FullCause {
+  readonly cause: FullBound;
+  readonly reason: string;
 }
 
 /** How often a backend's sends were retried, and what that may have cost (Iggy). */
@@ -208,10 +219,17 @@ export const NO_WAIT: AbortSignal = AbortSignal.abort();
 export class BackendError extends Error {
   readonly code: BackendErrorCode;
   readonly retryable: boolean;
-  constructor(code: BackendErrorCode, message: string, options?: { cause?: unknown }) {
+  /** Code "full": which bound, when the backend knows. */
+  readonly bound?: FullBound;
+  constructor(
+    code: BackendErrorCode,
+    message: string,
+    options?: { cause?: unknown; bound?: FullBound },
+  ) {
     super(message, options);
     this.name = "BackendError";
     this.code = code;
+    if (options?.bound !== undefined) this.bound = options.bound;
     this.retryable = code === "unavailable" || code === "timeout" || code === "full";
   }
 }

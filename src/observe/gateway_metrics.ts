@@ -141,6 +141,12 @@ const COUNTERS = {
     name: "mqtt_topic_map_hits_total",
     help: "Publishes resolved per topic-map rule (rule=default when none matched)",
   },
+  /** QoS 0 messages whose append failed: no acknowledgement can say so, the connection stays. */
+  qos0NotStored: {
+    name: "mqtt_qos0_not_stored_total",
+    help:
+      "QoS 0 PUBLISHes dropped because their append failed (outcome failed; the connection stays), by reason: max_store_bytes, disk, catalog (the store full), full (Iggy full), append_failed",
+  },
   // Delivery (the way out).
   delivered: {
     name: "mqtt_deliveries_total",

@@ -127,6 +127,37 @@ export function appendAndOffer(
   );
 }
 
+/** What a full store's refusal is logged as, per bound: each its own rate-limited line. */
+const REFUSED_LINE = {
+  max_store_bytes: "Appends refused: the message log is at embedded.max_store_bytes",
+  disk: "Appends refused: the disk holding the store is full",
+  catalog: "Appends refused: the store's catalog is full",
+  full: "Appends refused: the log is full",
+} as const;
+
+/**
+ * A failed append, counted and logged: a full store is a state the operator frees (one warn
+ * line per bound, rate-limited), anything else an error. Its QoS 0 messages (`slots` -1) are
+ * dropped and counted by reason: MQTT has no acknowledgement to refuse them with, and closing
+ * the connection would only make the device reconnect into the same full store [DESIGN: a full
+ * disk is a state, not a retry loop].
+ */
+function noteFailedAppend(
+  ctx: AppendContext,
+  address: PartitionAddress,
+  slots: readonly number[],
+  err: unknown,
+): void {
+  let qos0 = 0;
+  for (const slot of slots) if (slot < 0) qos0++;
+  const full = err instanceof BackendError && err.code === "full" ? err.bound ?? "full" : null;
+  if (qos0 > 0) ctx.metrics.qos0NotStored.inc({ reason: full ?? "append_failed" }, qos0);
+  const fields = { stream: address.stream, topic: address.topic, qos0_dropped: qos0 };
+  if (full !== null) {
+    ctx.logger.limited("warn", REFUSED_LINE[full], { ...fields, reason: (err as Error).message });
+  } else ctx.logger.limited("error", "Append failed; no PUBACK", { ...fields, error: err });
+}
+
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch extends OfferedAppend {
   /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
@@ -314,11 +345,7 @@ export class Appender {
   #failed(b: PartitionBatch, n: number, err: unknown, span: Span): void {
     const ctx = this.#ctx;
     ctx.metrics.outcome.failed.inc(n);
-    ctx.logger.limited("error", "Append failed; no PUBACK", {
-      stream: b.address.stream,
-      topic: b.address.topic,
-      error: err,
-    });
+    noteFailedAppend(ctx, b.address, b.slots, err);
     const status = { code: SPAN_STATUS_ERROR, message: String((err as Error)?.message ?? err) };
     span.setStatus(status);
     span.end();

@@ -5,7 +5,8 @@
  * DISCONNECT [MQTT-3.1.2-10].
  *
  * A will has no packet id and no PUBACK; whatever its QoS, a confirmed append counts as
- * `appended`. Live subscribers of its topic get it like any message.
+ * `appended`. Live subscribers of its topic get it like any message. Its trace is a PUBLISH's
+ * (`publish_trace.ts`): a `traceparent` user property is the parent of its publish span.
  *
  * @module
  */
@@ -18,7 +19,11 @@ import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
 import type { AppendBudget } from "./append_budget.ts";
 import type { DeliveryPort } from "./delivery_port.ts";
-import type { PublishPreparer } from "./publish.ts";
+import type { PreparedAppend, PublishPreparer } from "./publish.ts";
+import type { Span } from "@opentelemetry/api";
+import { startAppendSpan } from "../observe/tracing.ts";
+import { SPAN_STATUS_ERROR } from "../observe/otel.ts";
+import { endRefusedSpan, traceOf } from "./publish_trace.ts";
 import { appendAndOffer } from "./appender.ts";
 import { keepRetained } from "./publish_retained.ts";
 import type { RetainedStore } from "../stored/retained/retained_store.ts";
@@ -183,19 +188,21 @@ async function publishWill(
       topic: will.topic,
       reason: String((reason as Error)?.message ?? reason),
     });
+  const p = { ...will, type: "publish", dup: false, packetId: 0 } as const;
+  // A PUBLISH's trace, the will's too: its `traceparent` is the parent of a publish span (its
+  // connection has ended: no link to it) and stored under its W3C name.
+  const site = { metrics: ctx.metrics, logger: ctx.logger, clientId, spanContext: null };
+  const trace = traceOf(p, site);
+  const span = trace?.span ?? null;
   let prepared;
   try {
     // P2–P6 again: the map, the users or the target may have changed since CONNECT.
-    prepared = await ctx.preparer.prepare(
-      { ...will, type: "publish", dup: false, packetId: 0 },
-      principal,
-      clientId,
-      true,
-    );
+    prepared = await ctx.preparer.prepare(p, principal, clientId, true, trace?.stored);
   } catch (err) {
     prepared = { kind: "failed" as const, reason: String(err) };
   }
   if (prepared.kind !== "append") {
+    if (span !== null) endRefusedSpan(span, prepared.kind, prepared.reason);
     ctx.metrics.outcome[prepared.kind].inc();
     return log(prepared.kind, prepared.reason);
   }
@@ -203,22 +210,40 @@ async function publishWill(
   if (will.retain && ctx.retained !== undefined) {
     // A retained will sets its topic's retained message [MQTT-3.1.2-17]; over a bound it is
     // appended, not retained (there is no PUBACK to refuse it with).
-    const p = { ...will, type: "publish", dup: false, packetId: 0 } as const;
     const deps = { retained: ctx.retained, metrics: ctx.metrics, logger: ctx.logger };
     const kept = await keepRetained(deps, p, prepared, false, clientId, { refusalLogged: false });
     if (kept.kind !== "append") {
+      if (span !== null) endRefusedSpan(span, kept.kind, kept.reason);
       ctx.metrics.outcome[kept.kind].inc();
       return log(kept.kind, kept.reason);
     }
   }
+  await appendWill(ctx, prepared.address, prepared.message, span, log);
+}
+
+/** P7 for a will: the append (with its span, the child of the will's publish span) and offer. */
+async function appendWill(
+  ctx: WillContext,
+  address: PreparedAppend["address"],
+  message: PreparedAppend["message"],
+  span: Span | null,
+  log: (outcome: string, reason: unknown) => void,
+): Promise<void> {
+  const { stream, topic, partition } = address;
+  const appendSpan = startAppendSpan(null, stream, topic, partition, 1, span && [span]);
   ctx.appendBudget.add(1);
   try {
-    await appendAndOffer(ctx, { address: prepared.address, messages: [prepared.message] });
+    await appendAndOffer(ctx, { address, messages: [message] });
     ctx.metrics.outcome.appended.inc();
   } catch (err) {
     ctx.metrics.outcome.failed.inc();
+    const status = { code: SPAN_STATUS_ERROR, message: String((err as Error)?.message ?? err) };
+    appendSpan.setStatus(status);
+    span?.setStatus(status);
     log("failed", err);
   } finally {
     ctx.appendBudget.release(1);
+    appendSpan.end();
+    span?.end();
   }
 }

@@ -227,8 +227,9 @@ Deno.test({
       console.log(`full disk: the gateway wrote ${written} bytes in ${WINDOW_MS} ms while full`);
       assert.ok(written <= MAX_WRITTEN, `${written} bytes written in ${WINDOW_MS} ms while full`);
       // (A few small batches may still fit the tail of the last segment made: no more.)
-      const lines = gw.output.join("").split("\n").filter((l) => l.includes("Append failed"));
-      assert.ok(lines.length > 0 && lines.length < 100, `${lines.length} "Append failed" lines`);
+      const refused = "Appends refused: the disk holding the store is full";
+      const lines = gw.output.join("").split("\n").filter((l) => l.includes(refused));
+      assert.ok(lines.length > 0 && lines.length < 100, `${lines.length} "${refused}" lines`);
       assert.match(lines[0], /The disk holding/);
 
       const ackedWhileFull = ackedCount(devices);

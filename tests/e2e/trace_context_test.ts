@@ -5,7 +5,8 @@
  * a `traceparent` user property shows its publish, append and delivery spans under that trace,
  * its stored message carries the W3C headers (read back through the log with `read --json`),
  * and an MQTT 5 subscriber (MQTT.js) gets the same trace id. A 3.1.1 reading starts a trace of
- * its own; a malformed `traceparent` is ignored and counted in /metrics. Without the export
+ * its own; a malformed `traceparent` is ignored and counted in /metrics; a will's `traceparent`
+ * is taken up as a PUBLISH's (publish and append spans, the header stored once). Without the export
  * (this test process), a device's `traceparent` is stored and delivered as it was sent, a
  * malformed one stays a plain user property, and a 3.1.1 reading gets no trace.
  */
@@ -32,6 +33,8 @@ const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
 const DEVICE_SPAN = "00f067aa0ba902b7";
 const DEVICE_TRACEPARENT = `00-${TRACE_ID}-${DEVICE_SPAN}-01`;
 const MALFORMED = "00-not-a-trace-01";
+const WILL_TRACE_ID = "5bf92f3577b34da6a3ce929d0e0e4737";
+const WILL_TRACEPARENT = `00-${WILL_TRACE_ID}-${DEVICE_SPAN}-01`;
 // Maps to stream building_north, topic telemetry (config/gateway.toml's quick-start map).
 const TOPIC = "building/north/room/7/temp";
 
@@ -62,7 +65,7 @@ function traceIdOf(traceparent: unknown): string {
 
 Deno.test({
   name:
-    "a reading published with a traceparent: publish, append and delivery spans under that trace, the header in the log, the trace id at the MQTT 5 subscriber; a malformed one is ignored and counted",
+    "a reading published with a traceparent: publish, append and delivery spans under that trace, the header in the log, the trace id at the MQTT 5 subscriber; a malformed one is ignored and counted; a will's is taken up as a PUBLISH's",
   async fn() {
     const { spans, server } = otlpReceiver();
     await Deno.mkdir(`${ROOT}data`, { recursive: true });
@@ -221,6 +224,46 @@ Deno.test({
         15_000,
         "every reading's publish span",
       );
+
+      // 5. A will with a traceparent: published like a PUBLISH, in the device's trace.
+      const dev = await mqtt.connectAsync(url, {
+        clientId: "trace-will",
+        protocolVersion: 5,
+        reconnectPeriod: 0,
+        will: {
+          topic: TOPIC,
+          payload: Buffer.from("offline"),
+          qos: 1,
+          retain: false,
+          properties: { userProperties: { traceparent: WILL_TRACEPARENT } },
+        },
+      });
+      // deno-lint-ignore no-explicit-any
+      (dev as any).stream.destroy(); // the network connection ends without DISCONNECT
+      await waitFor(() => got.some((m) => m.payload === "offline"), 5000, "the will delivered");
+      const willCopy = got.find((m) => m.payload === "offline")!;
+      assert.deepEqual(Object.keys(willCopy.users), ["traceparent"]);
+      assert.equal(traceIdOf(willCopy.users.traceparent), WILL_TRACE_ID);
+      const willSpanId = (willCopy.users.traceparent as string).slice(36, 52);
+      const inWill = (name: string) =>
+        spans.find((s) => s.traceId === WILL_TRACE_ID && s.name === name);
+      await waitFor(
+        () => ["mqtt.publish", "log.append"].every((n) => inWill(n)),
+        15_000,
+        "the will's publish and append spans under the device's trace",
+      );
+      assert.equal(inWill("mqtt.publish")!.parentSpanId, DEVICE_SPAN);
+      assert.equal(inWill("mqtt.publish")!.spanId, willSpanId);
+      assert.equal(attr(inWill("mqtt.publish")!, "mqtt.client_id"), "trace-will");
+      assert.equal(inWill("log.append")!.parentSpanId, willSpanId);
+      const willRead = await cli(
+        ["read", "--stream", "building_north", "--topic", "telemetry", "--json"],
+        { env: { IGGY_MQTT_EMBEDDED_PATH: db } },
+      );
+      const willHeaders = willRead.stdout.trim().split("\n").map((l) => JSON.parse(l).headers)
+        .find((h) => h["mqtt.client_id"] === "trace-will");
+      assert.equal(willHeaders.traceparent, willCopy.users.traceparent);
+      assert.equal(Object.keys(willHeaders).filter((k) => k.includes("trace")).length, 1);
     } finally {
       await Promise.all([sub.endAsync(), pub.endAsync(), old.endAsync()]);
       await gw.stop();
@@ -230,7 +273,7 @@ Deno.test({
   },
 });
 
-Deno.test("telemetry not exported: a traceparent is stored once under its W3C name and delivered as sent; a malformed one stays a plain user property and is counted", async () => {
+Deno.test("telemetry not exported: a traceparent (a will's too) is stored once under its W3C name and delivered as sent; a malformed one stays a plain user property and is counted", async () => {
   assert.notEqual(Deno.env.get("OTEL_DENO"), "true", "this test runs without the export");
   const gw = await startGateway();
   const url = `mqtt://127.0.0.1:${gw.port}`;
@@ -263,6 +306,25 @@ Deno.test("telemetry not exported: a traceparent is stored once under its W3C na
     assert.equal(stored[1].headers.get("mqtt5.user.0.traceparent"), MALFORMED);
     assert.equal(stored[1].headers.has("traceparent"), false);
     assert.equal(stored[2].headers.has("traceparent"), false);
+    // A will's traceparent: stored once under its W3C name too, not as a plain user property.
+    const dev = await mqtt.connectAsync(url, {
+      protocolVersion: 5,
+      reconnectPeriod: 0,
+      will: {
+        topic: "sensors/tr/data",
+        payload: Buffer.from("offline"),
+        qos: 1,
+        retain: false,
+        properties: { userProperties: { traceparent: WILL_TRACEPARENT } },
+      },
+    });
+    // deno-lint-ignore no-explicit-any
+    (dev as any).stream.destroy(); // the network connection ends without DISCONNECT
+    await waitFor(() => got.length === 4, 5000, "the will");
+    assert.deepEqual({ ...got[3] }, { traceparent: WILL_TRACEPARENT });
+    const will = (await gw.view.log.poll(tripleOf("sensors", "sensor_data", "sensor_tr"), 3, 1))[0];
+    assert.equal(will.headers.get("traceparent"), WILL_TRACEPARENT);
+    assert.equal([...will.headers.keys()].filter((k) => k.includes("trace")).length, 1);
   } finally {
     await Promise.all([sub.endAsync(), pub.endAsync(), old.endAsync()]);
     await gw.stop();

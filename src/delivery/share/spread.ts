@@ -109,10 +109,12 @@ export class ShareSpread {
   }
 
   /**
-   * The group got its first member here. It deals nothing until the log says which partitions
-   * are this gateway's; `resume`: a member resumed a stored session or the group was parked.
+   * The group got its first member here (a group already started is left as it is). It deals
+   * nothing until the log says which partitions are this gateway's; `resume`: a member resumed a
+   * stored session or the group was parked.
    */
   async start(group: ShareGroup<ClientQueue>, triples: readonly Triple[], resume: boolean) {
+    if (this.#spreads.has(group)) return;
     group.owned ??= new Set();
     const name = groupLogName(group.key);
     const sp: Spread = {

@@ -181,7 +181,9 @@ export class DiskRoom {
 
   #refuse(free: number, needed: number): BackendError {
     void loadDiskMeasure().catch(() => {}); // the timer measures from then on
-    this.#refusal = new BackendError("full", diskFullReason(this.#dir, free, needed));
+    this.#refusal = new BackendError("full", diskFullReason(this.#dir, free, needed), {
+      bound: "disk",
+    });
     this.#retryAt = this.#now() + DISK_RETRY_MS;
     this.#needed = needed;
     if (this.#timer === undefined) {

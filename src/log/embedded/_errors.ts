@@ -29,8 +29,10 @@ export function toBackendError(action: string, path: string, e: unknown): Backen
   if (e instanceof BackendError) return e;
   const reason = e instanceof Error ? e.message : String(e);
   if (isStoreFull(e)) {
+    const bound = (e as { code?: unknown } | null)?.code === "ENOSPC" ? "disk" : "catalog";
     return new BackendError("full", `Cannot ${action}: embedded store "${path}" is full`, {
       cause: e,
+      bound,
     });
   }
   if (sqliteCode(e) === SQLITE_READONLY) {

@@ -34,8 +34,10 @@ import {
   claimSpare,
   nextSegmentBytes,
   retainedOutSegments,
+  roomUnderBound,
   roundUp,
   segmentBytesFor,
+  segmentsBytes,
   type SegmentState,
   type Spare,
   usedOfActive,
@@ -131,9 +133,11 @@ export class MessageLog {
 
   /** Bytes the segments take on disk (their preallocated sizes). */
   get bytes(): number {
-    let total = 0;
-    for (const s of this.#segments) total += s.segment.capacity;
-    return total;
+    return segmentsBytes(this.#segments);
+  }
+  /** The largest append the log takes now under its bound, the disk aside. */
+  get roomUnderBound(): number {
+    return roomUnderBound(this.#segments, this.#maxBytes);
   }
 
   /** Number of segment files. */

@@ -100,11 +100,30 @@ export function roundUp(n: number, to: number): number {
   return Math.ceil(n / to) * to;
 }
 
+/** Bytes the segments take on disk (their preallocated sizes). */
+export function segmentsBytes(segments: readonly SegmentState[]): number {
+  let total = 0;
+  for (const s of segments) total += s.segment.capacity;
+  return total;
+}
+
+/**
+ * The largest append the segments take now under `maxBytes` (the disk aside): the active
+ * segment's free bytes, or a new segment's room under the bound, whichever is more.
+ */
+export function roomUnderBound(segments: readonly SegmentState[], maxBytes: number): number {
+  const bytes = segmentsBytes(segments);
+  const active = segments.at(-1);
+  const free = active ? active.segment.capacity - active.written : 0;
+  return Math.max(free, Math.floor((maxBytes - bytes) / 4096) * 4096);
+}
+
 /** The append that would take the segments past `max_store_bytes`. */
 export function boundFullError(bytes: number, maxBytes: number): BackendError {
   return new BackendError(
     "full",
     `The message log is full: max_store_bytes reached (${bytes} of ${maxBytes} bytes in ` +
       "segments); appends fail until retention frees room or the bound is raised",
+    { bound: "max_store_bytes" },
   );
 }

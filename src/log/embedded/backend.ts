@@ -33,7 +33,7 @@ import { openWriteSide, type WriteSide } from "./_write_side.ts";
 import { type OpenedStore, openStore } from "./_open_store.ts";
 import { EmbeddedUsers } from "./_users.ts";
 import { checkAppendBatch, existingPartition, validateName } from "./_validate.ts";
-import { fullReason, storeHealth, type WriteTrouble } from "./_health.ts";
+import { noteFullAppend, storeHealth, storeRoom, type WriteTrouble } from "./_health.ts";
 import { storedOffset } from "./_forward_room.ts";
 import type { WriterLink } from "./_writer_link.ts";
 import { DELETED_OFFSET } from "./_writer.ts";
@@ -70,6 +70,8 @@ export class EmbeddedBackend implements LocalLog {
   readonly watchGrowth = (observe: GrowthObserver) => this.#watchers.watchGrowth(observe);
   /** The disk has room again, or retention freed some: the next append makes its segment. */
   readonly #roomAgain = () => void (this.#trouble.full = undefined);
+  /** Retention left room for a whole segment under the bound: a refusal by it is over too. */
+  readonly #roomFreed = () => void (this.#trouble.full = this.#trouble.boundRefused = undefined);
 
   constructor(options: EmbeddedOptions) {
     this.#options = options;
@@ -116,9 +118,10 @@ export class EmbeddedBackend implements LocalLog {
     if (state.db !== writer?.link.inlineDb) state.db.close();
   }
 
-  /** Ready when open and not full (`_health.ts`). */
+  /** Ready when open and no cause of fullness holds (`_health.ts`). */
   health(): BackendHealth {
-    const room = this.#state?.writer ? this.#state.log.room : undefined;
+    const log = this.#state?.writer ? this.#state.log : undefined;
+    const room = log && storeRoom(log, this.#options.maxStoreBytes, this.#options.maxMessageBytes);
     return storeHealth(this.#options.path, this.#phase, this.#trouble, room);
   }
 
@@ -263,7 +266,7 @@ export class EmbeddedBackend implements LocalLog {
       const state = this.#partition(address, `${action} on`);
       const stored = writer.commits.storeOffset(consumer, state, address.partition, offset);
       // The forwarder moved on while the store is full: what it forwarded may now go.
-      if (this.#trouble.full !== undefined && consumer === this.#options.forward?.consumer) {
+      if (consumer === this.#options.forward?.consumer && this.health().full !== undefined) {
         stored.then(() => writer.retention.soon(), () => {});
       }
       return stored.catch((e) => {
@@ -325,7 +328,7 @@ export class EmbeddedBackend implements LocalLog {
       },
       reads: () => this.#state?.reads,
       watchers: this.#watchers,
-      roomFreed: this.#roomAgain,
+      roomFreed: this.#roomFreed,
       runRetention: () => this.runRetention(),
     });
   }
@@ -383,7 +386,7 @@ export class EmbeddedBackend implements LocalLog {
     const error = toBackendError("append", this.#options.path, e);
     if (isStoreFull(e)) {
       const dir = this.#state?.log.room.dir ?? "";
-      this.#trouble.full = fullReason(e, dir, this.#options.maxStoreBytes);
+      noteFullAppend(this.#trouble, e, dir, this.#options.maxStoreBytes);
       this.#state?.writer?.retention.soon(); // forward mode: free what is forwarded
     } else this.#trouble.appendFailure = error.message;
     return error;

@@ -34,6 +34,11 @@ export interface EmbeddedOptions {
    * with BackendError("full").
    */
   readonly maxStoreBytes: number;
+  /**
+   * The largest message accepted (`limits.max_packet_bytes`): /ready says the store is full
+   * while the log has no room for one (at most one segment is asked for). Absent: one segment.
+   */
+  readonly maxMessageBytes?: number;
   /** Messages older than this are deleted; 0 keeps them forever. */
   readonly retentionMaxAgeSeconds: number;
   /** Oldest messages of a topic beyond this many bytes (payload + headers) are deleted; 0 = unbounded. */
