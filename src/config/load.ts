@@ -14,8 +14,7 @@ import { closestName } from "./closest_key.ts";
 import type { GatewayConfig, UserConfig } from "./types.ts";
 import { checkClientIdPattern, parseAnonymous, parseUsers } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
-import { parseJwtTemplates } from "./jwt_templates.ts";
-import { checkJwtKeys } from "./jwt_check.ts";
+import { checkJwtKeys, parseJwtTemplates } from "./jwt_config.ts";
 
 type Scalar = number | boolean | string | readonly string[];
 
