@@ -9,8 +9,7 @@ import type { GatewayConfig } from "../config/types.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { Logger } from "../observe/logger.ts";
 import { ClockLedger, clockLedgerPath } from "./clock_ledger.ts";
-// A type-only import: `deno run` does not load the module for it.
-import type * as NewestStored from "./newest_stored.ts";
+import { newestStored } from "./newest_stored.ts";
 import type { LogBackend } from "./port.ts";
 
 /** How often the wall clock is compared with the monotonic one when nothing else reads it (ms). */
@@ -79,12 +78,7 @@ export class ClockWatch {
 
   async #judgeStore(ledger: ClockLedger, store: LogBackend): Promise<void> {
     try {
-      // Only without a ledger (a first start), from a URL built at run time: `deno run` keeps
-      // the source of every module a literal import names.
-      const reader: typeof NewestStored = await import(
-        new URL("./newest_stored.ts", import.meta.url).href
-      );
-      const found = await reader.newestStored(store);
+      const found = await newestStored(store);
       if (found.unread > 0) {
         this.#logger.info(
           "No clock ledger: the store's newest message is judged by some partitions",
