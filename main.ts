@@ -28,25 +28,16 @@ import { compileMap, filterProblem, MapError } from "./src/mapping/mod.ts";
 import type { CompiledMap } from "./src/mapping/mod.ts";
 import { BackendError } from "./src/log/port.ts";
 import { hashPassword } from "./src/access/password.ts";
-import { formatVersion, PROTOCOL_VERSION } from "./src/log/iggy/version.ts";
-import { PROTOCOL_012 } from "./src/log/iggy/v12/wire.ts";
 import { parseCommandArgs, type ParsedArgs, UsageError } from "./src/cli/args.ts";
 import { commandSpec, DEFAULT_CONFIG } from "./src/cli/commands.ts";
 import { commandUsage, overviewUsage } from "./src/cli/usage.ts";
-import { GATEWAY_VERSION } from "./src/base/version.ts";
 // A type-only import: `deno run` does not load the module for it.
 import type * as CliTools from "./src/cli/tools.ts";
-
-const VERSION = GATEWAY_VERSION;
 
 async function main(argv: string[]): Promise<number> {
   const first = argv[0];
   if (first === "--version" || first === "version") {
-    console.log(
-      `iggy-mqtt-gateway ${VERSION} (MQTT 3.1.1 and 5; Iggy binary protocols ${
-        formatVersion(PROTOCOL_VERSION)
-      } and ${formatVersion(PROTOCOL_012)})`,
-    );
+    console.log((await loadTools()).versionLine());
     return 0;
   }
   if (first === "--help" || first === "-h" || first === "help") {

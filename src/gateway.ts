@@ -34,15 +34,14 @@ import { TakeoverWatch } from "./session/takeover_watch.ts";
 import { SourceGuard } from "./session/source_guard.ts";
 import {
   bindTcp,
-  bindTls,
   bindWs,
   claimWatchFor,
   deliveryOptions,
   dropUnmapped,
+  loadForward,
   loadMap,
   openBackend,
   publishPreparer,
-  readTlsMaterial,
   refusalLog,
   refuseListenerChanges,
   retainedStore,
@@ -57,7 +56,9 @@ import { EarlyRefusals } from "./session/refuse_early.ts";
 import { DurabilityWatch } from "./log/durability_watch.ts";
 import { ClockWatch } from "./log/clock_watch.ts";
 import type { Forwarder } from "./forward/forwarder.ts";
-import { forwarderFor, forwardRetention } from "./forward/from_config.ts";
+// Type-only imports: `deno run` does not load the modules for them.
+import type * as ForwardFromConfig from "./forward/from_config.ts";
+import type * as TlsWiring from "./tls_wiring.ts";
 import { type BackendUplink, backendUplink, type Uplink } from "./log/uplink_watch.ts";
 
 /** Replacements for tests. */
@@ -79,6 +80,11 @@ export interface BoundPorts {
 }
 
 export { loadMap } from "./wiring.ts";
+
+/** The TLS listener's wiring, loaded from a URL built at run time (see `tls_wiring.ts`). */
+function loadTlsWiring(): Promise<typeof TlsWiring> {
+  return import(new URL("./tls_wiring.ts", import.meta.url).href);
+}
 
 /** The gateway. */
 export class Gateway {
@@ -116,6 +122,7 @@ export class Gateway {
     map: CompiledMap,
     backend: LogBackend,
     o: GatewayOverrides,
+    forward: typeof ForwardFromConfig | null,
   ) {
     this.config = config;
     this.logger = o.logger ?? new Logger(config.gateway.log_level);
@@ -130,11 +137,10 @@ export class Gateway {
     const preparer = publishPreparer(config, backend, this.maps, this.durability, o.clock);
     this.sessions = storedSessions(config, this.backend, this.metrics, this.logger);
     this.retained = retainedStore(config, this.backend, this.metrics, this.logger);
-    this.forwarder = forwarderFor(config, backend, this.logger, this.metrics.registry);
-    const outboundBudget = new OutboundBudget(
-      l.max_outbound_queue_bytes,
-      (n) => this.metrics.bytesOut.inc({}, n),
-    );
+    this.forwarder = forward?.forwarderFor(config, backend, this.logger, this.metrics.registry) ??
+      null;
+    const bytesOut = (n: number) => this.metrics.bytesOut.inc({}, n);
+    const outboundBudget = new OutboundBudget(l.max_outbound_queue_bytes, bytesOut);
     this.delivery = new Delivery({
       backend: this.backend,
       preparer,
@@ -176,8 +182,10 @@ export class Gateway {
   static async create(config: GatewayConfig, o: GatewayOverrides = {}): Promise<Gateway> {
     const map = o.map ?? await loadMap(config);
     const logger = o.logger ?? new Logger(config.gateway.log_level);
-    const backend = o.backend ?? await createBackend(config, logger, forwardRetention(config));
-    return new Gateway(config, map, backend, { ...o, logger });
+    const forward = await loadForward(config);
+    const retention = forward?.forwardRetention(config);
+    const backend = o.backend ?? await createBackend(config, logger, retention);
+    return new Gateway(config, map, backend, { ...o, logger }, forward);
   }
 
   /**
@@ -218,18 +226,19 @@ export class Gateway {
     await this.#clockWatch.start(this.backend);
     await this.sessions.load();
     this.sessions.start();
-    const positionsStored = this.delivery.positionsStored;
-    this.#ctx.claims = claimWatchFor(c, this.backend.kind, { ...this.#ctx, positionsStored });
+    const claimDeps = { ...this.#ctx, positionsStored: this.delivery.positionsStored };
+    this.#ctx.claims = await claimWatchFor(c, this.backend.kind, claimDeps);
     this.#ctx.claims?.start();
     await this.retained.load();
     this.retained.start();
     await this.forwarder?.start();
     await this.#checkDurability(this.maps.current);
     const accept = (listener: string) => (t: Transport) => this.#accept(t, listener);
-    if (c.listeners.tcp !== "") {
-      this.#listeners.push(await bindTcp(c, this.#ctx, accept("tcp")));
+    if (c.listeners.tcp !== "") this.#listeners.push(await bindTcp(c, this.#ctx, accept("tcp")));
+    if (c.listeners.tls !== "") {
+      const { bindTls } = await loadTlsWiring();
+      this.#listeners.push(await bindTls(c, this.#ctx, accept("tls")));
     }
-    if (c.listeners.tls !== "") this.#listeners.push(await bindTls(c, this.#ctx, accept("tls")));
     this.#listeners.push(...await bindWs(c, this.#ctx, accept));
     this.#deadlines.start();
     this.#backendUplink?.start(); // last: nothing after it can fail the start
@@ -321,7 +330,9 @@ export class Gateway {
     refuseListenerChanges(this.config, next);
     const [map, tokens] = await Promise.all([loadMap(next), Authenticator.readTokens(next)]);
     const secure = this.#listeners.filter((l) => l.reloadTls !== undefined); // tls and wss
-    const tls = secure.length > 0 ? await readTlsMaterial(next.listeners) : null;
+    const tls = secure.length > 0
+      ? await (await loadTlsWiring()).readTlsMaterial(next.listeners)
+      : null;
     if (tls !== null) await reloadSecureListeners(secure, tls);
     if (isLocalLog(this.backend)) this.backend.setUsers(next.users);
     this.#ctx.authenticator.reload(next.auth, next.anonymous_permissions, tokens);

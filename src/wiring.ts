@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { fileAccessError, readOperatorBytes, readOperatorFile } from "./config/files.ts";
-import { ConfigError, OperatorError } from "./config/errors.ts";
+import { fileAccessError, readOperatorFile } from "./config/files.ts";
+import { ConfigError } from "./config/errors.ts";
 import type { GatewayConfig } from "./config/types.ts";
 import type { DeliveryOptions } from "./delivery/mod.ts";
 import type { LogBackend, TopicInfo } from "./log/port.ts";
@@ -16,23 +16,18 @@ import { type MapSource, PublishPreparer } from "./session/publish.ts";
 import { type CompiledMap, compileMap } from "./mapping/mod.ts";
 import type { SourceGuardOptions } from "./session/source_guard.ts";
 import { type StoredSessionOptions, StoredSessions } from "./session/stored_sessions.ts";
-import { ClaimWatch, type ClaimWatchDeps } from "./session/session_claims.ts";
+// Type-only imports: `deno run` does not load the modules for them.
+import type * as SessionClaims from "./session/session_claims.ts";
+import type * as ForwardFromConfig from "./forward/from_config.ts";
 import { COMPACT_MAX_AGE_MS } from "./session/session_compaction.ts";
 import { retainedOptionsOf, RetainedStore } from "./stored/retained/retained_store.ts";
 import type { GatewayMetrics } from "./observe/gateway_metrics.ts";
 import type { Logger } from "./observe/logger.ts";
 import { RefusalLog } from "./observe/refusal_log.ts";
-import {
-  type AcceptHandler,
-  listenTcp,
-  type MqttListener,
-  type TlsMaterial,
-} from "./net/listeners.ts";
-import { listenTls, type TlsRefused } from "./net/tls_listener.ts";
+import { type AcceptHandler, listenTcp, type MqttListener } from "./net/listeners.ts";
 import { listenWs } from "./net/ws_listener.ts";
 import type { ProxyOptions, ProxyRefused } from "./net/proxy_transport.ts";
 import { IpBlockSet } from "./base/ip.ts";
-import { parseRevocationList } from "./net/revocation.ts";
 import { parseAddress } from "./config/load.ts";
 
 /** Reads and compiles the topic map named by the config. */
@@ -197,20 +192,36 @@ export function storedSessions(
   return new StoredSessions(backend, storedSessionOptions(config, expired, evicted), logger);
 }
 
-/** The claims of client ids across gateways: Iggy mode only (an embedded log has one gateway). */
-export function claimWatchFor(
+/**
+ * The claims of client ids across gateways: Iggy mode only (an embedded log has one gateway),
+ * so their code is loaded from a URL built at run time: `deno run` keeps the source of every
+ * module a literal import names.
+ */
+export async function claimWatchFor(
   config: GatewayConfig,
   backendKind: string,
-  deps: Omit<ClaimWatchDeps, "gatewayId" | "pollIntervalMs" | "waitMs">,
-): ClaimWatch | undefined {
+  deps: Omit<SessionClaims.ClaimWatchDeps, "gatewayId" | "pollIntervalMs" | "waitMs">,
+): Promise<SessionClaims.ClaimWatch | undefined> {
   if (backendKind === "embedded") return undefined;
+  const claims: typeof SessionClaims = await import(
+    new URL("./session/session_claims.ts", import.meta.url).href
+  );
   const s = config.session;
-  return new ClaimWatch({
+  return new claims.ClaimWatch({
     ...deps,
     gatewayId: config.gateway.id,
     pollIntervalMs: s.claim_poll_interval_ms,
     waitMs: s.takeover_wait_ms,
   });
+}
+
+/**
+ * The forwarder's wiring with `forward.enabled`, loaded from a URL built at run time (as the
+ * claims above); null otherwise.
+ */
+export function loadForward(config: GatewayConfig): Promise<typeof ForwardFromConfig | null> {
+  if (!config.forward.enabled) return Promise.resolve(null);
+  return import(new URL("./forward/from_config.ts", import.meta.url).href);
 }
 
 /**
@@ -295,28 +306,6 @@ export async function bindWs(
   return out;
 }
 
-/**
- * Reads the TLS listener's files: certificate, key and, with client certificates on, the
- * client CA and the CRL (start and SIGHUP). A CRL that cannot be parsed is an operator error
- * naming `listeners.tls_crl_file`.
- */
-export async function readTlsMaterial(l: GatewayConfig["listeners"]): Promise<TlsMaterial> {
-  const cert = await readOperatorFile("listeners.tls_cert_file", l.tls_cert_file);
-  const key = await readOperatorFile("listeners.tls_key_file", l.tls_key_file);
-  if (l.tls_client_auth === "none") return { cert, key };
-  const clientCa = await readOperatorFile("listeners.tls_client_ca_file", l.tls_client_ca_file);
-  if (l.tls_crl_file === "") return { cert, key, clientCa, revoked: null };
-  const bytes = await readOperatorBytes("listeners.tls_crl_file", l.tls_crl_file);
-  try {
-    return { cert, key, clientCa, revoked: parseRevocationList(bytes) };
-  } catch (err) {
-    const msg = `listeners.tls_crl_file "${l.tls_crl_file}" is not a usable CRL (${
-      (err as Error).message
-    })`;
-    throw new OperatorError("invalid_file", msg, { cause: err });
-  }
-}
-
 /** The refusal log: its held-back lines are counted in `mqtt_refusal_log_suppressed_total`. */
 export function refusalLog(logger: Logger, metrics: GatewayMetrics, clock: Clock): RefusalLog {
   return new RefusalLog(logger, clock, () => metrics.refusalLinesNotLogged.inc());
@@ -340,39 +329,6 @@ export function refuseListenerChanges(was: GatewayConfig, next: GatewayConfig): 
     if (before === after) continue;
     throw new ConfigError(`listeners.${key}`, `changed from ${before} to ${after}: restart`);
   }
-}
-
-/** Binds the TLS listener of `listeners.tls`; refused handshakes are counted and logged. */
-export async function bindTls(
-  config: GatewayConfig,
-  r: ListenerReports,
-  accept: AcceptHandler,
-): Promise<MqttListener> {
-  const l = config.listeners;
-  const a = parseAddress("listeners.tls", l.tls);
-  const material = await readTlsMaterial(l);
-  return await listenTls(a.hostname, a.port, material, {
-    handshakeTimeoutMs: config.limits.connect_timeout_ms,
-    maxConnections: config.limits.max_connections,
-    clientAuth: l.tls_client_auth,
-    identity: l.tls_identity,
-    onRefused: ({ why, remote, reason }: TlsRefused) => {
-      if (why === "timeout") r.metrics.keepAliveExpired.inc();
-      else r.metrics.connectionsRefused.inc({ reason: `tls_${why}` });
-      r.refusalLog.refuse(remote, "tls", reason);
-    },
-    onAbandoned: (remote: string) => {
-      r.metrics.connectionsRefused.inc({ reason: "tls_handshake" });
-      r.logger.limited("debug", "TLS handshake abandoned by the peer", { remote });
-    },
-    source:
-      `listeners.tls_cert_file "${l.tls_cert_file}", listeners.tls_key_file "${l.tls_key_file}"${
-        l.tls_client_auth === "none"
-          ? ""
-          : ` or listeners.tls_client_ca_file "${l.tls_client_ca_file}"`
-      }`,
-    proxy: proxyOptions(config, r, "tls"),
-  }, accept);
 }
 
 /**

@@ -27,8 +27,6 @@ export interface JwtKeySet {
 
 /** Bound of a key set: a file with more keys is refused. */
 export const MAX_JWKS_KEYS = 100;
-/** Shortest HMAC secret accepted: the hash's own length (RFC 7518 §3.2). */
-export const MIN_HMAC_SECRET_BYTES = 32;
 
 /** Web Crypto's verify parameters per algorithm. */
 export const VERIFY_PARAMS: Readonly<Record<JwtAlgorithm, AlgorithmIdentifier | EcdsaParams>> = {

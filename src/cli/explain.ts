@@ -18,13 +18,14 @@ import { TopicCache } from "../log/topic_cache.ts";
 import type { LogBackend } from "../log/port.ts";
 import {
   type CompiledMap,
-  explainJson,
   type FilterTarget,
   isWildcardFilter,
   type NameSpec,
   partitionForKey,
   resolveFilter,
 } from "../mapping/mod.ts";
+// Not in mapping/mod.ts: the running gateway imports that and has no use for this.
+import { explainJson } from "../mapping/explain.ts";
 import { PublishPreparer } from "../session/publish.ts";
 import { systemClock } from "../base/clock.ts";
 import { openStore } from "./read.ts";

@@ -1,5 +1,6 @@
 /**
- * The commands other than `run` (the checks of `check`, `explain`, `read`, the admin commands),
+ * The commands other than `run` (the checks of `check`, `explain`, `read`, the admin commands,
+ * `--version`),
  * loaded by `main.ts` from a URL built at run time when one of them runs: `deno run` keeps the
  * source of every module a literal import names for the life of the process, and a running
  * gateway needs none of these. `deno run` needs read access to `./src` for it and what it imports (the `gateway`
@@ -13,3 +14,4 @@ export { explain } from "./explain.ts";
 export { configFileLines } from "./check_files.ts";
 export { iggyLines } from "./check_iggy.ts";
 export { storeDiskLines } from "./check_store.ts";
+export { versionLine } from "./version_line.ts";

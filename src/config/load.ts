@@ -14,8 +14,7 @@ import { closestName } from "./closest_key.ts";
 import type { GatewayConfig, UserConfig } from "./types.ts";
 import { checkClientIdPattern, parseAnonymous, parseUsers } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
-import { parseJwtTemplates } from "./jwt_templates.ts";
-import { checkJwtKeys } from "./jwt_check.ts";
+import { checkJwtKeys, parseJwtTemplates } from "./jwt_config.ts";
 
 type Scalar = number | boolean | string | readonly string[];
 
@@ -61,7 +60,7 @@ export function checkEnvNames(env: Readonly<Record<string, string>>): void {
 export function loadConfig(input: LoadInput): GatewayConfig {
   let doc: Record<string, unknown>;
   try {
-    doc = parseToml(input.text) as Record<string, unknown>;
+    doc = parseToml(withoutCommentLines(input.text)) as Record<string, unknown>;
   } catch (err) {
     throw new ConfigError("(file)", `${input.source} is not valid TOML: ${parseErrorLine(err)}`, {
       cause: err,
@@ -111,6 +110,17 @@ export function loadConfig(input: LoadInput): GatewayConfig {
   const config = { ...assemble(get, parseUsers(other.users), anonymous), jwt_templates: templates };
   crossCheck(config);
   return deepFreeze(config);
+}
+
+/**
+ * `text` with its comment-only lines emptied (line numbers kept for the parser's errors), unless
+ * it holds a multi-line string, where a line starting with `#` may be text. The documented
+ * config is mostly comments, and the parser's comment loop, run over all of them, is hot enough
+ * for V8's optimizing compiler, whose code is then resident for the life of the process.
+ */
+function withoutCommentLines(text: string): string {
+  if (text.includes('"""') || text.includes("'''")) return text;
+  return text.split("\n").map((line) => line.trimStart().startsWith("#") ? "" : line).join("\n");
 }
 
 /** `[anonymous.permissions]`, if given; refused beside `auth.anonymous_permissions`. */

@@ -252,3 +252,17 @@ Deno.test("http.admin_token comes from the environment only and is at least 16 c
   );
   assert.equal(load("").http.admin_token, "", "none: admin writes refused");
 });
+
+Deno.test("loadConfig() reads comment-only lines as comments, keeping line numbers and multi-line strings", () => {
+  const commented = '# one\n  # two\n[gateway]\n# three\nid = "gw-2" # after a value\n';
+  assert.equal(load(commented).gateway.id, "gw-2");
+  assert.throws(
+    () => load('# one\n# two\n[gateway]\nid = "a'),
+    (e) => e instanceof ConfigError && /unfinished string \(line 4, column 6\)$/.test(e.message),
+  );
+  // In a multi-line string a line starting with # is text, not a comment.
+  const multi = '[mapping]\nmap_file = """\n# kept\nm.toml"""\n# a comment\n';
+  assert.equal(load(multi).mapping.map_file, "# kept\nm.toml");
+  const literal = "[mapping]\nmap_file = '''\n# kept too\nm.toml'''\n";
+  assert.equal(load(literal).mapping.map_file, "# kept too\nm.toml");
+});

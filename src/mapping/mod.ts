@@ -22,7 +22,6 @@ export type { CompiledMap, CompiledRule, Resolution } from "./types.ts";
 export { resolveTopic } from "./resolve.ts";
 export { checkResolution, isValidIggyName } from "./names.ts";
 export { partitionForKey } from "./key_partition.ts";
-export { explainJson } from "./explain.ts";
 export { constantTargets, type Target } from "./targets.ts";
 export { filterMatches, filterProblem, isWildcardFilter } from "./filter.ts";
 export { type FilterTarget, type NameSpec, resolveFilter } from "./filter_resolve.ts";

@@ -7,7 +7,6 @@ Deno.test("mod.ts exports exactly the mapping API", () => {
     "checkResolution",
     "compileMap",
     "constantTargets",
-    "explainJson",
     "filterMatches",
     "filterProblem",
     "isValidIggyName",

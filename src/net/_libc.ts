@@ -1,7 +1,8 @@
 /**
  * The libc calls of the epoll socket layer (Deno FFI), their constants, and the socket
- * address codec. Linux only: `openLibc` says why not when it cannot be used (another OS, no
- * `--allow-ffi`, no libc.so.6), so the caller can fall back to node:net.
+ * address codec. Linux only, with FFI granted (`listeners.ts` asks both before it loads the
+ * layer); `openLibc` says why not when libc.so.6 cannot be opened, so the caller can fall back
+ * to node:net.
  *
  * @module
  */
@@ -79,17 +80,12 @@ const ERRNO_NAMES: Record<number, string> = {
 
 let cached: { libc: Libc } | { reason: string } | undefined;
 
-/** libc, or why it cannot be used here; opened once per process. */
+/**
+ * libc, or why it cannot be opened; opened once per process. The caller has made sure first that
+ * this is Linux and FFI is granted (`listeners.ts`), so that no permission prompt is asked.
+ */
 export function openLibc(): { libc: Libc } | { reason: string } {
   if (cached !== undefined) return cached;
-  if (Deno.build.os !== "linux") return cached = { reason: `not Linux (${Deno.build.os})` };
-  // Asked first: an interactive `deno run` would otherwise prompt for the permission.
-  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
-    return cached = {
-      reason:
-        'FFI is not permitted; run under the permission set "gateway-epoll" (deno task start:epoll, or the -epoll build)',
-    };
-  }
   try {
     return cached = { libc: Deno.dlopen("libc.so.6", SYMBOLS).symbols };
   } catch (err) {

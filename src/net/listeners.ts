@@ -7,14 +7,12 @@
  */
 import { OperatorError } from "../config/errors.ts";
 import type { GatewayConfig } from "../config/types.ts";
-import { bindError } from "./bind_error.ts";
-import { bindableIp, EpollListener } from "./_epoll_listener.ts";
-import { addressOf, openLibc, sockaddrOf } from "./_libc.ts";
 import type { AcceptHandler, MqttListener } from "./mqtt_listener.ts";
 import { bind, NodeSocketTransport } from "./node_transport.ts";
 import type { ProxyOptions } from "./proxy_transport.ts";
-// A type-only import: `deno run` does not load the module for it.
+// Type-only imports: `deno run` does not load the modules for them.
 import type * as ProxyTransport from "./proxy_transport.ts";
+import type * as EpollTcp from "./epoll_tcp.ts";
 
 export type { AcceptHandler, MqttListener, TlsMaterial } from "./mqtt_listener.ts";
 
@@ -56,44 +54,33 @@ export async function listenTcp(
     ? accept
     : new proxy!.ProxyAcceptor(o.proxy, accept).accept;
   if (o.layer !== "node") {
-    const opened = openLibc();
-    const ip = bindableIp(hostname);
-    const why = "reason" in opened
-      ? opened.reason
-      : ip === null
-      ? `"${hostname}" is not an IP`
-      : "";
-    if (why === "") return listenEpoll(hostname, ip!, port, o, onAccept);
+    const barred = epollBarred();
+    const epoll: typeof EpollTcp | null = barred !== null
+      ? null
+      : await import(new URL("./epoll_tcp.ts", import.meta.url).href);
+    const bound = epoll === null
+      ? { reason: barred! }
+      : await epoll.listenEpoll(hostname, port, o.onShed, onAccept);
+    if (!("reason" in bound)) return bound;
     if (o.layer === "epoll") {
-      const msg = `listeners.tcp_socket_layer = "epoll" cannot be used: ${why}`;
+      const msg = `listeners.tcp_socket_layer = "epoll" cannot be used: ${bound.reason}`;
       return Promise.reject(new OperatorError("not_capable", msg));
     }
-    o.onFallback(why);
+    o.onFallback(bound.reason);
   }
   return listenNode(hostname, port, onAccept);
 }
 
-function listenEpoll(
-  hostname: string,
-  ip: Uint8Array,
-  port: number,
-  o: TcpListenOptions,
-  onAccept: AcceptHandler,
-): Promise<MqttListener> {
-  const opened = openLibc();
-  if (!("libc" in opened)) throw new Error("unreachable: libc was opened");
-  try {
-    const l = new EpollListener(opened.libc, ip, port, { accept: onAccept, shed: o.onShed });
-    return Promise.resolve({
-      kind: "tcp",
-      layer: "epoll",
-      hostname: addressOf(sockaddrOf(ip, 0)),
-      port: l.port,
-      close: () => l.close(),
-    });
-  } catch (err) {
-    return Promise.reject(bindError("MQTT listener", hostname, port, err));
-  }
+/**
+ * Why the epoll layer cannot be used, asked before its code is loaded (from a URL built at run
+ * time: `deno run` keeps the source of every module a literal import names): another OS than
+ * Linux, FFI not granted. Null when it may be tried.
+ */
+function epollBarred(): string | null {
+  if (Deno.build.os !== "linux") return `not Linux (${Deno.build.os})`;
+  // Asked first: an interactive `deno run` would otherwise prompt for the permission.
+  if (Deno.permissions.querySync({ name: "ffi" }).state === "granted") return null;
+  return 'FFI is not permitted; run under the permission set "gateway-epoll" (deno task start:epoll, or the -epoll build)';
 }
 
 /** node:net, imported only then: with the epoll layer its modules would be RSS for nothing. */

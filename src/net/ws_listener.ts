@@ -18,7 +18,8 @@ import { bindError } from "./bind_error.ts";
 import { nextTick } from "../base/tick.ts";
 import { ProtocolError } from "../codec/errors.ts";
 import type { IpBlockSet } from "../base/ip.ts";
-import { forwardedClient } from "./forwarded_for.ts";
+// A type-only import: `deno run` does not load the module for it.
+import type * as ForwardedFor from "./forwarded_for.ts";
 
 /** Bytes held for a paused connection before it is closed. */
 export const MAX_HELD_BYTES = 4 * 1024 * 1024;
@@ -239,6 +240,11 @@ async function serveWs(
   o: WsListenOptions,
   onAccept: AcceptHandler,
 ): Promise<[Deno.HttpServer<Deno.NetAddr>, number]> {
+  // The X-Forwarded-For reader only with `listeners.proxy_protocol_from`, from a URL built at
+  // run time: `deno run` keeps the source of every module a literal import names.
+  const forwarded: typeof ForwardedFor | null = o.proxies === undefined
+    ? null
+    : await import(new URL("./forwarded_for.ts", import.meta.url).href);
   const ready = Promise.withResolvers<number>();
   const server = Deno.serve({
     hostname,
@@ -247,9 +253,9 @@ async function serveWs(
     ...(o.tls ?? {}),
   }, (req, info) => {
     const peer = info.remoteAddr.hostname; // read before the upgrade takes the request
-    const client = o.proxies === undefined
+    const client = forwarded === null
       ? { address: peer }
-      : forwardedClient(req.headers.get("x-forwarded-for"), peer, o.proxies);
+      : forwarded.forwardedClient(req.headers.get("x-forwarded-for"), peer, o.proxies!);
     if ("refused" in client) {
       o.onRefused?.(client.refused, peer);
       return new Response(client.refused + "\n", { status: 400 });

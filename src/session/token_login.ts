@@ -17,7 +17,7 @@ import type { JwtKeySet } from "../access/jwt_keys.ts";
 import type { Permissions, StreamPermissions, TopicPermissions } from "../access/permissions.ts";
 import { parsePermissions } from "../config/users.ts";
 import { ConfigError } from "../config/errors.ts";
-import { PLACEHOLDER } from "../config/jwt_templates.ts";
+import { PLACEHOLDER } from "../config/jwt_config.ts";
 import { utf8Length } from "../base/utf8.ts";
 
 /** A principal that logged in with a token: it holds until `tokenValidUntilMs` (wall clock). */

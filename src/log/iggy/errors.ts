@@ -17,7 +17,12 @@ import {
   Status,
 } from "./codes.ts";
 import { EncodeError } from "./encoding.ts";
-import type { LoginRefusal } from "../load_iggy.ts";
+
+/**
+ * What refused a login to Iggy: the username and password, the personal access token, the user
+ * (inactive), the protocol version.
+ */
+export type LoginRefusal = "credentials" | "token" | "user_inactive" | "protocol";
 
 /** Port error code for an Iggy error code. */
 export function backendCodeFor(code: number): BackendErrorCode {

@@ -1,5 +1,7 @@
 /**
- * Parses `[jwt_templates.<name>]` tables: permission templates for login tokens, in a
+ * The token login's part of the configuration, checked at load (no file read): the
+ * `auth.jwt_*` keys that must agree with one another, and the `[jwt_templates.<name>]` tables:
+ * permission templates for login tokens, in a
  * `[[users]]` entry's permissions form, whose stream and topic names may hold `{claim}`: the
  * value of that claim of the token, filled in at login. With a map rule sending
  * `devices/<id>/…` to stream "devices", topic "<id>", the template
@@ -16,7 +18,11 @@
 import { ConfigError } from "./errors.ts";
 import { parsePermissions } from "./users.ts";
 import type { Permissions } from "../access/permissions.ts";
-import type { JwtTemplates } from "./types.ts";
+import type { GatewayConfig, JwtTemplates } from "./types.ts";
+import { utf8Length } from "../base/utf8.ts";
+
+/** Shortest HMAC secret accepted: the hash's own length (RFC 7518 §3.2). */
+export const MIN_HMAC_SECRET_BYTES = 32;
 
 /** A template's placeholders: `{` a claim name `}`. */
 export const PLACEHOLDER = /\{([^{}]*)\}/g;
@@ -60,5 +66,23 @@ function checkPlaceholders(at: string, name: string): void {
   }
   if (/[{}]/.test(name.replace(PLACEHOLDER, ""))) {
     throw new ConfigError(at, "has an unmatched { or }");
+  }
+}
+
+/** Refuses a short HMAC secret and a default template that names no `[jwt_templates]` table. */
+export function checkJwtKeys(c: GatewayConfig): void {
+  const a = c.auth;
+  if (a.jwt_hmac_secret !== "" && utf8Length(a.jwt_hmac_secret) < MIN_HMAC_SECRET_BYTES) {
+    throw new ConfigError(
+      "auth.jwt_hmac_secret",
+      `must be at least ${MIN_HMAC_SECRET_BYTES} bytes (a shorter HS256 secret can be guessed)`,
+    );
+  }
+  const fallback = a.jwt_default_template;
+  if (fallback !== "" && !c.jwt_templates.has(fallback)) {
+    throw new ConfigError(
+      "auth.jwt_default_template",
+      `names "${fallback}", which is no [jwt_templates.${fallback}] table`,
+    );
   }
 }
