@@ -30,14 +30,16 @@ import { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts
 import { LOG_RECORD_HEADER_BYTES, sealLogRecord } from "./_log_record.ts";
 import { FileSegment, MemorySegment, type Segment, syncDirectory } from "./_log_segment.ts";
 import {
-  boundFullError,
   claimSpare,
   nextSegmentBytes,
   retainedOutSegments,
+  rollCapacity,
   roundUp,
   segmentBytesFor,
+  segmentsBytes,
   type SegmentState,
   type Spare,
+  transactionRoom,
   usedOfActive,
 } from "./_segment_table.ts";
 import { scanLog } from "./_log_scan.ts";
@@ -131,9 +133,7 @@ export class MessageLog {
 
   /** Bytes the segments take on disk (their preallocated sizes). */
   get bytes(): number {
-    let total = 0;
-    for (const s of this.#segments) total += s.segment.capacity;
-    return total;
+    return segmentsBytes(this.#segments);
   }
 
   /** Number of segment files. */
@@ -171,7 +171,8 @@ export class MessageLog {
    * next offset) and appends the buffer to the active segment, rolling to a new one when it
    * does not fit. Resolves with each run's base offset once the bytes are written (readable,
    * not yet durable: {@link sync}); the partitions move on only then. Rejects with
-   * BackendError("full") when a new segment would pass the bound.
+   * BackendError("full") when a new segment would pass the bound (the caller cuts within
+   * {@link roomFor}).
    */
   async append(buffer: Uint8Array, runs: readonly LogRun[], timestampMicros: number) {
     if (this.#readOnly || this.#closed) {
@@ -219,6 +220,11 @@ export class MessageLog {
     }
     this.#tail?.add(tailRecords(buffer, runs, parts, bases));
     return bases;
+  }
+
+  /** Bytes of the largest transaction written now if its first append takes `first`. */
+  roomFor(first: number): number {
+    return transactionRoom(this.#segments, this.#maxBytes, first);
   }
 
   /** Resolves once everything written so far is on disk. */
@@ -312,17 +318,15 @@ export class MessageLog {
     if (active && active.written + bytes <= active.segment.capacity) return active;
     if (!this.#spare) this.room.refuseEarly();
     const base = active ? active.segment.base + active.segment.capacity : 0;
-    const room = Math.floor((this.#maxBytes - this.bytes) / 4096) * 4096;
-    const needed = roundUp(bytes, 4096);
-    const capacity = Math.min(Math.max(this.#nextCapacity(active), needed), room);
-    if (capacity < bytes) throw boundFullError(this.bytes, this.#maxBytes);
+    const next = this.#nextCapacity(active);
+    const capacity = rollCapacity(this.#segments, this.#maxBytes, next, bytes);
     // The sealed segment must be on disk before records after it are: a crash must never
     // leave a gap (lost records in the middle of the log, newer ones after them).
     if (active) await active.segment.sync();
     const spare = this.#spare;
     this.#spare = undefined;
     const segment = await claimSpare(spare, base, bytes) ??
-      await this.room.make((fits) => this.#create(base, fits), capacity, needed);
+      await this.room.make((fits) => this.#create(base, fits), capacity, roundUp(bytes, 4096));
     this.room.placed();
     const state: SegmentState = { segment, written: 0, partitions: new Map() };
     this.#segments.push(state);

@@ -59,6 +59,56 @@ export function usedOfActive(segments: readonly SegmentState[]): number {
   return active ? active.written / active.segment.capacity : 1;
 }
 
+/** Bytes left in the active (last) segment; 0 when there is none. */
+export function activeRoom(segments: readonly SegmentState[]): number {
+  const active = segments.at(-1);
+  return active ? active.segment.capacity - active.written : 0;
+}
+
+/**
+ * Bytes of the largest transaction written now without being refused, for one whose first
+ * append takes `first` bytes: the active segment's room when that append fits there (what does
+ * not waits for the next transaction, which rolls), else what a new segment may take under the
+ * bound `maxBytes`.
+ */
+export function transactionRoom(
+  segments: readonly SegmentState[],
+  maxBytes: number,
+  first: number,
+): number {
+  const left = activeRoom(segments);
+  return first <= left ? left : newSegmentRoom(segments, maxBytes);
+}
+
+/**
+ * Capacity of the segment a roll makes for a transaction of `bytes`: `next` (the usual size),
+ * bigger when the transaction needs it, smaller where the bound leaves less; throws "full"
+ * when the bound leaves less than `bytes`.
+ */
+export function rollCapacity(
+  segments: readonly SegmentState[],
+  maxBytes: number,
+  next: number,
+  bytes: number,
+): number {
+  const room = newSegmentRoom(segments, maxBytes);
+  const capacity = Math.min(Math.max(next, roundUp(bytes, 4096)), room);
+  if (capacity < bytes) throw boundFullError(segmentsBytes(segments), maxBytes, bytes);
+  return capacity;
+}
+
+/** What a new segment may take under the bound `maxBytes`, in whole pages. */
+function newSegmentRoom(segments: readonly SegmentState[], maxBytes: number): number {
+  return Math.max(0, roundDown(maxBytes - segmentsBytes(segments), 4096));
+}
+
+/** Bytes the segments take (their preallocated sizes). */
+export function segmentsBytes(segments: readonly SegmentState[]): number {
+  let total = 0;
+  for (const s of segments) total += s.segment.capacity;
+  return total;
+}
+
 /** Segments of an eighth of the store, between 16 KiB and 32 MiB. */
 export function segmentBytesFor(maxBytes: number): number {
   const eighth = Math.floor(maxBytes / 8 / 4096) * 4096;
@@ -100,8 +150,23 @@ export function roundUp(n: number, to: number): number {
   return Math.ceil(n / to) * to;
 }
 
-/** The append that would take the segments past `max_store_bytes`. */
-export function boundFullError(bytes: number, maxBytes: number): BackendError {
+export function roundDown(n: number, to: number): number {
+  return Math.floor(n / to) * to;
+}
+
+/**
+ * The append of `appendBytes` that would take the segments (`bytes`) past `max_store_bytes`;
+ * one bigger than the whole bound is told apart: no retention can ever make room for it.
+ */
+export function boundFullError(bytes: number, maxBytes: number, appendBytes = 0): BackendError {
+  if (roundUp(appendBytes, 4096) > maxBytes) {
+    return new BackendError(
+      "full",
+      `An append of ${appendBytes} bytes cannot fit in embedded.max_store_bytes (${maxBytes} ` +
+        "bytes) even with the store empty: raise embedded.max_store_bytes well above " +
+        "limits.max_packet_bytes, or lower limits.max_packet_bytes",
+    );
+  }
   return new BackendError(
     "full",
     `The message log is full: max_store_bytes reached (${bytes} of ${maxBytes} bytes in ` +
