@@ -56,9 +56,9 @@ export function groupRuns<A extends Placed>(batch: readonly A[]): TransactionRun
 }
 
 /**
- * At least the bytes an append takes in a transaction: its messages' records (headers at
- * their largest encoding) and a log record header of its own (a transaction has one per
- * partition, so never more than one per append).
+ * Bytes an append takes in a transaction, never fewer: its messages' records (headers at their
+ * largest encoding) and a log record header of its own (a transaction has one per partition,
+ * so never more than one per append).
  */
 export function appendBytesBound(append: Sized): number {
   let bytes = LOG_RECORD_HEADER_BYTES;
@@ -70,8 +70,9 @@ export function appendBytesBound(append: Sized): number {
 
 /**
  * How many of `batch`'s first appends one transaction takes: as many as fit the room
- * `roomFor(first)` gives for the first one's bytes, and at least that first one (alone, it is
- * written where it fits or refused as full).
+ * `roomFor(first)` gives for the first one's bytes. When the first finds no room (the store at
+ * its bound), it goes with the appends after it that find none either, to be refused together
+ * as before, not one transaction each.
  */
 export function appendsThatFit(
   batch: readonly Sized[],
@@ -80,6 +81,14 @@ export function appendsThatFit(
   let total = appendBytesBound(batch[0]);
   const room = roomFor(total);
   let n = 1;
+  if (total > room) {
+    while (n < batch.length) {
+      const bytes = appendBytesBound(batch[n]);
+      if (bytes <= roomFor(bytes)) break;
+      n++;
+    }
+    return n;
+  }
   for (; n < batch.length; n++) {
     const more = total + appendBytesBound(batch[n]);
     if (more > room) break;
