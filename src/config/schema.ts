@@ -506,7 +506,7 @@ export const KEY_SPECS = [
     type: int(1_048_576, MAX_SAFE),
     default: 8_589_934_592,
     doc:
-      "Largest size of the message log's segment files together (bytes); when full, appends fail (no PUBACK) until retention frees room, and /ready is 503 while the log has no room under it for one message of limits.max_packet_bytes (or for one segment, an eighth of this, when that is less), and after it refused an append until retention frees room. The disk bounds it too: a segment is made only where it fits above a 4 MiB reserve of free space (smaller than usual when that is what fits); below it appends fail at once, writing nothing, /ready names the disk, and they resume within a second of space being freed.",
+      "Largest size of the message log's segment files together (bytes); when full, appends fail (no PUBACK) until retention frees room, and /ready is 503 while the log has no room under it for one message of limits.max_packet_bytes (or for one segment, an eighth of this, when that is less), and after it refused an append until retention frees room. The disk bounds it too: a segment is made only where it fits above a 4 MiB reserve of free space (smaller than usual when that is what fits); below it appends fail at once, writing nothing, /ready names the disk, and they resume within a second of space being freed. A burst bigger than a segment's room goes as several commits; only what finds no room under the bound is refused. Keep it well above limits.max_packet_bytes: a message that cannot fit even an empty store is refused.",
   },
 
   // [iggy]

@@ -7,7 +7,8 @@
  * its write (the next transaction is written while the disk syncs; one fsync covers every
  * transaction written before it started); a failed write or fsync rejects every append in it.
  * A transaction is readable as soon as it is written (the commit hook and each append's
- * `onCommitted`), before that fsync.
+ * `onCommitted`), before that fsync. A queue bigger than the log's room is cut between appends
+ * into several transactions (_commit_shape.ts).
  *
  * A transaction of appends nobody waits for (QoS 0 only, `syncLater`) resolves once written,
  * and its fsync is left to the next transaction someone waits for (an fsync covers every write
@@ -25,6 +26,7 @@ import { clearImmediate, setImmediate } from "node:timers";
 import type { OutgoingMessage } from "../port.ts";
 import { OrderGroups } from "./_order_groups.ts";
 import { CommitSyncs } from "./_commit_syncs.ts";
+import { appendsThatFit, groupRuns, type TransactionRun } from "./_commit_shape.ts";
 import type { TopicState } from "./_catalog.ts";
 import { BatchEncoder, RECORD_HEADER_BYTES } from "./_batch.ts";
 import { LOG_RECORD_HEADER_BYTES } from "./_log_record.ts";
@@ -54,13 +56,8 @@ interface PendingOffset {
   readonly reject: (error: unknown) => void;
 }
 
-/** The appends of one partition within one transaction, in arrival order. */
-interface Run {
-  readonly state: TopicState;
-  readonly partition: number;
-  readonly appends: PendingAppend[];
-  count: number;
-}
+/** The appends of one partition within one transaction. */
+type Run = TransactionRun<PendingAppend>;
 
 /** Counters for tests and metrics. */
 export interface GroupCommitStats {
@@ -187,9 +184,15 @@ export class GroupCommit {
     this.#queue = this.#groups.drop(this.#queue);
     if (this.#queue.length === 0) return this.#wakeIdle();
     const batch = this.#take();
-    const runs = groupRuns(batch);
     const timestampMicros = this.#now();
-    const { data, logRuns, messages } = this.#encode(batch, runs, timestampMicros);
+    let runs = groupRuns(batch);
+    let encoded = this.#encode(batch, runs, timestampMicros);
+    // roomFor(0): what is left of the active segment; a bigger transaction may be cut.
+    if (encoded.data.length > this.#log.roomFor(0) && this.#cutToRoom(batch)) {
+      runs = groupRuns(batch);
+      encoded = this.#encode(batch, runs, timestampMicros);
+    }
+    const { data, logRuns, messages } = encoded;
     this.#inFlight = true;
     const lazy = this.#syncs.defersLazy && batch.every((a) => a.syncLater === true);
     this.#log.append(data, logRuns, timestampMicros).then(
@@ -217,6 +220,17 @@ export class GroupCommit {
       // Everything that arrived during the write goes now, in one transaction.
       this.#send();
     });
+  }
+
+  /**
+   * Leaves in `batch` the appends the log has room for now (_commit_shape.ts) and puts the rest
+   * back at the head of the queue, in order, for the next transaction; true when it cut.
+   */
+  #cutToRoom(batch: PendingAppend[]): boolean {
+    const fit = appendsThatFit(batch, (first) => this.#log.roomFor(first));
+    if (fit === batch.length) return false;
+    this.#queue = batch.splice(fit).concat(this.#queue);
+    return true;
   }
 
   /** A `syncLater` transaction is written: readable, confirmed, its fsync deferred. */
@@ -367,23 +381,4 @@ export class GroupCommit {
     }
     return queue.splice(0, n);
   }
-}
-
-/** Groups a batch's appends by (topic, partition), keeping arrival order within each. */
-function groupRuns(batch: readonly PendingAppend[]): Run[] {
-  const runs: Run[] = [];
-  const byTopic = new Map<TopicState, (Run | undefined)[]>();
-  for (const a of batch) {
-    let perPartition = byTopic.get(a.state);
-    if (!perPartition) byTopic.set(a.state, perPartition = []);
-    let run = perPartition[a.partition];
-    if (!run) {
-      run = { state: a.state, partition: a.partition, appends: [], count: 0 };
-      perPartition[a.partition] = run;
-      runs.push(run);
-    }
-    run.appends.push(a);
-    run.count += a.messages.length;
-  }
-  return runs;
 }

@@ -11,14 +11,21 @@ import type { MessageLog } from "./_message_log.ts";
 import type { TopicState } from "./_catalog.ts";
 import type { WriterLink } from "./_writer_link.ts";
 
-/** A message log that writes nothing and counts its fsyncs (each held until released). */
-function fakeLog() {
+/**
+ * A message log that writes nothing and counts its fsyncs (each held until released); each
+ * transaction may take `room` bytes, and the size of each one written is kept.
+ */
+function fakeLog(room = Infinity) {
   let next = 0;
   const held: (() => void)[] = [];
   const log = {
     syncs: 0,
-    append: (_d: Uint8Array, runs: { count: number }[]) =>
-      Promise.resolve(runs.map((r) => (next += r.count) - r.count)),
+    written: [] as number[],
+    roomFor: () => room,
+    append: (d: Uint8Array, runs: { count: number }[]) => {
+      log.written.push(d.length);
+      return Promise.resolve(runs.map((r) => (next += r.count) - r.count));
+    },
     sync: () => {
       log.syncs++;
       return new Promise<void>((r) => held.push(r));
@@ -169,6 +176,7 @@ Deno.test("GroupCommit with a commit linger: a failed fsync rejects every linger
   const log = {
     append: (_d: Uint8Array, runs: { count: number }[]) => Promise.resolve(runs.map(() => 0)),
     sync: () => new Promise<void>((_, reject) => failSync = reject),
+    roomFor: () => Infinity,
   };
   const commit = commitOver(log as unknown as ReturnType<typeof fakeLog>, 100, 10_000);
   const outcomes: string[] = [];
@@ -186,4 +194,34 @@ Deno.test("GroupCommit with a commit linger: a failed fsync rejects every linger
   failSync(new Error("EIO"));
   await drained;
   assert.deepEqual(outcomes, ["rejected", "rejected"]);
+});
+
+Deno.test("GroupCommit: a queue bigger than the log's room goes as several transactions, cut between appends, in order", async () => {
+  const log = fakeLog(1000);
+  const commit = commitOver(log, 0);
+  const bases: number[] = [];
+  const sizes = [400, 400, 400, 400, 2000, 400];
+  const done = sizes.map((size, i) =>
+    new Promise<void>((resolve, reject) =>
+      commit.enqueue({
+        state: STATE,
+        partition: 0,
+        messages: [{ payload: new Uint8Array(size), headers: new Map([["k", `${i}`]]) }],
+        resolve: (base: number) => resolve(void (bases[i] = base)),
+        reject,
+      } as unknown as PendingAppend)
+    )
+  );
+  while (log.written.length < 4) {
+    await tick();
+    log.release();
+  }
+  await Promise.all(done);
+  // Two 400-byte messages per transaction; the 2000-byte one alone (the log decides whether
+  // it fits anywhere); offsets as queued.
+  assert.equal(log.written.length, 4);
+  assert.ok(log.written[0] <= 1000 && log.written[1] <= 1000, String(log.written));
+  assert.ok(log.written[2] > 2000 && log.written[3] <= 1000, String(log.written));
+  assert.deepEqual(bases, [0, 1, 2, 3, 4, 5]);
+  await commit.drain();
 });

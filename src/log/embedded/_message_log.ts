@@ -30,16 +30,18 @@ import { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts
 import { LOG_RECORD_HEADER_BYTES, sealLogRecord } from "./_log_record.ts";
 import { FileSegment, MemorySegment, type Segment, syncDirectory } from "./_log_segment.ts";
 import {
-  boundFullError,
   claimSpare,
   nextSegmentBytes,
   retainedOutSegments,
+  rollCapacity,
   roomUnderBound,
   roundUp,
   segmentBytesFor,
   segmentsBytes,
   type SegmentState,
   type Spare,
+  spareDue,
+  transactionRoom,
   usedOfActive,
 } from "./_segment_table.ts";
 import { scanLog } from "./_log_scan.ts";
@@ -50,10 +52,6 @@ import { dropOldestRecords, type OldestRecord, oldestRecord } from "./_log_reten
 
 export { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
 export { segmentBytesFor } from "./_segment_table.ts";
-
-/** Bytes of the active segment used before the next one is zero-filled (waiting for a quarter
- * of a full segment left too little time at QoS 0 rates: appends stalled behind the fill). */
-const SPARE_AFTER_BYTES = 1024 * 1024;
 
 /** One partition run of a transaction, already encoded at `at + LOG_RECORD_HEADER_BYTES`. */
 export interface LogRun {
@@ -175,7 +173,8 @@ export class MessageLog {
    * next offset) and appends the buffer to the active segment, rolling to a new one when it
    * does not fit. Resolves with each run's base offset once the bytes are written (readable,
    * not yet durable: {@link sync}); the partitions move on only then. Rejects with
-   * BackendError("full") when a new segment would pass the bound.
+   * BackendError("full") when a new segment would pass the bound (the caller cuts within
+   * {@link roomFor}).
    */
   async append(buffer: Uint8Array, runs: readonly LogRun[], timestampMicros: number) {
     if (this.#readOnly || this.#closed) {
@@ -223,6 +222,11 @@ export class MessageLog {
     }
     this.#tail?.add(tailRecords(buffer, runs, parts, bases));
     return bases;
+  }
+
+  /** Bytes of the largest transaction written now if its first append takes `first`. */
+  roomFor(first: number): number {
+    return transactionRoom(this.#segments, this.#maxBytes, first);
   }
 
   /** Resolves once everything written so far is on disk. */
@@ -316,39 +320,31 @@ export class MessageLog {
     if (active && active.written + bytes <= active.segment.capacity) return active;
     if (!this.#spare) this.room.refuseEarly();
     const base = active ? active.segment.base + active.segment.capacity : 0;
-    const room = Math.floor((this.#maxBytes - this.bytes) / 4096) * 4096;
-    const needed = roundUp(bytes, 4096);
-    const capacity = Math.min(Math.max(this.#nextCapacity(active), needed), room);
-    if (capacity < bytes) throw boundFullError(this.bytes, this.#maxBytes);
+    const next = this.#nextCapacity(active);
+    const capacity = rollCapacity(this.#segments, this.#maxBytes, next, bytes);
     // The sealed segment must be on disk before records after it are: a crash must never
     // leave a gap (lost records in the middle of the log, newer ones after them).
     if (active) await active.segment.sync();
     const spare = this.#spare;
     this.#spare = undefined;
     const segment = await claimSpare(spare, base, bytes) ??
-      await this.room.make((fits) => this.#create(base, fits), capacity, needed);
+      await this.room.make((fits) => this.#create(base, fits), capacity, roundUp(bytes, 4096));
     this.room.placed();
     const state: SegmentState = { segment, written: 0, partitions: new Map() };
     this.#segments.push(state);
     return state;
   }
 
-  /**
-   * Starts zero-filling the segment after the active one once {@link SPARE_AFTER_BYTES} of the
-   * active one are used (a store that sees little traffic never makes one; a busy one has
-   * nearly a whole segment's time to fill it), if the bound leaves room.
-   */
+  /** Starts zero-filling the segment after the active one when it is time (`spareDue`). */
   #prepareSpare(): void {
     if (this.#memory || this.#readOnly || this.#spare) return;
     const active = this.#segments.at(-1);
-    const after = Math.min(SPARE_AFTER_BYTES, active ? active.segment.capacity / 4 : 0);
-    if (!active || active.written < after) return;
-    const base = active.segment.base + active.segment.capacity;
-    const capacity = this.#nextCapacity(active);
-    if (this.bytes + capacity > this.#maxBytes || !this.room.spareFits(capacity)) return;
-    const segment = this.#create(base, capacity);
+    if (!active) return;
+    const due = spareDue(this.#segments, this.#maxBytes, this.#nextCapacity(active));
+    if (due === null || !this.room.spareFits(due.capacity)) return;
+    const segment = this.#create(due.base, due.capacity);
     segment.catch(() => {}); // a failure shows when the roll awaits it
-    this.#spare = { base, segment };
+    this.#spare = { base: due.base, segment };
   }
 
   /** Size of the segment after `active` (the first one when there is none). */

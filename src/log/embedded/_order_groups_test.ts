@@ -29,6 +29,7 @@ function failingOnceLog() {
       return runs.map((r) => (next += r.count) - r.count);
     },
     sync: () => Promise.resolve(),
+    roomFor: () => Infinity,
   };
   return log;
 }
