@@ -87,6 +87,8 @@ export class FileSegment implements Segment {
   readonly path: string;
   readonly #reader: Deno.FsFile;
   #writer: Deno.FsFile | undefined;
+  /** Where the writer's file position is after the last complete write; -1: unknown. */
+  #writerAt = -1;
   readonly #sync: FileSync;
 
   private constructor(path: string, base: number, capacity: number, reader: Deno.FsFile) {
@@ -163,9 +165,12 @@ export class FileSegment implements Segment {
     try {
       this.#writer ??= Deno.openSync(this.path, { write: true });
       const writer = this.#writer;
-      // Seek every time: a failed or partial write leaves the position anywhere.
-      writer.seekSync(pos, Deno.SeekMode.Start);
+      // Records follow each other: a seek (a syscall) only when this write does not start where
+      // the last complete one ended. A failed write leaves the position anywhere.
+      if (this.#writerAt !== pos) writer.seekSync(pos, Deno.SeekMode.Start);
+      this.#writerAt = -1;
       for (let done = 0; done < data.length;) done += writer.writeSync(data.subarray(done));
+      this.#writerAt = pos + data.length;
       return Promise.resolve();
     } catch (e) {
       return Promise.reject(e);
@@ -181,6 +186,7 @@ export class FileSegment implements Segment {
     closeQuietly(this.#reader);
     if (this.#writer) closeQuietly(this.#writer);
     this.#writer = undefined;
+    this.#writerAt = -1;
   }
 
   async remove(): Promise<void> {
