@@ -18,7 +18,7 @@ async function filled(behind: (filled: number) => boolean, urgent = false): Prom
       assert.ok(bytes.every((b) => b === 0), "the segment is not all zeros");
       assert.equal(segment.capacity, CAPACITY);
       // Records go over the filled blocks and read back.
-      await segment.write(CAPACITY - 3, new Uint8Array([1, 2, 3]));
+      segment.write(CAPACITY - 3, new Uint8Array([1, 2, 3]));
       const back = new Uint8Array(3);
       assert.equal(segment.readAt(CAPACITY - 3, back), 3);
       assert.deepEqual([...back], [1, 2, 3]);
@@ -58,11 +58,11 @@ Deno.test("FileSegment.write puts records where asked, following on or jumping b
   try {
     const segment = await FileSegment.create(dir, 0, 64 * 1024);
     try {
-      await segment.write(100, new Uint8Array([1, 2]));
-      await segment.write(102, new Uint8Array([3])); // follows on: no seek needed
-      await segment.write(10, new Uint8Array([9])); // jumps back
-      await segment.write(11, new Uint8Array([8]));
-      await segment.write(200, new Uint8Array([7])); // jumps ahead
+      segment.write(100, new Uint8Array([1, 2]));
+      segment.write(102, new Uint8Array([3])); // follows on: no seek needed
+      segment.write(10, new Uint8Array([9])); // jumps back
+      segment.write(11, new Uint8Array([8]));
+      segment.write(200, new Uint8Array([7])); // jumps ahead
       const at = (pos: number, n: number) => {
         const back = new Uint8Array(n);
         segment.readAt(pos, back);
