@@ -139,6 +139,11 @@ interface PartitionBatch extends OfferedAppend {
   spans: Span[] | null;
 }
 
+/** An empty batch for `address`. */
+function newBatch(address: PartitionBatch["address"]): PartitionBatch {
+  return { address, messages: [], slots: [], qos1: 0, qos2: 0, placed: undefined, spans: null };
+}
+
 /**
  * Empties a settled batch. Without this, a promoted closure context keeps each batch's
  * messages reachable until the next full GC, and young-generation GC copies those dead
@@ -160,8 +165,12 @@ export class Appender {
   readonly #acks: AckQueue;
   /** The packet ids of QoS 2 publishes; made at the first QoS 2 publish or PUBREL. */
   #qos2Ids: Qos2Inbound | null = null;
-  /** This read's appends per partition. */
-  readonly #batches = new Map<PartitionBatch["address"], PartitionBatch>();
+  /**
+   * This read's appends: the first partition's batch (most reads publish to one partition), and
+   * those of other partitions by address (made at the first read that needs it).
+   */
+  #first: PartitionBatch | null = null;
+  #more: Map<PartitionBatch["address"], PartitionBatch> | null = null;
   /** Messages of this connection waiting for the backend (bounded per client). */
   #inflight = 0;
   #roomWaiter: (() => void) | null = null;
@@ -199,18 +208,12 @@ export class Appender {
   add(p: PublishPacket, r: PreparedAppend, span: Span | null = null): void {
     // The preparer hands out one address object per partition: it is the batch key.
     const a = r.address;
-    let batch = this.#batches.get(a);
-    if (!batch) {
-      const fresh = {
-        address: a,
-        messages: [],
-        slots: [],
-        qos1: 0,
-        qos2: 0,
-        placed: undefined,
-        spans: null,
-      };
-      this.#batches.set(a, batch = fresh);
+    let batch = this.#first;
+    if (batch === null) batch = this.#first = newBatch(a);
+    else if (batch.address !== a) {
+      const more = this.#more ??= new Map();
+      batch = more.get(a);
+      if (!batch) more.set(a, batch = newBatch(a));
     }
     if (span !== null) (batch.spans ??= []).push(span);
     batch.messages.push(r.message);
@@ -252,10 +255,14 @@ export class Appender {
 
   /** One append per partition for everything this read produced. */
   flush(): void {
-    const batches = this.#batches;
-    if (batches.size === 0) return;
-    for (const b of batches.values()) this.#append(b);
-    batches.clear();
+    const first = this.#first;
+    if (first === null) return;
+    this.#first = null;
+    this.#append(first);
+    const more = this.#more;
+    if (more === null || more.size === 0) return;
+    for (const b of more.values()) this.#append(b);
+    more.clear();
   }
 
   #append(b: PartitionBatch): void {
