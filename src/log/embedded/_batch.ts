@@ -17,18 +17,14 @@ export const RECORD_HEADER_BYTES = 16;
 
 const EMPTY_HEADERS: ReadonlyMap<string, string> = new Map();
 
-/** The buffer of an encoder between batches: shared, never written (`begin` replaces it). */
-const NO_BYTES = new Uint8Array(0);
-const NO_VIEW = new DataView(NO_BYTES.buffer);
-
 /**
  * Encodes messages into one growing buffer for one transaction. {@link BatchEncoder.take} hands
  * the buffer over (the log writes it, and in forward mode its tail cache copies it), so a new
  * one starts the next batch.
  */
 export class BatchEncoder {
-  #buf = NO_BYTES;
-  #view = NO_VIEW;
+  #buf = new Uint8Array(0);
+  #view = new DataView(this.#buf.buffer);
   #pos = 0;
 
   /** Bytes written so far. */
@@ -78,8 +74,8 @@ export class BatchEncoder {
   /** The buffer written so far (it belongs to the caller from now on). */
   take(): ArrayBuffer {
     const buffer = this.#buf.buffer;
-    this.#buf = NO_BYTES;
-    this.#view = NO_VIEW;
+    this.#buf = new Uint8Array(0);
+    this.#view = new DataView(this.#buf.buffer);
     return buffer;
   }
 

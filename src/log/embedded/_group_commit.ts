@@ -371,10 +371,6 @@ export class GroupCommit {
 
 /** Groups a batch's appends by (topic, partition), keeping arrival order within each. */
 function groupRuns(batch: readonly PendingAppend[]): Run[] {
-  if (batch.length === 1) { // most transactions under light load: no map to group one append
-    const a = batch[0];
-    return [{ state: a.state, partition: a.partition, appends: [a], count: a.messages.length }];
-  }
   const runs: Run[] = [];
   const byTopic = new Map<TopicState, (Run | undefined)[]>();
   for (const a of batch) {
