@@ -168,8 +168,9 @@ export class Router {
         }
       });
     }
-    // Exact filters are unique per (client, prefix); only wildcard hits can overlap.
-    const found = out.length > exactCount ? dedupe(out) : out;
+    // Exact filters are unique per (client, prefix); only wildcard hits can overlap, and a
+    // lone target overlaps nothing (a fleet's one wildcard subscriber: no map per message).
+    const found = out.length > exactCount && out.length > 1 ? dedupe(out) : out;
     if (shared !== null) {
       for (const [g, members] of shared) {
         if (g.owned === undefined || g.owned.has(key)) found.push(sharedTarget(g, members, m));

@@ -13,6 +13,12 @@ import { otel } from "./otel.ts";
 export type Labels = Readonly<Record<string, string>>;
 
 function labelKey(labels: Labels): string {
+  // Counters on the message path (bytes in, bytes out) have no labels: no key to build.
+  for (const _ in labels) return keyOf(labels);
+  return "";
+}
+
+function keyOf(labels: Labels): string {
   const keys = Object.keys(labels).sort();
   return keys.map((k) => `${k}="${escapeLabel(labels[k])}"`).join(",");
 }

@@ -35,6 +35,7 @@ import { PacketIdSet } from "./packet_ids.ts";
 import { Qos2Inbound } from "./qos2_in.ts";
 import type { PreparedAppend, PublishPreparer } from "./publish.ts";
 import { coordinatesPuback, failurePuback } from "./publish_acks.ts";
+import { noteFailedAppend } from "./append_failure.ts";
 import type { V5Session } from "./v5_session.ts";
 
 /**
@@ -127,37 +128,6 @@ export function appendAndOffer(
   );
 }
 
-/** What a full store's refusal is logged as, per bound: each its own rate-limited line. */
-const REFUSED_LINE = {
-  max_store_bytes: "Appends refused: the message log is at embedded.max_store_bytes",
-  disk: "Appends refused: the disk holding the store is full",
-  catalog: "Appends refused: the store's catalog is full",
-  full: "Appends refused: the log is full",
-} as const;
-
-/**
- * A failed append, counted and logged: a full store is a state the operator frees (one warn
- * line per bound, rate-limited), anything else an error. Its QoS 0 messages (`slots` -1) are
- * dropped and counted by reason: MQTT has no acknowledgement to refuse them with, and closing
- * the connection would only make the device reconnect into the same full store [DESIGN: a full
- * disk is a state, not a retry loop].
- */
-function noteFailedAppend(
-  ctx: AppendContext,
-  address: PartitionAddress,
-  slots: readonly number[],
-  err: unknown,
-): void {
-  let qos0 = 0;
-  for (const slot of slots) if (slot < 0) qos0++;
-  const full = err instanceof BackendError && err.code === "full" ? err.bound ?? "full" : null;
-  if (qos0 > 0) ctx.metrics.qos0NotStored.inc({ reason: full ?? "append_failed" }, qos0);
-  const fields = { stream: address.stream, topic: address.topic, qos0_dropped: qos0 };
-  if (full !== null) {
-    ctx.logger.limited("warn", REFUSED_LINE[full], { ...fields, reason: (err as Error).message });
-  } else ctx.logger.limited("error", "Append failed; no PUBACK", { ...fields, error: err });
-}
-
 /** Messages of one read bound for one partition, appended together. */
 interface PartitionBatch extends OfferedAppend {
   /** The AckQueue slot of each message; -1 for QoS 0 (no PUBACK). */
@@ -168,6 +138,11 @@ interface PartitionBatch extends OfferedAppend {
   qos2: number;
   /** The publish spans of its traced messages; null while none is (telemetry not exported). */
   spans: Span[] | null;
+}
+
+/** An empty batch for `address`. */
+function newBatch(address: PartitionBatch["address"]): PartitionBatch {
+  return { address, messages: [], slots: [], qos1: 0, qos2: 0, placed: undefined, spans: null };
 }
 
 /**
@@ -191,8 +166,12 @@ export class Appender {
   readonly #acks: AckQueue;
   /** The packet ids of QoS 2 publishes; made at the first QoS 2 publish or PUBREL. */
   #qos2Ids: Qos2Inbound | null = null;
-  /** This read's appends per partition. */
-  readonly #batches = new Map<PartitionBatch["address"], PartitionBatch>();
+  /**
+   * This read's appends: the first partition's batch (most reads publish to one partition), and
+   * those of other partitions by address (made at the first read that needs it).
+   */
+  #first: PartitionBatch | null = null;
+  #more: Map<PartitionBatch["address"], PartitionBatch> | null = null;
   /** Messages of this connection waiting for the backend (bounded per client). */
   #inflight = 0;
   #roomWaiter: (() => void) | null = null;
@@ -230,18 +209,12 @@ export class Appender {
   add(p: PublishPacket, r: PreparedAppend, span: Span | null = null): void {
     // The preparer hands out one address object per partition: it is the batch key.
     const a = r.address;
-    let batch = this.#batches.get(a);
-    if (!batch) {
-      const fresh = {
-        address: a,
-        messages: [],
-        slots: [],
-        qos1: 0,
-        qos2: 0,
-        placed: undefined,
-        spans: null,
-      };
-      this.#batches.set(a, batch = fresh);
+    let batch = this.#first;
+    if (batch === null) batch = this.#first = newBatch(a);
+    else if (batch.address !== a) {
+      const more = this.#more ??= new Map();
+      batch = more.get(a);
+      if (!batch) more.set(a, batch = newBatch(a));
     }
     if (span !== null) (batch.spans ??= []).push(span);
     batch.messages.push(r.message);
@@ -283,10 +256,14 @@ export class Appender {
 
   /** One append per partition for everything this read produced. */
   flush(): void {
-    const batches = this.#batches;
-    if (batches.size === 0) return;
-    for (const b of batches.values()) this.#append(b);
-    batches.clear();
+    const first = this.#first;
+    if (first === null) return;
+    this.#first = null;
+    this.#append(first);
+    const more = this.#more;
+    if (more === null || more.size === 0) return;
+    for (const b of more.values()) this.#append(b);
+    more.clear();
   }
 
   #append(b: PartitionBatch): void {

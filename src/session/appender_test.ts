@@ -154,3 +154,32 @@ Deno.test("Appender: PUBACKs go into the outbox in arrival order across partitio
   assert.deepEqual(written.map((b) => b[3]), [1, 2]);
   assert.equal(closed(), 1);
 });
+
+Deno.test("Appender: one append per partition a read touched, in the order they first came, each with its messages in order", async () => {
+  const asked: [number, number[]][] = [];
+  const { a, written } = appender((r) => {
+    asked.push([r.partition, r.messages.map((m) => m.payload[0])]);
+    return Promise.resolve({ baseOffset: 0 });
+  }, null);
+  const at = (partition: number) => ({ ...A, partition });
+  const [p0, p1, p2] = [at(0), at(1), at(2)]; // one address object per partition, as the preparer
+  const send = (id: number, address: PartitionAddress) =>
+    a.add(publish(id), {
+      kind: "append",
+      address,
+      message: { payload: new Uint8Array([id]), headers: new Map() },
+      rule: null,
+    });
+  send(1, p1);
+  send(2, p0);
+  send(3, p1);
+  send(4, p2);
+  send(5, p0);
+  a.flush();
+  send(6, p0); // the next read: a batch of its own
+  a.flush();
+  a.flush(); // nothing more to append
+  await a.idle();
+  assert.deepEqual(asked, [[1, [1, 3]], [0, [2, 5]], [2, [4]], [0, [6]]]);
+  assert.deepEqual(written.map((b) => b[3]), [1, 2, 3, 4, 5, 6]);
+});

@@ -1,9 +1,9 @@
 /**
  * A connection's outbound byte queue. Packets pushed during one run of JavaScript (the packets
  * of one read, the deliveries of one commit, the PUBACKs of one fsync) are written together in
- * one `write`, in a microtask queued by the first of them: every socket write has a fixed cost
- * however small it is, so coalescing matters, and a microtask keeps a lone delivery from waiting
- * for the next turn of the event loop.
+ * one `write`, in a microtask queued by the first of them (one microtask for every outbox pushed to
+ * in that run): every socket write has a fixed cost however small it is, so coalescing matters,
+ * and a microtask keeps a lone delivery from waiting for the next turn of the event loop.
  *
  * Bytes queued here count against the client's and the global outbound caps; a client whose
  * socket does not drain keeps its bytes here, which is how slow consumers are detected.
@@ -12,7 +12,7 @@
  */
 import { concatBytes } from "../base/bytes.ts";
 import type { OutboundTopicAliases } from "../codec/topic_alias_out.ts";
-import { type Transport, writeAll } from "./transport.ts";
+import type { Transport } from "./transport.ts";
 
 /** Shared byte accounting across every outbox (the global cap), and the bytes-out counter. */
 export class OutboundBudget {
@@ -126,8 +126,20 @@ export class Outbox {
     this.#budget.bytes += n;
     if (!this.#scheduled && !this.#writing) {
       this.#scheduled = true;
-      queueMicrotask(() => this.#flush());
+      if (Outbox.#due.push(this) === 1) queueMicrotask(Outbox.#flushDue);
     }
+  }
+
+  /**
+   * Outboxes with bytes queued in this run of JavaScript: one microtask flushes them all (a
+   * commit's deliveries to many subscribers), with no closure per flush.
+   */
+  static #due: Outbox[] = [];
+
+  static #flushDue(): void {
+    const due = Outbox.#due;
+    Outbox.#due = [];
+    for (const o of due) void o.#flush();
   }
 
   /** Resolves when everything queued so far has been written (or the outbox closed). */
@@ -161,7 +173,9 @@ export class Outbox {
         this.#inWriteBytes = this.#pendingBytes;
         this.#pending = [];
         this.#pendingBytes = 0;
-        await writeAll(this.#transport, chunk);
+        // Awaited directly, looping only over a partial write (node:net writes it all).
+        let done = await this.#transport.write(chunk);
+        while (done < chunk.length) done += await this.#transport.write(chunk.subarray(done));
         if (this.#closed) break;
         this.#budget.bytes -= this.#inWriteBytes;
         this.written += this.#inWriteBytes;

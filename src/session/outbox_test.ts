@@ -76,3 +76,44 @@ Deno.test("Outbox: close drops staged PUBACKs and gives their bytes back to the 
   await new Promise((res) => setTimeout(res, 5));
   assert.equal(r.writes.length, 0);
 });
+
+Deno.test("Outbox: a transport that takes a few bytes per write gets the rest, in order", async () => {
+  const writes: Uint8Array[] = [];
+  const t: Transport = {
+    remoteAddress: "test",
+    start() {},
+    pause() {},
+    resume() {},
+    write(bytes) {
+      const n = Math.min(3, bytes.length);
+      writes.push(bytes.slice(0, n));
+      return Promise.resolve(n);
+    },
+    close() {},
+  };
+  const budget = new OutboundBudget(1 << 20);
+  const o = new Outbox(t, budget);
+  for (let id = 1; id <= 5; id++) o.pushAck(id);
+  o.push(encodePingresp());
+  await o.drained();
+  const expected = [1, 2, 3, 4, 5].flatMap((id) => [...encodePuback(id)]);
+  assert.deepEqual(writes.flatMap((w) => [...w]), [...expected, ...encodePingresp()]);
+  assert.equal(writes.length, Math.ceil(22 / 3));
+  assert.equal(budget.bytes, 0);
+  assert.equal(o.written, 22);
+});
+
+Deno.test("Outbox: outboxes pushed to in one run of JavaScript each write once, and again after", async () => {
+  const rs = [recording(), recording(), recording()];
+  const os = rs.map((r) => new Outbox(r.t, new OutboundBudget(1 << 20)));
+  for (const o of os) {
+    o.pushAck(1);
+    o.pushAck(2);
+  }
+  await Promise.all(os.map((o) => o.drained()));
+  for (const r of rs) assert.equal(r.writes.length, 1);
+  os[1].pushAck(3); // a later run: only that outbox writes
+  await os[1].drained();
+  assert.deepEqual(rs.map((r) => r.writes.length), [1, 2, 1]);
+  assert.deepEqual(rs[1].wire(), [1, 2, 3].flatMap((id) => [...encodePuback(id)]));
+});

@@ -46,12 +46,6 @@ export interface Transport {
   close(): void;
 }
 
-/** Writes all of `bytes`, looping over partial writes. */
-export async function writeAll(t: Transport, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await t.write(off === 0 ? bytes : bytes.subarray(off));
-}
-
 /** How long a connection closed with a DISCONNECT (or refusing CONNACK) reads on (ms). */
 export const LINGER_MS = 500;
 

@@ -73,6 +73,36 @@ export function sealLogRecord(
   view.setUint32(at + Offset.CHECKSUM, xxh32(buf.subarray(at + Offset.EPOCH, end)), true);
 }
 
+/** What a run of a transaction gives its record header (the rest is the transaction's). */
+export type RunHeader = Omit<LogRecordHeader, "epoch" | "baseOffset" | "timestampMicros"> & {
+  /** Where the run's record starts in the transaction's buffer. */
+  readonly at: number;
+};
+
+/** Seals the record of each run of one transaction in `buf`: run `r` at base offset `bases[r]`. */
+export function sealRuns(
+  buf: Uint8Array,
+  runs: readonly RunHeader[],
+  bases: readonly number[],
+  epoch: number,
+  timestampMicros: number,
+): void {
+  for (let r = 0; r < runs.length; r++) {
+    const { at, dataBytes, topicId, partition, count, size } = runs[r];
+    const baseOffset = bases[r];
+    sealLogRecord(buf, at, {
+      dataBytes,
+      epoch,
+      topicId,
+      partition,
+      count,
+      size,
+      baseOffset,
+      timestampMicros,
+    });
+  }
+}
+
 /**
  * Bytes a record starting at `at` occupies, judged from its header alone: 0 when there is no
  * record there (zeroes, another magic, or a length running past `limit`).

@@ -55,8 +55,8 @@ export interface Segment {
   readonly capacity: number;
   /** Reads up to `into.length` bytes at `pos` (segment-relative); returns how many. */
   readAt(pos: number, into: Uint8Array): number;
-  /** Writes `data` at `pos` (segment-relative); one write at a time. */
-  write(pos: number, data: Uint8Array): Promise<void>;
+  /** Writes `data` at `pos` (segment-relative), synchronously (the page cache); throws. */
+  write(pos: number, data: Uint8Array): void;
   /** Everything written before the call is on disk once it resolves. */
   sync(): Promise<void>;
   /** Closes the handles (waiting for syncs under way). */
@@ -87,6 +87,8 @@ export class FileSegment implements Segment {
   readonly path: string;
   readonly #reader: Deno.FsFile;
   #writer: Deno.FsFile | undefined;
+  /** Where the writer's file position is after the last complete write; -1: unknown. */
+  #writerAt = -1;
   readonly #sync: FileSync;
 
   private constructor(path: string, base: number, capacity: number, reader: Deno.FsFile) {
@@ -159,17 +161,15 @@ export class FileSegment implements Segment {
    * PUBACK and every live delivery. The fsync, which does wait for the disk, stays off the event
    * loop.
    */
-  write(pos: number, data: Uint8Array): Promise<void> {
-    try {
-      this.#writer ??= Deno.openSync(this.path, { write: true });
-      const writer = this.#writer;
-      // Seek every time: a failed or partial write leaves the position anywhere.
-      writer.seekSync(pos, Deno.SeekMode.Start);
-      for (let done = 0; done < data.length;) done += writer.writeSync(data.subarray(done));
-      return Promise.resolve();
-    } catch (e) {
-      return Promise.reject(e);
-    }
+  write(pos: number, data: Uint8Array): void {
+    this.#writer ??= Deno.openSync(this.path, { write: true });
+    const writer = this.#writer;
+    // Records follow each other: a seek (a syscall) only when this write does not start where
+    // the last complete one ended. A failed write leaves the position anywhere.
+    if (this.#writerAt !== pos) writer.seekSync(pos, Deno.SeekMode.Start);
+    this.#writerAt = -1;
+    for (let done = 0; done < data.length;) done += writer.writeSync(data.subarray(done));
+    this.#writerAt = pos + data.length;
   }
 
   sync(): Promise<void> {
@@ -181,6 +181,7 @@ export class FileSegment implements Segment {
     closeQuietly(this.#reader);
     if (this.#writer) closeQuietly(this.#writer);
     this.#writer = undefined;
+    this.#writerAt = -1;
   }
 
   async remove(): Promise<void> {
@@ -209,9 +210,8 @@ export class MemorySegment implements Segment {
     return part.length;
   }
 
-  write(pos: number, data: Uint8Array): Promise<void> {
+  write(pos: number, data: Uint8Array): void {
     this.#bytes.set(data, pos);
-    return Promise.resolve();
   }
 
   sync(): Promise<void> {

@@ -27,7 +27,7 @@
  */
 import { BackendError } from "../port.ts";
 import { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
-import { LOG_RECORD_HEADER_BYTES, sealLogRecord } from "./_log_record.ts";
+import { LOG_RECORD_HEADER_BYTES, sealRuns } from "./_log_record.ts";
 import { FileSegment, MemorySegment, type Segment, syncDirectory } from "./_log_segment.ts";
 import {
   claimSpare,
@@ -176,52 +176,49 @@ export class MessageLog {
    * BackendError("full") when a new segment would pass the bound (the caller cuts within
    * {@link roomFor}).
    */
-  async append(buffer: Uint8Array, runs: readonly LogRun[], timestampMicros: number) {
-    if (this.#readOnly || this.#closed) {
-      throw new BackendError("unavailable", "The message log is not open for writing");
-    }
-    const bases: number[] = [];
-    const parts: PartitionLog[] = [];
-    for (const run of runs) {
-      const p = this.partition(run.topicId, run.partition);
-      // Offsets within one transaction: a partition may appear in one run only.
-      bases.push(p.next);
-      parts.push(p);
-      sealLogRecord(buffer, run.at, {
-        dataBytes: run.dataBytes,
-        epoch: this.#epoch,
-        topicId: run.topicId,
-        partition: run.partition,
-        count: run.count,
-        size: run.size,
-        baseOffset: p.next,
-        timestampMicros,
-      });
-    }
-    const active = await this.#activeFor(buffer.length);
-    const pos = active.written;
+  append(buffer: Uint8Array, runs: readonly LogRun[], timestampMicros: number): Promise<number[]> {
     try {
-      await active.segment.write(pos, buffer);
+      if (this.#readOnly || this.#closed) {
+        throw new BackendError("unavailable", "The message log is not open for writing");
+      }
+      const active = this.#segments.at(-1);
+      if (active === undefined || active.written + buffer.length > active.segment.capacity) {
+        // A roll: once the next segment is active, the transaction is written as usual.
+        return this.#activeFor(buffer.length).then(() =>
+          this.append(buffer, runs, timestampMicros)
+        );
+      }
+      // Otherwise all of it is synchronous (the page cache): no async frame, no awaits.
+      const parts = runs.map((run) => this.partition(run.topicId, run.partition));
+      // Offsets within one transaction: a partition may appear in one run only.
+      const bases = parts.map((p) => p.next);
+      sealRuns(buffer, runs, bases, this.#epoch, timestampMicros);
+      const pos = active.written;
+      try {
+        active.segment.write(pos, buffer);
+      } catch (e) {
+        // The failed write may have left whole records past `pos`; the next transaction is
+        // written over them, and a newer epoch keeps a scan from reading on into any of them
+        // that outlast it.
+        this.#epoch++;
+        throw this.room.failed(e, buffer.length);
+      }
+      active.written = pos + buffer.length;
+      this.#prepareSpare();
+      const logPos = active.segment.base + pos;
+      for (let r = 0; r < runs.length; r++) {
+        const run = runs[r];
+        const p = parts[r];
+        const recordBytes = LOG_RECORD_HEADER_BYTES + run.dataBytes;
+        const at = logPos + run.at;
+        p.noteRecord(at, recordBytes, bases[r], run.count, run.size);
+        active.partitions.set(p, at + recordBytes);
+      }
+      this.#tail?.add(tailRecords(buffer, runs, parts, bases));
+      return Promise.resolve(bases);
     } catch (e) {
-      // The failed write may have left whole records past `pos`; the next transaction is
-      // written over them, and a newer epoch keeps a scan from reading on into any of them
-      // that outlast it.
-      this.#epoch++;
-      throw this.room.failed(e, buffer.length);
+      return Promise.reject(e);
     }
-    active.written = pos + buffer.length;
-    this.#prepareSpare();
-    const logPos = active.segment.base + pos;
-    for (let r = 0; r < runs.length; r++) {
-      const run = runs[r];
-      const p = parts[r];
-      const recordBytes = LOG_RECORD_HEADER_BYTES + run.dataBytes;
-      const at = logPos + run.at;
-      p.noteRecord(at, recordBytes, bases[r], run.count, run.size);
-      active.partitions.set(p, at + recordBytes);
-    }
-    this.#tail?.add(tailRecords(buffer, runs, parts, bases));
-    return bases;
   }
 
   /** Bytes of the largest transaction written now if its first append takes `first`. */
