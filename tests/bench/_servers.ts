@@ -80,6 +80,33 @@ export interface ServerDef {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Children that must not outlive the bench when it is interrupted (servers, load generators). */
+const children = new Set<Deno.ChildProcess>();
+let reaping = false;
+
+/**
+ * Kills `child` too when the bench gets SIGINT or SIGTERM, then exits: a server left running
+ * would hold its ports, its store and any lock the bench ran under.
+ */
+export function reapOnSignal(child: Deno.ChildProcess): Deno.ChildProcess {
+  children.add(child);
+  child.status.finally(() => children.delete(child));
+  if (!reaping) {
+    reaping = true;
+    for (const signal of ["SIGINT", "SIGTERM"] as const) {
+      Deno.addSignalListener(signal, () => {
+        for (const c of children) {
+          try {
+            c.kill("SIGKILL");
+          } catch { /* already gone */ }
+        }
+        Deno.exit(signal === "SIGINT" ? 130 : 143);
+      });
+    }
+  }
+  return child;
+}
+
 async function spawnUntilReady(
   name: string,
   argv: string[],
@@ -96,6 +123,7 @@ async function spawnUntilReady(
     stdout: "null",
     stderr: "piped",
   }).spawn();
+  reapOnSignal(child);
   let tail = "";
   const drained = (async () => {
     const dec = new TextDecoder();

@@ -44,6 +44,7 @@ import {
   launchArgv,
   type LaunchOptions,
   mosquittoServer,
+  reapOnSignal,
   ROOT,
   type Running,
   type ServerDef,
@@ -196,8 +197,9 @@ async function runLoadgen(s: Running, id: string): Promise<Record<string, unknow
     ...(SMOKE ? ["--max-msgs=20000"] : []),
     ...SCENARIOS[id],
   ]);
-  const child = new Deno.Command(argv[0], { args: argv.slice(1), stdout: "piped", stderr: "piped" })
-    .spawn();
+  const child = reapOnSignal(
+    new Deno.Command(argv[0], { args: argv.slice(1), stdout: "piped", stderr: "piped" }).spawn(),
+  );
   const killer = setTimeout(() => child.kill("SIGKILL"), WARMUP_MS + DURATION_MS + 170_000);
   const out = await child.output();
   clearTimeout(killer);
