@@ -38,21 +38,6 @@ export interface Subscription<C> {
   readonly wildcard: boolean;
   /** A shared subscription (`$share/<group>/<filter>`): its group (`share/groups.ts`). */
   share?: ShareGroup<C>;
-  /**
-   * A 3.1.1 client's copy target per QoS of the copy, made once and shared by every message the
-   * router hands it (`targets.ts` `liveTargetOf`).
-   */
-  plainTargets?: (PlainTarget<C> | undefined)[];
-}
-
-/** A 3.1.1 client's copy target: no identifiers, RETAIN off, no properties; never written. */
-export interface PlainTarget<C> {
-  readonly client: C;
-  readonly qos: 0 | 1 | 2;
-  readonly prefix: string;
-  readonly ids: null;
-  readonly retain: false;
-  readonly props: null;
 }
 
 /** The members of one shared subscription, a (group, filter) [MQTT-4.8.2]. */

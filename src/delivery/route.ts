@@ -19,7 +19,7 @@ import type { AckLedger, LedgerEntry } from "./ledger.ts";
 import { expiryLeft } from "./out_v5.ts";
 import type { ShareGroup, Subscription, SubscriptionRegistry } from "./registry.ts";
 import { pickMember } from "./share/groups.ts";
-import { dedupe, finishTargets, liveTargetOf, type Target, targetOf } from "./targets.ts";
+import { dedupe, finishTargets, type Target, targetOf } from "./targets.ts";
 import { HARD_CAP_GRACE_MS, overHardCap, roomUnderHardCap } from "./pacing.ts";
 
 export type { Target };
@@ -102,7 +102,7 @@ export class Router {
       reader.ledger.record(m.offset, 0);
       return undefined;
     }
-    const found = this.#targets(view.topic, view.qos, reader.key, m);
+    const found = this.#targets(view.topic, reader.key, m);
     if (found === null) {
       reader.ledger.record(m.offset, 0);
       return undefined;
@@ -135,10 +135,10 @@ export class Router {
 
   /**
    * R2–R3: one target per (client, prefix) among the subscriptions that match `topic` and
-   * started at or before the message (of `qos`) on this triple (`key`) [MQTT-3.3.5-1]. Null when
-   * none match.
+   * started at or before the message on this triple (`key`) [MQTT-3.3.5-1]. Null when none
+   * match.
    */
-  #targets(topic: string, qos: 0 | 1 | 2, key: string, m: StoredMessage): Target[] | null {
+  #targets(topic: string, key: string, m: StoredMessage): Target[] | null {
     const exact = this.#registry.exact(topic);
     const wild = this.#registry.hasWildcards;
     if (exact === undefined && !wild) return null;
@@ -151,7 +151,7 @@ export class Router {
         if (start === undefined || offset < start) continue; // subscribed after this message
         if (s.share !== undefined) shared = addShared(shared, s);
         else {
-          const t = liveTargetOf(s, m, qos);
+          const t = targetOf(s, m);
           if (t !== null) out.push(t);
         }
       }
@@ -163,7 +163,7 @@ export class Router {
         if (start === undefined || offset < start) return;
         if (s.share !== undefined) shared = addShared(shared, s);
         else {
-          const t = liveTargetOf(s, m, qos);
+          const t = targetOf(s, m);
           if (t !== null) out.push(t);
         }
       });

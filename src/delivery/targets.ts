@@ -15,7 +15,7 @@ import type { StoredMessage } from "../log/port.ts";
 import type { GatewayMetrics } from "../observe/gateway_metrics.ts";
 import type { ClientQueue } from "./client_queue.ts";
 import { isOwnMessage, OutboundProperties, retainOf } from "./out_v5.ts";
-import type { PlainTarget, ShareGroup, Subscription } from "./registry.ts";
+import type { ShareGroup, Subscription } from "./registry.ts";
 
 /** A copy to make: for one client, under one topic prefix. */
 export interface Target {
@@ -44,49 +44,19 @@ export function targetOf(s: Subscription<ClientQueue>, m: StoredMessage): Target
   return { client: q, qos: s.qos, prefix: s.prefix, ids, retain: retainOf(s, m), props: null };
 }
 
-/**
- * The router's target of one matching subscription for a copy of `qos` (the message's QoS at
- * most): for a 3.1.1 client one made once per subscription and QoS, frozen and shared by every
- * message, since a fresh target per subscriber per message was the most of what a fan-out
- * allocated (`dedupe` copies one before merging into it; `finishTargets` finds nothing to
- * change in it); for an MQTT 5 client a fresh one, as {@link targetOf}.
- */
-export function liveTargetOf(
-  s: Subscription<ClientQueue>,
-  m: StoredMessage,
-  qos: 0 | 1 | 2,
-): Target | null {
-  if (s.client.sub.v5 != null) return targetOf(s, m);
-  const copyQos = s.qos < qos ? s.qos : qos;
-  const made = (s.plainTargets ??= [])[copyQos];
-  if (made !== undefined) return made;
-  const t: Target = Object.freeze({
-    client: s.client,
-    qos: copyQos,
-    prefix: s.prefix,
-    ids: null,
-    retain: false,
-    props: null,
-  });
-  s.plainTargets[copyQos] = t as PlainTarget<ClientQueue>;
-  return t;
-}
-
 /** One target per (client, prefix): the highest QoS, every identifier, RETAIN if any. */
 export function dedupe(targets: Target[]): Target[] {
-  const seen = new Map<ClientQueue, number[]>(); // each client's places in `out`
+  const seen = new Map<ClientQueue, Target[]>();
   const out: Target[] = [];
   for (const t of targets) {
-    const places = seen.get(t.client);
-    const at = places?.find((i) => out[i].prefix === t.prefix && out[i].share === t.share);
-    if (at !== undefined) {
-      // A shared plain target (`liveTargetOf`) is merged into a copy, never into itself.
-      if (Object.isFrozen(out[at])) out[at] = { ...out[at] };
-      merge(out[at], t);
+    const same = seen.get(t.client)?.find((x) => x.prefix === t.prefix && x.share === t.share);
+    if (same !== undefined) {
+      merge(same, t);
       continue;
     }
-    if (places) places.push(out.length);
-    else seen.set(t.client, [out.length]);
+    const list = seen.get(t.client);
+    if (list) list.push(t);
+    else seen.set(t.client, [t]);
     out.push(t);
   }
   return out;
