@@ -178,9 +178,7 @@ export function roundUp(n: number, to: number): number {
  * segment's free bytes, or a new segment's room under the bound, whichever is more.
  */
 export function roomUnderBound(segments: readonly SegmentState[], maxBytes: number): number {
-  const active = segments.at(-1);
-  const free = active ? active.segment.capacity - active.written : 0;
-  return Math.max(free, newSegmentRoom(segments, maxBytes));
+  return Math.max(activeRoom(segments), newSegmentRoom(segments, maxBytes));
 }
 
 export function roundDown(n: number, to: number): number {
