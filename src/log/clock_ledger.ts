@@ -18,6 +18,7 @@
  */
 import { type AgeShift, JUMP_THRESHOLD_MS, type WallClock } from "../base/wall_clock.ts";
 import type { Logger } from "../observe/logger.ts";
+import { replaceFileDurably } from "./durable_file.ts";
 
 /** How often the running gateway records that it is running (ms). */
 export const SIGHTING_INTERVAL_MS = 60_000;
@@ -112,9 +113,7 @@ export class ClockLedger {
       shifts: this.#clock.shifts,
       run: { startedMs: this.#startedMs, lastSeenMs: this.#clock.now() },
     };
-    const tmp = `${this.#path}.tmp`;
-    await Deno.writeTextFile(tmp, JSON.stringify(file) + "\n");
-    await Deno.rename(tmp, this.#path);
+    await replaceFileDurably(this.#path, JSON.stringify(file) + "\n");
   }
 }
 

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { syncDirectory } from "../durable_file.ts";
 import { FileSync } from "./_file_sync.ts";
 
 const NAME_DIGITS = 16;
@@ -224,16 +225,6 @@ export class MemorySegment implements Segment {
 
   remove(): Promise<void> {
     return Promise.resolve();
-  }
-}
-
-/** Makes a directory's entries (a created or deleted file's name) durable. */
-export async function syncDirectory(dir: string): Promise<void> {
-  const handle = await Deno.open(dir, { read: true });
-  try {
-    await handle.sync();
-  } finally {
-    closeQuietly(handle);
   }
 }
 

@@ -28,7 +28,8 @@
 import { BackendError } from "../port.ts";
 import { type PartitionFloor, partitionKey, PartitionLog } from "./_log_index.ts";
 import { LOG_RECORD_HEADER_BYTES, sealRuns } from "./_log_record.ts";
-import { FileSegment, MemorySegment, type Segment, syncDirectory } from "./_log_segment.ts";
+import { FileSegment, MemorySegment, type Segment } from "./_log_segment.ts";
+import { syncDirectory } from "../durable_file.ts";
 import {
   claimSpare,
   nextSegmentBytes,
