@@ -6,6 +6,7 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import { BackendError } from "../port.ts";
+import { directoryOf, syncDirectory } from "../durable_file.ts";
 import { Catalog, loadFloors } from "./_catalog.ts";
 import { TAIL_CACHE_BYTES } from "./_tail_cache.ts";
 import { MessageLog } from "./_message_log.ts";
@@ -58,6 +59,9 @@ export async function openStore(
       tailCacheBytes: options.forward ? TAIL_CACHE_BYTES : 0,
       onDiskRoom,
     });
+    // The names of the catalog, its WAL and the log's directory, if this open made them: our
+    // fsyncs of those files (before any PUBACK or stored offset) do not make their names durable.
+    if (link && path !== ":memory:") await syncDirectory(directoryOf(path));
     return { db, log, reads, catalog, link };
   } catch (e) {
     await log?.close();
