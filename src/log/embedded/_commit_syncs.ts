@@ -46,6 +46,11 @@ export class CommitSyncs {
     this.#lazyMs = lazyMs;
   }
 
+  /** A `writtenLazy` transaction may not be on disk yet. */
+  get lazyPending(): boolean {
+    return this.#lazyDirty || this.lazyRunning > 0;
+  }
+
   /** Nobody waits for the fsync of a transaction of QoS 0 only (see the module). */
   get defersLazy(): boolean {
     return this.#lazyMs > 0;

@@ -92,6 +92,8 @@ export class GroupCommit {
   #offsetsInFlight = false;
   /** Transactions someone waits for, written, whose fsync has not finished yet. */
   #unsynced = 0;
+  /** The fsync of the newest such transaction (they settle in order: it covers the rest). */
+  #newestDurable: Promise<void> | undefined;
   /** When each written transaction is fsynced. */
   readonly #syncs: CommitSyncs;
   #idle: (() => void)[] = [];
@@ -202,11 +204,13 @@ export class GroupCommit {
         this.#visible(runs, bases);
         // Durable only after the fsync, which runs off the event loop; meanwhile the next
         // transaction may be written (syncs settle in order, so appends resolve in order).
-        this.#syncs.durable(messages).then(
+        const durable = this.#newestDurable = this.#syncs.durable(messages);
+        durable.then(
           () => this.#committed(runs, bases, messages),
           (e) => this.#failed(batch, e),
         ).finally(() => {
           this.#unsynced--;
+          if (this.#newestDurable === durable) this.#newestDurable = undefined;
           // Drop the settled appends now: a promoted closure that still pointed at them
           // would keep every message of the batch alive until the next full GC.
           batch.length = 0;
@@ -297,7 +301,13 @@ export class GroupCommit {
     this.#offsets = [];
     this.#offsetsInFlight = true;
     const link = this.#link;
-    link.request({ type: "offsets", offsets: offsets.map((o) => o.entry) })
+    // A position may count messages that are readable but not on disk yet (`#visible`): they
+    // are synced first, so a power cut never keeps an offset past the log's end (the offsets
+    // after it, given again to new messages, would be skipped).
+    const logSynced = this.#syncs.lazyPending
+      ? this.#log.sync()
+      : (this.#newestDurable ?? Promise.resolve());
+    logSynced.then(() => link.request({ type: "offsets", offsets: offsets.map((o) => o.entry) }))
       .then(() => link.syncCommitted())
       .then(() => {
         for (const o of offsets) o.resolve();

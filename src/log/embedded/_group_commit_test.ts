@@ -225,3 +225,67 @@ Deno.test("GroupCommit: a queue bigger than the log's room goes as several trans
   assert.deepEqual(bases, [0, 1, 2, 3, 4, 5]);
   await commit.drain();
 });
+
+/** A catalog writer that records what it is asked to commit. */
+function fakeLink() {
+  const link = {
+    offsets: [] as unknown[],
+    request: (call: { offsets: unknown[] }) => {
+      link.offsets.push(...call.offsets);
+      return Promise.resolve();
+    },
+    syncCommitted: () => Promise.resolve(),
+  };
+  return link;
+}
+
+Deno.test("GroupCommit.storeOffset() commits a position only once the messages written before it are synced", async () => {
+  const log = fakeLog();
+  const link = fakeLink();
+  const commit = new GroupCommit(
+    link as unknown as WriterLink,
+    log as unknown as MessageLog,
+    100,
+    () => 0,
+    (e) => e,
+  );
+  const delivered = append(commit, false);
+  await tick(); // written and readable, its fsync held: a subscriber may have settled it
+  let stored = false;
+  const store = commit.storeOffset("keeper", STATE, 0, 0).then(() => stored = true);
+  await tick();
+  assert.deepEqual([link.offsets.length, stored, delivered.done], [0, false, false], "held");
+  log.release();
+  await store;
+  assert.deepEqual(link.offsets, [["keeper", 1, 0, 0]], "committed after the log's fsync");
+  // Nothing written since: the next position goes to the catalog without a log fsync.
+  const syncs = log.syncs;
+  await commit.storeOffset("keeper", STATE, 0, 0);
+  assert.equal(log.syncs, syncs);
+  await commit.drain();
+});
+
+Deno.test("GroupCommit.storeOffset() after QoS 0 writes whose fsync is deferred syncs them first", async () => {
+  const log = fakeLog();
+  const link = fakeLink();
+  const commit = new GroupCommit(
+    link as unknown as WriterLink,
+    log as unknown as MessageLog,
+    100,
+    () => 0,
+    (e) => e,
+    undefined,
+    10_000,
+  );
+  append(commit, true);
+  await tick(); // written, readable, its fsync 10 s away
+  const store = commit.storeOffset("keeper", STATE, 0, 0);
+  await tick();
+  assert.deepEqual([log.syncs, link.offsets.length], [1, 0], "an fsync now, the offset after");
+  log.release();
+  await store;
+  assert.equal(link.offsets.length, 1);
+  const drained = commit.drain();
+  log.release();
+  await drained;
+});
