@@ -11,6 +11,10 @@ import { statfsSync } from "node:fs";
 export interface SmallDisk {
   /** The mount point. */
   readonly dir: string;
+  /** The image file: what the loop device has been given, nothing still in the page cache. */
+  readonly image: string;
+  /** The loop device's name (e.g. "loop3"), for its /sys/block/<name>/inflight. */
+  device(): Promise<string>;
   /** Bytes free for an unprivileged writer (what the store measures). */
   free(): number;
   /** Takes space with a filler file (no data written: fallocate) so that `leave` bytes stay free. */
@@ -48,15 +52,32 @@ async function whyNot(): Promise<string> {
   return "";
 }
 
-/** Makes a `mb` MiB ext4 image beside `dir` and mounts it on `dir` (created if missing). */
-export async function mountSmallDisk(dir: string, mb = 64): Promise<SmallDisk> {
+/**
+ * Makes a `mb` MiB ext4 image beside `dir` and mounts it on `dir` (created if missing), with
+ * `options` added to the mount's (`-o loop,<options>`).
+ */
+export async function mountSmallDisk(dir: string, mb = 64, options = ""): Promise<SmallDisk> {
   await Deno.mkdir(dir, { recursive: true });
   const image = `${dir}.img`;
-  let fillers = 0;
   await checked("truncate", ["-s", `${mb}M`, image]);
   try {
     await checked("mkfs.ext4", ["-q", "-F", image]);
-    await checked("mount", ["-o", "loop", image, dir]);
+  } catch (e) {
+    await Deno.remove(image).catch(() => {});
+    throw e;
+  }
+  return await mountImage(image, dir, options);
+}
+
+/**
+ * Mounts an existing ext4 image (e.g. a copy of another's) on `dir` (created if missing); the
+ * disposal unmounts it and deletes the image.
+ */
+export async function mountImage(image: string, dir: string, options = ""): Promise<SmallDisk> {
+  await Deno.mkdir(dir, { recursive: true });
+  let fillers = 0;
+  try {
+    await checked("mount", ["-o", options === "" ? "loop" : `loop,${options}`, image, dir]);
   } catch (e) {
     await Deno.remove(image).catch(() => {});
     throw e;
@@ -67,6 +88,11 @@ export async function mountSmallDisk(dir: string, mb = 64): Promise<SmallDisk> {
   };
   return {
     dir,
+    image,
+    async device() {
+      const r = await run("findmnt", ["-n", "-o", "SOURCE", "--target", dir]);
+      return new TextDecoder().decode(r.stdout).trim().replace(/^\/dev\//, "");
+    },
     free,
     async fill(leave: number) {
       const take = free() - leave;
