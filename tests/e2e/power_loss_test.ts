@@ -15,11 +15,13 @@
  * device's stored messages are exactly the first ones it sent, in order, with no duplicate and
  * nothing it did not send. A gateway started on the copy brings the stored session back (session
  * present), delivers every stored message it had not acknowledged, and then the messages
- * published after the restart; those land after the old ones.
+ * published after the restart; those land after the old ones. The clock ledger the last run
+ * wrote at its start reads back (before it was synced before its rename, a cut left it empty).
  *
  * What this does not model: a disk that acknowledges a flush it did not do, writes reordered or
  * torn inside the device, or a cut in the middle of an fsync (the copy waits for the device's
- * writes in flight to finish).
+ * writes in flight to finish). Nor can it see a missing directory fsync: ext4 makes a new file's
+ * name durable with the file's own fsync, and a rename with its next journal commit.
  *
  * Needs root to mount; skipped loudly elsewhere (SMALL_DISK_SKIP).
  */
