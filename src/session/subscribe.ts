@@ -6,6 +6,7 @@
  */
 import type { ClientPacket } from "../codec/packets.ts";
 import type { SubscribeContext } from "./subscribe_v5.ts";
+import type { SessionContext } from "./context.ts";
 import type { Subscriber } from "./delivery_port.ts";
 import type { SubackOutcome, UnsubackOutcome } from "./outcome.ts";
 import { handleSubscribe5, handleUnsubscribe5 } from "./subscribe_v5.ts";
@@ -15,8 +16,23 @@ export type SubscribePacket = Extract<ClientPacket, { type: "subscribe" }>;
 /** A decoded UNSUBSCRIBE. */
 export type UnsubscribePacket = Extract<ClientPacket, { type: "unsubscribe" }>;
 
-/** S1–S5 for every filter; resolves with the SUBACK to send (one return code per filter). */
+/**
+ * S1–S5 for every filter; resolves with the SUBACK to send (one return code per filter). A
+ * stored session's SUBACK waits until its record, holding the new filters, is stored (on the
+ * embedded log: fsynced): a power cut after the SUBACK must not bring the session back without
+ * them, when its client would not know to subscribe again.
+ */
 export async function handleSubscribe(
+  ctx: SubscribeContext & Pick<SessionContext, "sessions">,
+  sub: Subscriber,
+  p: SubscribePacket,
+): Promise<SubackOutcome> {
+  const suback = await subscribeAll(ctx, sub, p);
+  if (sub.session !== null) await ctx.sessions.records.written();
+  return suback;
+}
+
+async function subscribeAll(
   ctx: SubscribeContext,
   sub: Subscriber,
   p: SubscribePacket,

@@ -3,8 +3,14 @@
  * temporary embedded store, no sockets.
  */
 import assert from "node:assert/strict";
-import { publishPacket, subscribePacket } from "../../tests/helpers/gateway.ts";
+import {
+  connectPacket,
+  publishPacket,
+  subscribePacket,
+  waitFor,
+} from "../../tests/helpers/gateway.ts";
 import { startMemoryGateway } from "../../tests/helpers/memory_gateway.ts";
+import { SpyBackend } from "../../tests/helpers/spy_backend.ts";
 
 Deno.test("handleSubscribe(): SUBACK grants QoS 2 as asked, a wildcard filter, and 0x80 for a misplaced '#'", async () => {
   const gw = await startMemoryGateway();
@@ -50,6 +56,26 @@ Deno.test("handleUnsubscribe(): UNSUBACK, and later messages are not delivered (
     sub.send([0xc0, 0]);
     assert.deepEqual([...(await sub.readPacket())!], [0xd0, 0]);
   } finally {
+    await gw.stop();
+  }
+});
+
+Deno.test("handleSubscribe(): a stored session's SUBACK waits until its record is stored (a power cut must not lose the filters)", async () => {
+  let spy: SpyBackend | undefined;
+  const gw = await startMemoryGateway({ wrapBackend: (b) => spy = new SpyBackend(b) });
+  try {
+    const c = gw.open();
+    c.send(connectPacket("keeper", { clean: false }));
+    assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
+    await gw.view.storedSessionsIdle(); // the CONNECT's record
+    spy!.holding = true; // the session record of the SUBSCRIBE reaches the log on release
+    c.send(subscribePacket(1, [["sensors/+/data", 1]]));
+    await waitFor(() => spy!.heldCount > 0, 5000, "the record's append");
+    await assert.rejects(c.readPacket(200), /no output/, "no SUBACK while its record is held");
+    spy!.release();
+    assert.deepEqual([...(await c.readPacket())!], [0x90, 3, 0, 1, 1]);
+  } finally {
+    spy?.release();
     await gw.stop();
   }
 });
