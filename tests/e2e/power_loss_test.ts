@@ -9,8 +9,8 @@
  *
  * Devices publish QoS 1 messages of 2 KiB, each its own partition, while a stored session (clean
  * session 0) subscribes to them all and acknowledges what it gets; small segments make the log
- * roll through several segment files. At {@link CUTS} random moments the image is copied; the
- * last cut is followed by SIGKILL. Each copy then gets `e2fsck -fy` (replays ext4's journal) and
+ * roll through several segment files. The image is copied right after the stored session's
+ * SUBACK and at {@link CUTS} random moments of the load; the last cut is followed by SIGKILL. Each copy then gets `e2fsck -fy` (replays ext4's journal) and
  * is mounted: every message PUBACKed before the cut is in the log, byte for byte, and each
  * device's stored messages are exactly the first ones it sent, in order, with no duplicate and
  * nothing it did not send. A gateway started on the copy brings the stored session back (session
@@ -414,7 +414,10 @@ function gatewayEnv(db: string): Record<string, string> {
   };
 }
 
-/** Runs the devices and the keeper on a gateway; copies the disk at `CUTS` random moments. */
+/**
+ * Runs the devices and the keeper on a gateway; copies the disk right after the keeper's SUBACK
+ * (cut 0) and at `CUTS` random moments of the load.
+ */
 async function runWithCuts(name: string, disk: SmallDisk): Promise<Snapshot[]> {
   const gw = await spawnGateway(gatewayEnv(`data/${name}/gateway.db`));
   const keeper = new Keeper();
@@ -424,6 +427,8 @@ async function runWithCuts(name: string, disk: SmallDisk): Promise<Snapshot[]> {
   try {
     running.push(keeper.run(gw.port, true));
     await waitFor(() => keeper.subscribed, 10_000, "the keeper's SUBACK");
+    // Cut 0, right after the SUBACK: the stored session and its subscription are on the disk.
+    snapshots.push(await cut(gw, disk, `${ROOT}data/${name}-cut0.img`, devices, keeper, true));
     for (const d of devices) running.push(d.run(gw.port, PER_DEVICE));
     const acked = () => devices.reduce((n, d) => n + d.acked.size, 0);
     for (let k = 0; k < CUTS; k++) {
@@ -465,7 +470,7 @@ async function checkFilesystem(image: string, when: string): Promise<string> {
 
 Deno.test({
   name:
-    `power loss: at ${CUTS} random cuts of a loop-mounted ext4 under QoS 1 load of 2 KiB messages, every PUBACKed message survives byte for byte and in order, nothing unsent appears, the stored session comes back with nothing owed lost, across several segment files${SMALL_DISK_NOTE}`,
+    `power loss: after a SUBACK and at ${CUTS} random cuts of a loop-mounted ext4 under QoS 1 load of 2 KiB messages, every PUBACKed message survives byte for byte and in order, nothing unsent appears, the stored session comes back with nothing owed lost, across several segment files${SMALL_DISK_NOTE}`,
   ignore: SMALL_DISK_SKIP !== "",
   async fn() {
     const name = `powerloss-${crypto.randomUUID()}`;
@@ -481,9 +486,9 @@ Deno.test({
       }
       assert.ok(segments >= 4, `${segments} segment files: the run should roll through several`);
       for (const [k, snap] of snapshots.entries()) {
-        const when = `cut ${k + 1}`;
+        const when = `cut ${k}`;
         const fsck = await checkFilesystem(snap.image, when);
-        const dir = `data/${name}-cut${k + 1}`;
+        const dir = `data/${name}-cut${k}`;
         await using copy = await mountImage(snap.image, `${ROOT}${dir}`, MOUNT_OPTIONS);
         const db = `${dir}/gateway.db`;
         const kept = checkStored(await readBack(`${ROOT}${db}`), snap, when);
@@ -496,7 +501,7 @@ Deno.test({
         );
       }
     } finally {
-      for (let k = 1; k <= CUTS; k++) {
+      for (let k = 0; k <= CUTS; k++) {
         await Deno.remove(`${ROOT}data/${name}-cut${k}.img`).catch(() => {});
       }
     }
