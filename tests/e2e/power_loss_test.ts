@@ -7,14 +7,16 @@
  * is stopped (SIGSTOP) and the device has no write in flight, is the disk as a power cut at that
  * instant leaves it. `sync` is never called: it would put the page cache on the disk.
  *
- * Devices publish QoS 1 messages of 2 KiB, each its own partition, while a stored session (clean
- * session 0) subscribes to them all and acknowledges what it gets; small segments make the log
- * roll through several segment files. The image is copied right after the stored session's
- * SUBACK and at {@link CUTS} random moments of the load; the last cut is followed by SIGKILL. Each copy then gets `e2fsck -fy` (replays ext4's journal) and
- * is mounted: every message PUBACKed before the cut is in the log, byte for byte, and each
+ * Devices publish QoS 1 messages of 2 KiB, each its own partition, while two stored sessions
+ * (MQTT 3.1.1 clean session 0 over a raw socket, MQTT 5 with a session expiry through MQTT.js)
+ * subscribe to them all and acknowledge what they get; small segments make the log roll through
+ * several segment files. The image is copied right after the stored sessions' SUBACKs and at
+ * {@link CUTS} random moments of the load; the last cut is followed by SIGKILL. Each copy then
+ * gets `e2fsck -fy` (replays ext4's journal) and is mounted: every message PUBACKed before the
+ * cut is in the log, byte for byte, and each
  * device's stored messages are exactly the first ones it sent, in order, with no duplicate and
- * nothing it did not send. A gateway started on the copy brings the stored session back (session
- * present), delivers every stored message it had not acknowledged, and then the messages
+ * nothing it did not send. A gateway started on the copy brings the stored sessions back (session
+ * present), delivers every stored message each had not acknowledged, and then the messages
  * published after the restart; those land after the old ones. The clock ledger the last run
  * wrote at its start reads back (before it was synced before its rename, a cut left it empty).
  *
@@ -26,6 +28,7 @@
  * Needs root to mount; skipped loudly elsewhere (SMALL_DISK_SKIP).
  */
 import assert from "node:assert/strict";
+import mqtt from "mqtt";
 import { connectPacket, publishPacket, subscribePacket, waitFor } from "../helpers/gateway.ts";
 import { type GatewayProcess, spawnGateway } from "../helpers/process.ts";
 import { openStoreReadOnly } from "../helpers/store.ts";
@@ -51,7 +54,9 @@ const MAX_STORE_BYTES = 24 * 1024 * 1024;
 const AFTER_RESTART = 50;
 /** Sequence numbers after a restart start here: never sent before any cut. */
 const RESTART_SEQ = 1_000_000;
+/** Stored-session client ids: MQTT 3.1.1 (clean session 0) and MQTT 5 (a session expiry). */
 const KEEPER = "power-loss-keeper";
+const KEEPER5 = "power-loss-keeper-5";
 /**
  * ext4's periodic journal commit (5 s) pushed out of the run: only the gateway's own fsyncs put
  * metadata on the disk (stricter), and no timed commit lands in the middle of a copy.
@@ -180,11 +185,33 @@ class Device {
   }
 }
 
-/** The stored session: clean session 0, QoS 1 on every device's topic, PUBACKs what it gets. */
-class Keeper {
+/** A stored session subscribed with QoS 1 to every device's topic; PUBACKs what it gets. */
+interface Keeper {
+  readonly name: string;
   /** "d:seq" of every message PUBACKed to the gateway. */
-  readonly acked = new Set<string>();
+  readonly acked: Set<string>;
   /** What this connection received, in order, per device. */
+  readonly received: Map<number, number[]>;
+  readonly sessionPresent: boolean | undefined;
+  readonly subscribed: boolean;
+  /** Connects (and subscribes); resolves when the connection has closed. */
+  run(port: number, subscribe: boolean): Promise<void>;
+  stop(): void;
+}
+
+/** Notes a message a keeper got (and acknowledges, or is about to). */
+function noteReceived(k: Keeper, payload: Uint8Array): void {
+  const [d, seq] = identify(payload, k.name);
+  const list = k.received.get(d) ?? [];
+  k.received.set(d, list);
+  list.push(seq);
+  k.acked.add(`${d}:${seq}`);
+}
+
+/** The MQTT 3.1.1 stored session (clean session 0), over a raw socket. */
+class Keeper311 implements Keeper {
+  readonly name = KEEPER;
+  readonly acked = new Set<string>();
   readonly received = new Map<number, number[]>();
   sessionPresent: boolean | undefined;
   subscribed = false;
@@ -209,11 +236,7 @@ class Keeper {
         const tlen = (body[0] << 8) | body[1];
         const pid = (body[2 + tlen] << 8) | body[3 + tlen];
         assert.equal(qos, 1, "the keeper gets QoS 1");
-        const [d, seq] = identify(body.subarray(4 + tlen), "keeper");
-        const list = this.received.get(d) ?? [];
-        this.received.set(d, list);
-        list.push(seq);
-        this.acked.add(`${d}:${seq}`);
+        noteReceived(this, body.subarray(4 + tlen));
         await writeAll(conn, new Uint8Array([0x40, 2, pid >> 8, pid & 0xff]));
       });
     } finally {
@@ -224,6 +247,58 @@ class Keeper {
   stop(): void {
     closeQuietly(this.#conn);
   }
+}
+
+/**
+ * The MQTT 5 stored session (Session Expiry Interval of an hour), through MQTT.js, which
+ * PUBACKs each message as it hands it over.
+ */
+class Keeper5 implements Keeper {
+  readonly name = KEEPER5;
+  readonly acked = new Set<string>();
+  readonly received = new Map<number, number[]>();
+  sessionPresent: boolean | undefined;
+  subscribed = false;
+  #client: mqtt.MqttClient | undefined;
+
+  run(port: number, subscribe: boolean): Promise<void> {
+    const client = this.#client = mqtt.connect(`mqtt://127.0.0.1:${port}`, {
+      protocolVersion: 5,
+      clientId: KEEPER5,
+      clean: false,
+      reconnectPeriod: 0,
+      properties: { sessionExpiryInterval: 3600 },
+    });
+    const failed = Promise.withResolvers<void>();
+    client.on("connect", (ack) => {
+      this.sessionPresent = ack.sessionPresent;
+      if (!subscribe) return;
+      client.subscribeAsync("sensors/+/data", { qos: 1 }).then((granted) => {
+        assert.equal(granted[0]?.qos, 1, "SUBACK grants QoS 1");
+        this.subscribed = true;
+      }).catch(failed.reject);
+    });
+    client.on("message", (_topic, payload) => {
+      try {
+        noteReceived(this, new Uint8Array(payload)); // a Buffer: compared as bytes
+      } catch (e) {
+        failed.reject(e);
+      }
+    });
+    client.on("error", () => {}); // a connection the gateway's kill ended: "close" follows
+    const closed = new Promise<void>((resolve) => client.once("close", () => resolve()));
+    return Promise.race([closed.then(() => client.endAsync(true)), failed.promise]);
+  }
+
+  stop(): void {
+    this.#client?.end(true);
+  }
+}
+
+/** Keeps a client's run: handled now, its failure thrown by {@link clientsEnded}. */
+function track(running: Promise<void>[], run: Promise<void>): void {
+  run.catch(() => {});
+  running.push(run);
 }
 
 /** Waits for the clients to end; a check one of them failed (a payload not as sent) fails. */
@@ -239,7 +314,8 @@ interface Snapshot {
   /** Per device: sequence numbers PUBACKed before the cut, and how many were sent. */
   readonly acked: Set<number>[];
   readonly sent: number[];
-  readonly keeperAcked: Set<string>;
+  /** Per keeper: what it had acknowledged. */
+  readonly keeperAcked: Set<string>[];
 }
 
 async function run(cmd: string, args: string[]): Promise<{ code: number; out: string }> {
@@ -274,7 +350,7 @@ async function cut(
   disk: SmallDisk,
   image: string,
   devices: Device[],
-  keeper: Keeper,
+  keepers: Keeper[],
   resume: boolean,
 ): Promise<Snapshot> {
   gw.child.kill("SIGSTOP");
@@ -286,7 +362,7 @@ async function cut(
     image,
     acked: devices.map((d) => new Set(d.acked)),
     sent: devices.map((d) => d.next),
-    keeperAcked: new Set(keeper.acked),
+    keeperAcked: keepers.map((k) => new Set(k.acked)),
   };
   gw.child.kill(resume ? "SIGCONT" : "SIGKILL");
   return snapshot;
@@ -345,7 +421,37 @@ function checkStored(
   });
 }
 
-/** A gateway on the copy: the session is back, owed messages come, new ones land after. */
+/**
+ * What a keeper must get back on the restarted gateway: every stored message it had not
+ * acknowledged before the cut, then every new one; its catch-up may repeat acknowledged ones
+ * (QoS 1), but each device's messages come in order. Returns what it was owed and got.
+ */
+async function keeperOwed(
+  k: Keeper,
+  owed: number[][],
+  when: string,
+): Promise<string> {
+  const missing = () =>
+    owed.flatMap((list, d) => {
+      const got = new Set(k.received.get(d) ?? []);
+      return list.filter((s) => !got.has(s)).map((s) => `pl-${d}:${s}`);
+    });
+  await waitFor(() => missing().length === 0, 20_000, `${when}: ${k.name}'s messages`)
+    .catch((e) => {
+      throw new Error(`${e.message}; missing ${missing().length}: ${missing().slice(0, 5)}`);
+    });
+  for (const [d, seqs] of k.received) {
+    for (let i = 1; i < seqs.length; i++) {
+      const [a, b] = [seqs[i - 1], seqs[i]];
+      assert.ok(b > a, `${when}: ${k.name} got pl-${d}:${b} after ${a}`);
+    }
+  }
+  const owedOld = owed.reduce((n, list) => n + list.filter((s) => s < RESTART_SEQ).length, 0);
+  const got = [...k.received.values()].reduce((n, list) => n + list.length, 0);
+  return `${k.name} was owed ${owedOld} stored, got ${got} with the new`;
+}
+
+/** A gateway on the copy: the sessions are back, owed messages come, new ones land after. */
 async function restartOn(
   db: string,
   snap: Snapshot,
@@ -356,55 +462,39 @@ async function restartOn(
   // The ledger the last run wrote at its start survived (written, synced, renamed, synced).
   const ledger = gw.output.join("").split("\n").find((l) => /[Cc]lock ledger/.test(l));
   assert.equal(ledger, undefined, `${when}: the clock ledger`);
-  const keeper = new Keeper();
+  const keepers: Keeper[] = [new Keeper311(), new Keeper5()];
   const devices = Array.from({ length: DEVICES }, (_, d) => new Device(d, RESTART_SEQ));
   const running: Promise<void>[] = [];
   const news = Array.from({ length: AFTER_RESTART }, (_, i) => RESTART_SEQ + i);
-  let report = "";
+  const reports: string[] = [];
   try {
-    running.push(keeper.run(gw.port, false));
-    await waitFor(() => keeper.sessionPresent !== undefined, 10_000, `${when}: the CONNACK`);
-    assert.equal(keeper.sessionPresent, true, `${when}: the stored session is present`);
-    for (const d of devices) running.push(d.run(gw.port, RESTART_SEQ + AFTER_RESTART));
-    // Every stored message the keeper had not acknowledged, then every new one.
-    const owed = kept.map((k, d) =>
-      Array.from({ length: k }, (_, s) => s).filter((s) => !snap.keeperAcked.has(`${d}:${s}`))
-        .concat(news)
-    );
-    const missing = () =>
-      owed.flatMap((list, d) => {
-        const got = new Set(keeper.received.get(d) ?? []);
-        return list.filter((s) => !got.has(s)).map((s) => `pl-${d}:${s}`);
-      });
-    await waitFor(() => missing().length === 0, 20_000, `${when}: the keeper's messages`)
-      .catch((e) => {
-        throw new Error(`${e.message}; missing ${missing().length}: ${missing().slice(0, 5)}`);
-      });
-    for (const [d, seqs] of keeper.received) {
-      for (let i = 1; i < seqs.length; i++) {
-        assert.ok(
-          seqs[i] > seqs[i - 1],
-          `${when}: keeper got pl-${d}:${seqs[i]} after ${seqs[i - 1]}`,
-        );
-      }
+    for (const k of keepers) {
+      track(running, k.run(gw.port, false));
+      await waitFor(() => k.sessionPresent !== undefined, 10_000, `${when}: ${k.name}'s CONNACK`);
+      assert.equal(k.sessionPresent, true, `${when}: ${k.name}'s stored session is present`);
+    }
+    for (const d of devices) track(running, d.run(gw.port, RESTART_SEQ + AFTER_RESTART));
+    for (const [i, k] of keepers.entries()) {
+      const owed = kept.map((n, d) =>
+        Array.from({ length: n }, (_, s) => s).filter((s) => !snap.keeperAcked[i].has(`${d}:${s}`))
+          .concat(news)
+      );
+      reports.push(await keeperOwed(k, owed, when));
     }
     await waitFor(
       () => devices.every((d) => d.acked.size === AFTER_RESTART),
       10_000,
       `${when}: PUBACKs after the restart`,
     );
-    const owedOld = owed.reduce((n, list) => n + list.length - news.length, 0);
-    const got = [...keeper.received.values()].reduce((n, list) => n + list.length, 0);
-    report = `the stored session was owed ${owedOld} stored messages, got ${got} with the new`;
   } finally {
-    keeper.stop();
+    for (const k of keepers) k.stop();
     for (const d of devices) d.stop();
     const stopped = await gw.stop();
     await clientsEnded(running);
     assert.equal(stopped.code, 0, `${when}: the gateway stops cleanly`);
   }
   checkStored(await readBack(`${ROOT}${db}`), snap, `${when}, after the restart`, news);
-  return report;
+  return reports.join("; ");
 }
 
 function gatewayEnv(db: string): Record<string, string> {
@@ -420,26 +510,28 @@ function gatewayEnv(db: string): Record<string, string> {
  */
 async function runWithCuts(name: string, disk: SmallDisk): Promise<Snapshot[]> {
   const gw = await spawnGateway(gatewayEnv(`data/${name}/gateway.db`));
-  const keeper = new Keeper();
+  const keepers: Keeper[] = [new Keeper311(), new Keeper5()];
   const devices = Array.from({ length: DEVICES }, (_, d) => new Device(d));
   const running: Promise<void>[] = [];
   const snapshots: Snapshot[] = [];
   try {
-    running.push(keeper.run(gw.port, true));
-    await waitFor(() => keeper.subscribed, 10_000, "the keeper's SUBACK");
+    for (const k of keepers) {
+      track(running, k.run(gw.port, true));
+      await waitFor(() => k.subscribed, 10_000, `${k.name}'s SUBACK`);
+    }
     // Cut 0, right after the SUBACK: the stored session and its subscription are on the disk.
-    snapshots.push(await cut(gw, disk, `${ROOT}data/${name}-cut0.img`, devices, keeper, true));
-    for (const d of devices) running.push(d.run(gw.port, PER_DEVICE));
+    snapshots.push(await cut(gw, disk, `${ROOT}data/${name}-cut0.img`, devices, keepers, true));
+    for (const d of devices) track(running, d.run(gw.port, PER_DEVICE));
     const acked = () => devices.reduce((n, d) => n + d.acked.size, 0);
     for (let k = 0; k < CUTS; k++) {
       // Somewhere in the k-th part of the run, never at its very end.
       const at = Math.floor(DEVICES * PER_DEVICE * (k + 0.1 + 0.8 * Math.random()) / CUTS);
       await waitFor(() => acked() >= at, 30_000, `${at} PUBACKs before cut ${k + 1}`);
       const image = `${ROOT}data/${name}-cut${k + 1}.img`;
-      snapshots.push(await cut(gw, disk, image, devices, keeper, k < CUTS - 1));
+      snapshots.push(await cut(gw, disk, image, devices, keepers, k < CUTS - 1));
     }
   } finally {
-    keeper.stop();
+    for (const k of keepers) k.stop();
     for (const d of devices) d.stop();
     try {
       gw.child.kill("SIGKILL"); // a failed cut may have left it stopped, deaf to SIGTERM
@@ -470,7 +562,7 @@ async function checkFilesystem(image: string, when: string): Promise<string> {
 
 Deno.test({
   name:
-    `power loss: after a SUBACK and at ${CUTS} random cuts of a loop-mounted ext4 under QoS 1 load of 2 KiB messages, every PUBACKed message survives byte for byte and in order, nothing unsent appears, the stored session comes back with nothing owed lost, across several segment files${SMALL_DISK_NOTE}`,
+    `power loss: after a SUBACK and at ${CUTS} random cuts of a loop-mounted ext4 under QoS 1 load of 2 KiB messages, every PUBACKed message survives byte for byte and in order, nothing unsent appears, the stored sessions (3.1.1 and 5) come back with nothing owed lost, across several segment files${SMALL_DISK_NOTE}`,
   ignore: SMALL_DISK_SKIP !== "",
   async fn() {
     const name = `powerloss-${crypto.randomUUID()}`;
