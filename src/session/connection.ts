@@ -192,8 +192,12 @@ export class Connection extends ConnectionLifecycle implements TransportSink {
         return act(this.ctx, this, handleUnsupportedConnect(p));
       case "subscribe":
         return handleSubscribe(ctx, this, p).then((o) => act(this.ctx, this, o));
-      case "unsubscribe":
-        return act(this.ctx, this, handleUnsubscribe(ctx, this, p, this.speaks5));
+      case "unsubscribe": {
+        const unsuback = handleUnsubscribe(ctx, this, p, this.speaks5);
+        if (this.session === null) return act(ctx, this, unsuback);
+        // As a SUBACK does: a power cut after the UNSUBACK must not bring the filters back.
+        return ctx.sessions.records.written().then(() => act(ctx, this, unsuback));
+      }
       case "pingreq":
         return act(this.ctx, this, handlePingreq());
       case "disconnect":

@@ -79,3 +79,27 @@ Deno.test("handleSubscribe(): a stored session's SUBACK waits until its record i
     await gw.stop();
   }
 });
+
+Deno.test("handleUnsubscribe(): a stored session's UNSUBACK waits until its record is stored (a power cut must not bring the filter back)", async () => {
+  let spy: SpyBackend | undefined;
+  const gw = await startMemoryGateway({ wrapBackend: (b) => spy = new SpyBackend(b) });
+  try {
+    const c = gw.open();
+    c.send(connectPacket("keeper", { clean: false }));
+    assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
+    c.send(subscribePacket(1, [["sensors/+/data", 1]]));
+    assert.deepEqual([...(await c.readPacket())!], [0x90, 3, 0, 1, 1]);
+    await gw.view.storedSessionsIdle();
+    spy!.holding = true; // the session record of the UNSUBSCRIBE reaches the log on release
+    const filter = new TextEncoder().encode("sensors/+/data");
+    const body = [0, 2, 0, filter.length, ...filter];
+    c.send([0xa2, body.length, ...body]);
+    await waitFor(() => spy!.heldCount > 0, 5000, "the record's append");
+    await assert.rejects(c.readPacket(200), /no output/, "no UNSUBACK while its record is held");
+    spy!.release();
+    assert.deepEqual([...(await c.readPacket())!], [0xb0, 2, 0, 2]);
+  } finally {
+    spy?.release();
+    await gw.stop();
+  }
+});
