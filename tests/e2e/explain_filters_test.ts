@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { removeStore } from "../helpers/store.ts";
 import mqtt from "mqtt";
 import { startGateway } from "../helpers/gateway.ts";
 import { cli, ROOT } from "../helpers/cli.ts";
@@ -76,8 +77,6 @@ Deno.test("explain names partitions and lists a wildcard filter's triples from t
     );
   } finally {
     await gw.stop();
-    for (const f of [store, `${store}-wal`, `${store}-shm`, `${store}-log`]) {
-      await Deno.remove(`${ROOT}${f}`, { recursive: true }).catch(() => {});
-    }
+    await removeStore(`${ROOT}${store}`);
   }
 });

@@ -30,6 +30,7 @@ import {
 import { spawnGateway } from "../helpers/process.ts";
 import { cli, ownStderrLines } from "../helpers/cli.ts";
 import { hasOpenssl } from "../helpers/client_pki.ts";
+import { removeStore } from "../helpers/store.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -411,9 +412,7 @@ Deno.test({
     } finally {
       await gw.stop();
       await Deno.remove(`${ROOT}${jwks}`);
-      for (const f of [`data/jwt-${id}.db`, `data/jwt-${id}.db-log`]) {
-        await Deno.remove(`${ROOT}${f}`, { recursive: true }).catch(() => {});
-      }
+      await removeStore(`${ROOT}data/jwt-${id}.db`);
     }
   },
 });

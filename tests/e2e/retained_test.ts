@@ -11,6 +11,7 @@ import { startGateway, testEnv, type TestGateway, waitFor } from "../helpers/gat
 import { loadConfig } from "../../src/config/load.ts";
 import { cli, ROOT } from "../helpers/cli.ts";
 import { mqttjsPing } from "./_subscribe_helpers.ts";
+import { removeStore } from "../helpers/store.ts";
 
 const opts = {};
 
@@ -304,10 +305,7 @@ Deno.test({
       assert.match(bad.stderr, /--filter "a\/#\/b"/);
     } finally {
       await gw.stop();
-      await Deno.remove(`${ROOT}${db}`).catch(() => {});
-      for (const ext of ["-wal", "-shm", "-log"]) {
-        await Deno.remove(`${ROOT}${db}${ext}`, { recursive: true }).catch(() => {});
-      }
+      await removeStore(`${ROOT}${db}`);
     }
   },
 });
