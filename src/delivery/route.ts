@@ -31,6 +31,8 @@ export class Router {
   #evict: (q: ClientQueue, reason: string) => void;
   /** How long a subscriber at its hard cap may make no progress while a reader waits (ms). */
   readonly #hardCapGraceMs: number;
+  /** Plain QoS 0 copies the last `#targets` call offered itself. */
+  #plainCopies = 0;
 
   constructor(
     registry: SubscriptionRegistry<ClientQueue>,
@@ -102,9 +104,10 @@ export class Router {
       reader.ledger.record(m.offset, 0);
       return undefined;
     }
-    const found = this.#targets(view.topic, reader.key, m);
+    const found = this.#targets(view, reader.key, m, served);
     if (found === null) {
       reader.ledger.record(m.offset, 0);
+      if (this.#plainCopies > 0) this.#metrics.routed.inc();
       return undefined;
     }
     const targets = finishTargets(found, m, view, left, this.#metrics);
@@ -128,17 +131,30 @@ export class Router {
     let qos1 = 0; // copies that hold the entry until acknowledged (QoS 1 and 2)
     for (const t of targets) if (t.qos > 0) qos1++;
     const entry = reader.ledger.record(m.offset, qos1);
-    if (targets.length === 0) return;
+    if (targets.length === 0) {
+      if (this.#plainCopies > 0) this.#metrics.routed.inc();
+      return;
+    }
     this.#metrics.routed.inc();
     deliverCopies(targets, view, reader, entry, served, this.#metrics, this.#evict, m);
   }
 
   /**
-   * R2–R3: one target per (client, prefix) among the subscriptions that match `topic` and
-   * started at or before the message on this triple (`key`) [MQTT-3.3.5-1]. Null when none
-   * match.
+   * R2–R3: one target per (client, prefix) among the subscriptions that match the message's
+   * topic and started at or before it on this triple (`key`) [MQTT-3.3.5-1]. Null when none is
+   * left to make. A QoS 0 message's copies for 3.1.1 subscribers of its exact topic are all one
+   * packet: offered here as they are found ({@link Router.#offerPlain}), with no target each,
+   * since per subscriber a target was most of what a fan-out allocated; their count is left in
+   * `#plainCopies`.
    */
-  #targets(topic: string, key: string, m: StoredMessage): Target[] | null {
+  #targets(
+    view: MqttView,
+    key: string,
+    m: StoredMessage,
+    served: Set<SpanContext>,
+  ): Target[] | null {
+    const topic = view.topic;
+    this.#plainCopies = 0;
     const exact = this.#registry.exact(topic);
     const wild = this.#registry.hasWildcards;
     if (exact === undefined && !wild) return null;
@@ -146,11 +162,15 @@ export class Router {
     const out: Target[] = [];
     let shared: SharedHits | null = null;
     if (exact !== undefined) {
+      let plain: Uint8Array | null = view.qos === 0 ? null : NOT_PLAIN;
       for (const s of exact) {
         const start = s.startOffsets.get(key);
         if (start === undefined || offset < start) continue; // subscribed after this message
         if (s.share !== undefined) shared = addShared(shared, s);
-        else {
+        else if (plain !== NOT_PLAIN && isPlain(s)) {
+          plain ??= encodePublish(utf8(topic), view.payload, 0, 0, false);
+          this.#offerPlain(s.client, plain, served);
+        } else {
           const t = targetOf(s, m);
           if (t !== null) out.push(t);
         }
@@ -158,11 +178,17 @@ export class Router {
     }
     const exactCount = out.length;
     if (wild) {
+      // A client offered its plain copy above gets no second one through a wildcard filter.
+      let offered: Set<ClientQueue> | null = null;
       this.#registry.matchWildcards(topic, (s) => {
         const start = s.startOffsets.get(key);
         if (start === undefined || offset < start) return;
         if (s.share !== undefined) shared = addShared(shared, s);
         else {
+          if (this.#plainCopies > 0 && isPlain(s)) {
+            offered ??= plainClients(exact!, key, offset);
+            if (offered.has(s.client)) return;
+          }
           const t = targetOf(s, m);
           if (t !== null) out.push(t);
         }
@@ -176,8 +202,40 @@ export class Router {
         if (g.owned === undefined || g.owned.has(key)) found.push(sharedTarget(g, members, m));
       }
     }
-    return found.length > 0 ? found : null;
+    return found.length > 0 || this.#plainCopies > 0 ? found : null;
   }
+
+  /** Offers a plain QoS 0 copy (see {@link Router.#targets}), counted as `deliverCopies` does. */
+  #offerPlain(q: ClientQueue, packet: Uint8Array, served: Set<SpanContext>): void {
+    this.#plainCopies++;
+    const sc = q.sub.spanContext;
+    if (sc !== null) served.add(sc);
+    const offer = q.offerQos0(packet);
+    if (offer === "dropped") this.#metrics.droppedQos0.inc();
+    else if (offer !== "struck") this.#metrics.deliveredQos[0].inc();
+  }
+}
+
+/** Stands for "this message's copies are not all plain QoS 0 ones" in {@link Router.#targets}. */
+const NOT_PLAIN = new Uint8Array(0);
+
+/** A 3.1.1 subscription under the plain topic, not shared: its QoS 0 copy is the common one. */
+function isPlain(s: Subscription<ClientQueue>): boolean {
+  return s.prefix === "" && s.share === undefined && s.client.sub.v5 == null;
+}
+
+/** The clients {@link Router.#targets} offered a plain copy through the exact filters. */
+function plainClients(
+  exact: Iterable<Subscription<ClientQueue>>,
+  key: string,
+  offset: number,
+): Set<ClientQueue> {
+  const out = new Set<ClientQueue>();
+  for (const s of exact) {
+    const start = s.startOffsets.get(key);
+    if (start !== undefined && offset >= start && isPlain(s)) out.add(s.client);
+  }
+  return out;
 }
 
 /** The share groups a message matched, each with its members that may have it. */

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import {
   connectRaw,
   HAS_MOSQUITTO_CLIENTS,
+  publishPacket,
   run,
   startGateway,
   waitFor,
@@ -92,6 +93,49 @@ Deno.test({
       ]);
       assert.deepEqual(await publishesBefore(sub), [], "no second copy");
       sub.close();
+      pub.close();
+    } finally {
+      await gw.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a QoS 0 message: one copy per client whose exact and wildcard filters overlap, one to each exact subscriber",
+  ...opts,
+  async fn() {
+    const gw = await startGateway();
+    try {
+      const pub = await connectRaw(gw.port, "pub");
+      await publishAll(pub, [["building/north/room/1/x", "before"], ["sensors/s-1/data", "b"]]);
+      const dash = await rawSubscriber(gw.port, "dash", [
+        ["building/north/room/1/x", 0],
+        ["building/+/room/#", 0],
+        ["#", 0],
+      ]);
+      const exact = await rawSubscriber(gw.port, "exact", [["building/north/room/1/x", 0]]);
+      const wild = await rawSubscriber(gw.port, "wild", [["building/#", 0], ["+/+/room/1/x", 0]]);
+      const both = new Uint8Array([
+        ...publishPacket("building/north/room/1/x", "zero", 0, 0),
+        ...publishPacket("sensors/s-1/data", "other", 0, 0),
+      ]);
+      await pub.send(both);
+      const got = await receive(dash, 2);
+      assert.deepEqual(got.map((g) => [g.topic, g.payload, g.qos]), [
+        ["building/north/room/1/x", "zero", 0],
+        ["sensors/s-1/data", "other", 0],
+      ]);
+      for (const sub of [exact, wild]) {
+        const one = await receive(sub, 1);
+        assert.deepEqual(one.map((g) => [g.topic, g.payload, g.qos]), [
+          ["building/north/room/1/x", "zero", 0],
+        ]);
+      }
+      for (const sub of [dash, exact, wild]) {
+        assert.deepEqual(await publishesBefore(sub), [], "no second copy");
+        sub.close();
+      }
       pub.close();
     } finally {
       await gw.stop();
