@@ -288,6 +288,7 @@ function crossCheck(c: GatewayConfig): void {
   checkIpBlocks("listeners.proxy_protocol_from", c.listeners.proxy_protocol_from);
   checkIggyUse(c);
   checkLimits(c.limits);
+  if (c.gateway.backend === "embedded") checkStoreFitsPacket(c);
   const names = new Set<string>();
   for (const u of c.users) {
     if (names.has(u.username)) throw new ConfigError("users", `duplicate user "${u.username}"`);
@@ -326,6 +327,22 @@ function checkLimits(l: GatewayConfig["limits"]): void {
       "must be at least limits.max_packet_bytes + 4 (one largest packet but its last byte)",
     );
   }
+}
+
+/**
+ * The embedded log must hold one message of the largest size with its record (its page
+ * rounded up, and one page more for the record and envelope headers): a smaller bound refuses
+ * those messages forever, whatever retention frees.
+ */
+function checkStoreFitsPacket(c: GatewayConfig): void {
+  const least = Math.ceil(c.limits.max_packet_bytes / 4096) * 4096 + 4096;
+  if (c.embedded.max_store_bytes >= least) return;
+  throw new ConfigError(
+    "embedded.max_store_bytes",
+    `is ${c.embedded.max_store_bytes}, too small for one message of limits.max_packet_bytes ` +
+      `(${c.limits.max_packet_bytes}) even when empty: at least ${least} (well above, to hold ` +
+      "a backlog), or lower limits.max_packet_bytes",
+  );
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

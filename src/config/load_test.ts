@@ -235,6 +235,24 @@ Deno.test("limits.max_outbound_queue_bytes below limits.max_packet_bytes is refu
   );
 });
 
+Deno.test("embedded.max_store_bytes too small for one message of limits.max_packet_bytes is refused, naming both; the least that fits is accepted", () => {
+  refuses(
+    "[embedded]\nmax_store_bytes = 1048576\n",
+    {},
+    /"embedded\.max_store_bytes": is 1048576, too small for one message of limits\.max_packet_bytes \(1048576\) even when empty: at least 1052672 \(well above, to hold a backlog\), or lower limits\.max_packet_bytes$/,
+  );
+  refuses(
+    "[embedded]\nmax_store_bytes = 4194304\n",
+    { IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: "8388608" },
+    "embedded.max_store_bytes",
+  );
+  assert.equal(load("[embedded]\nmax_store_bytes = 1052672\n").embedded.max_store_bytes, 1052672);
+  const small = load(
+    "[embedded]\nmax_store_bytes = 1048576\n[limits]\nmax_packet_bytes = 131072\n",
+  );
+  assert.equal(small.limits.max_packet_bytes, 131072);
+});
+
 Deno.test("http.admin_token comes from the environment only and is at least 16 characters", () => {
   refuses(
     '[http]\nadmin_token = "0123456789abcdef0123"\n',

@@ -81,6 +81,8 @@ function lines(gw: TestGateway, msg: string): string[] {
 
 const FULL_ENV = {
   IGGY_MQTT_EMBEDDED_MAX_STORE_BYTES: String(1024 * 1024),
+  // A store this small takes messages up to an eighth of it (embedded.max_store_bytes's check).
+  IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: String(128 * 1024),
   IGGY_MQTT_LOG_RETENTION_MAX_TOPIC_BYTES: String(200 * 1024),
   // Retention runs when the test says so, as if its timer had come round.
   IGGY_MQTT_LOG_RETENTION_INTERVAL_MS: "3600000",
@@ -171,6 +173,7 @@ Deno.test({
       env: {
         ...FULL_ENV,
         IGGY_MQTT_EMBEDDED_MAX_STORE_BYTES: String(8 * 256 * 1024 + 28 * 1024),
+        IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: String(256 * 1024), // one segment, as /ready asks
         IGGY_MQTT_EMBEDDED_PATH: `${disk.dir}/gateway.db`,
       },
     });
