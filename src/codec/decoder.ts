@@ -53,8 +53,6 @@ import { HeldPacket } from "./held_packet.ts";
 export type { DecoderLimits } from "./_fields.ts";
 export type { ProtocolLevels } from "./decode_connect.ts";
 
-const EMPTY = new Uint8Array(0);
-
 /** MQTT 5 AUTH packet type [MQTT-3.15]. */
 const AUTH = 15;
 
@@ -197,7 +195,7 @@ export class PacketDecoder {
         expectFlags(flags, 0, "CONNECT", "MQTT-2.2.2-2");
         return this.#decodeConnect(b, start, end);
       case PacketType.PUBLISH:
-        this.#lastTopic ??= { bytes: EMPTY, topic: "" };
+        this.#lastTopic ??= { bytes: null, topic: "" };
         return decodePublish(flags, b, start, end, this.#limits, this.#lastTopic, this.#v5);
       case PacketType.PUBACK:
         expectFlags(flags, 0, "PUBACK", "MQTT-2.2.2-2");
@@ -264,15 +262,25 @@ function decodeIdOnly(b: Uint8Array, start: number, end: number, name: string): 
   return id;
 }
 
-/** A decoded, validated topic name and the bytes it came from. */
+/**
+ * A decoded, validated topic name and the bytes it came from: a copy of them when the name is
+ * not all ASCII, else null (the name's char codes are its bytes). An ASCII name keeps no bytes
+ * of its own: most are, and this is kept per publishing connection.
+ */
 interface LastTopic {
-  bytes: Uint8Array;
+  bytes: Uint8Array | null;
   topic: string;
 }
 
 /** True when `b[from, from + a.length)` equals `a`. */
 function sameBytes(a: Uint8Array, b: Uint8Array, from: number): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[from + i]) return false;
+  return true;
+}
+
+/** True when `b[from, from + a.length)` are the char codes of `a` (an ASCII string). */
+function sameChars(a: string, b: Uint8Array, from: number): boolean {
+  for (let i = 0; i < a.length; i++) if (a.charCodeAt(i) !== b[from + i]) return false;
   return true;
 }
 
@@ -285,7 +293,13 @@ function readTopic(
   last: LastTopic,
 ): string {
   const n = to - from;
-  if (n === last.bytes.length && n > 0 && sameBytes(last.bytes, b, from)) {
+  const bytes = last.bytes;
+  if (
+    n > 0 &&
+    (bytes === null
+      ? n === last.topic.length && sameChars(last.topic, b, from)
+      : n === bytes.length && sameBytes(bytes, b, from))
+  ) {
     // Same bytes as the last topic: already decoded and validated (UTF-8, U+0000, wildcards,
     // levels). Saves QoS 0 ingest CPU (a flood repeats its topic), and the string keeps its
     // cached hash.
@@ -293,7 +307,9 @@ function readTopic(
   }
   const topic = decodeMqttString(b, from, to);
   checkTopicName(topic, limits);
-  last.bytes = b.slice(from, to);
+  // As many chars as bytes: every char was one byte, ASCII. Else a copy (`slice` of a node
+  // Buffer is a view, which would keep the whole read chunk).
+  last.bytes = topic.length === n ? null : new Uint8Array(b.subarray(from, to));
   last.topic = topic;
   return topic;
 }
