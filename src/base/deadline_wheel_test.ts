@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { DeadlineWheel, type DeadlineOwner } from "./deadline_wheel.ts";
+import { type DeadlineOwner, DeadlineWheel } from "./deadline_wheel.ts";
 
 function owner(timeoutMs: number, expired: string[], name: string): DeadlineOwner {
   return { lastActivity: 0, timeoutMs, expire: () => expired.push(name) };
@@ -7,9 +7,7 @@ function owner(timeoutMs: number, expired: string[], name: string): DeadlineOwne
 
 Deno.test("DeadlineWheel: expires the silent, re-files the active, forgets the removed", () => {
   let now = 0;
-  const wheel = new DeadlineWheel({ now: () => now } as ConstructorParameters<
-    typeof DeadlineWheel
-  >[0], 100);
+  const wheel = new DeadlineWheel({ now: () => now }, 100);
   const expired: string[] = [];
   const a = owner(1000, expired, "a");
   const b = owner(1000, expired, "b");
