@@ -16,12 +16,17 @@ export interface DeadlineOwner {
   timeoutMs: number;
   /** Called once when the owner was silent for `timeoutMs`. */
   expire(): void;
+  /**
+   * The wheel's own field: the slot that holds the owner, undefined while none does. On the
+   * owner, not in a map of the wheel's: a map entry per connection cost more memory.
+   */
+  deadlineSlot?: number;
 }
 
 /** A bucketed deadline wheel with a fixed resolution. */
 export class DeadlineWheel {
   #buckets = new Map<number, Set<DeadlineOwner>>();
-  #slotOf = new Map<DeadlineOwner, number>();
+  #size = 0;
   #clock: Clock;
   #resolution: number;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -48,7 +53,7 @@ export class DeadlineWheel {
 
   /** Number of owners tracked. */
   get size(): number {
-    return this.#slotOf.size;
+    return this.#size;
   }
 
   /** Tracks `owner` (or re-files it after its timeout changed). */
@@ -59,9 +64,10 @@ export class DeadlineWheel {
   }
 
   remove(owner: DeadlineOwner): void {
-    const slot = this.#slotOf.get(owner);
+    const slot = owner.deadlineSlot;
     if (slot === undefined) return;
-    this.#slotOf.delete(owner);
+    owner.deadlineSlot = undefined;
+    this.#size--;
     const b = this.#buckets.get(slot);
     b?.delete(owner);
     if (b?.size === 0) this.#buckets.delete(slot);
@@ -76,7 +82,8 @@ export class DeadlineWheel {
       if (!b) continue;
       this.#buckets.delete(slot);
       for (const owner of b) {
-        this.#slotOf.delete(owner);
+        owner.deadlineSlot = undefined;
+        this.#size--;
         const deadline = owner.lastActivity + owner.timeoutMs;
         if (deadline <= now) owner.expire();
         else this.#file(owner, deadline);
@@ -91,6 +98,7 @@ export class DeadlineWheel {
     let b = this.#buckets.get(slot);
     if (!b) this.#buckets.set(slot, b = new Set());
     b.add(owner);
-    this.#slotOf.set(owner, slot);
+    owner.deadlineSlot = slot;
+    this.#size++;
   }
 }

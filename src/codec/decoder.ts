@@ -19,7 +19,6 @@
 import { concatBytes } from "../base/bytes.ts";
 import { copyBytes } from "../base/byte_blocks.ts";
 import {
-  checkTopicName,
   type DecoderLimits,
   packetIdOf,
   Reader,
@@ -45,15 +44,13 @@ import {
   type QosFlowPacket,
   type Subscription,
 } from "./packets.ts";
-import { decodeMqttString } from "./mqtt_string.ts";
+import { type LastTopic, readTopic } from "./last_topic.ts";
 import { readBoundedHeader, readFixedHeader } from "./fixed_header.ts";
 import { type PartialPacketBudget, PartialPacketsFullError } from "./partial_packets.ts";
 import { HeldPacket } from "./held_packet.ts";
 
 export type { DecoderLimits } from "./_fields.ts";
 export type { ProtocolLevels } from "./decode_connect.ts";
-
-const EMPTY = new Uint8Array(0);
 
 /** MQTT 5 AUTH packet type [MQTT-3.15]. */
 const AUTH = 15;
@@ -197,7 +194,7 @@ export class PacketDecoder {
         expectFlags(flags, 0, "CONNECT", "MQTT-2.2.2-2");
         return this.#decodeConnect(b, start, end);
       case PacketType.PUBLISH:
-        this.#lastTopic ??= { bytes: EMPTY, topic: "" };
+        this.#lastTopic ??= { bytes: null, topic: "" };
         return decodePublish(flags, b, start, end, this.#limits, this.#lastTopic, this.#v5);
       case PacketType.PUBACK:
         expectFlags(flags, 0, "PUBACK", "MQTT-2.2.2-2");
@@ -262,40 +259,6 @@ function decodeIdOnly(b: Uint8Array, start: number, end: number, name: string): 
   const id = (b[start] << 8) | b[start + 1];
   if (id === 0) throw new ProtocolError("MQTT-2.3.1-1", `${name} with packet identifier 0`);
   return id;
-}
-
-/** A decoded, validated topic name and the bytes it came from. */
-interface LastTopic {
-  bytes: Uint8Array;
-  topic: string;
-}
-
-/** True when `b[from, from + a.length)` equals `a`. */
-function sameBytes(a: Uint8Array, b: Uint8Array, from: number): boolean {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[from + i]) return false;
-  return true;
-}
-
-/** A PUBLISH topic name at `b[from, to)`, checked, or the last one when the bytes repeat. */
-function readTopic(
-  b: Uint8Array,
-  from: number,
-  to: number,
-  limits: DecoderLimits,
-  last: LastTopic,
-): string {
-  const n = to - from;
-  if (n === last.bytes.length && n > 0 && sameBytes(last.bytes, b, from)) {
-    // Same bytes as the last topic: already decoded and validated (UTF-8, U+0000, wildcards,
-    // levels). Saves QoS 0 ingest CPU (a flood repeats its topic), and the string keeps its
-    // cached hash.
-    return last.topic;
-  }
-  const topic = decodeMqttString(b, from, to);
-  checkTopicName(topic, limits);
-  last.bytes = b.slice(from, to);
-  last.topic = topic;
-  return topic;
 }
 
 function decodePublish(

@@ -523,4 +523,14 @@ Deno.test("a repeated PUBLISH topic is reused only when its bytes match; others 
   // After a valid topic, a same-length wildcard or bad UTF-8 is still refused.
   throwsRule(() => connected().push(concatBytes([pub("s/1"), pub("s/#")])), "MQTT-3.3.2-2");
   throwsRule(() => connected().push(concatBytes([pub("ab"), pub([0xc3, 0x28])])), "MQTT-1.5.3-1");
+  // Names not all ASCII: reused when their bytes repeat, decoded when the bytes differ, and an
+  // ASCII name of as many bytes as the last (non-ASCII) one's is its own.
+  const e = connected();
+  const names = ["é/1", "é/1", "é/2", "ab/1", "ab/1", "é/2", "\u00e9/2"];
+  const got = e.push(concatBytes(names.map((n) => pub(n)))) as PublishPacket[];
+  assert.deepEqual(got.map((p) => p.topic), ["é/1", "é/1", "é/2", "ab/1", "ab/1", "é/2", "é/2"]);
+  // After an ASCII name, bytes of as many chars are compared to its char codes.
+  const f = connected();
+  const [g, h] = f.push(concatBytes([pub("abc"), pub([0xc3, 0xa9, 0x62])])) as PublishPacket[];
+  assert.deepEqual([g.topic, h.topic], ["abc", "éb"]);
 });

@@ -72,6 +72,7 @@ export class ClientQueue implements DeadlineOwner {
   /** Paused since (ms) for the deadline wheel; timeoutMs 0 when not paused. */
   lastActivity = 0;
   timeoutMs = 0;
+  deadlineSlot: number | undefined = undefined;
   /** Evicted or detached: takes no offer and holds nothing of the budgets. */
   #closed = false;
   /** Backlogs waiting for this queue to drain (`pacing.ts`). */

@@ -54,3 +54,36 @@ Deno.test("AckQueue 'close' sends earlier PUBACKs, then closes once and drops la
   assert.deepEqual(acked, [1]);
   assert.equal(closed(), 1);
 });
+
+Deno.test("AckQueue: queues that empty and fill in turn each keep their own slots", () => {
+  const x = queue();
+  const y = queue();
+  // x empties (its ring goes back), y takes a ring, x takes another: neither sees the other's.
+  x.q.settle(x.q.take(1), "ack");
+  const y1 = y.q.take(20, true);
+  const x2 = x.q.take(2);
+  const y2 = y.q.take(21);
+  const x3 = x.q.take(3, true);
+  assert.deepEqual([y.q.packetIdOf(y1), y.q.isQos2(y1), y.q.packetIdOf(y2), y.q.isQos2(y2)], [
+    20,
+    true,
+    21,
+    false,
+  ]);
+  assert.deepEqual([x.q.packetIdOf(x2), x.q.isQos2(x2), x.q.packetIdOf(x3), x.q.isQos2(x3)], [
+    2,
+    false,
+    3,
+    true,
+  ]);
+  y.q.settle(y2, "ack");
+  x.q.settle(x3, "ack");
+  y.q.settle(y1, "ack");
+  x.q.settle(x2, "ack");
+  assert.deepEqual(x.acked, [1, 2, 3]);
+  assert.deepEqual(y.acked, [20, 21]);
+  // Emptied and taken again, after a wrap of sequence numbers past the first ring's size.
+  for (let i = 0; i < 40; i++) x.q.settle(x.q.take(100 + i), "ack");
+  assert.equal(x.acked.length, 43);
+  assert.equal(x.q.pending, 0);
+});

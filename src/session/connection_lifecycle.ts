@@ -34,6 +34,7 @@ export abstract class ConnectionLifecycle
   readonly outbox: Outbox;
   lastActivity: number;
   timeoutMs: number;
+  deadlineSlot: number | undefined = undefined;
   protected readonly ctx: SessionContext;
   protected readonly transport: Transport;
   protected readonly decoder: PacketDecoder;

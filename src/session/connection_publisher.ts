@@ -46,15 +46,19 @@ export interface PublishSite extends AppendSite {
   disconnect(reasonCode: number, reason: string): void;
 }
 
-/** The PUBLISH pipeline of one connected client. */
-export class ConnectionPublisher {
+/**
+ * The PUBLISH pipeline of one connected client. It is its own {@link TraceSite} and
+ * {@link RetainedNotes}: no objects of their own per connection (memory per idle connection is a
+ * benchmark floor).
+ */
+export class ConnectionPublisher implements TraceSite, RetainedNotes {
   readonly #ctx: PublishContext;
   readonly #site: PublishSite;
   readonly #principal: Principal;
   readonly #clientId: string;
   readonly #appender: Appender;
-  readonly #retainedNotes: RetainedNotes = { refusalLogged: false };
-  readonly #traceSite: TraceSite;
+  /** A refused retained set was logged for this connection (`publish_retained.ts`). */
+  refusalLogged = false;
 
   constructor(ctx: PublishContext, site: PublishSite, principal: Principal, clientId: string) {
     this.#ctx = ctx;
@@ -62,8 +66,22 @@ export class ConnectionPublisher {
     this.#principal = principal;
     this.#clientId = clientId;
     this.#appender = new Appender(ctx, site);
-    const { metrics, logger } = ctx;
-    this.#traceSite = { metrics, logger, clientId, spanContext: site.spanContext };
+  }
+
+  get metrics(): PublishContext["metrics"] {
+    return this.#ctx.metrics;
+  }
+
+  get logger(): PublishContext["logger"] {
+    return this.#ctx.logger;
+  }
+
+  get clientId(): string {
+    return this.#clientId;
+  }
+
+  get spanContext(): PublishSite["spanContext"] {
+    return this.#site.spanContext;
   }
 
   /** Messages waiting for the backend. */
@@ -89,7 +107,7 @@ export class ConnectionPublisher {
       const problem = refuseContent5(p);
       if (problem !== null) return this.#refuseContent(p, problem);
     }
-    const trace = traceOf(p, this.#traceSite);
+    const trace = traceOf(p, this);
     const prepared = this.#ctx.preparer.prepare(
       p,
       this.#principal,
@@ -123,7 +141,7 @@ export class ConnectionPublisher {
       if (r.kind !== "append" || ctx.retained === undefined) return r;
       const deps = { retained: ctx.retained, metrics: ctx.metrics, logger: ctx.logger };
       const v5 = this.#site.v5 !== null;
-      return await keepRetained(deps, p, r, v5, this.#clientId, this.#retainedNotes);
+      return await keepRetained(deps, p, r, v5, this.#clientId, this);
     })());
     this.#take(p, r, span);
     this.flush();

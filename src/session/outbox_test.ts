@@ -63,6 +63,33 @@ Deno.test("Outbox: PUBACKs queued during a write, across many blocks, are neithe
   assert.deepEqual(r.wire(), ids.flatMap((id) => [...encodePuback(id)]));
 });
 
+Deno.test("Outbox: PUBACKs of outboxes staged in turn, across many blocks, each leave on their own socket in order", async () => {
+  const a = recording();
+  const b = recording();
+  const budget = new OutboundBudget(1 << 20);
+  const oa = new Outbox(a.t, budget);
+  const ob = new Outbox(b.t, budget);
+  const idsA: number[] = [];
+  const idsB: number[] = [];
+  // Interleaved, runs of one and two: the staged acks of one outbox are cut by the other's.
+  for (let id = 1; id <= 400; id++) {
+    oa.pushAck(id);
+    idsA.push(id);
+    if (id % 3 === 0) {
+      oa.pushAck(id + 1000);
+      idsA.push(id + 1000);
+    }
+    ob.pushAck(id + 2000, 0x50);
+    idsB.push(id + 2000);
+  }
+  oa.push(encodePingresp());
+  await Promise.all([oa.drained(), ob.drained()]);
+  const expectedA = [...idsA.flatMap((id) => [...encodePuback(id)]), ...encodePingresp()];
+  assert.deepEqual(a.wire(), expectedA);
+  assert.deepEqual(b.wire(), idsB.flatMap((id) => [0x50, 2, id >> 8, id & 0xff]));
+  assert.equal(budget.bytes, 0);
+});
+
 Deno.test("Outbox: close drops staged PUBACKs and gives their bytes back to the budget", async () => {
   const r = recording();
   const budget = new OutboundBudget(1 << 20);

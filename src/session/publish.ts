@@ -62,6 +62,15 @@ export interface MapSource {
   readonly current: CompiledMap;
 }
 
+/**
+ * What the preparer keeps per (stream, topic): the round-robin counter, and one address object
+ * per partition (shared, so no allocation per publish).
+ */
+interface Target {
+  n: number;
+  readonly addresses: PartitionAddress[];
+}
+
 /** Bound on the per-topic resolution cache; cleared when full. */
 const MAX_RESOLUTIONS = 10_000;
 
@@ -77,11 +86,13 @@ export class PublishPreparer {
    */
   #invalid = new Map<Resolution, string | null>();
   #resolvedFor: CompiledMap | null = null;
-  /** Round-robin counters, one per (stream, topic), found by resolution per publish. */
-  #roundRobin = new Map<string, { n: number }>();
-  #roundRobinOf = new Map<Resolution, { n: number }>();
-  /** One address object per (resolution, partition): shared, so no allocation per publish. */
-  #addresses = new Map<Resolution, PartitionAddress[]>();
+  /**
+   * One {@link Target} per (stream, topic), found by resolution per publish: every MQTT topic
+   * mapped there shares its counter and addresses (a fleet's devices each publish to a topic of
+   * their own, mostly mapped to a few targets).
+   */
+  #targets = new Map<string, Target>();
+  #targetOf = new Map<Resolution, Target>();
   /** When the backend places unkeyed messages: one balanced address per resolution. */
   #balanced: Map<Resolution, BalancedAddress> | null;
   /** P6: shares a QoS 0 header map between a client's messages to a topic. */
@@ -177,15 +188,14 @@ export class PublishPreparer {
   /** P5: keyed → the hash Iggy uses; unkeyed → balanced round robin per topic. */
   #partition(r: Resolution, info: TopicInfo): number {
     if (r.partitionKey !== null) return partitionForKey(r.partitionKey, info.partitions);
-    return this.#counterOf(r).n++ % info.partitions;
+    return this.#target(r).n++ % info.partitions;
   }
 
   /** Drops the resolutions and what is keyed by them (round-robin counters stay by name). */
   #forgetResolutions(): void {
     this.#resolved.clear();
     this.#invalid.clear();
-    this.#addresses.clear();
-    this.#roundRobinOf.clear();
+    this.#targetOf.clear();
     this.#balanced?.clear();
   }
 
@@ -204,23 +214,25 @@ export class PublishPreparer {
     return a;
   }
 
-  /** The (stream, topic) counter, without building its key string on every publish. */
-  #counterOf(r: Resolution): { n: number } {
-    let counter = this.#roundRobinOf.get(r);
-    if (counter !== undefined) return counter;
-    if (this.#roundRobinOf.size >= MAX_RESOLUTIONS) this.#roundRobinOf.clear();
-    if (this.#roundRobin.size >= MAX_RESOLUTIONS) this.#roundRobin.clear();
+  /** The (stream, topic) target, without building its key string on every publish. */
+  #target(r: Resolution): Target {
+    let target = this.#targetOf.get(r);
+    if (target !== undefined) return target;
+    if (this.#targetOf.size >= MAX_RESOLUTIONS) this.#targetOf.clear();
+    if (this.#targets.size >= MAX_RESOLUTIONS) this.#targets.clear();
     const key = r.stream + "\u0000" + r.topic;
-    counter = this.#roundRobin.get(key);
-    if (counter === undefined) this.#roundRobin.set(key, counter = { n: 0 });
-    this.#roundRobinOf.set(r, counter);
-    return counter;
+    target = this.#targets.get(key);
+    if (target === undefined) this.#targets.set(key, target = { n: 0, addresses: [] });
+    this.#targetOf.set(r, target);
+    return target;
   }
 
   #address(r: Resolution, partition: number): PartitionAddress {
-    let byPartition = this.#addresses.get(r);
-    if (byPartition === undefined) this.#addresses.set(r, byPartition = []);
-    return byPartition[partition] ??= { stream: r.stream, topic: r.topic, partition };
+    return this.#target(r).addresses[partition] ??= {
+      stream: r.stream,
+      topic: r.topic,
+      partition,
+    };
   }
 
   /** The topic map in force (wildcard subscriptions resolve filters against it). */

@@ -75,6 +75,19 @@ Deno.test("the preparer hands out one shared address object per target partition
   assert.deepEqual(seen[1], { stream: "sensors", topic: "messages_default", partition: 1 });
 });
 
+Deno.test("MQTT topics mapped to one target partition share its address object", async () => {
+  const p = preparer(2);
+  const seen = [];
+  for (const topic of ["fleet/1/data", "fleet/2/data", "fleet/3/data", "fleet/4/data"]) {
+    seen.push(((await p.prepare(publish(topic), ROOT, "c")) as PreparedAppend).address);
+  }
+  // Round robin over both partitions across the four topics: one object per partition.
+  assert.equal(seen[0], seen[2]);
+  assert.equal(seen[1], seen[3]);
+  assert.notEqual(seen[0], seen[1]);
+  assert.deepEqual(seen[2], { stream: "sensors", topic: "messages_default", partition: 0 });
+});
+
 Deno.test("when the backend places unkeyed messages, they share one balanced address per topic", async () => {
   const p = preparer(3, true);
   const addresses = [];
