@@ -89,13 +89,18 @@ async function countingShortTimers(maxMs: number, fn: () => Promise<void>): Prom
 /** One macrotask: every microtask queued before it has run. */
 const turn = () => new Promise<void>((r) => setTimeout(r, 0));
 
-function poolOn(log: HeldLog, local: boolean, routed: StoredMessage[]): ReaderPool {
+function poolOn(
+  log: HeldLog,
+  local: boolean,
+  routed: StoredMessage[],
+  commitIntervalMs = 60_000,
+): ReaderPool {
   return new ReaderPool({
     backend: log.backend,
     options: {
       consumer: "c",
       pollBatch: 10,
-      commitIntervalMs: 60_000,
+      commitIntervalMs,
       commitBatchCount: 1000,
       maxUnsettled: 100,
     },
@@ -186,6 +191,41 @@ Deno.test("a growth up to where the reader already is (an offer routed it) does 
     await turn();
     assert.equal(log.polls, 1, "no poll: the offer already routed offset 0");
     assert.deepEqual(routed.map((m) => m.offset), [0]);
+  } finally {
+    await stopAll(pool, log);
+  }
+});
+
+Deno.test("one timer stores every reader's offset: the stores of a tick are made in one run, together", async () => {
+  const log = new HeldLog();
+  // Each run of JavaScript's stores, as the partitions stored (what one catalog transaction gets).
+  const runs: number[][] = [];
+  let run: number[] = [];
+  let allStored: () => void;
+  const stored = new Promise<void>((r) => allStored = r);
+  log.backend.storeOffset = (_consumer, address) => {
+    if (run.length === 0) queueMicrotask(() => (runs.push(run), run = []));
+    run.push(address.partition);
+    if (runs.flat().length + run.length === 3) allStored();
+    return Promise.resolve();
+  };
+  const pool = poolOn(log, true, [], 30);
+  try {
+    for (const partition of [0, 1, 2]) {
+      const triple = { ...TRIPLE, partition };
+      pool.reserveNow(triple, 0);
+      await log.asked();
+      log.answer(); // empty: idle
+      await turn();
+      // Settled at once: the reader's offset may be stored at its next tick.
+      pool.readers.get(tripleKey(triple))!.offerAppended(0, [
+        { payload: new Uint8Array([0]), headers: new Map() },
+      ]);
+      await new Promise((r) => setTimeout(r, 10)); // readers started at different times
+    }
+    await stored;
+    await turn();
+    assert.deepEqual(runs, [[0, 1, 2]]);
   } finally {
     await stopAll(pool, log);
   }
