@@ -83,7 +83,6 @@ export class SharedReader {
   #sleepTimer: ReturnType<typeof setTimeout> | undefined;
   /** Ends a poll that waits in the backend for new messages (Iggy 0.12 long poll) on stop. */
   #polling = new AbortController();
-  #commitTimer: ReturnType<typeof setInterval> | undefined;
   /** A routed batch still waiting for a subscriber's room; null: none. */
   #routing: Promise<void> | null = null;
   /** Resolves when the loop has ended (after stop + settle + final commit). */
@@ -112,9 +111,6 @@ export class SharedReader {
     if (this.#started) return;
     this.#started = true;
     this.done = this.#loop().finally(onEnd);
-    const interval = this.#deps.options.commitIntervalMs;
-    this.#commitTimer = setInterval(() => this.maybeCommit(true), interval);
-    Deno.unrefTimer(this.#commitTimer as unknown as number);
   }
 
   /** The local log says the partition's messages are readable up to `next` (exclusive). */
@@ -183,7 +179,8 @@ export class SharedReader {
     return true;
   }
 
-  /** Stores the safe offset when it moved by `commit_batch_count`, or on the interval. */
+  /** Stores the safe offset when it moved by `commit_batch_count`, or on the interval (the
+   * pool's timer, {@link ReaderPool}). */
   maybeCommit(interval = false): void {
     const safe = this.ledger.safeOffset;
     if (safe <= this.#committed || this.#committing) return;
@@ -257,7 +254,6 @@ export class SharedReader {
       await new Promise<void>((r) => nextTick(r));
     }
     this.#ended = true;
-    clearInterval(this.#commitTimer);
     this.maybeCommit(true);
     while (this.#committing) await this.#sleepPlain(5);
   }

@@ -89,13 +89,18 @@ async function countingShortTimers(maxMs: number, fn: () => Promise<void>): Prom
 /** One macrotask: every microtask queued before it has run. */
 const turn = () => new Promise<void>((r) => setTimeout(r, 0));
 
-function poolOn(log: HeldLog, local: boolean, routed: StoredMessage[]): ReaderPool {
+function poolOn(
+  log: HeldLog,
+  local: boolean,
+  routed: StoredMessage[],
+  commitIntervalMs = 60_000,
+): ReaderPool {
   return new ReaderPool({
     backend: log.backend,
     options: {
       consumer: "c",
       pollBatch: 10,
-      commitIntervalMs: 60_000,
+      commitIntervalMs,
       commitBatchCount: 1000,
       maxUnsettled: 100,
     },
@@ -186,6 +191,41 @@ Deno.test("a growth up to where the reader already is (an offer routed it) does 
     await turn();
     assert.equal(log.polls, 1, "no poll: the offer already routed offset 0");
     assert.deepEqual(routed.map((m) => m.offset), [0]);
+  } finally {
+    await stopAll(pool, log);
+  }
+});
+
+Deno.test("one timer stores every reader's offset: the stores of a tick are made in one run, together", async () => {
+  const log = new HeldLog();
+  // Each run of JavaScript's stores, as the partitions stored (what one catalog transaction gets).
+  const runs: number[][] = [];
+  let run: number[] = [];
+  let storedCount = 0;
+  log.backend.storeOffset = (_consumer, address) => {
+    if (run.length === 0) queueMicrotask(() => (runs.push(run), run = []));
+    run.push(address.partition);
+    storedCount++;
+    return Promise.resolve();
+  };
+  const pool = poolOn(log, true, [], 30);
+  const triples = [0, 1, 2].map((partition) => ({ ...TRIPLE, partition }));
+  try {
+    for (const triple of triples) {
+      pool.reserveNow(triple, 0);
+      await log.asked();
+      log.answer(); // empty: idle
+      await new Promise((r) => setTimeout(r, 7)); // readers started at different times
+    }
+    // All three settle in one run: the next tick stores the three offsets.
+    for (const triple of triples) {
+      pool.readers.get(tripleKey(triple))!.offerAppended(0, [
+        { payload: new Uint8Array([0]), headers: new Map() },
+      ]);
+    }
+    while (storedCount < 3) await new Promise((r) => setTimeout(r, 5)); // the commit timer is unref'd
+    await turn();
+    assert.deepEqual(runs, [[0, 1, 2]]);
   } finally {
     await stopAll(pool, log);
   }

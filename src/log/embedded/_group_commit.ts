@@ -135,7 +135,9 @@ export class GroupCommit {
   storeOffset(consumer: string, state: TopicState, partition: number, offset: number) {
     return new Promise<void>((resolve, reject) => {
       this.#offsets.push({ entry: [consumer, state.id, partition, offset], resolve, reject });
-      this.#sendOffsets();
+      // After the current run of JavaScript: the stores it makes (a tick of the readers' timer)
+      // share one catalog transaction and its fsyncs.
+      if (this.#offsets.length === 1) queueMicrotask(() => this.#sendOffsets());
     });
   }
 

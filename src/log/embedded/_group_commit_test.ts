@@ -230,7 +230,9 @@ Deno.test("GroupCommit: a queue bigger than the log's room goes as several trans
 function fakeLink() {
   const link = {
     offsets: [] as unknown[],
+    transactions: 0,
     request: (call: { offsets: unknown[] }) => {
+      link.transactions++;
       link.offsets.push(...call.offsets);
       return Promise.resolve();
     },
@@ -285,6 +287,40 @@ Deno.test("GroupCommit.storeOffset() after QoS 0 writes whose fsync is deferred 
   log.release();
   await store;
   assert.equal(link.offsets.length, 1);
+  const drained = commit.drain();
+  log.release();
+  await drained;
+});
+
+Deno.test("GroupCommit.storeOffset(): the positions stored in one run of JavaScript share one catalog transaction and one log fsync", async () => {
+  const log = fakeLog();
+  const link = fakeLink();
+  const commit = new GroupCommit(
+    link as unknown as WriterLink,
+    log as unknown as MessageLog,
+    100,
+    () => 0,
+    (e) => e,
+    undefined,
+    10_000,
+  );
+  append(commit, true);
+  await tick(); // written, readable, its fsync 10 s away
+  // What the readers' commit timer does in one tick: a store per partition.
+  const stores = [0, 1, 2].map((p) => commit.storeOffset("keeper", STATE, p, 7));
+  await tick();
+  log.release();
+  await Promise.all(stores);
+  assert.deepEqual([link.transactions, log.syncs], [1, 1], "one transaction, one fsync");
+  assert.deepEqual(link.offsets, [0, 1, 2].map((p) => ["keeper", 1, p, 7]));
+  // A store while one is in flight waits for it, then goes in the next transaction.
+  const first = commit.storeOffset("keeper", STATE, 0, 8);
+  await tick();
+  const second = commit.storeOffset("keeper", STATE, 1, 8);
+  const both = Promise.all([first, second]);
+  for (let i = 0; i < 4; i++, await tick()) log.release();
+  await both;
+  assert.equal(link.transactions, 3);
   const drained = commit.drain();
   log.release();
   await drained;
