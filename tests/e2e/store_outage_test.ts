@@ -19,6 +19,8 @@ Deno.test({
     const gw = await startGateway({
       env: {
         IGGY_MQTT_EMBEDDED_MAX_STORE_BYTES: String(1024 * 1024),
+        // A store this small takes messages up to an eighth of it (embedded.max_store_bytes's check).
+        IGGY_MQTT_LIMITS_MAX_PACKET_BYTES: String(128 * 1024),
         IGGY_MQTT_LOG_RETENTION_MAX_TOPIC_BYTES: String(200 * 1024),
         // Retention runs when the test says so (below), as if its timer had come round.
         IGGY_MQTT_LOG_RETENTION_INTERVAL_MS: "3600000",
