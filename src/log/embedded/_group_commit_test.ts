@@ -54,9 +54,14 @@ function append(commit: GroupCommit, syncLater: boolean, messages = 1) {
   return out;
 }
 
-function commitOver(log: ReturnType<typeof fakeLog>, lazyMs: number, lingerMs = 0) {
+function commitOver(
+  log: ReturnType<typeof fakeLog>,
+  lazyMs: number,
+  lingerMs = 0,
+  link: object = {},
+) {
   return new GroupCommit(
-    {} as WriterLink,
+    link as WriterLink,
     log as unknown as MessageLog,
     100,
     () => 0,
@@ -244,13 +249,7 @@ function fakeLink() {
 Deno.test("GroupCommit.storeOffset() commits a position only once the messages written before it are synced", async () => {
   const log = fakeLog();
   const link = fakeLink();
-  const commit = new GroupCommit(
-    link as unknown as WriterLink,
-    log as unknown as MessageLog,
-    100,
-    () => 0,
-    (e) => e,
-  );
+  const commit = commitOver(log, 0, 0, link);
   const delivered = append(commit, false);
   await tick(); // written and readable, its fsync held: a subscriber may have settled it
   let stored = false;
@@ -270,15 +269,7 @@ Deno.test("GroupCommit.storeOffset() commits a position only once the messages w
 Deno.test("GroupCommit.storeOffset() after QoS 0 writes whose fsync is deferred syncs them first", async () => {
   const log = fakeLog();
   const link = fakeLink();
-  const commit = new GroupCommit(
-    link as unknown as WriterLink,
-    log as unknown as MessageLog,
-    100,
-    () => 0,
-    (e) => e,
-    undefined,
-    10_000,
-  );
+  const commit = commitOver(log, 10_000, 0, link);
   append(commit, true);
   await tick(); // written, readable, its fsync 10 s away
   const store = commit.storeOffset("keeper", STATE, 0, 0);
@@ -295,15 +286,7 @@ Deno.test("GroupCommit.storeOffset() after QoS 0 writes whose fsync is deferred 
 Deno.test("GroupCommit.storeOffset(): the positions stored in one run of JavaScript share one catalog transaction and one log fsync", async () => {
   const log = fakeLog();
   const link = fakeLink();
-  const commit = new GroupCommit(
-    link as unknown as WriterLink,
-    log as unknown as MessageLog,
-    100,
-    () => 0,
-    (e) => e,
-    undefined,
-    10_000,
-  );
+  const commit = commitOver(log, 10_000, 0, link);
   append(commit, true);
   await tick(); // written, readable, its fsync 10 s away
   // What the readers' commit timer does in one tick: a store per partition.
