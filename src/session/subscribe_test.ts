@@ -46,9 +46,7 @@ Deno.test("handleUnsubscribe(): UNSUBACK, and later messages are not delivered (
     const sub = await gw.connect("sub-1");
     sub.send(subscribePacket(1, [["sensors/s1/data", 1]]));
     assert.deepEqual([...(await sub.readPacket())!], [0x90, 3, 0, 1, 1]);
-    const filter = new TextEncoder().encode("sensors/s1/data");
-    const body = [0, 2, 0, filter.length, ...filter];
-    sub.send([0xa2, body.length, ...body]);
+    sub.send(unsubscribeOne("sensors/s1/data"));
     assert.deepEqual([...(await sub.readPacket())!], [0xb0, 2, 0, 2]);
     const pub = await gw.connect("pub-1");
     pub.send(publishPacket("sensors/s1/data", "x", 1, 1));
@@ -60,48 +58,58 @@ Deno.test("handleUnsubscribe(): UNSUBACK, and later messages are not delivered (
   }
 });
 
-Deno.test("handleSubscribe(): a stored session's SUBACK waits until its record is stored (a power cut must not lose the filters)", async () => {
-  let spy: SpyBackend | undefined;
-  const gw = await startMemoryGateway({ wrapBackend: (b) => spy = new SpyBackend(b) });
-  try {
-    const c = gw.open();
-    c.send(connectPacket("keeper", { clean: false }));
-    assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
-    await gw.view.storedSessionsIdle(); // the CONNECT's record
-    spy!.holding = true; // the session record of the SUBSCRIBE reaches the log on release
-    c.send(subscribePacket(1, [["sensors/+/data", 1]]));
-    await waitFor(() => spy!.heldCount > 0, 5000, "the record's append");
-    await new Promise((r) => setTimeout(r, 0)); // a turn: a SUBACK pushed at once is written by now
-    await assert.rejects(c.readPacket(0), /no output/, "no SUBACK while its record is held");
-    spy!.release();
-    assert.deepEqual([...(await c.readPacket())!], [0x90, 3, 0, 1, 1]);
-  } finally {
-    spy?.release();
-    await gw.stop();
-  }
-});
+/** The SUBACK of packet id 1 granting QoS 1. */
+const SUBACK_1 = [0x90, 3, 0, 1, 1];
 
-Deno.test("handleUnsubscribe(): a stored session's UNSUBACK waits until its record is stored (a power cut must not bring the filter back)", async () => {
+/** An UNSUBSCRIBE of one filter (packet id 2). */
+function unsubscribeOne(filter: string): number[] {
+  const bytes = new TextEncoder().encode(filter);
+  const body = [0, 2, 0, bytes.length, ...bytes];
+  return [0xa2, body.length, ...body];
+}
+
+/**
+ * A stored session ("keeper") sends `packet` once the `before` exchanges are answered; its
+ * answer must wait while the session record the packet makes is held on its way to the log
+ * (a power cut after the answer must find the record), then come as `answer`.
+ */
+async function answerWaitsForRecord(
+  what: string,
+  before: [Uint8Array | number[], number[]][],
+  packet: Uint8Array | number[],
+  answer: number[],
+): Promise<void> {
   let spy: SpyBackend | undefined;
   const gw = await startMemoryGateway({ wrapBackend: (b) => spy = new SpyBackend(b) });
   try {
     const c = gw.open();
     c.send(connectPacket("keeper", { clean: false }));
     assert.deepEqual([...(await c.readPacket())!], [0x20, 2, 0, 0]);
-    c.send(subscribePacket(1, [["sensors/+/data", 1]]));
-    assert.deepEqual([...(await c.readPacket())!], [0x90, 3, 0, 1, 1]);
-    await gw.view.storedSessionsIdle();
-    spy!.holding = true; // the session record of the UNSUBSCRIBE reaches the log on release
-    const filter = new TextEncoder().encode("sensors/+/data");
-    const body = [0, 2, 0, filter.length, ...filter];
-    c.send([0xa2, body.length, ...body]);
+    for (const [sent, reply] of before) {
+      c.send(sent);
+      assert.deepEqual([...(await c.readPacket())!], reply);
+    }
+    await gw.view.storedSessionsIdle(); // the records so far
+    spy!.holding = true; // the record `packet` makes reaches the log on release
+    c.send(packet);
     await waitFor(() => spy!.heldCount > 0, 5000, "the record's append");
-    await new Promise((r) => setTimeout(r, 0)); // a turn: a UNSUBACK pushed at once is written by now
-    await assert.rejects(c.readPacket(0), /no output/, "no UNSUBACK while its record is held");
+    await new Promise((r) => setTimeout(r, 0)); // a turn: an answer pushed at once is written by now
+    await assert.rejects(c.readPacket(0), /no output/, `no ${what} while its record is held`);
     spy!.release();
-    assert.deepEqual([...(await c.readPacket())!], [0xb0, 2, 0, 2]);
+    assert.deepEqual([...(await c.readPacket())!], answer);
   } finally {
     spy?.release();
     await gw.stop();
   }
-});
+}
+
+Deno.test("handleSubscribe(): a stored session's SUBACK waits until its record is stored (a power cut must not lose the filters)", () =>
+  answerWaitsForRecord("SUBACK", [], subscribePacket(1, [["sensors/+/data", 1]]), SUBACK_1));
+
+Deno.test("handleUnsubscribe(): a stored session's UNSUBACK waits until its record is stored (a power cut must not bring the filter back)", () =>
+  answerWaitsForRecord(
+    "UNSUBACK",
+    [[subscribePacket(1, [["sensors/+/data", 1]]), SUBACK_1]],
+    unsubscribeOne("sensors/+/data"),
+    [0xb0, 2, 0, 2],
+  ));
