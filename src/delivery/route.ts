@@ -205,14 +205,12 @@ export class Router {
     return found.length > 0 || this.#plainCopies > 0 ? found : null;
   }
 
-  /** Offers a plain QoS 0 copy (see {@link Router.#targets}), counted as `deliverCopies` does. */
+  /** Offers a plain QoS 0 copy (see {@link Router.#targets}). */
   #offerPlain(q: ClientQueue, packet: Uint8Array, served: Set<SpanContext>): void {
     this.#plainCopies++;
     const sc = q.sub.spanContext;
     if (sc !== null) served.add(sc);
-    const offer = q.offerQos0(packet);
-    if (offer === "dropped") this.#metrics.droppedQos0.inc();
-    else if (offer !== "struck") this.#metrics.deliveredQos[0].inc();
+    offerQos0Copy(q, packet, this.#metrics);
   }
 }
 
@@ -236,6 +234,13 @@ function plainClients(
     if (start !== undefined && offset >= start && isPlain(s)) out.add(s.client);
   }
   return out;
+}
+
+/** Offers a QoS 0 copy, counted as delivered or dropped (a closed client's is neither). */
+function offerQos0Copy(q: ClientQueue, packet: Uint8Array, metrics: GatewayMetrics): void {
+  const offer = q.offerQos0(packet);
+  if (offer === "dropped") metrics.droppedQos0.inc();
+  else if (offer !== "struck") metrics.deliveredQos[0].inc();
 }
 
 /** The share groups a message matched, each with its members that may have it. */
@@ -302,9 +307,7 @@ export function deliverCopies(
         if (slot !== undefined) slot[1] = qos0;
         else plainQos0 = qos0;
       }
-      const offer0 = q.offerQos0(qos0);
-      if (offer0 === "dropped") metrics.droppedQos0.inc();
-      else if (offer0 !== "struck") metrics.deliveredQos[0].inc();
+      offerQos0Copy(q, qos0, metrics);
       continue;
     }
     const bytes = tb.length + view.payload.length + 8 + (props?.length ?? 0);
