@@ -36,9 +36,9 @@ export async function replaceFileDurably(path: string, text: string): Promise<vo
   await syncDirectory(directoryOf(path));
 }
 
-/** The directory holding `path` ("." for a bare name). */
+/** The directory holding `path` ("." for a bare name), as node:path's dirname. */
 export function directoryOf(path: string): string {
-  const slash = path.lastIndexOf("/");
+  const slash = path.replace(/\/+$/, "").lastIndexOf("/");
   if (slash < 0) return ".";
   return slash === 0 ? "/" : path.slice(0, slash);
 }

@@ -34,4 +34,5 @@ Deno.test("directoryOf() names the directory holding a path", () => {
   assert.equal(directoryOf("/var/lib/gw/gateway.db"), "/var/lib/gw");
   assert.equal(directoryOf("/gateway.db"), "/");
   assert.equal(directoryOf("gateway.db"), ".");
+  assert.equal(directoryOf("data/store/"), "data");
 });

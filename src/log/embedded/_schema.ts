@@ -9,6 +9,7 @@
  * @module
  */
 import { DatabaseSync } from "node:sqlite";
+import { directoryOf } from "../durable_file.ts";
 
 /**
  * Bumped when the tables change; a file of another version is refused rather than misread
@@ -70,7 +71,7 @@ export const WRITER_BUSY_TIMEOUT_MS = 200;
 export function openDatabase(path: string, maxStoreBytes: number, readOnly: boolean): DatabaseSync {
   // Deno.mkdirSync, not node:fs: node:fs and node:path load a sizeable set of Node
   // compatibility modules that nothing else of the gateway needs.
-  if (path !== ":memory:" && !readOnly) Deno.mkdirSync(parentDir(path), { recursive: true });
+  if (path !== ":memory:" && !readOnly) Deno.mkdirSync(directoryOf(path), { recursive: true });
   const db = new DatabaseSync(path, { readOnly });
   try {
     if (readOnly) {
@@ -154,10 +155,4 @@ function schemaVersion(db: DatabaseSync): number | null {
     user_version: number;
   };
   return version === 0 ? null : version;
-}
-
-/** The directory part of a file path ("." for a bare name), as node:path's dirname. */
-function parentDir(path: string): string {
-  const cut = path.replace(/\/+$/, "").lastIndexOf("/");
-  return cut < 0 ? "." : cut === 0 ? "/" : path.slice(0, cut);
 }
